@@ -1,0 +1,5 @@
+"""``python -m nasmlcn``."""
+
+from nasmlcn.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,47 @@
+"""The ``nasmlcn`` command line: a thin Typer layer over the library API.
+
+:func:`main` runs the app and turns every user error into one red line on stderr
+and a non-zero exit code (``--debug`` shows the traceback instead).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from nasmlcn.cli._app import app
+from nasmlcn.cli._console import print_error
+from nasmlcn.errors import NasmlcnError
+
+__all__ = ["app", "main"]
+
+EXIT_USER_ERROR = 2
+EXIT_FAILURE = 1
+EXIT_INTERRUPTED = 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``nasmlcn`` console script; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=args, prog_name="nasmlcn", standalone_mode=False)
+    except typer.TyperException as exc:  # usage errors: bad option values, unknown commands
+        print_error(exc.format_message())
+        return int(getattr(exc, "exit_code", EXIT_USER_ERROR)) or EXIT_USER_ERROR
+    except NasmlcnError as exc:
+        if debug:
+            raise
+        print_error(str(exc))
+        return EXIT_USER_ERROR
+    except (KeyboardInterrupt, typer.Abort):
+        print_error("interrupted")
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        if debug:
+            raise
+        print_error(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        return EXIT_FAILURE
+    return result if isinstance(result, int) else 0

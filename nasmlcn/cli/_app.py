@@ -1,0 +1,46 @@
+"""The Typer application: global options and command registration."""
+
+from __future__ import annotations
+
+import typer
+
+import nasmlcn
+from nasmlcn.cli._console import setup_logging
+
+app = typer.Typer(
+    name="nasmlcn",
+    help="Hardware-aware neural architecture search for Multi-Lane Capsule Networks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"nasmlcn {nasmlcn.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress details."),
+) -> None:
+    """nasmlcn: search, train and place Multi-Lane Capsule Networks."""
+    setup_logging(verbose or debug)
+
+
+def _register() -> None:
+    from nasmlcn.cli import _data, _models, _train
+
+    app.command("train")(_train.train)
+    app.command("models")(_models.models)
+    app.add_typer(_data.data_app, name="data")
+
+
+_register()

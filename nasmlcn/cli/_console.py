@@ -1,0 +1,25 @@
+"""The CLI's consoles, logging and one-line errors.
+
+Results go to stdout; progress, logs and errors go to stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from rich.console import Console
+from rich.logging import RichHandler
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+def print_error(message: str) -> None:
+    """One red line on stderr."""
+    err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False, soft_wrap=True)
+
+
+def setup_logging(verbose: bool) -> None:
+    handler = RichHandler(console=err, show_path=False, show_time=False, markup=False)
+    logging.basicConfig(level=logging.WARNING, handlers=[handler], format="%(message)s", force=True)
+    logging.getLogger("nasmlcn").setLevel(logging.INFO if verbose else logging.WARNING)

@@ -1,0 +1,152 @@
+"""``nasmlcn train``: train one architecture and report test accuracy."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from nasmlcn.cli._console import err, out
+
+
+def train(
+    lanes: str | None = typer.Option(
+        None,
+        "--lanes",
+        help="Lanes in the compact syntax, e.g. '2*mlcn2:4x1' or 'mlcn1:4x2,mlcn2:2x1'.",
+    ),
+    arch: Path | None = typer.Option(None, "--arch", help="Architecture JSON file."),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="A named architecture, e.g. capsnet or mlcn2-8x4 (see 'nasmlcn models').",
+    ),
+    dataset: str = typer.Option(
+        "fashion-mnist", "--dataset", help="Dataset (see 'nasmlcn data list')."
+    ),
+    data_dir: Path | None = typer.Option(
+        None,
+        "--data-dir",
+        help="Dataset directory [default: $NASMLCN_DATA_DIR or ~/.cache/nasmlcn/data].",
+    ),
+    download: bool = typer.Option(True, "--download/--no-download", help="Download missing data."),
+    epochs: int = typer.Option(10, "--epochs", min=1, help="Training epochs."),
+    batch_size: int = typer.Option(100, "--batch-size", min=1, help="Training batch size."),
+    lr: float = typer.Option(1e-3, "--lr", help="Initial Adam learning rate."),
+    lr_policy: str = typer.Option(
+        "exponential",
+        "--lr-policy",
+        help="exponential (x0.9/epoch), fixed, one-cycle or warm-restarts.",
+    ),
+    routing: str | None = typer.Option(
+        None, "--routing", help="Lane routing: vector or classwise."
+    ),
+    decoder: str | None = typer.Option(None, "--decoder", help="Decoder: full, reduced or none."),
+    lane_dropout: float | None = typer.Option(
+        None, "--lane-dropout", help="Lane dropout probability."
+    ),
+    train_limit: int | None = typer.Option(
+        None, "--train-limit", min=1, help="Use N training images."
+    ),
+    val_limit: int | None = typer.Option(
+        None, "--val-limit", min=1, help="Use N validation images."
+    ),
+    test_limit: int | None = typer.Option(None, "--test-limit", min=1, help="Use N test images."),
+    seed: int = typer.Option(
+        0, "--seed", min=0, help="Seed for the split, initialisation and shuffling."
+    ),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    out_dir: Path | None = typer.Option(
+        None,
+        "--out",
+        help="Output directory for checkpoint.pt, arch.json, result.json [default: runs/<time>].",
+    ),
+    resume: bool = typer.Option(False, "--resume", help="Continue the checkpoint in --out."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
+) -> None:
+    """Train an MLCN (or the CapsNet baseline) and evaluate it on the test set."""
+    from dataclasses import replace
+
+    from nasmlcn.cli._progress import TrainProgress
+    from nasmlcn.data import DATASETS
+    from nasmlcn.errors import SpecError
+    from nasmlcn.specs import DEFAULT_LANES, MLCNSpec, create_arch, load_arch
+    from nasmlcn.training import TrainConfig, TrainJob, arch_for_dataset, run_training
+
+    given = [
+        name for name, value in (("--lanes", lanes), ("--arch", arch), ("--model", model)) if value
+    ]
+    if len(given) > 1:
+        raise SpecError(f"give only one of --lanes, --arch, --model (got {' and '.join(given)})")
+    info = DATASETS.get(dataset)
+    overrides = {
+        k: v
+        for k, v in (("routing", routing), ("decoder", decoder), ("lane_dropout", lane_dropout))
+        if v is not None
+    }
+    if arch is not None:
+        if overrides:
+            raise SpecError(
+                f"--{next(iter(overrides)).replace('_', '-')} cannot be combined with --arch; edit the file"
+            )
+        spec = arch_for_dataset(load_arch(arch), info, strict=True)
+    else:
+        base = create_arch(model) if model else MLCNSpec.from_lanes(lanes or DEFAULT_LANES)
+        spec = arch_for_dataset(base, info, strict=False)
+        if overrides:
+            mlcn_only = "routing" in overrides or "lane_dropout" in overrides
+            if mlcn_only and not isinstance(spec, MLCNSpec):
+                raise SpecError("--routing and --lane-dropout apply to MLCN models only")
+            spec = replace(spec, **overrides)
+    config = TrainConfig(
+        epochs=epochs, batch_size=batch_size, lr=lr, lr_policy=lr_policy, seed=seed, device=device
+    )
+    if out_dir is None:
+        out_dir = Path("runs") / time.strftime(f"train-%Y%m%d-%H%M%S-{dataset}")
+    job = TrainJob(
+        spec,
+        dataset=dataset,
+        config=config,
+        data_dir=str(data_dir) if data_dir else None,
+        download=download,
+        train_limit=train_limit,
+        val_limit=val_limit,
+        test_limit=test_limit,
+        out_dir=str(out_dir),
+        resume=resume,
+    )
+    if quiet:
+        report = run_training(job)
+    else:
+        title = f"training {spec.describe()} on {dataset}, {epochs} epochs, batch {batch_size}"
+        with TrainProgress(err, title) as progress:
+            report = run_training(job, [progress])
+    result = report.to_dict()
+    if as_json:
+        print(json.dumps(result))
+        return
+    _print_summary(result)
+
+
+def _print_summary(result: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{result['lanes']} on {result['dataset']}", show_header=False)
+    table.add_column("", style="bold")
+    table.add_column("")
+    table.add_row("parameters", f"{result['params']:,}")
+    table.add_row(
+        "val accuracy / epoch", ", ".join(f"{a:.4f}" for a in result["val_accuracy_per_epoch"])
+    )
+    table.add_row(
+        "test accuracy", f"{result['test_accuracy']:.4f} ({result['test_images']} images)"
+    )
+    table.add_row("seconds / epoch", f"{result['seconds_per_epoch']:.1f}")
+    table.add_row("images / second", f"{result['images_per_second']:.0f}")
+    table.add_row("device", result["device"])
+    table.add_row("output", str(result["out_dir"]))
+    out.print(table)

@@ -1,0 +1,36 @@
+"""The exception hierarchy.
+
+Every error a user can cause derives from :class:`NasmlcnError`; the CLI prints
+those as one line and exits non-zero. Each subclass also inherits the built-in
+exception it refines, so ``except ValueError`` keeps working for library users.
+"""
+
+from __future__ import annotations
+
+
+class NasmlcnError(Exception):
+    """Base class of every error nasmlcn raises on purpose."""
+
+
+class SpecError(NasmlcnError, ValueError):
+    """A specification (lane, model, config) has an invalid field or value."""
+
+
+class UnknownNameError(NasmlcnError, ValueError):
+    """A name was looked up in a registry that does not hold it."""
+
+
+class ArchFileError(NasmlcnError, OSError):
+    """An architecture file is missing, unreadable or not a valid architecture."""
+
+
+class DatasetError(NasmlcnError, OSError):
+    """A dataset is missing or cannot be read from where it was looked for."""
+
+
+class CheckpointError(NasmlcnError, OSError):
+    """A checkpoint is missing, unreadable or belongs to another model."""
+
+
+class TrainingError(NasmlcnError, RuntimeError):
+    """Training cannot go on (for example, the loss became NaN)."""

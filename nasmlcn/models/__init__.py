@@ -1,0 +1,32 @@
+"""Torch models: capsule primitives, MLCN lanes, the MLCN and the CapsNet baseline."""
+
+from __future__ import annotations
+
+from nasmlcn.models._capsnet import CapsNet
+from nasmlcn.models._capsules import dynamic_routing, primary_capsules, squash, votes
+from nasmlcn.models._factory import BUILDERS, build_model, count_parameters, create_model
+from nasmlcn.models._head import CapsuleHead, CapsuleOutput, Decoder
+from nasmlcn.models._lane import Lane
+from nasmlcn.models._loss import CapsuleLoss, capsule_loss, margin_loss, reconstruction_loss
+from nasmlcn.models._mlcn import MLCN
+
+__all__ = [
+    "BUILDERS",
+    "MLCN",
+    "CapsNet",
+    "CapsuleHead",
+    "CapsuleLoss",
+    "CapsuleOutput",
+    "Decoder",
+    "Lane",
+    "build_model",
+    "capsule_loss",
+    "count_parameters",
+    "create_model",
+    "dynamic_routing",
+    "margin_loss",
+    "primary_capsules",
+    "reconstruction_loss",
+    "squash",
+    "votes",
+]

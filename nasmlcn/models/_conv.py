@@ -1,0 +1,89 @@
+"""Convolution modules built from :class:`~nasmlcn.specs.ConvSpec`.
+
+All feature maps are kept in channels-last memory order: oneDNN's convolutions
+are faster on it on CPUs (1.5x for the 9x9 layers of an mlcn1 lane, measured),
+and cuDNN prefers it too.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from nasmlcn.specs import ConvSpec
+from nasmlcn.specs._layers import can_fold
+
+
+class PointwiseConv2d(nn.Conv2d):
+    """A 1x1 convolution computed as a matrix product over channels.
+
+    Same parameters as ``nn.Conv2d(c_in, c_out, 1)``, so checkpoints and FLOP
+    counts are unchanged; on channels-last input the product needs no copy, and it
+    is 6x faster than oneDNN's 1x1 convolution for mlcn2's first layer on a
+    1-channel image.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int) -> None:
+        super().__init__(in_channels, out_channels, kernel_size=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w = self.weight.view(self.out_channels, self.in_channels)
+        y = F.linear(x.permute(0, 2, 3, 1), w, self.bias)  # (B, H, W, C_out)
+        return y.permute(0, 3, 1, 2)  # (B, C_out, H, W), channels-last in memory
+
+
+class FoldedConv2d(nn.Module):
+    """A linear 1x1 convolution followed by an unpadded convolution, computed as one.
+
+    ``conv(pointwise(x))`` equals one convolution with kernel
+    ``W[o, c] = sum_m W2[o, m] W1[m, c]`` and bias ``b2 + sum_m W2[o, m] b1[m]``
+    (summed over the kernel window); the parameters stay those of the two layers,
+    and autograd carries the gradients back through the kernel product. For
+    mlcn2 on a 1-channel image this makes the 9x9 convolution read 1 channel
+    instead of ``4*width`` (3x faster training for ``2*mlcn2:4x1``, measured).
+    """
+
+    def __init__(self, first: ConvSpec, second: ConvSpec) -> None:
+        super().__init__()
+        if not can_fold(first, second):
+            raise ValueError(f"{first} does not fold into {second}")
+        self.pointwise = PointwiseConv2d(first.in_channels, first.out_channels)
+        self.conv = nn.Conv2d(first.out_channels, second.out_channels, second.kernel, second.stride)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w1 = self.pointwise.weight.flatten(1)  # (M, C)
+        w2 = self.conv.weight  # (O, M, k, k)
+        weight = torch.einsum("omhw,mc->ochw", w2, w1)  # (O, C, k, k)
+        assert self.conv.bias is not None and self.pointwise.bias is not None
+        bias = self.conv.bias + torch.einsum("omhw,m->o", w2, self.pointwise.bias)
+        return F.conv2d(x, weight, bias, stride=self.conv.stride)
+
+
+def conv_layers(convs: tuple[ConvSpec, ...] | list[ConvSpec]) -> nn.Sequential:
+    """The torch layers of ``convs`` (with their ReLUs), folding where it pays."""
+    layers: list[nn.Module] = []
+    i = 0
+    while i < len(convs):
+        conv = convs[i]
+        if i + 1 < len(convs) and can_fold(conv, convs[i + 1]):
+            conv = convs[i + 1]
+            layers.append(FoldedConv2d(convs[i], conv))
+            i += 2
+        else:
+            if conv.kernel == 1 and conv.stride == 1 and conv.padding == 0:
+                layers.append(PointwiseConv2d(conv.in_channels, conv.out_channels))
+            else:
+                layers.append(
+                    nn.Conv2d(
+                        conv.in_channels, conv.out_channels, conv.kernel, conv.stride, conv.padding
+                    )
+                )
+            i += 1
+        if conv.relu:
+            layers.append(nn.ReLU(inplace=True))
+    return nn.Sequential(*layers).to(memory_format=torch.channels_last)
+
+
+def channels_last(x: torch.Tensor) -> torch.Tensor:
+    return x.contiguous(memory_format=torch.channels_last)

@@ -1,0 +1,32 @@
+"""Building a torch model from any architecture spec (a registry keyed by kind)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from torch import nn
+
+from nasmlcn.models._capsnet import CapsNet
+from nasmlcn.models._mlcn import MLCN
+from nasmlcn.registry import Registry
+from nasmlcn.specs import ArchSpec, create_arch
+
+BUILDERS: Registry[Callable[[Any], nn.Module]] = Registry("architecture kind")
+BUILDERS.register("mlcn", MLCN)
+BUILDERS.register("capsnet", CapsNet)
+
+
+def build_model(spec: ArchSpec) -> nn.Module:
+    """The torch model of ``spec`` (an MLCNSpec or a CapsNetSpec)."""
+    return BUILDERS.get(spec.kind)(spec)
+
+
+def create_model(name: str, **overrides: Any) -> nn.Module:
+    """The model of a named architecture (see ``nasmlcn.specs.ARCHITECTURES``)."""
+    return build_model(create_arch(name, **overrides))
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable parameters."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)

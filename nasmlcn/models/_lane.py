@@ -1,0 +1,70 @@
+"""One MLCN lane as a torch module: convolutions -> primary capsules -> routing."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from nasmlcn.models._capsules import dynamic_routing, primary_capsules, votes
+from nasmlcn.models._conv import channels_last, conv_layers
+from nasmlcn.specs import LaneSpec
+
+
+class Lane(nn.Module):
+    """A lane produces one dimension of every class capsule.
+
+    Args:
+        spec: Type, width and depth.
+        input_shape: ``(C, H, W)``.
+        num_classes: K.
+        routing: ``vector`` — the lane's primary capsules route to a single
+            K-D capsule (the reference code); or ``classwise`` — they route to K
+            1-D capsules with a softmax over classes.
+        routing_iterations: Routing iterations.
+
+    The forward pass returns ``(B, K)``: lane ``l``'s entry ``k`` becomes dimension
+    ``l`` of class capsule ``k``.
+    """
+
+    def __init__(
+        self,
+        spec: LaneSpec,
+        input_shape: tuple[int, int, int],
+        num_classes: int,
+        routing: str,
+        routing_iterations: int,
+    ) -> None:
+        super().__init__()
+        if routing not in ("vector", "classwise"):
+            raise ValueError(f"routing must be 'vector' or 'classwise', got {routing!r}")
+        layout = spec.layout(input_shape)
+        self.spec = spec
+        self.capsule_dim = layout.capsule_dim
+        self.num_primary = layout.num_primary
+        self.num_classes = num_classes
+        self.routing = routing
+        self.routing_iterations = routing_iterations
+        self.convs = conv_layers(layout.convs)
+        # One (capsule_dim x K) transform per primary capsule; both routings use the
+        # same weights, only how the K outputs are grouped into capsules differs.
+        self.weight = nn.Parameter(
+            torch.randn(self.num_primary, self.capsule_dim, num_classes)
+            * init_scale(self.num_primary)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        u = primary_capsules(self.convs(channels_last(x)), self.capsule_dim)  # (N, B, 8)
+        if self.routing == "vector":
+            u_hat = votes(u, self.weight, 1)  # (N, B, 1, K)
+            return dynamic_routing(u_hat, self.routing_iterations)[:, 0, :]  # (B, K)
+        u_hat = votes(u, self.weight, self.num_classes)  # (N, B, K, 1)
+        return dynamic_routing(u_hat, self.routing_iterations)[:, :, 0]  # (B, K)
+
+
+def init_scale(num_inputs: int) -> float:
+    """Standard deviation of the vote weights.
+
+    Scaled so the summed votes start with unit-order length whatever the number of
+    primary capsules, which keeps squash out of its flat region near zero.
+    """
+    return float(1.0 / max(num_inputs, 1) ** 0.5)

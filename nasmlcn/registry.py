@@ -1,0 +1,83 @@
+"""A small named registry with wildcard listing and "did you mean" errors.
+
+Every pluggable family (lane types, named architectures, datasets, learning-rate
+policies; later samplers, cost models and placers) is a :class:`Registry`.
+Built-ins register themselves on import; unknown names fail with the closest
+matches.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar, overload
+
+from nasmlcn.errors import UnknownNameError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Maps names to objects of one kind.
+
+    Args:
+        kind: What the registry holds, used in error messages ("dataset").
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, T] = {}
+
+    @overload
+    def register(self, name: str) -> Callable[[T], T]: ...
+
+    @overload
+    def register(self, name: str, obj: T) -> T: ...
+
+    def register(self, name: str, obj: T | None = None) -> T | Callable[[T], T]:
+        """Registers ``obj`` under ``name``; without ``obj``, acts as a decorator."""
+
+        def add(value: T) -> T:
+            if name in self._entries:
+                raise ValueError(f"{self.kind} {name!r} is already registered")
+            self._entries[name] = value
+            return value
+
+        if obj is None:
+            return add
+        return add(obj)
+
+    def get(self, name: str) -> T:
+        """Returns the entry called ``name``.
+
+        Raises:
+            UnknownNameError: ``name`` is not registered; the message lists the
+                closest names, or all of them.
+        """
+        try:
+            return self._entries[name]
+        except KeyError:
+            raise UnknownNameError(self.unknown_message(name)) from None
+
+    def unknown_message(self, name: str) -> str:
+        """The one-line message for an unknown ``name``."""
+        close = difflib.get_close_matches(name, list(self._entries), n=3, cutoff=0.5)
+        if close:
+            hint = "did you mean " + " or ".join(repr(c) for c in close) + "?"
+        else:
+            hint = "choose one of: " + ", ".join(sorted(self._entries))
+        return f"unknown {self.kind} {name!r}; {hint}"
+
+    def names(self, pattern: str = "*") -> list[str]:
+        """Sorted names matching a shell-style wildcard ``pattern``."""
+        return sorted(n for n in self._entries if fnmatch.fnmatchcase(n, pattern))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self._entries)

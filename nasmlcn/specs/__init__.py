@@ -1,0 +1,47 @@
+"""Architecture specifications (pure Python, no torch)."""
+
+from __future__ import annotations
+
+from nasmlcn.specs._arch import (
+    ARCH_SCHEMA_VERSION,
+    DECODERS,
+    DEFAULT_ROUTING,
+    ROUTINGS,
+    ArchSpec,
+    CapsNetSpec,
+    MLCNSpec,
+    arch_from_dict,
+)
+from nasmlcn.specs._io import arch_from_json, arch_to_json, load_arch, save_arch, write_text_atomic
+from nasmlcn.specs._lane import LaneSpec
+from nasmlcn.specs._lane_types import LANE_TYPES, LaneType
+from nasmlcn.specs._layers import ConvSpec, LaneLayout
+from nasmlcn.specs._syntax import format_lanes, parse_lane, parse_lanes
+from nasmlcn.specs._zoo import ARCHITECTURES, DEFAULT_LANES, create_arch
+
+__all__ = [
+    "ARCHITECTURES",
+    "ARCH_SCHEMA_VERSION",
+    "DECODERS",
+    "DEFAULT_LANES",
+    "DEFAULT_ROUTING",
+    "LANE_TYPES",
+    "ROUTINGS",
+    "ArchSpec",
+    "CapsNetSpec",
+    "ConvSpec",
+    "LaneLayout",
+    "LaneSpec",
+    "LaneType",
+    "MLCNSpec",
+    "arch_from_dict",
+    "arch_from_json",
+    "arch_to_json",
+    "create_arch",
+    "format_lanes",
+    "load_arch",
+    "parse_lane",
+    "parse_lanes",
+    "save_arch",
+    "write_text_atomic",
+]

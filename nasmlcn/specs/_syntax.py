@@ -1,0 +1,77 @@
+"""The compact lane syntax used on the command line, in files and in reports.
+
+``mlcn1:4x2`` is one lane of type mlcn1, width 4, depth 2 (``mlcn1:4`` means depth
+1). Lanes are comma-separated, and ``8*mlcn2:2x1`` repeats a lane 8 times::
+
+    >>> [str(lane) for lane in parse_lanes("2*mlcn2:4x1,mlcn1:2x3")]
+    ['mlcn2:4x1', 'mlcn2:4x1', 'mlcn1:2x3']
+    >>> format_lanes(parse_lanes("mlcn2:4x1, mlcn2:4x1, mlcn1:2x3"))
+    '2*mlcn2:4x1,mlcn1:2x3'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from nasmlcn.errors import SpecError
+from nasmlcn.specs._lane import LaneSpec
+
+_LANE = re.compile(
+    r"^\s*(?:(?P<count>[+-]?\d+)\s*\*\s*)?(?P<type>[A-Za-z_][\w-]*)\s*:\s*"
+    r"(?P<width>[+-]?\d+)\s*(?:x\s*(?P<depth>[+-]?\d+))?\s*$"
+)
+_MAX_REPEAT = 4096
+
+
+def parse_lane(text: str) -> LaneSpec:
+    """Parses a single lane (no repeat count)."""
+    lanes = parse_lanes(text)
+    if len(lanes) != 1:
+        raise SpecError(f"expected one lane, got {len(lanes)} in {text!r}")
+    return lanes[0]
+
+
+def parse_lanes(text: str) -> list[LaneSpec]:
+    """Parses the compact syntax into lanes, in order.
+
+    Raises:
+        SpecError: A part is malformed, names an unknown type, or has a width,
+            depth or count below 1; the message quotes the part.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise SpecError(f"no lanes given ({text!r}); expected e.g. 'mlcn2:4x1' or '8*mlcn2:2x1'")
+    lanes: list[LaneSpec] = []
+    for part in text.split(","):
+        match = _LANE.match(part)
+        if match is None:
+            raise SpecError(
+                f"invalid lane {part.strip()!r}; expected TYPE:WIDTHxDEPTH such as "
+                "'mlcn1:4x2', optionally repeated as '8*mlcn2:2x1'"
+            )
+        count = int(match["count"]) if match["count"] is not None else 1
+        if not 1 <= count <= _MAX_REPEAT:
+            raise SpecError(
+                f"invalid lane {part.strip()!r}: repeat count must be 1..{_MAX_REPEAT}, got {count}"
+            )
+        depth = int(match["depth"]) if match["depth"] is not None else 1
+        try:
+            lane = LaneSpec(match["type"], int(match["width"]), depth)
+        except SpecError as err:
+            raise SpecError(f"invalid lane {part.strip()!r}: {err}") from None
+        lanes.extend([lane] * count)
+    return lanes
+
+
+def format_lanes(lanes: Sequence[LaneSpec]) -> str:
+    """The compact syntax of ``lanes``, runs of equal lanes written as ``N*lane``."""
+    parts: list[str] = []
+    i = 0
+    while i < len(lanes):
+        j = i
+        while j < len(lanes) and lanes[j] == lanes[i]:
+            j += 1
+        run = j - i
+        parts.append(f"{run}*{lanes[i]}" if run > 1 else str(lanes[i]))
+        i = j
+    return ",".join(parts)

@@ -1,0 +1,55 @@
+"""Training: configuration, the loop, callbacks, checkpoints and whole jobs.
+
+``TrainConfig``, ``EpochResult``, ``Callback`` and the LR policy registry are pure
+Python; the loop itself (``train``, ``evaluate``, ``run_training``, checkpoints)
+imports torch when first used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nasmlcn.training._callbacks import Callback, TrainStart
+from nasmlcn.training._config import EpochResult, TrainConfig
+from nasmlcn.training._schedules import LR_POLICIES, LRPolicy
+
+__all__ = [
+    "LR_POLICIES",
+    "Callback",
+    "EpochResult",
+    "LRPolicy",
+    "TrainConfig",
+    "TrainJob",
+    "TrainReport",
+    "TrainStart",
+    "arch_for_dataset",
+    "evaluate",
+    "load_checkpoint",
+    "load_model",
+    "resolve_device",
+    "run_training",
+    "save_checkpoint",
+    "train",
+]
+
+_LAZY = {
+    "TrainJob": "_job",
+    "TrainReport": "_job",
+    "arch_for_dataset": "_job",
+    "run_training": "_job",
+    "train": "_trainer",
+    "evaluate": "_trainer",
+    "resolve_device": "_trainer",
+    "load_checkpoint": "_checkpoint",
+    "load_model": "_checkpoint",
+    "save_checkpoint": "_checkpoint",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nasmlcn.training' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"nasmlcn.training.{module}"), name)

@@ -1,0 +1,98 @@
+"""Checkpoints: ``state_dict`` plus the architecture JSON, loaded with
+``weights_only=True`` (no pickled code runs on load)."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from nasmlcn.errors import CheckpointError, SpecError
+from nasmlcn.specs import ArchSpec, arch_from_json, arch_to_json
+
+CHECKPOINT_VERSION = 1
+_REQUIRED = ("version", "arch", "model", "epoch")
+
+
+def save_checkpoint(
+    path: str | os.PathLike[str],
+    *,
+    arch: ArchSpec,
+    model: nn.Module,
+    epoch: int,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler: Any = None,
+    history: list[dict[str, Any]] | None = None,
+    train_config: dict[str, Any] | None = None,
+) -> Path:
+    """Writes a checkpoint atomically: a crash mid-write leaves the old one intact."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    payload: dict[str, Any] = {
+        "version": CHECKPOINT_VERSION,
+        "arch": arch_to_json(arch, indent=None),
+        "model": model.state_dict(),
+        "epoch": epoch,
+        "history": json.dumps(history or []),
+        "train_config": json.dumps(train_config or {}),
+    }
+    if optimizer is not None:
+        payload["optimizer"] = optimizer.state_dict()
+    if scheduler is not None:
+        payload["scheduler"] = scheduler.state_dict()
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    os.close(fd)
+    try:
+        torch.save(payload, tmp)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return p
+
+
+def load_checkpoint(path: str | os.PathLike[str], map_location: str = "cpu") -> dict[str, Any]:
+    """Reads a checkpoint; ``arch`` comes back as a spec, history/config as objects.
+
+    Raises:
+        CheckpointError: Missing, unreadable, or not a nasmlcn checkpoint.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise CheckpointError(f"checkpoint {str(p)!r} does not exist")
+    try:
+        payload = torch.load(p, map_location=map_location, weights_only=True)
+    except Exception as err:
+        raise CheckpointError(f"cannot read checkpoint {str(p)!r}: {err}") from None
+    if not isinstance(payload, dict) or any(k not in payload for k in _REQUIRED):
+        raise CheckpointError(f"{str(p)!r} is not a nasmlcn checkpoint")
+    if payload["version"] > CHECKPOINT_VERSION:
+        raise CheckpointError(
+            f"checkpoint {str(p)!r} has version {payload['version']}, newer than this nasmlcn reads"
+        )
+    try:
+        payload["arch"] = arch_from_json(payload["arch"])
+    except SpecError as err:
+        raise CheckpointError(
+            f"checkpoint {str(p)!r} holds an invalid architecture: {err}"
+        ) from None
+    payload["history"] = json.loads(payload.get("history", "[]"))
+    payload["train_config"] = json.loads(payload.get("train_config", "{}"))
+    return payload
+
+
+def load_model(
+    path: str | os.PathLike[str], map_location: str = "cpu"
+) -> tuple[nn.Module, ArchSpec]:
+    """Rebuilds the model of a checkpoint and loads its weights."""
+    from nasmlcn.models import build_model
+
+    payload = load_checkpoint(path, map_location)
+    model = build_model(payload["arch"])
+    model.load_state_dict(payload["model"])
+    return model, payload["arch"]

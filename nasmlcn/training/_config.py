@@ -1,0 +1,90 @@
+"""Training configuration and per-epoch results (pure Python)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from nasmlcn.errors import SpecError
+from nasmlcn.specs._validate import check_int
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How a model is trained.
+
+    Attributes:
+        epochs: Training epochs.
+        batch_size: Training batch size (100 in the thesis).
+        lr: Initial Adam learning rate (1e-3 in the thesis).
+        lr_policy: A registered policy (``exponential`` by default; see
+            :data:`nasmlcn.training.LR_POLICIES`).
+        lr_decay: Per-epoch factor of the ``exponential`` policy (0.9 in the thesis).
+        reconstruction_weight: Weight of the summed squared reconstruction error
+            (0.0005, Sabour et al.).
+        seed: Seeds initialisation, shuffling and lane dropout.
+        device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
+        eval_batch_size: Batch size for validation and test passes.
+    """
+
+    epochs: int = 10
+    batch_size: int = 100
+    lr: float = 1e-3
+    lr_policy: str = "exponential"
+    lr_decay: float = 0.9
+    reconstruction_weight: float = 0.0005
+    seed: int = 0
+    device: str = "cpu"
+    eval_batch_size: int = 500
+
+    def __post_init__(self) -> None:
+        check_int("TrainConfig", "epochs", self.epochs, 1)
+        check_int("TrainConfig", "batch_size", self.batch_size, 1)
+        check_int("TrainConfig", "eval_batch_size", self.eval_batch_size, 1)
+        check_int("TrainConfig", "seed", self.seed, 0)
+        for name in ("lr", "lr_decay"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise SpecError(f"TrainConfig.{name} must be a positive number, got {value!r}")
+        if self.reconstruction_weight < 0:
+            raise SpecError(
+                f"TrainConfig.reconstruction_weight must be >= 0, got {self.reconstruction_weight!r}"
+            )
+        from nasmlcn.training._schedules import LR_POLICIES
+
+        if self.lr_policy not in LR_POLICIES:
+            raise SpecError(f"TrainConfig.lr_policy: {LR_POLICIES.unknown_message(self.lr_policy)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class EpochResult:
+    """What one epoch produced; the per-epoch callback receives it.
+
+    Attributes:
+        epoch: 1-based epoch number.
+        train_loss: Mean training loss over the epoch.
+        train_accuracy: Training accuracy over the epoch (lane dropout active).
+        val_loss: Validation loss.
+        val_accuracy: Validation accuracy in [0, 1].
+        seconds: Wall time of the training pass (without validation).
+        eval_seconds: Wall time of the validation pass.
+        images_per_second: Training images per second.
+        lr: Learning rate at the start of the epoch.
+    """
+
+    epoch: int
+    train_loss: float
+    train_accuracy: float
+    val_loss: float
+    val_accuracy: float
+    seconds: float
+    eval_seconds: float
+    images_per_second: float
+    lr: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,185 @@
+"""A training job end to end: data, model, training, test, files. The CLI's
+``nasmlcn train`` is a thin wrapper over :func:`run_training`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from nasmlcn.data import DATASETS, DatasetInfo
+from nasmlcn.errors import CheckpointError, SpecError
+from nasmlcn.specs import ArchSpec, CapsNetSpec, MLCNSpec, save_arch, write_text_atomic
+from nasmlcn.training._callbacks import Callback
+from nasmlcn.training._config import EpochResult, TrainConfig
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_NAME = "checkpoint.pt"
+RESULT_NAME = "result.json"
+ARCH_NAME = "arch.json"
+
+
+def arch_for_dataset(arch: ArchSpec, dataset: DatasetInfo, *, strict: bool) -> ArchSpec:
+    """Fits ``arch``'s classes and input shape to ``dataset``.
+
+    With ``strict`` (an architecture read from a file), a mismatch is an error;
+    otherwise (lanes or a model name given on the command line) the dataset's
+    values are taken.
+    """
+    if arch.num_classes == dataset.num_classes and arch.input_shape == dataset.input_shape:
+        return arch
+    if strict:
+        c, h, w = arch.input_shape
+        dc, dh, dw = dataset.input_shape
+        raise SpecError(
+            f"the architecture is for {c}x{h}x{w} input and {arch.num_classes} classes, but "
+            f"{dataset.name} has {dc}x{dh}x{dw} and {dataset.num_classes}"
+        )
+    if isinstance(arch, MLCNSpec):
+        return replace(arch, num_classes=dataset.num_classes, input_shape=dataset.input_shape)
+    assert isinstance(arch, CapsNetSpec)
+    return replace(arch, num_classes=dataset.num_classes, input_shape=dataset.input_shape)
+
+
+@dataclass(frozen=True)
+class TrainJob:
+    """Everything ``nasmlcn train`` needs.
+
+    Attributes:
+        arch: The architecture (already fitted to the dataset, see
+            :func:`arch_for_dataset`).
+        dataset: Registered dataset name.
+        config: Training configuration.
+        data_dir: Where datasets live (None: the default).
+        download: Allow downloading missing data.
+        val_fraction: Share of the training set held out for validation.
+        train_limit: Use only the first N training images (after the seeded split).
+        val_limit: Use only the first N validation images.
+        test_limit: Use only the first N test images.
+        out_dir: Checkpoint, arch.json and result.json go here (None: no files).
+        resume: Continue from ``out_dir``'s checkpoint.
+    """
+
+    arch: ArchSpec
+    dataset: str = "fashion-mnist"
+    config: TrainConfig = field(default_factory=TrainConfig)
+    data_dir: str | None = None
+    download: bool = True
+    val_fraction: float = 0.1
+    train_limit: int | None = None
+    val_limit: int | None = None
+    test_limit: int | None = None
+    out_dir: str | None = None
+    resume: bool = False
+
+
+@dataclass(frozen=True)
+class TrainReport:
+    """The outcome of a job; ``to_dict`` is what ``--json`` prints."""
+
+    arch: ArchSpec
+    dataset: str
+    params: int
+    history: list[EpochResult]
+    test_loss: float
+    test_accuracy: float
+    test_images: int
+    train_images: int
+    device: str
+    out_dir: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        import torch
+
+        epochs = [h.to_dict() for h in self.history]
+        seconds = [h.seconds for h in self.history]
+        images = sum(self.train_images for _ in self.history)
+        return {
+            "arch": self.arch.to_dict(),
+            "lanes": self.arch.describe(),
+            "dataset": self.dataset,
+            "params": self.params,
+            "epochs": len(self.history),
+            "test_accuracy": self.test_accuracy,
+            "test_loss": self.test_loss,
+            "test_images": self.test_images,
+            "train_images": self.train_images,
+            "val_accuracy_per_epoch": [h.val_accuracy for h in self.history],
+            "seconds_per_epoch": sum(seconds) / len(seconds) if seconds else 0.0,
+            "images_per_second": images / sum(seconds) if sum(seconds) > 0 else 0.0,
+            "per_epoch": epochs,
+            "device": self.device,
+            "out_dir": self.out_dir,
+            "versions": {
+                "python": platform.python_version(),
+                "torch": torch.__version__,
+            },
+        }
+
+
+def run_training(job: TrainJob, callbacks: list[Callback] | None = None) -> TrainReport:
+    """Loads the data, builds and trains the model, tests it and writes the files."""
+    import torch
+
+    from nasmlcn.data import load_splits
+    from nasmlcn.models import build_model, count_parameters
+    from nasmlcn.training._trainer import evaluate, resolve_device, train
+
+    info = DATASETS.get(job.dataset)
+    arch = arch_for_dataset(job.arch, info, strict=True)
+    device = resolve_device(job.config.device)
+    out = Path(job.out_dir) if job.out_dir else None
+    checkpoint = out / CHECKPOINT_NAME if out else None
+    if checkpoint is not None and checkpoint.exists() and not job.resume:
+        raise CheckpointError(
+            f"{str(out)!r} already holds a checkpoint; pass --resume to continue it or choose another --out"
+        )
+    splits = load_splits(
+        job.dataset,
+        job.data_dir,
+        download=job.download,
+        val_fraction=job.val_fraction,
+        seed=job.config.seed,
+        train_limit=job.train_limit,
+        val_limit=job.val_limit,
+        test_limit=job.test_limit,
+    )
+    torch.manual_seed(job.config.seed)
+    model = build_model(arch)
+    if out is not None:
+        save_arch(arch, out / ARCH_NAME)
+    history = train(
+        model,
+        arch,
+        splits,
+        job.config,
+        callbacks=callbacks or [],
+        checkpoint_path=checkpoint,
+        resume=job.resume,
+    )
+    test_loss, test_acc = evaluate(
+        model,
+        splits.test,
+        batch_size=job.config.eval_batch_size,
+        device=device,
+        reconstruction_weight=job.config.reconstruction_weight,
+    )
+    report = TrainReport(
+        arch=arch,
+        dataset=job.dataset,
+        params=count_parameters(model),
+        history=history,
+        test_loss=test_loss,
+        test_accuracy=test_acc,
+        test_images=len(splits.test),
+        train_images=len(splits.train),
+        device=str(device),
+        out_dir=str(out) if out else None,
+    )
+    if out is not None:
+        write_text_atomic(out / RESULT_NAME, json.dumps(report.to_dict(), indent=2) + "\n")
+    return report

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Installs everything nasmlcn needs on a fresh Debian/Ubuntu machine; safe to re-run
+# (each step checks what is already there and skips it).
+#
+#   scripts/setup.sh          # runtime: Debian packages, .venv, nasmlcn, Fashion-MNIST
+#   scripts/setup.sh --dev    # the same plus the test and lint tools
+#
+# Environment: PYTHON (default python3), TORCH_SPEC (default the pins below),
+# NASMLCN_DATA_DIR (default ~/.cache/nasmlcn/data).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEV=0
+[[ "${1:-}" == "--dev" ]] && DEV=1
+PYTHON=${PYTHON:-python3}
+# torch and torchvision are installed first and pinned: on the project's machines
+# pip takes these from local disk; pyproject only declares ranges.
+TORCH_SPEC=${TORCH_SPEC:-"torch==2.14.1 torchvision==0.29.1"}
+APT_PACKAGES=(dataset-fashion-mnist)
+
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+die() { printf '\033[1;31m[setup] error:\033[0m %s\n' "$*" >&2; exit 1; }
+
+# 1. Debian packages -----------------------------------------------------------
+missing=()
+if command -v dpkg-query >/dev/null 2>&1; then
+  for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+fi
+if ((${#missing[@]})); then
+  if [[ $(id -u) -eq 0 ]]; then SUDO=(); elif sudo -n true 2>/dev/null; then SUDO=(sudo -n); else SUDO=(none); fi
+  if [[ "${SUDO[0]:-}" == none ]] || ! command -v apt-get >/dev/null 2>&1; then
+    die "missing Debian packages: ${missing[*]}; install them as root with: apt-get install -y ${missing[*]} (no root or apt-get here)"
+  fi
+  say "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${SUDO[@]}" apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null \
+    || { "${SUDO[@]}" apt-get update >/dev/null && "${SUDO[@]}" apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; } \
+    || die "apt-get could not install: ${missing[*]}"
+elif ! command -v dpkg-query >/dev/null 2>&1; then
+  say "not a Debian system: skipping ${APT_PACKAGES[*]} (torchvision will download Fashion-MNIST)"
+else
+  say "Debian packages present: ${APT_PACKAGES[*]}"
+fi
+
+# 2. Virtual environment -------------------------------------------------------
+command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found; install Python >= 3.10 or set PYTHON"
+if [[ ! -x .venv/bin/python ]]; then
+  say "creating .venv with $($PYTHON --version 2>&1)"
+  "$PYTHON" -m venv .venv || die "could not create .venv (on Debian: apt-get install python3-venv)"
+fi
+PIP=(.venv/bin/python -m pip --disable-pip-version-check)
+
+# 3. Python packages -----------------------------------------------------------
+if ! .venv/bin/python -c "import torch, torchvision" >/dev/null 2>&1; then
+  say "installing $TORCH_SPEC (about a minute from local disk)"
+  # shellcheck disable=SC2086
+  "${PIP[@]}" install --quiet $TORCH_SPEC || die "pip could not install $TORCH_SPEC"
+fi
+extras=""
+((DEV)) && extras="[dev]"
+stamp=".venv/.nasmlcn-installed${extras:+-dev}"
+want=$(sha256sum pyproject.toml | cut -d" " -f1)
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
+  say "installing nasmlcn${extras} into .venv"
+  "${PIP[@]}" install --quiet -e ".${extras}" || die "pip could not install nasmlcn${extras}"
+  echo "$want" > "$stamp"
+else
+  say "nasmlcn${extras} already installed in .venv"
+fi
+
+# 4. Data ----------------------------------------------------------------------
+.venv/bin/nasmlcn data prepare fashion-mnist >&2
+say "ready: activate with 'source .venv/bin/activate' or run .venv/bin/nasmlcn"

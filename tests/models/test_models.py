@@ -1,0 +1,178 @@
+"""The MLCN and CapsNet modules built from specs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from nasmlcn.models import MLCN, build_model, capsule_loss, count_parameters, create_model
+from nasmlcn.models._conv import PointwiseConv2d
+from nasmlcn.specs import ARCHITECTURES, CapsNetSpec, MLCNSpec
+
+
+def _analytic_lane_params(spec: MLCNSpec) -> int:
+    total = 0
+    for layout in spec.lane_layouts:
+        total += sum(
+            c.kernel**2 * c.in_channels * c.out_channels + c.out_channels for c in layout.convs
+        )
+        total += layout.num_primary * layout.capsule_dim * spec.num_classes
+    return total
+
+
+def _decoder_params(in_features: int, pixels: int) -> int:
+    return in_features * 512 + 512 + 512 * 1024 + 1024 + 1024 * pixels + pixels
+
+
+def test_capsnet_matches_sabour_parameter_count() -> None:
+    model = create_model("capsnet")
+    assert count_parameters(model) == 8_215_568  # Sabour et al.: 8.2 M with the decoder
+    out = model(torch.rand(2, 1, 28, 28))
+    assert out.lengths.shape == (2, 10)
+    assert out.class_capsules.shape == (2, 10, 16)
+    assert out.reconstruction is not None and out.reconstruction.shape == (2, 784)
+
+
+@pytest.mark.parametrize(
+    ("lanes", "input_shape"),
+    [("mlcn1:1x1,mlcn2:2x2,mlcn1:1x3", (1, 28, 28)), ("mlcn2:1x1,mlcn1:2x2", (3, 32, 32))],
+)
+def test_heterogeneous_lanes_shapes_and_parameters(
+    lanes: str, input_shape: tuple[int, int, int]
+) -> None:
+    spec = MLCNSpec(lanes, input_shape=input_shape)
+    model = build_model(spec)
+    assert isinstance(model, MLCN)
+    x = torch.rand(4, *input_shape)
+    lane_outputs = model.lane_outputs(x)
+    assert [o.shape for o in lane_outputs] == [(4, 10)] * spec.num_lanes
+    out = model(x)
+    assert out.class_capsules.shape == (4, 10, spec.num_lanes)
+    assert torch.allclose(out.lengths, out.class_capsules.norm(dim=-1))
+    assert out.reconstruction is not None and out.reconstruction.shape == (
+        4,
+        math.prod(input_shape),
+    )
+    expected = _analytic_lane_params(spec) + _decoder_params(
+        10 * spec.num_lanes, math.prod(input_shape)
+    )
+    assert count_parameters(model) == expected
+
+
+def test_gradients_reach_every_lane() -> None:
+    torch.manual_seed(0)
+    model = build_model(MLCNSpec("mlcn1:1x1,mlcn2:1x2,mlcn1:2x1", routing="classwise"))
+    x, y = torch.rand(6, 1, 28, 28), torch.randint(0, 10, (6,))
+    out = model(x, y)
+    capsule_loss(out.lengths, out.reconstruction, x, y).total.backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None, name
+        assert p.grad.abs().sum() > 0, name
+
+
+def test_routing_variants_differ_but_share_parameters() -> None:
+    torch.manual_seed(0)
+    vector = build_model(MLCNSpec("2*mlcn1:1x1", routing="vector"))
+    classwise = build_model(MLCNSpec("2*mlcn1:1x1", routing="classwise"))
+    classwise.load_state_dict(vector.state_dict())
+    x = torch.rand(3, 1, 28, 28)
+    a, b = vector(x).lengths, classwise(x).lengths
+    assert a.shape == b.shape and not torch.allclose(a, b)
+    # vector: each lane's K outputs are one squashed vector, so its length is < 1
+    assert (vector.lane_outputs(x)[0].norm(dim=-1) < 1).all()
+
+
+def test_lane_dropout_only_touches_classification() -> None:
+    torch.manual_seed(0)
+    model = build_model(MLCNSpec("4*mlcn1:1x1", lane_dropout=0.5))
+    x, y = torch.rand(8, 1, 28, 28), torch.randint(0, 10, (8,))
+    model.train()
+    first, second = model(x, y), model(x, y)
+    assert not torch.allclose(first.lengths, second.lengths)
+    assert first.reconstruction is not None and second.reconstruction is not None
+    assert torch.allclose(first.reconstruction, second.reconstruction)
+    assert torch.allclose(first.class_capsules, second.class_capsules)
+    model.eval()
+    evaluated = model(x)
+    assert torch.allclose(evaluated.lengths, evaluated.class_capsules.norm(dim=-1))
+
+
+def test_decoder_kinds() -> None:
+    full = build_model(MLCNSpec("3*mlcn1:1x1", decoder="full"))
+    reduced = build_model(MLCNSpec("3*mlcn1:1x1", decoder="reduced"))
+    none = build_model(MLCNSpec("3*mlcn1:1x1", decoder="none"))
+    # FasTrCaps' reduced decoder drops the (K-1)*D*512 weights that only see zeros
+    assert count_parameters(full) - count_parameters(reduced) == 9 * 3 * 512
+    x, y = torch.rand(2, 1, 28, 28), torch.tensor([1, 2])
+    out = reduced(x, y)
+    assert out.reconstruction is not None and out.reconstruction.shape == (2, 784)
+    out_none = none(x, y)
+    assert out_none.reconstruction is None
+    loss = capsule_loss(out_none.lengths, None, x, y)
+    assert loss.reconstruction.item() == 0.0 and loss.total.item() == loss.margin.item()
+
+
+def test_full_decoder_reads_only_the_selected_capsule() -> None:
+    torch.manual_seed(0)
+    model = build_model(CapsNetSpec(conv_channels=16, primary_channels=4, class_dim=4))
+    x = torch.rand(2, 1, 28, 28)
+    out = model(x, torch.tensor([3, 3]))
+    caps = out.class_capsules.clone()
+    caps[:, 5] += 1.0  # change a non-selected capsule: reconstruction must not move
+    assert model.capsule_head.decoder is not None
+    again = model.capsule_head.decoder(caps, torch.tensor([3, 3]))
+    assert torch.allclose(out.reconstruction, again)
+
+
+def test_pointwise_conv_equals_conv2d() -> None:
+    torch.manual_seed(0)
+    pw = PointwiseConv2d(3, 5)
+    ref = nn.Conv2d(3, 5, 1)
+    ref.load_state_dict(pw.state_dict())
+    x = torch.randn(2, 3, 7, 6)
+    assert torch.allclose(pw(x), ref(x), atol=1e-6)
+    assert torch.allclose(pw(x.contiguous(memory_format=torch.channels_last)), ref(x), atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ARCHITECTURES.names())
+def test_every_named_architecture_runs(name: str) -> None:
+    model = create_model(name)
+    out = model(torch.rand(2, 1, 28, 28))
+    assert out.lengths.shape == (2, 10)
+    assert torch.isfinite(out.lengths).all()
+
+
+def test_folded_pointwise_conv_equals_the_two_layers() -> None:
+    from nasmlcn.models._conv import FoldedConv2d
+    from nasmlcn.specs import ConvSpec
+
+    torch.manual_seed(0)
+    first, second = ConvSpec(3, 8, 1, relu=False), ConvSpec(8, 6, 5, stride=2)
+    folded = FoldedConv2d(first, second).double()
+    ref = nn.Sequential(nn.Conv2d(3, 8, 1), nn.Conv2d(8, 6, 5, 2)).double()
+    ref[0].load_state_dict(folded.pointwise.state_dict())
+    ref[1].load_state_dict(folded.conv.state_dict())
+    x = torch.randn(2, 3, 13, 11, dtype=torch.float64)
+    a, b = folded(x), ref(x)
+    assert torch.allclose(a, b, atol=1e-10)
+    a.square().sum().backward()
+    b.square().sum().backward()
+    assert torch.allclose(folded.pointwise.weight.grad, ref[0].weight.grad, atol=1e-8)
+    assert torch.allclose(folded.pointwise.bias.grad, ref[0].bias.grad, atol=1e-8)
+    assert torch.allclose(folded.conv.weight.grad, ref[1].weight.grad, atol=1e-8)
+
+
+def test_mlcn2_executes_its_first_two_layers_folded() -> None:
+    from nasmlcn.specs import LaneSpec
+    from nasmlcn.specs._layers import executed_convs
+
+    layout = LaneSpec("mlcn2", 4, 2).layout((1, 28, 28))
+    executed = executed_convs(layout.convs)
+    assert len(executed) == len(layout.convs) - 1
+    assert (executed[0].in_channels, executed[0].out_channels, executed[0].kernel) == (1, 32, 9)
+    assert executed_convs(LaneSpec("mlcn1", 4, 2).layout((1, 28, 28)).convs) == list(
+        LaneSpec("mlcn1", 4, 2).layout((1, 28, 28)).convs
+    )

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import pytest
+
+from nasmlcn.errors import UnknownNameError
+from nasmlcn.registry import Registry
+
+
+def test_register_get_and_wildcards() -> None:
+    reg: Registry[int] = Registry("thing")
+    reg.register("alpha", 1)
+
+    @reg.register("beta-tiny")
+    def _beta() -> int:
+        return 2
+
+    assert reg.get("alpha") == 1
+    assert reg.names("beta*") == ["beta-tiny"]
+    assert list(reg) == ["alpha", "beta-tiny"]
+    assert "alpha" in reg and len(reg) == 2
+
+
+def test_unknown_name_suggests_close_match() -> None:
+    reg: Registry[int] = Registry("dataset")
+    reg.register("fashion-mnist", 1)
+    reg.register("cifar10", 2)
+    with pytest.raises(
+        UnknownNameError, match=r"unknown dataset 'fashion-mnst'; did you mean 'fashion-mnist'"
+    ):
+        reg.get("fashion-mnst")
+    with pytest.raises(UnknownNameError, match="choose one of: cifar10, fashion-mnist"):
+        reg.get("zzz")
+
+
+def test_duplicate_registration_fails() -> None:
+    reg: Registry[int] = Registry("thing")
+    reg.register("a", 1)
+    with pytest.raises(ValueError, match="already registered"):
+        reg.register("a", 2)

@@ -1,0 +1,195 @@
+"""The trainer on real and synthetic data: learning, callbacks, checkpoints, resume."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from nasmlcn.data import load_splits
+from nasmlcn.errors import CheckpointError, SpecError, TrainingError
+from nasmlcn.models import build_model
+from nasmlcn.specs import MLCNSpec
+from nasmlcn.training import (
+    LR_POLICIES,
+    Callback,
+    EpochResult,
+    TrainConfig,
+    TrainJob,
+    TrainStart,
+    load_checkpoint,
+    load_model,
+    run_training,
+    train,
+)
+
+
+class Recorder(Callback):
+    def __init__(self) -> None:
+        self.start: TrainStart | None = None
+        self.epochs: list[EpochResult] = []
+        self.batches = 0
+
+    def on_train_start(self, start: TrainStart) -> None:
+        self.start = start
+
+    def on_batch_end(self, epoch: int, batch: int, loss: float, accuracy: float) -> None:
+        self.batches += 1
+
+    def on_epoch_end(self, result: EpochResult) -> None:
+        self.epochs.append(result)
+
+
+def test_real_fashion_mnist_training_beats_chance(data_dir: Path) -> None:
+    recorder = Recorder()
+    job = TrainJob(
+        MLCNSpec("2*mlcn1:2x1"),
+        dataset="fashion-mnist",
+        data_dir=str(data_dir),
+        download=False,
+        train_limit=6000,
+        val_limit=1000,
+        test_limit=2000,
+        config=TrainConfig(epochs=2, seed=0),
+    )
+    report = run_training(job, [recorder])
+    assert report.test_accuracy > 0.65  # chance is 0.10
+    assert [r.epoch for r in recorder.epochs] == [1, 2]
+    assert recorder.epochs[-1].val_accuracy > 0.65
+    assert recorder.start is not None and recorder.start.batches_per_epoch == 60
+    assert recorder.batches == 120
+    assert all(r.images_per_second > 0 and r.seconds > 0 for r in recorder.epochs)
+    # thesis schedule: lr 1e-3 decayed x0.9 per epoch
+    assert recorder.epochs[0].lr == pytest.approx(1e-3) and recorder.epochs[1].lr == pytest.approx(
+        9e-4
+    )
+    result = report.to_dict()
+    assert result["val_accuracy_per_epoch"] == [r.val_accuracy for r in recorder.epochs]
+    assert result["params"] == sum(p.numel() for p in build_model(report.arch).parameters())
+
+
+def _tiny_job(tmp_path: Path, epochs: int, resume: bool = False) -> TrainJob:
+    return TrainJob(
+        MLCNSpec("mlcn1:1x1,mlcn2:1x2", lane_dropout=0.2),
+        dataset="synthetic",
+        train_limit=200,
+        val_limit=50,
+        test_limit=50,
+        config=TrainConfig(epochs=epochs, batch_size=50, seed=7),
+        out_dir=str(tmp_path),
+        resume=resume,
+    )
+
+
+def test_checkpoint_holds_weights_and_arch_and_loads_safely(tmp_path: Path) -> None:
+    report = run_training(_tiny_job(tmp_path, epochs=1))
+    ckpt = tmp_path / "checkpoint.pt"
+    assert (
+        ckpt.is_file()
+        and (tmp_path / "arch.json").is_file()
+        and (tmp_path / "result.json").is_file()
+    )
+    payload = torch.load(ckpt, weights_only=True)  # no pickled code needed
+    assert payload["epoch"] == 1
+    loaded = load_checkpoint(ckpt)
+    assert loaded["arch"] == report.arch
+    model, arch = load_model(ckpt)
+    assert arch == report.arch
+    x = torch.rand(3, 1, 28, 28)
+    model.eval()
+    again, _ = load_model(ckpt)
+    again.eval()
+    assert torch.equal(model(x).lengths, again(x).lengths)
+
+
+def test_resume_equals_uninterrupted_training(tmp_path: Path) -> None:
+    straight = run_training(_tiny_job(tmp_path / "a", epochs=2))
+    run_training(_tiny_job(tmp_path / "b", epochs=1))
+    resumed = run_training(_tiny_job(tmp_path / "b", epochs=2, resume=True))
+    assert [h.epoch for h in resumed.history] == [1, 2]
+    assert resumed.history[1].val_accuracy == straight.history[1].val_accuracy
+    a = load_checkpoint(tmp_path / "a" / "checkpoint.pt")["model"]
+    b = load_checkpoint(tmp_path / "b" / "checkpoint.pt")["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_existing_checkpoint_is_never_overwritten_without_resume(tmp_path: Path) -> None:
+    run_training(_tiny_job(tmp_path, epochs=1))
+    before = (tmp_path / "checkpoint.pt").read_bytes()
+    with pytest.raises(CheckpointError, match="already holds a checkpoint"):
+        run_training(_tiny_job(tmp_path, epochs=1))
+    other = TrainJob(
+        MLCNSpec("mlcn1:2x1"),
+        dataset="synthetic",
+        train_limit=50,
+        config=TrainConfig(epochs=2),
+        out_dir=str(tmp_path),
+        resume=True,
+    )
+    with pytest.raises(CheckpointError, match="is for mlcn1:1x1,mlcn2:1x2, not mlcn1:2x1"):
+        run_training(other)
+    assert (tmp_path / "checkpoint.pt").read_bytes() == before
+
+
+def test_nan_loss_stops_with_a_clear_error() -> None:
+    spec = MLCNSpec("mlcn1:1x1")
+    model = build_model(spec)
+    with torch.no_grad():
+        model.lanes[0].weight.fill_(float("nan"))
+    splits = load_splits("synthetic", train_limit=20, val_limit=10)
+    with pytest.raises(TrainingError, match="loss became nan at epoch 1, batch 1"):
+        train(model, spec, splits, TrainConfig(epochs=1, batch_size=10))
+
+
+def test_callback_can_stop_training() -> None:
+    class Stop(Callback):
+        def on_epoch_end(self, result: EpochResult) -> None:
+            raise KeyboardInterrupt
+
+    spec = MLCNSpec("mlcn1:1x1")
+    splits = load_splits("synthetic", train_limit=20, val_limit=10)
+    with pytest.raises(KeyboardInterrupt):
+        train(
+            build_model(spec),
+            spec,
+            splits,
+            TrainConfig(epochs=3, batch_size=10),
+            callbacks=[Stop()],
+        )
+
+
+@pytest.mark.parametrize("policy", LR_POLICIES.names())
+def test_every_lr_policy_trains(policy: str) -> None:
+    spec = MLCNSpec("mlcn1:1x1")
+    splits = load_splits("synthetic", train_limit=40, val_limit=10)
+    history = train(
+        build_model(spec), spec, splits, TrainConfig(epochs=2, batch_size=10, lr_policy=policy)
+    )
+    assert len(history) == 2 and all(h.lr > 0 for h in history)
+    if policy == "fixed":
+        assert history[0].lr == history[1].lr
+    if policy == "exponential":
+        assert history[1].lr == pytest.approx(0.9 * history[0].lr)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"epochs": 0}, "TrainConfig.epochs must be an integer >= 1, got 0"),
+        ({"batch_size": -1}, "TrainConfig.batch_size must be an integer >= 1, got -1"),
+        ({"lr": 0.0}, "TrainConfig.lr must be a positive number, got 0.0"),
+        ({"lr_policy": "cosine"}, "unknown learning-rate policy 'cosine'"),
+    ],
+)
+def test_train_config_validation(kwargs: dict, message: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(SpecError, match=message):
+        TrainConfig(**kwargs)
+
+
+def test_arch_file_must_match_dataset() -> None:
+    job = TrainJob(MLCNSpec("mlcn1:1x1", input_shape=(3, 32, 32)), dataset="synthetic")
+    with pytest.raises(
+        SpecError, match=r"architecture is for 3x32x32 input .* synthetic has 1x28x28"
+    ):
+        run_training(job)
