@@ -176,3 +176,15 @@ def test_every_named_architecture_builds_a_valid_spec() -> None:
         assert arch_from_json(arch_to_json(spec)) == spec
     assert create_arch("mlcn2-8x4").describe() == "8*mlcn2:4x1"
     assert create_arch("capsnet", num_classes=5).num_classes == 5
+
+
+def test_saved_files_get_normal_permissions(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        path = save_arch(MLCNSpec.from_lanes("mlcn1:1x1"), tmp_path / "arch.json")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644

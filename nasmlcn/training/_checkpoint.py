@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from torch import nn
 
 from nasmlcn.errors import CheckpointError, SpecError
 from nasmlcn.specs import ArchSpec, arch_from_json, arch_to_json
+from nasmlcn.specs._io import atomic_path
 
 CHECKPOINT_VERSION = 1
 _REQUIRED = ("version", "arch", "model", "epoch")
@@ -32,7 +32,6 @@ def save_checkpoint(
 ) -> Path:
     """Writes a checkpoint atomically: a crash mid-write leaves the old one intact."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
     payload: dict[str, Any] = {
         "version": CHECKPOINT_VERSION,
         "arch": arch_to_json(arch, indent=None),
@@ -45,14 +44,8 @@ def save_checkpoint(
         payload["optimizer"] = optimizer.state_dict()
     if scheduler is not None:
         payload["scheduler"] = scheduler.state_dict()
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
-    os.close(fd)
-    try:
+    with atomic_path(p) as tmp:
         torch.save(payload, tmp)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return p
 
 
