@@ -1,0 +1,89 @@
+"""Train/validation/test splits held in memory, and batch iteration."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+from nasmlcn.errors import DatasetError
+
+
+@dataclass(frozen=True)
+class RawData:
+    """A dataset as loaded: images uint8 ``(N, C, H, W)``, labels int64 ``(N,)``."""
+
+    train_images: torch.Tensor
+    train_labels: torch.Tensor
+    test_images: torch.Tensor
+    test_labels: torch.Tensor
+
+
+@dataclass(frozen=True)
+class Split:
+    """One split: uint8 images ``(N, C, H, W)`` and int64 labels ``(N,)``."""
+
+    images: torch.Tensor
+    labels: torch.Tensor
+
+    def __len__(self) -> int:
+        return int(self.labels.shape[0])
+
+    def batches(
+        self, batch_size: int, *, generator: torch.Generator | None = None
+    ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Float images in [0, 1] and labels, shuffled when a generator is given."""
+        n = len(self)
+        order = torch.randperm(n, generator=generator) if generator is not None else None
+        for start in range(0, n, batch_size):
+            if order is None:
+                x = self.images[start : start + batch_size]
+                y = self.labels[start : start + batch_size]
+            else:
+                idx = order[start : start + batch_size]
+                x, y = self.images[idx], self.labels[idx]
+            yield x.float().div_(255.0), y
+
+
+@dataclass(frozen=True)
+class DataSplits:
+    """Training, validation (held out from the training set) and test splits."""
+
+    train: Split
+    val: Split
+    test: Split
+
+
+def make_splits(
+    raw: RawData,
+    *,
+    val_fraction: float = 0.1,
+    seed: int = 0,
+    train_limit: int | None = None,
+    val_limit: int | None = None,
+    test_limit: int | None = None,
+) -> DataSplits:
+    """Splits the training set into train/validation with a seeded permutation.
+
+    The validation split is ``val_fraction`` of the training set, chosen by
+    ``seed``; the test set is kept whole for final reporting. Limits take the first
+    N of each split (after the seeded shuffle), so a limited run is a subset of the
+    full one.
+    """
+    n = int(raw.train_labels.shape[0])
+    if not 0 < val_fraction < 1:
+        raise DatasetError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    n_val = max(1, round(n * val_fraction))
+    if n - n_val < 1:
+        raise DatasetError(f"the training set has only {n} images; nothing left after validation")
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    val_idx, train_idx = order[:n_val], order[n_val:]
+    train_idx = train_idx[:train_limit] if train_limit else train_idx
+    val_idx = val_idx[:val_limit] if val_limit else val_idx
+    test_n = min(test_limit, len(raw.test_labels)) if test_limit else len(raw.test_labels)
+    return DataSplits(
+        train=Split(raw.train_images[train_idx], raw.train_labels[train_idx]),
+        val=Split(raw.train_images[val_idx], raw.train_labels[val_idx]),
+        test=Split(raw.test_images[:test_n], raw.test_labels[:test_n]),
+    )

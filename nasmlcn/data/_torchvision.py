@@ -1,0 +1,184 @@
+"""Fashion-MNIST, MNIST and CIFAR-10 through torchvision's own dataset classes.
+
+Files are looked for under ``<data_dir>/<Class>/raw`` (torchvision's layout). For
+Fashion-MNIST, Debian's ``dataset-fashion-mnist`` package is used when present:
+its four ``.gz`` files are unpacked into the data directory once. Otherwise
+torchvision downloads the files where a network exists.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nasmlcn.data._registry import DATASETS, DatasetInfo
+from nasmlcn.errors import DatasetError
+
+if TYPE_CHECKING:
+    from nasmlcn.data._splits import RawData
+
+DEBIAN_FASHION_MNIST_ENV = "NASMLCN_DEBIAN_FASHION_MNIST"
+DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
+
+IDX_FILES = (
+    "train-images-idx3-ubyte",
+    "train-labels-idx1-ubyte",
+    "t10k-images-idx3-ubyte",
+    "t10k-labels-idx1-ubyte",
+)
+CIFAR10_FILES = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch", "batches.meta")
+
+
+def debian_fashion_mnist_dir() -> Path:
+    return Path(os.environ.get(DEBIAN_FASHION_MNIST_ENV, str(DEBIAN_FASHION_MNIST)))
+
+
+def _unpack_gz(sources: list[Path], target_dir: Path) -> None:
+    """Gunzips ``sources`` into ``target_dir``; all files appear or none do."""
+    from torchvision.datasets.utils import extract_archive
+
+    target_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".unpack-", dir=target_dir))
+    try:
+        for src in sources:
+            extract_archive(str(src), str(tmp))
+        for src in sources:
+            name = src.name.removesuffix(".gz")
+            os.replace(tmp / name, target_dir / name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _download(class_name: str, data_dir: Path, pretty: str, looked_for: Path) -> None:
+    from torchvision import datasets
+
+    cls = getattr(datasets, class_name)
+    try:
+        cls(str(data_dir), train=True, download=True)
+        cls(str(data_dir), train=False, download=True)
+    except Exception as err:  # network errors come in many types
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise DatasetError(
+            f"{pretty} is not in {str(looked_for)!r} and could not be downloaded ({reason})"
+        ) from None
+
+
+def _prepare_idx(
+    class_name: str, pretty: str, data_dir: Path, download: bool, debian: Path | None
+) -> str:
+    raw = data_dir / class_name / "raw"
+    if all((raw / f).is_file() for f in IDX_FILES):
+        return f"{pretty}: found in {raw}"
+    if debian is not None:
+        gz = [debian / f"{f}.gz" for f in IDX_FILES]
+        if all(p.is_file() for p in gz):
+            _unpack_gz(gz, raw)
+            return f"{pretty}: unpacked {debian} into {raw}"
+    if download:
+        _download(class_name, data_dir, pretty, raw)
+        return f"{pretty}: downloaded into {raw}"
+    hint = " or install Debian's dataset-fashion-mnist" if debian is not None else ""
+    raise DatasetError(
+        f"{pretty} is not in {str(raw)!r} (expected {', '.join(IDX_FILES)}); "
+        f"put the files there{hint}, or allow downloading"
+    )
+
+
+def _load_idx(class_name: str, data_dir: Path) -> RawData:
+    from torchvision import datasets
+
+    from nasmlcn.data._splits import RawData
+
+    cls = getattr(datasets, class_name)
+    try:
+        train = cls(str(data_dir), train=True, download=False)
+        test = cls(str(data_dir), train=False, download=False)
+    except Exception as err:
+        raise DatasetError(f"cannot read {class_name} from {str(data_dir)!r}: {err}") from None
+    return RawData(
+        train.data.unsqueeze(1).contiguous(),  # (N, 1, 28, 28) uint8
+        train.targets.long(),
+        test.data.unsqueeze(1).contiguous(),
+        test.targets.long(),
+    )
+
+
+def _prepare_fashion_mnist(data_dir: Path, download: bool) -> str:
+    return _prepare_idx("FashionMNIST", "Fashion-MNIST", data_dir, download, debian_fashion_mnist_dir())
+
+
+def _load_fashion_mnist(data_dir: Path, download: bool) -> RawData:
+    _prepare_fashion_mnist(data_dir, download)
+    return _load_idx("FashionMNIST", data_dir)
+
+
+def _prepare_mnist(data_dir: Path, download: bool) -> str:
+    return _prepare_idx("MNIST", "MNIST", data_dir, download, None)
+
+
+def _load_mnist(data_dir: Path, download: bool) -> RawData:
+    _prepare_mnist(data_dir, download)
+    return _load_idx("MNIST", data_dir)
+
+
+def _prepare_cifar10(data_dir: Path, download: bool) -> str:
+    folder = data_dir / "cifar-10-batches-py"
+    if all((folder / f).is_file() for f in CIFAR10_FILES):
+        return f"CIFAR-10: found in {folder}"
+    if download:
+        _download("CIFAR10", data_dir, "CIFAR-10", folder)
+        return f"CIFAR-10: downloaded into {folder}"
+    raise DatasetError(
+        f"CIFAR-10 is not in {str(folder)!r} (expected {', '.join(CIFAR10_FILES)}); "
+        "put the python-version batches there, or allow downloading"
+    )
+
+
+def _load_cifar10(data_dir: Path, download: bool) -> RawData:
+    import torch
+    from torchvision import datasets
+
+    from nasmlcn.data._splits import RawData
+
+    _prepare_cifar10(data_dir, download)
+    try:
+        train = datasets.CIFAR10(str(data_dir), train=True, download=False)
+        test = datasets.CIFAR10(str(data_dir), train=False, download=False)
+    except Exception as err:
+        raise DatasetError(f"cannot read CIFAR-10 from {str(data_dir)!r}: {err}") from None
+
+    def images(ds: datasets.CIFAR10) -> torch.Tensor:
+        return torch.from_numpy(ds.data).permute(0, 3, 1, 2).contiguous()  # (N, 3, 32, 32)
+
+    return RawData(
+        images(train),
+        torch.tensor(train.targets, dtype=torch.long),
+        images(test),
+        torch.tensor(test.targets, dtype=torch.long),
+    )
+
+
+DATASETS.register(
+    "fashion-mnist",
+    DatasetInfo(
+        "fashion-mnist",
+        10,
+        (1, 28, 28),
+        "Zalando Fashion-MNIST, 60k/10k 28x28 grey (Debian: dataset-fashion-mnist)",
+        _load_fashion_mnist,
+        _prepare_fashion_mnist,
+    ),
+)
+DATASETS.register(
+    "mnist",
+    DatasetInfo("mnist", 10, (1, 28, 28), "MNIST digits, 60k/10k 28x28 grey", _load_mnist, _prepare_mnist),
+)
+DATASETS.register(
+    "cifar10",
+    DatasetInfo(
+        "cifar10", 10, (3, 32, 32), "CIFAR-10, 50k/10k 32x32 colour", _load_cifar10, _prepare_cifar10
+    ),
+)

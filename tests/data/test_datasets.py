@@ -1,0 +1,153 @@
+"""Datasets through torchvision's classes, on real and generated files."""
+
+from __future__ import annotations
+
+import gzip
+import pickle
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from nasmlcn.data import DATASETS, load_splits, prepare_dataset
+from nasmlcn.data._splits import RawData, make_splits
+from nasmlcn.data._torchvision import DEBIAN_FASHION_MNIST, IDX_FILES
+from nasmlcn.errors import DatasetError, UnknownNameError
+
+
+def _write_idx(path: Path, array: np.ndarray, compress: bool) -> None:
+    """Writes ``array`` (uint8) in the IDX format of the MNIST files."""
+    header = struct.pack(">HBB", 0, 0x08, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)
+    data = header + array.astype(np.uint8).tobytes()
+    if compress:
+        path.write_bytes(gzip.compress(data))
+    else:
+        path.write_bytes(data)
+
+
+def _fake_idx_set(folder: Path, n_train: int, n_test: int, compress: bool) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    arrays = {
+        "train-images-idx3-ubyte": rng.integers(0, 256, (n_train, 28, 28), dtype=np.uint8),
+        "train-labels-idx1-ubyte": rng.integers(0, 10, (n_train,), dtype=np.uint8),
+        "t10k-images-idx3-ubyte": rng.integers(0, 256, (n_test, 28, 28), dtype=np.uint8),
+        "t10k-labels-idx1-ubyte": rng.integers(0, 10, (n_test,), dtype=np.uint8),
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, array in arrays.items():
+        _write_idx(folder / (name + (".gz" if compress else "")), array, compress)
+    return arrays
+
+
+def test_registry_lists_builtins() -> None:
+    assert DATASETS.names() == ["cifar10", "fashion-mnist", "mnist", "synthetic"]
+    assert DATASETS.get("cifar10").input_shape == (3, 32, 32)
+    with pytest.raises(UnknownNameError, match="did you mean 'fashion-mnist'"):
+        DATASETS.get("fashion_mnist")
+
+
+def test_real_fashion_mnist_from_debian_package(data_dir: Path) -> None:
+    assert (DEBIAN_FASHION_MNIST / "train-images-idx3-ubyte.gz").is_file(), (
+        "Debian's dataset-fashion-mnist is not installed; run scripts/setup.sh"
+    )
+    splits = load_splits("fashion-mnist", data_dir, download=False, seed=0)
+    assert (len(splits.train), len(splits.val), len(splits.test)) == (54_000, 6_000, 10_000)
+    assert splits.train.images.dtype == torch.uint8
+    assert splits.train.images.shape[1:] == (1, 28, 28)
+    assert sorted(splits.test.labels.unique().tolist()) == list(range(10))
+    assert "found in" in prepare_dataset("fashion-mnist", data_dir, download=False)
+
+
+def test_fashion_mnist_unpacks_a_debian_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    debian = tmp_path / "debian"
+    arrays = _fake_idx_set(debian, 50, 20, compress=True)
+    monkeypatch.setenv("NASMLCN_DEBIAN_FASHION_MNIST", str(debian))
+    data = tmp_path / "data"
+    data.mkdir()
+    message = prepare_dataset("fashion-mnist", data, download=False)
+    assert "unpacked" in message
+    assert sorted(p.name for p in (data / "FashionMNIST" / "raw").iterdir()) == sorted(IDX_FILES)
+    raw = DATASETS.get("fashion-mnist").load(data, False)
+    assert torch.equal(raw.train_images[:, 0], torch.from_numpy(arrays["train-images-idx3-ubyte"]))
+    assert torch.equal(raw.test_labels, torch.from_numpy(arrays["t10k-labels-idx1-ubyte"]).long())
+
+
+def test_mnist_reads_torchvision_layout(tmp_path: Path) -> None:
+    arrays = _fake_idx_set(tmp_path / "MNIST" / "raw", 30, 10, compress=False)
+    splits = load_splits("mnist", tmp_path, download=False, val_fraction=0.2)
+    assert (len(splits.train), len(splits.val), len(splits.test)) == (24, 6, 10)
+    assert torch.equal(splits.test.labels, torch.from_numpy(arrays["t10k-labels-idx1-ubyte"]).long())
+
+
+def test_cifar10_reads_python_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    rng = np.random.default_rng(1)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        batch = {
+            "data": rng.integers(0, 256, (4, 3072), dtype=np.uint8),
+            "labels": rng.integers(0, 10, 4).tolist(),
+        }
+        (folder / name).write_bytes(pickle.dumps(batch))
+    (folder / "batches.meta").write_bytes(pickle.dumps({"label_names": [f"c{i}" for i in range(10)]}))
+    first = pickle.loads((folder / "data_batch_1").read_bytes())
+    # torchvision checks the official files' MD5 sums; generated files cannot match
+    monkeypatch.setattr("torchvision.datasets.cifar.check_integrity", lambda *a, **k: True)
+    raw = DATASETS.get("cifar10").load(tmp_path, False)
+    assert raw.train_images.shape == (20, 3, 32, 32) and raw.test_images.shape == (4, 3, 32, 32)
+    expected = torch.from_numpy(first["data"][0].reshape(3, 32, 32))
+    assert torch.equal(raw.train_images[0], expected)
+
+
+def test_missing_files_and_directories_give_clear_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(DatasetError, match="data directory '.*nope' does not exist"):
+        load_splits("fashion-mnist", tmp_path / "nope")
+    monkeypatch.setenv("NASMLCN_DEBIAN_FASHION_MNIST", str(tmp_path / "no-debian"))
+    with pytest.raises(DatasetError, match="Fashion-MNIST is not in .*dataset-fashion-mnist"):
+        load_splits("fashion-mnist", tmp_path, download=False)
+    with pytest.raises(DatasetError, match="CIFAR-10 is not in"):
+        load_splits("cifar10", tmp_path, download=False)
+
+
+def test_download_failure_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("Error downloading train-images-idx3-ubyte.gz: no network")
+
+    monkeypatch.setattr("torchvision.datasets.MNIST.download", refuse)
+    with pytest.raises(DatasetError, match=r"MNIST is not in .* could not be downloaded \(Error downloading"):
+        load_splits("mnist", tmp_path, download=True)
+
+
+def test_synthetic_split_is_seeded_disjoint_and_limited() -> None:
+    a = load_splits("synthetic", seed=0)
+    b = load_splits("synthetic", seed=0)
+    c = load_splits("synthetic", seed=1)
+    assert torch.equal(a.val.images, b.val.images)
+    assert not torch.equal(a.val.images, c.val.images)
+    assert len(a.train) + len(a.val) == 2000 and len(a.val) == 200
+    limited = load_splits("synthetic", seed=0, train_limit=100, val_limit=50, test_limit=30)
+    assert (len(limited.train), len(limited.val), len(limited.test)) == (100, 50, 30)
+    assert torch.equal(limited.train.images, a.train.images[:100])
+
+
+def test_train_and_validation_never_overlap() -> None:
+    n = 1000
+    images = torch.arange(n, dtype=torch.int64).view(n, 1, 1, 1)  # each image is its index
+    raw = RawData(images, torch.zeros(n, dtype=torch.long), images[:10], torch.zeros(10, dtype=torch.long))
+    splits = make_splits(raw, val_fraction=0.25, seed=3)
+    train_ids = set(splits.train.images.flatten().tolist())
+    val_ids = set(splits.val.images.flatten().tolist())
+    assert len(val_ids) == 250 and not train_ids & val_ids and len(train_ids | val_ids) == n
+
+
+def test_batches_are_float_in_unit_range_and_shuffled_by_generator() -> None:
+    splits = load_splits("synthetic", train_limit=64)
+    x, y = next(splits.train.batches(16))
+    assert x.dtype == torch.float32 and x.shape == (16, 1, 28, 28) and 0 <= x.min() and x.max() <= 1
+    order1 = [yb.tolist() for _, yb in splits.train.batches(16, generator=torch.Generator().manual_seed(5))]
+    order2 = [yb.tolist() for _, yb in splits.train.batches(16, generator=torch.Generator().manual_seed(5))]
+    plain = [yb.tolist() for _, yb in splits.train.batches(16)]
+    assert order1 == order2 and order1 != plain
+    assert sorted(sum(order1, [])) == sorted(sum(plain, []))
