@@ -51,12 +51,18 @@ if [[ ! -x .venv/bin/python ]]; then
   "$PYTHON" -m venv .venv || die "could not create .venv (on Debian: apt-get install python3-venv)"
 fi
 PIP=(.venv/bin/python -m pip --disable-pip-version-check)
+# pip here warns about every missing folder of the local package mirrors; keep
+# its real messages, drop that noise.
+pip_install() {
+  "${PIP[@]}" install --quiet "$@" 2>&1 | { grep -v "^WARNING: Location '.*' is ignored" || true; }
+  return "${PIPESTATUS[0]}"
+}
 
 # 3. Python packages -----------------------------------------------------------
 if ! .venv/bin/python -c "import torch, torchvision" >/dev/null 2>&1; then
   say "installing $TORCH_SPEC (about a minute from local disk)"
   # shellcheck disable=SC2086
-  "${PIP[@]}" install --quiet $TORCH_SPEC || die "pip could not install $TORCH_SPEC"
+  pip_install $TORCH_SPEC || die "pip could not install $TORCH_SPEC"
 fi
 extras=""
 ((DEV)) && extras="[dev]"
@@ -64,7 +70,7 @@ stamp=".venv/.nasmlcn-installed${extras:+-dev}"
 want=$(sha256sum pyproject.toml | cut -d" " -f1)
 if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
   say "installing nasmlcn${extras} into .venv"
-  "${PIP[@]}" install --quiet -e ".${extras}" || die "pip could not install nasmlcn${extras}"
+  pip_install -e ".${extras}" || die "pip could not install nasmlcn${extras}"
   echo "$want" > "$stamp"
 else
   say "nasmlcn${extras} already installed in .venv"
