@@ -68,7 +68,9 @@ extras=""
 ((DEV)) && extras="[dev]"
 stamp=".venv/.nasmlcn-installed${extras:+-dev}"
 want=$(sha256sum pyproject.toml | cut -d" " -f1)
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
+installed() { [[ -f "$1" && "$(cat "$1")" == "$want" ]]; }
+# a dev install also satisfies a runtime one
+if ! installed "$stamp" && ! installed .venv/.nasmlcn-installed-dev; then
   say "installing nasmlcn${extras} into .venv"
   pip_install -e ".${extras}" || die "pip could not install nasmlcn${extras}"
   echo "$want" > "$stamp"
