@@ -26,18 +26,21 @@ def squash(s: torch.Tensor, dim: int = -1, eps: float = 1e-8) -> torch.Tensor:
 def primary_capsules(features: torch.Tensor, capsule_dim: int) -> torch.Tensor:
     """Cuts conv features into squashed capsules, capsules first.
 
-    Consecutive channels at one position form a capsule, as in CapsNet.
+    Consecutive channels at one position form a capsule, as in CapsNet; capsules
+    are numbered position-major (``n = (y * W + x) * C/d + group``), which is the
+    channels-last memory order, so no copy is made and the gradient flows back to
+    the convolution in channels-last order too.
 
     Args:
         features: ``(B, C, H, W)`` with ``C`` a multiple of ``capsule_dim``.
 
     Returns:
-        ``(N, B, capsule_dim)`` with ``N = C / capsule_dim * H * W``.
+        ``(N, B, capsule_dim)`` with ``N = C / capsule_dim * H * W`` (a transposed
+        view of a batch-major tensor).
     """
     b, c, h, w = features.shape
-    caps = features.view(b, c // capsule_dim, capsule_dim, h, w)  # (B, C/d, d, H, W)
-    caps = caps.permute(1, 3, 4, 0, 2).reshape(-1, b, capsule_dim)  # (N, B, d)
-    return squash(caps)
+    caps = features.permute(0, 2, 3, 1).reshape(b, h * w * (c // capsule_dim), capsule_dim)  # (B, N, d)
+    return squash(caps).transpose(0, 1)  # (N, B, d)
 
 
 def votes(u: torch.Tensor, weight: torch.Tensor, out_capsules: int) -> torch.Tensor:

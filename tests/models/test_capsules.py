@@ -83,8 +83,8 @@ def test_primary_capsules_group_consecutive_channels() -> None:
     features = torch.randn(2, 16, 3, 4)  # 2 capsule channels of 8-D on a 3x4 grid
     caps = primary_capsules(features, 8)
     assert caps.shape == (2 * 3 * 4, 2, 8)
-    # capsule (group g, y, x) is channels g*8..g*8+7 at (y, x), squashed
-    index = 1 * 12 + 2 * 4 + 3  # g=1, y=2, x=3
+    # capsule (y, x, group g) is channels g*8..g*8+7 at (y, x), squashed
+    index = (2 * 4 + 3) * 2 + 1  # y=2, x=3, g=1
     assert torch.allclose(caps[index, 1], squash(features[1, 8:16, 2, 3]), atol=1e-6)
     cl = features.contiguous(memory_format=torch.channels_last)
     assert torch.allclose(primary_capsules(cl, 8), caps)
