@@ -34,3 +34,15 @@ class CheckpointError(NasmlcnError, OSError):
 
 class TrainingError(NasmlcnError, RuntimeError):
     """Training cannot go on (for example, the loss became NaN)."""
+
+
+class DeviceError(NasmlcnError, ValueError):
+    """A device specification, memory size or device catalog is invalid."""
+
+
+class PlacementError(NasmlcnError, ValueError):
+    """Lanes cannot be placed on the devices (one does not fit anywhere)."""
+
+
+class CalibrationError(NasmlcnError, OSError):
+    """A calibration file is missing, unreadable or from another machine or version."""

@@ -36,10 +36,13 @@ def _global(
 
 
 def _register() -> None:
-    from nasmlcn.cli import _data, _models, _train
+    from nasmlcn.cli import _calibrate, _data, _devices, _models, _plan, _train
 
     app.command("train")(_train.train)
     app.command("models")(_models.models)
+    app.command("devices")(_devices.devices)
+    app.command("plan")(_plan.plan)
+    app.command("calibrate")(_calibrate.calibrate)
     app.add_typer(_data.data_app, name="data")
 
 

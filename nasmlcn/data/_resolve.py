@@ -47,7 +47,11 @@ def load_splits(
     from nasmlcn.data._splits import make_splits
 
     info = DATASETS.get(name)
-    for label, value in (("train_limit", train_limit), ("val_limit", val_limit), ("test_limit", test_limit)):
+    for label, value in (
+        ("train_limit", train_limit),
+        ("val_limit", val_limit),
+        ("test_limit", test_limit),
+    ):
         if value is not None and value < 1:
             raise DatasetError(f"{label} must be >= 1, got {value}")
     raw = info.load(resolve_data_dir(data_dir), download)

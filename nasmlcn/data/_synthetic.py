@@ -27,7 +27,9 @@ def _generate(n: int, offset: int) -> tuple[object, object]:
 
     g = torch.Generator().manual_seed(20170926)
     ys_grid, xs_grid = torch.meshgrid(
-        torch.arange(_SIDE, dtype=torch.float32), torch.arange(_SIDE, dtype=torch.float32), indexing="ij"
+        torch.arange(_SIDE, dtype=torch.float32),
+        torch.arange(_SIDE, dtype=torch.float32),
+        indexing="ij",
     )
     templates = torch.zeros(_CLASSES, _SIDE, _SIDE)
     for k in range(_CLASSES):

@@ -107,7 +107,9 @@ def _load_idx(class_name: str, data_dir: Path) -> RawData:
 
 
 def _prepare_fashion_mnist(data_dir: Path, download: bool) -> str:
-    return _prepare_idx("FashionMNIST", "Fashion-MNIST", data_dir, download, debian_fashion_mnist_dir())
+    return _prepare_idx(
+        "FashionMNIST", "Fashion-MNIST", data_dir, download, debian_fashion_mnist_dir()
+    )
 
 
 def _load_fashion_mnist(data_dir: Path, download: bool) -> RawData:
@@ -174,11 +176,18 @@ DATASETS.register(
 )
 DATASETS.register(
     "mnist",
-    DatasetInfo("mnist", 10, (1, 28, 28), "MNIST digits, 60k/10k 28x28 grey", _load_mnist, _prepare_mnist),
+    DatasetInfo(
+        "mnist", 10, (1, 28, 28), "MNIST digits, 60k/10k 28x28 grey", _load_mnist, _prepare_mnist
+    ),
 )
 DATASETS.register(
     "cifar10",
     DatasetInfo(
-        "cifar10", 10, (3, 32, 32), "CIFAR-10, 50k/10k 32x32 colour", _load_cifar10, _prepare_cifar10
+        "cifar10",
+        10,
+        (3, 32, 32),
+        "CIFAR-10, 50k/10k 32x32 colour",
+        _load_cifar10,
+        _prepare_cifar10,
     ),
 )

@@ -39,7 +39,9 @@ def primary_capsules(features: torch.Tensor, capsule_dim: int) -> torch.Tensor:
         view of a batch-major tensor).
     """
     b, c, h, w = features.shape
-    caps = features.permute(0, 2, 3, 1).reshape(b, h * w * (c // capsule_dim), capsule_dim)  # (B, N, d)
+    caps = features.permute(0, 2, 3, 1).reshape(
+        b, h * w * (c // capsule_dim), capsule_dim
+    )  # (B, N, d)
     return squash(caps).transpose(0, 1)  # (N, B, d)
 
 

@@ -1,0 +1,41 @@
+"""Cost models (pure Python): per-lane FLOPs, parameters, memory and step time.
+
+Built-ins: ``analytic`` (default, from the layer shapes), ``thesis`` (equations
+5.1 and 6.1 as published) and ``calibrated`` (fitted to this machine by
+``nasmlcn calibrate``). :func:`get_cost_model` builds one by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nasmlcn.costs import _analytic, _thesis  # noqa: F401  (register built-ins)
+from nasmlcn.costs._base import COST_MODELS, CostModel, HeadCost, LaneCost, ModelCost
+from nasmlcn.costs._context import CostContext
+from nasmlcn.costs._profile import HeadProfile, LaneProfile, head_profile, lane_profile
+
+DEFAULT_COST_MODEL = "analytic"
+
+__all__ = [
+    "COST_MODELS",
+    "DEFAULT_COST_MODEL",
+    "CostContext",
+    "CostModel",
+    "HeadCost",
+    "HeadProfile",
+    "LaneCost",
+    "LaneProfile",
+    "ModelCost",
+    "get_cost_model",
+    "head_profile",
+    "lane_profile",
+]
+
+
+def get_cost_model(name: str = DEFAULT_COST_MODEL, **options: Any) -> CostModel:
+    """The cost model registered as ``name``, built with ``options``.
+
+    Raises:
+        UnknownNameError: No such model (with "did you mean").
+    """
+    return COST_MODELS.get(name)(**options)

@@ -1,0 +1,159 @@
+"""Cost models: what a lane costs to train, per step, on a speed-1.0 device.
+
+A cost model turns a lane (in a :class:`CostContext`) into a :class:`LaneCost`:
+parameters and FLOPs (facts of the layers, the same for every model), and two
+*predictions* that differ between models: ``time`` — the training step time on a
+device of speed 1.0 (a K80) — and ``memory_bytes`` — the training memory the lane
+needs on its device. Time on a device of speed ``s`` is ``time / s``; the
+makespan of a placement is ``max over devices of sum(time of its lanes) / s``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nasmlcn.costs._context import CostContext
+from nasmlcn.costs._profile import head_profile, lane_profile
+from nasmlcn.registry import Registry
+from nasmlcn.specs import LaneSpec, MLCNSpec
+
+
+@dataclass(frozen=True)
+class LaneCost:
+    """One lane's cost.
+
+    Attributes:
+        lane: The lane.
+        params: Trainable parameters.
+        forward_flops: Forward FLOPs per image.
+        train_flops: Forward + backward FLOPs per training step (whole batch).
+        activation_bytes: Bytes kept for backward per image.
+        memory_bytes: Predicted training memory on its device (weights, gradients,
+            optimizer state, activations for the batch, workspace).
+        time: Predicted training step time on a speed-1.0 device, in the model's
+            ``time_unit``.
+    """
+
+    lane: LaneSpec
+    params: int
+    forward_flops: int
+    train_flops: int
+    activation_bytes: int
+    memory_bytes: int
+    time: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "lane": str(self.lane),
+            "params": self.params,
+            "forward_flops": self.forward_flops,
+            "train_flops": self.train_flops,
+            "activation_bytes": self.activation_bytes,
+            "memory_bytes": self.memory_bytes,
+            "time": self.time,
+        }
+
+
+@dataclass(frozen=True)
+class HeadCost:
+    """The head (class capsules and decoder), which runs on the head device."""
+
+    params: int
+    forward_flops: int
+    train_flops: int
+    memory_bytes: int
+    time: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "params": self.params,
+            "forward_flops": self.forward_flops,
+            "train_flops": self.train_flops,
+            "memory_bytes": self.memory_bytes,
+            "time": self.time,
+        }
+
+
+@dataclass(frozen=True)
+class ModelCost:
+    """Every lane's cost and the head's, for one model."""
+
+    lanes: tuple[LaneCost, ...]
+    head: HeadCost
+
+    @property
+    def params(self) -> int:
+        return sum(c.params for c in self.lanes) + self.head.params
+
+    @property
+    def train_flops(self) -> int:
+        return sum(c.train_flops for c in self.lanes) + self.head.train_flops
+
+    @property
+    def forward_flops(self) -> int:
+        return sum(c.forward_flops for c in self.lanes) + self.head.forward_flops
+
+    @property
+    def memory_bytes(self) -> int:
+        return sum(c.memory_bytes for c in self.lanes) + self.head.memory_bytes
+
+
+class CostModel(ABC):
+    """Predicts lane costs. Subclasses implement :meth:`lane_cost` and :meth:`head_cost`.
+
+    Attributes:
+        name: Registry name.
+        time_unit: Unit of ``LaneCost.time`` (``s`` for seconds on a K80).
+    """
+
+    name: str = ""
+    time_unit: str = "s"
+
+    @abstractmethod
+    def lane_cost(self, lane: LaneSpec, ctx: CostContext) -> LaneCost:
+        """The cost of ``lane`` in ``ctx``."""
+
+    @abstractmethod
+    def head_cost(self, num_lanes: int, ctx: CostContext) -> HeadCost:
+        """The cost of the head of a model with ``num_lanes`` lanes."""
+
+    def model_cost(self, spec: MLCNSpec, batch_size: int = 100) -> ModelCost:
+        """Every lane's cost and the head's for ``spec`` trained at ``batch_size``."""
+        ctx = CostContext.of(spec, batch_size)
+        return self.costs(spec.lanes, ctx)
+
+    def costs(self, lanes: Sequence[LaneSpec], ctx: CostContext) -> ModelCost:
+        return ModelCost(
+            tuple(self.lane_cost(lane, ctx) for lane in lanes), self.head_cost(len(lanes), ctx)
+        )
+
+    def describe(self) -> str:
+        return self.name
+
+
+COST_MODELS: Registry[type[CostModel]] = Registry("cost model")
+
+
+def layer_facts(lane: LaneSpec, ctx: CostContext) -> dict[str, int]:
+    """Parameters, FLOPs and activation bytes of a lane (the same for every model)."""
+    from nasmlcn.costs._context import BYTES_PER_VALUE
+
+    p = lane_profile(lane, ctx)
+    return {
+        "params": p.params,
+        "forward_flops": p.forward_flops,
+        "train_flops": p.train_flops_per_step(ctx.batch_size),
+        "activation_bytes": p.saved_values * BYTES_PER_VALUE,
+    }
+
+
+def head_facts(num_lanes: int, ctx: CostContext) -> dict[str, int]:
+    p = head_profile(num_lanes, ctx)
+    return {
+        "params": p.params,
+        "forward_flops": p.forward_flops,
+        "train_flops": p.train_flops * ctx.batch_size,
+    }

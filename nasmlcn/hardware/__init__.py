@@ -1,0 +1,33 @@
+"""Target hardware (pure Python): the device catalog, ``--devices`` specs, memory
+sizes, and the devices present on this machine."""
+
+from __future__ import annotations
+
+from nasmlcn.hardware._catalog import (
+    BUILTIN_CATALOG,
+    Catalog,
+    DeviceKind,
+    load_catalog,
+    read_catalog_file,
+)
+from nasmlcn.hardware._detect import LocalDevice, detect_devices, usable_cores
+from nasmlcn.hardware._spec import DEVICE_SYNTAX, DeviceSpec, format_devices, parse_devices
+from nasmlcn.hardware._units import format_bytes, format_flops, parse_size
+
+__all__ = [
+    "BUILTIN_CATALOG",
+    "DEVICE_SYNTAX",
+    "Catalog",
+    "DeviceKind",
+    "DeviceSpec",
+    "LocalDevice",
+    "detect_devices",
+    "format_bytes",
+    "format_devices",
+    "format_flops",
+    "load_catalog",
+    "parse_devices",
+    "parse_size",
+    "read_catalog_file",
+    "usable_cores",
+]

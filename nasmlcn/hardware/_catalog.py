@@ -1,0 +1,181 @@
+"""The device catalog: memory, peak FLOPS, bandwidth and relative speed per kind.
+
+The built-in catalog is ``devices.toml`` beside this module; a user file
+(``--device-file``) replaces or adds kinds. Names are matched case-insensitively
+(``k80`` is ``K80``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nasmlcn.errors import DeviceError
+from nasmlcn.hardware._units import parse_size
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+BUILTIN_CATALOG = Path(__file__).with_name("devices.toml")
+_FIELDS = ("memory", "peak_flops", "bandwidth", "speed", "source")
+
+
+@dataclass(frozen=True)
+class DeviceKind:
+    """One kind of device in the catalog.
+
+    Attributes:
+        name: Catalog name (``K80``).
+        memory_bytes: Memory of one device.
+        peak_flops: Peak FP32 FLOP/s.
+        bandwidth_bytes_per_s: Memory bandwidth.
+        speed: Relative training throughput, K80 = 1.0.
+        source: Where the figures come from.
+    """
+
+    name: str
+    memory_bytes: int
+    peak_flops: float
+    bandwidth_bytes_per_s: float
+    speed: float
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        for field in ("peak_flops", "bandwidth_bytes_per_s", "speed"):
+            value = getattr(self, field)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value <= 0
+            ):
+                raise DeviceError(
+                    f"device {self.name!r}: {field} must be a number > 0, got {value!r}"
+                )
+        if (
+            isinstance(self.memory_bytes, bool)
+            or not isinstance(self.memory_bytes, int)
+            or self.memory_bytes <= 0
+        ):
+            raise DeviceError(
+                f"device {self.name!r}: memory must be > 0 bytes, got {self.memory_bytes!r}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "memory_bytes": self.memory_bytes,
+            "peak_flops": self.peak_flops,
+            "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
+            "speed": self.speed,
+            "source": self.source,
+        }
+
+
+class Catalog(Mapping[str, DeviceKind]):
+    """Device kinds by name (case-insensitive lookup, "did you mean" errors)."""
+
+    def __init__(self, kinds: Mapping[str, DeviceKind] | None = None) -> None:
+        self._kinds: dict[str, DeviceKind] = dict(kinds or {})
+        self._folded = {name.lower(): name for name in self._kinds}
+
+    def __getitem__(self, name: str) -> DeviceKind:
+        key = self._folded.get(name.lower())
+        if key is None:
+            raise DeviceError(self.unknown_message(name))
+        return self._kinds[key]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._folded
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kinds)
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    def unknown_message(self, name: str) -> str:
+        close = difflib.get_close_matches(name.lower(), list(self._folded), n=3, cutoff=0.4)
+        if close:
+            hint = "did you mean " + " or ".join(repr(self._folded[c]) for c in close) + "?"
+        else:
+            hint = "known devices: " + ", ".join(self._kinds)
+        return f"unknown device {name!r}; {hint} (add it with --device-file)"
+
+    def merged(self, other: Catalog) -> Catalog:
+        """This catalog with ``other``'s kinds added, replacing same-named ones."""
+        kinds = {k: v for k, v in self._kinds.items() if k.lower() not in other._folded}
+        kinds.update(other._kinds)
+        return Catalog(kinds)
+
+
+def parse_catalog(data: Mapping[str, Any], origin: str) -> Catalog:
+    """A catalog from the parsed TOML of a device file.
+
+    Raises:
+        DeviceError: A kind misses a field, has an unknown one or a bad value;
+            the message names the file, the kind and the field.
+    """
+    kinds: dict[str, DeviceKind] = {}
+    for name, entry in data.items():
+        if not isinstance(entry, Mapping):
+            raise DeviceError(f"{origin}: [{name}] must be a table of {', '.join(_FIELDS)}")
+        unknown = sorted(set(entry) - set(_FIELDS))
+        if unknown:
+            raise DeviceError(
+                f"{origin}: [{name}] has unknown field {unknown[0]!r}; known: {', '.join(_FIELDS)}"
+            )
+        missing = [f for f in _FIELDS[:4] if f not in entry]
+        if missing:
+            raise DeviceError(f"{origin}: [{name}] misses {', '.join(missing)}")
+        try:
+            kinds[name] = DeviceKind(
+                name=name,
+                memory_bytes=parse_size(entry["memory"], what=f"memory of [{name}]"),
+                peak_flops=entry["peak_flops"],
+                bandwidth_bytes_per_s=entry["bandwidth"],
+                speed=entry["speed"],
+                source=str(entry.get("source", "")),
+            )
+        except DeviceError as err:
+            raise DeviceError(f"{origin}: {err}") from None
+    return Catalog(kinds)
+
+
+def read_catalog_file(path: str | os.PathLike[str]) -> Catalog:
+    """Reads a device file (TOML, one table per kind).
+
+    Raises:
+        DeviceError: Missing, unreadable or invalid file; the message names it.
+    """
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DeviceError(f"device file {str(p)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise DeviceError(f"cannot read device file {str(p)!r}: {err}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise DeviceError(f"device file {str(p)!r} is not valid TOML: {err}") from None
+    return parse_catalog(data, f"device file {str(p)!r}")
+
+
+_builtin: Catalog | None = None
+
+
+def load_catalog(device_file: str | os.PathLike[str] | None = None) -> Catalog:
+    """The built-in catalog, extended by ``device_file`` when given."""
+    global _builtin
+    if _builtin is None:
+        _builtin = read_catalog_file(BUILTIN_CATALOG)
+    if device_file is None:
+        return _builtin
+    return _builtin.merged(read_catalog_file(device_file))
