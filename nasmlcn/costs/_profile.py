@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 
 from nasmlcn.costs._context import CostContext
 from nasmlcn.specs import LaneSpec
@@ -90,7 +91,7 @@ def lane_profile(lane: LaneSpec, ctx: CostContext) -> LaneProfile:
         previous = out
     step = 0
     convs = layout.convs
-    for first, second in zip(convs, convs[1:], strict=False):
+    for first, second in pairwise(convs):
         if can_fold(first, second):
             o, m, c, k = second.out_channels, first.out_channels, first.in_channels, second.kernel
             step += 3 * (2 * o * m * k * k * c + 2 * o * m)
@@ -136,6 +137,6 @@ def head_profile(num_lanes: int, ctx: CostContext) -> HeadProfile:
     pixels = ctx.input_shape[0] * ctx.input_shape[1] * ctx.input_shape[2]
     first = ctx.num_classes * num_lanes if ctx.decoder == "full" else num_lanes
     sizes = [first, 512, 1024, pixels]
-    params = sum(a * b + b for a, b in zip(sizes, sizes[1:], strict=False))
-    forward = sum(2 * a * b for a, b in zip(sizes, sizes[1:], strict=False))
+    params = sum(a * b + b for a, b in pairwise(sizes))
+    forward = sum(2 * a * b for a, b in pairwise(sizes))
     return HeadProfile(params, forward, 3 * forward, sum(sizes) + pixels)

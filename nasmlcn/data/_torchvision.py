@@ -29,7 +29,7 @@ IDX_FILES = (
     "t10k-images-idx3-ubyte",
     "t10k-labels-idx1-ubyte",
 )
-CIFAR10_FILES = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch", "batches.meta")
+CIFAR10_FILES = (*tuple(f"data_batch_{i}" for i in range(1, 6)), "test_batch", "batches.meta")
 
 
 def debian_fashion_mnist_dir() -> Path:

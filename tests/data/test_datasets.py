@@ -60,7 +60,9 @@ def test_real_fashion_mnist_from_debian_package(data_dir: Path) -> None:
     assert "found in" in prepare_dataset("fashion-mnist", data_dir, download=False)
 
 
-def test_fashion_mnist_unpacks_a_debian_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fashion_mnist_unpacks_a_debian_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     debian = tmp_path / "debian"
     arrays = _fake_idx_set(debian, 50, 20, compress=True)
     monkeypatch.setenv("NASMLCN_DEBIAN_FASHION_MNIST", str(debian))
@@ -78,7 +80,9 @@ def test_mnist_reads_torchvision_layout(tmp_path: Path) -> None:
     arrays = _fake_idx_set(tmp_path / "MNIST" / "raw", 30, 10, compress=False)
     splits = load_splits("mnist", tmp_path, download=False, val_fraction=0.2)
     assert (len(splits.train), len(splits.val), len(splits.test)) == (24, 6, 10)
-    assert torch.equal(splits.test.labels, torch.from_numpy(arrays["t10k-labels-idx1-ubyte"]).long())
+    assert torch.equal(
+        splits.test.labels, torch.from_numpy(arrays["t10k-labels-idx1-ubyte"]).long()
+    )
 
 
 def test_cifar10_reads_python_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -91,7 +95,9 @@ def test_cifar10_reads_python_batches(tmp_path: Path, monkeypatch: pytest.Monkey
             "labels": rng.integers(0, 10, 4).tolist(),
         }
         (folder / name).write_bytes(pickle.dumps(batch))
-    (folder / "batches.meta").write_bytes(pickle.dumps({"label_names": [f"c{i}" for i in range(10)]}))
+    (folder / "batches.meta").write_bytes(
+        pickle.dumps({"label_names": [f"c{i}" for i in range(10)]})
+    )
     first = pickle.loads((folder / "data_batch_1").read_bytes())
     # torchvision checks the official files' MD5 sums; generated files cannot match
     monkeypatch.setattr("torchvision.datasets.cifar.check_integrity", lambda *a, **k: True)
@@ -101,22 +107,28 @@ def test_cifar10_reads_python_batches(tmp_path: Path, monkeypatch: pytest.Monkey
     assert torch.equal(raw.train_images[0], expected)
 
 
-def test_missing_files_and_directories_give_clear_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(DatasetError, match="data directory '.*nope' does not exist"):
+def test_missing_files_and_directories_give_clear_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(DatasetError, match=r"data directory '.*nope' does not exist"):
         load_splits("fashion-mnist", tmp_path / "nope")
     monkeypatch.setenv("NASMLCN_DEBIAN_FASHION_MNIST", str(tmp_path / "no-debian"))
-    with pytest.raises(DatasetError, match="Fashion-MNIST is not in .*dataset-fashion-mnist"):
+    with pytest.raises(DatasetError, match=r"Fashion-MNIST is not in .*dataset-fashion-mnist"):
         load_splits("fashion-mnist", tmp_path, download=False)
     with pytest.raises(DatasetError, match="CIFAR-10 is not in"):
         load_splits("cifar10", tmp_path, download=False)
 
 
-def test_download_failure_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_download_failure_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise RuntimeError("Error downloading train-images-idx3-ubyte.gz: no network")
 
     monkeypatch.setattr("torchvision.datasets.MNIST.download", refuse)
-    with pytest.raises(DatasetError, match=r"MNIST is not in .* could not be downloaded \(Error downloading"):
+    with pytest.raises(
+        DatasetError, match=r"MNIST is not in .* could not be downloaded \(Error downloading"
+    ):
         load_splits("mnist", tmp_path, download=True)
 
 
@@ -135,7 +147,9 @@ def test_synthetic_split_is_seeded_disjoint_and_limited() -> None:
 def test_train_and_validation_never_overlap() -> None:
     n = 1000
     images = torch.arange(n, dtype=torch.int64).view(n, 1, 1, 1)  # each image is its index
-    raw = RawData(images, torch.zeros(n, dtype=torch.long), images[:10], torch.zeros(10, dtype=torch.long))
+    raw = RawData(
+        images, torch.zeros(n, dtype=torch.long), images[:10], torch.zeros(10, dtype=torch.long)
+    )
     splits = make_splits(raw, val_fraction=0.25, seed=3)
     train_ids = set(splits.train.images.flatten().tolist())
     val_ids = set(splits.val.images.flatten().tolist())
@@ -144,10 +158,16 @@ def test_train_and_validation_never_overlap() -> None:
 
 def test_batches_are_float_in_unit_range_and_shuffled_by_generator() -> None:
     splits = load_splits("synthetic", train_limit=64)
-    x, y = next(splits.train.batches(16))
-    assert x.dtype == torch.float32 and x.shape == (16, 1, 28, 28) and 0 <= x.min() and x.max() <= 1
-    order1 = [yb.tolist() for _, yb in splits.train.batches(16, generator=torch.Generator().manual_seed(5))]
-    order2 = [yb.tolist() for _, yb in splits.train.batches(16, generator=torch.Generator().manual_seed(5))]
+    x, _ = next(splits.train.batches(16))
+    assert x.dtype == torch.float32 and x.shape == (16, 1, 28, 28) and x.min() >= 0 and x.max() <= 1
+    order1 = [
+        yb.tolist()
+        for _, yb in splits.train.batches(16, generator=torch.Generator().manual_seed(5))
+    ]
+    order2 = [
+        yb.tolist()
+        for _, yb in splits.train.batches(16, generator=torch.Generator().manual_seed(5))
+    ]
     plain = [yb.tolist() for _, yb in splits.train.batches(16)]
     assert order1 == order2 and order1 != plain
-    assert sorted(sum(order1, [])) == sorted(sum(plain, []))
+    assert sorted(v for b in order1 for v in b) == sorted(v for b in plain for v in b)
