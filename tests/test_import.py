@@ -9,7 +9,18 @@ import pytest
 
 
 @pytest.mark.parametrize(
-    "module", ["nasmlcn", "nasmlcn.specs", "nasmlcn.data", "nasmlcn.training", "nasmlcn.cli"]
+    "module",
+    [
+        "nasmlcn",
+        "nasmlcn.specs",
+        "nasmlcn.data",
+        "nasmlcn.training",
+        "nasmlcn.cli",
+        "nasmlcn.hardware",
+        "nasmlcn.costs",
+        "nasmlcn.placement",
+        "nasmlcn.planning",
+    ],
 )
 def test_import_does_not_load_torch(module: str) -> None:
     code = f"import sys, {module}; print('torch' in sys.modules)"

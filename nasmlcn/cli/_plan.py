@@ -2,10 +2,122 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import typer
+
+from nasmlcn.cli._console import out
+from nasmlcn.cli._options import CALIBRATION, COST_MODEL, DEVICE_FILE, format_time
+
+if TYPE_CHECKING:
+    from nasmlcn.planning import Plan
 
 
 def plan(
+    devices: str = typer.Option(
+        ..., "--devices", help="Target devices, e.g. 8xK80 or 1xK80,1xM40,1xP100,1xV100."
+    ),
+    mem: str | None = typer.Option(
+        None, "--mem", help="Memory of every device, e.g. 12GB, 12GiB, 512MiB."
+    ),
+    lanes: str | None = typer.Option(
+        None, "--lanes", help="Lanes in the compact syntax, e.g. 'mlcn1:4x2,2*mlcn2:2x1'."
+    ),
+    arch: Path | None = typer.Option(None, "--arch", help="Architecture JSON file."),
+    strategy: str = typer.Option(
+        "greedy", "--strategy", help="Placement: greedy, random or optimal."
+    ),
+    cost_model: str = COST_MODEL,
+    calibration: Path | None = CALIBRATION,
+    batch_size: int = typer.Option(100, "--batch-size", min=1, help="Training batch size."),
+    time_limit: float = typer.Option(
+        10.0, "--time-limit", min=0.0, help="Seconds the optimal strategy may search."
+    ),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the random strategy."),
+    device_file: Path | None = DEVICE_FILE,
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
-    """Place lanes on devices and predict per-device time and memory."""
+    """Place lanes on devices: per device its lanes, load, time and memory; the
+    makespan, the imbalance, and the makespan of the other strategies."""
+    from nasmlcn.cli._options import cost_model_from_options, mlcn_from_options
+    from nasmlcn.hardware import load_catalog, parse_devices
+    from nasmlcn.placement import PLACERS
+    from nasmlcn.planning import plan_model
+
+    PLACERS.get(strategy)  # an unknown strategy fails before any work
+    pool = parse_devices(devices, mem=mem, catalog=load_catalog(device_file))
+    spec = mlcn_from_options(lanes, arch)
+    model = cost_model_from_options(cost_model, calibration)
+    result = plan_model(
+        spec,
+        pool,
+        cost_model=model,
+        strategy=strategy,
+        batch_size=batch_size,
+        seed=seed,
+        time_limit=time_limit,
+        compare=True,
+    )
+    if as_json:
+        print(json.dumps(result.to_dict()))
+        return
+    _print_plan(result)
+
+
+def _print_plan(plan: Plan) -> None:
+    from rich.table import Table
+
+    from nasmlcn.hardware import format_bytes
+    from nasmlcn.specs import format_lanes
+
+    unit = plan.time_unit
+    table = Table(
+        title=f"{plan.spec.describe()} on {len(plan.devices)} devices "
+        f"({plan.placement.strategy}, {plan.cost_model} cost model, batch {plan.batch_size})"
+    )
+    for column in ("device", "speed", "lanes", "load", "time", "memory / limit"):
+        table.add_column(
+            column,
+            justify="left" if column in ("device", "lanes") else "right",
+            overflow="fold",
+        )
+    for d in plan.per_device:
+        lanes = format_lanes([plan.spec.lanes[i] for i in d.lanes]) or "-"
+        indices = ",".join(map(str, d.lanes))
+        share = d.memory_bytes / d.memory_limit
+        table.add_row(
+            d.device.name + (" (head)" if d.head else ""),
+            f"{d.device.speed:g}",
+            f"{lanes} [{indices}]" if d.lanes else "-",
+            format_time(d.load, unit),
+            format_time(d.time, unit),
+            f"{format_bytes(d.memory_bytes)} / {format_bytes(d.memory_limit)} ({share:.0%})",
+        )
+    out.print(table)
+    out.print(
+        f"makespan {format_time(plan.makespan, unit)} (ideal {format_time(plan.ideal, unit)}, "
+        f"imbalance {plan.imbalance:.1%}); predicted step time with the head "
+        f"{format_time(plan.step_time, unit)}; {plan.costs.params:,} parameters"
+    )
+    placement = plan.placement
+    if placement.lower_bound is not None:
+        status = "proven optimal" if placement.optimal else f"gap {placement.gap:.2%} to the bound"
+        out.print(
+            f"lower bound {format_time(placement.lower_bound, unit)} ({status}); "
+            f"planned in {placement.seconds:.3f} s"
+        )
+    if plan.comparison:
+        others = Table(title="other strategies")
+        others.add_column("strategy")
+        others.add_column("makespan", justify="right")
+        others.add_column(f"x {placement.strategy}", justify="right")
+        for name, figures in plan.comparison.items():
+            label = f"{name} (mean of {figures['draws']})" if "draws" in figures else name
+            others.add_row(
+                label,
+                format_time(figures["makespan"], unit),
+                f"{figures['makespan'] / plan.makespan:.2f}",
+            )
+        out.print(others)

@@ -18,6 +18,11 @@ class Placer(ABC):
 
     name: str = ""
 
+    def __init__(self, time_limit: float | None = None) -> None:
+        # Every placer takes a time limit so callers can build any of them alike;
+        # only searching placers use it.
+        self.time_limit = time_limit
+
     @abstractmethod
     def place(self, problem: PlacementProblem, *, seed: int = 0) -> Placement:
         """A placement of ``problem``'s lanes (``seed`` for randomised placers)."""

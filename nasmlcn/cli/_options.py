@@ -1,0 +1,61 @@
+"""Options shared by several commands (devices, cost models, architectures)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+if TYPE_CHECKING:
+    from nasmlcn.costs import CostModel
+    from nasmlcn.specs import MLCNSpec
+
+DEVICE_FILE = typer.Option(
+    None, "--device-file", help="A TOML device catalog that extends the built-in one."
+)
+COST_MODEL = typer.Option(
+    "analytic", "--cost-model", help="Cost model: analytic, thesis or calibrated."
+)
+CALIBRATION = typer.Option(
+    None,
+    "--calibration",
+    help="Calibration file of the calibrated cost model [default: $NASMLCN_CALIBRATION or "
+    "~/.cache/nasmlcn/calibration.json].",
+)
+
+
+def cost_model_from_options(name: str, calibration: Path | None) -> CostModel:
+    """The cost model ``name``; ``--calibration`` only goes with ``calibrated``."""
+    from nasmlcn.costs import get_cost_model
+    from nasmlcn.errors import SpecError
+
+    if calibration is not None and name != "calibrated":
+        raise SpecError(f"--calibration applies to --cost-model calibrated, not {name!r}")
+    options = {"calibration_file": str(calibration)} if calibration is not None else {}
+    return get_cost_model(name, **options)
+
+
+def mlcn_from_options(lanes: str | None, arch: Path | None) -> MLCNSpec:
+    """The MLCN of ``--lanes`` or ``--arch`` (exactly one)."""
+    from nasmlcn.errors import SpecError
+    from nasmlcn.specs import MLCNSpec, load_arch
+
+    if (lanes is None) == (arch is None):
+        raise SpecError("give exactly one of --lanes or --arch")
+    if arch is not None:
+        spec = load_arch(arch)
+        if not isinstance(spec, MLCNSpec):
+            raise SpecError(
+                f"{str(arch)!r} is a {spec.kind} architecture; plans need an MLCN (lanes)"
+            )
+        return spec
+    assert lanes is not None
+    return MLCNSpec.from_lanes(lanes)
+
+
+def format_time(value: float, unit: str) -> str:
+    """Seconds as ms (``12.9 ms``); other units as plain numbers."""
+    if unit == "s":
+        return f"{value * 1e3:.3g} ms"
+    return f"{value:.4g} {unit}"

@@ -1,0 +1,256 @@
+"""Planning a model onto devices: lane costs, placement, per-device time and memory.
+
+:func:`plan_model` is what ``nasmlcn plan`` prints and what the search stores on
+every trial. The head (class capsules, decoder) runs on the head device (device
+0): its memory is reserved there, and its time is added to the predicted step time
+but not to the makespan, which covers the lanes only so that anyone can recompute
+it from ``lane_costs`` and the device speeds.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nasmlcn.costs import CostContext, CostModel, ModelCost, get_cost_model
+from nasmlcn.hardware import DeviceSpec, format_devices
+from nasmlcn.placement import PLACERS, Placement, PlacementProblem, get_placer
+from nasmlcn.specs import MLCNSpec
+
+HEAD_DEVICE = 0
+RANDOM_DRAWS = 20
+"""Seeded random placements averaged for the ``random`` comparison."""
+
+
+@dataclass(frozen=True)
+class DevicePlan:
+    """One device in a plan.
+
+    Attributes:
+        device: The device.
+        lanes: Indices of its lanes (in the model's lane order).
+        load: Summed lane time on a speed-1.0 device.
+        time: ``load / speed``: predicted time of its lanes per step.
+        memory_bytes: Predicted memory of its lanes (and the head, on the head device).
+        head: Whether the head runs here.
+    """
+
+    device: DeviceSpec
+    lanes: tuple[int, ...]
+    load: float
+    time: float
+    memory_bytes: int
+    head: bool
+
+    @property
+    def memory_limit(self) -> int:
+        return self.device.memory_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.device.index,
+            "name": self.device.name,
+            "kind": self.device.kind,
+            "speed": self.device.speed,
+            "memory_bytes": self.device.memory_bytes,
+            "lanes": list(self.lanes),
+            "load": self.load,
+            "time": self.time,
+            "memory_used_bytes": self.memory_bytes,
+            "head": self.head,
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A model placed on devices, with its predicted costs.
+
+    Attributes:
+        spec: The model.
+        devices: The target devices.
+        cost_model: Name of the cost model used.
+        time_unit: Unit of lane times (``s``: seconds on a speed-1.0 device).
+        batch_size: Training batch size the costs are for.
+        costs: Per-lane and head costs.
+        placement: The chosen placement.
+        per_device: Per device, its lanes, load, time and memory.
+        comparison: Makespan of the other strategies (``random``: mean of seeded draws).
+    """
+
+    spec: MLCNSpec
+    devices: tuple[DeviceSpec, ...]
+    cost_model: str
+    time_unit: str
+    batch_size: int
+    costs: ModelCost
+    placement: Placement
+    per_device: tuple[DevicePlan, ...]
+    comparison: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def makespan(self) -> float:
+        """``max over devices of sum(lane costs) / speed``."""
+        return self.placement.makespan
+
+    @property
+    def ideal(self) -> float:
+        """Makespan of a perfectly divisible load: ``sum(lane costs) / sum(speeds)``."""
+        return sum(c.time for c in self.costs.lanes) / sum(d.speed for d in self.devices)
+
+    @property
+    def imbalance(self) -> float:
+        """``makespan / ideal - 1``: 0 is perfectly balanced."""
+        return imbalance(self.makespan, self.ideal)
+
+    @property
+    def step_time(self) -> float:
+        """Predicted step time: the makespan plus the head on the head device."""
+        return self.makespan + self.costs.head.time / self.devices[HEAD_DEVICE].speed
+
+    @property
+    def peak_memory_bytes(self) -> int:
+        """The largest predicted memory on any one device."""
+        return max(d.memory_bytes for d in self.per_device)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "lanes": self.spec.describe(),
+            "arch": self.spec.to_dict(),
+            "devices_spec": format_devices(self.devices),
+            "cost_model": self.cost_model,
+            "time_unit": self.time_unit,
+            "batch_size": self.batch_size,
+            "strategy": self.placement.strategy,
+            "lane_costs": [c.time for c in self.costs.lanes],
+            "lane_memory_bytes": [c.memory_bytes for c in self.costs.lanes],
+            "lane_details": [c.to_dict() for c in self.costs.lanes],
+            "head": {"device": HEAD_DEVICE, **self.costs.head.to_dict()},
+            "devices": [d.to_dict() for d in self.per_device],
+            "assignment": list(self.placement.assignment),
+            "makespan": self.makespan,
+            "ideal_makespan": self.ideal,
+            "imbalance": self.imbalance,
+            "step_time": self.step_time,
+            "params": self.costs.params,
+            "train_flops": self.costs.train_flops,
+            "peak_memory_bytes": self.peak_memory_bytes,
+            "placement": self.placement.to_dict(),
+            "comparison": self.comparison,
+        }
+
+
+def imbalance(makespan: float, ideal: float) -> float:
+    """``makespan / ideal - 1`` (0 when there is no load at all)."""
+    return makespan / ideal - 1.0 if ideal > 0 else 0.0
+
+
+def placement_problem(costs: ModelCost, devices: Sequence[DeviceSpec]) -> PlacementProblem:
+    """The placement problem of ``costs`` on ``devices``, the head's memory reserved."""
+    capacities = [d.memory_bytes for d in devices]
+    capacities[HEAD_DEVICE] -= costs.head.memory_bytes
+    return PlacementProblem(
+        costs=tuple(c.time for c in costs.lanes),
+        memory=tuple(c.memory_bytes for c in costs.lanes),
+        speeds=tuple(d.speed for d in devices),
+        capacities=tuple(capacities),
+        lane_names=tuple(str(c.lane) for c in costs.lanes),
+        device_names=tuple(d.name for d in devices),
+    )
+
+
+def device_plans(
+    problem: PlacementProblem, placement: Placement, costs: ModelCost, devices: Sequence[DeviceSpec]
+) -> tuple[DevicePlan, ...]:
+    loads = problem.loads(placement.assignment)
+    memory = problem.memory_used(placement.assignment)
+    memory[HEAD_DEVICE] += costs.head.memory_bytes
+    return tuple(
+        DevicePlan(
+            device=d,
+            lanes=tuple(placement.lanes_on(j)),
+            load=loads[j],
+            time=loads[j] / d.speed,
+            memory_bytes=memory[j],
+            head=j == HEAD_DEVICE,
+        )
+        for j, d in enumerate(devices)
+    )
+
+
+def compare_strategies(
+    problem: PlacementProblem,
+    skip: str,
+    *,
+    seed: int = 0,
+    time_limit: float | None = None,
+    random_draws: int = RANDOM_DRAWS,
+) -> dict[str, dict[str, Any]]:
+    """The makespan every other registered strategy reaches on ``problem``."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in PLACERS.names():
+        if name == skip:
+            continue
+        placer = get_placer(name, time_limit=time_limit)
+        if name == "random":
+            spans = [placer.place(problem, seed=seed + k).makespan for k in range(random_draws)]
+            out[name] = {"makespan": statistics.fmean(spans), "draws": random_draws}
+        else:
+            result = placer.place(problem, seed=seed)
+            out[name] = {
+                "makespan": result.makespan,
+                "optimal": result.optimal,
+                "lower_bound": result.lower_bound,
+            }
+    return out
+
+
+def plan_model(
+    spec: MLCNSpec,
+    devices: Sequence[DeviceSpec],
+    *,
+    cost_model: CostModel | str = "analytic",
+    strategy: str = "greedy",
+    batch_size: int = 100,
+    seed: int = 0,
+    time_limit: float | None = None,
+    compare: bool = False,
+) -> Plan:
+    """Places ``spec``'s lanes on ``devices`` and predicts per-device time and memory.
+
+    Args:
+        spec: The model.
+        devices: Target devices (device 0 also runs the head).
+        cost_model: A cost model or its registered name.
+        strategy: A registered placement strategy.
+        batch_size: Training batch size.
+        seed: Seed of randomised strategies.
+        time_limit: Time limit of searching strategies (``optimal``).
+        compare: Also run every other strategy (``random`` as a mean of seeded draws).
+
+    Raises:
+        PlacementError: A lane fits on no device (the message names it and the
+            largest free memory).
+        UnknownNameError: Unknown strategy or cost model.
+    """
+    model = get_cost_model(cost_model) if isinstance(cost_model, str) else cost_model
+    placer = get_placer(strategy, time_limit=time_limit)
+    devices = tuple(devices)
+    costs = model.costs(spec.lanes, CostContext.of(spec, batch_size))
+    problem = placement_problem(costs, devices)
+    placement = placer.place(problem, seed=seed)
+    comparison = (
+        compare_strategies(problem, strategy, seed=seed, time_limit=time_limit) if compare else {}
+    )
+    return Plan(
+        spec=spec,
+        devices=devices,
+        cost_model=model.name,
+        time_unit=model.time_unit,
+        batch_size=batch_size,
+        costs=costs,
+        placement=placement,
+        per_device=device_plans(problem, placement, costs, devices),
+        comparison=comparison,
+    )

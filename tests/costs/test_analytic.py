@@ -1,0 +1,110 @@
+"""The analytic and thesis cost models against the real model."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from nasmlcn.costs import COST_MODELS, CostContext, get_cost_model, lane_profile
+from nasmlcn.models import build_model, capsule_loss, count_parameters
+from nasmlcn.models._lane import Lane
+from nasmlcn.specs import LaneSpec, MLCNSpec, parse_lane
+
+
+def _random_lane(rng: random.Random) -> LaneSpec:
+    return LaneSpec(rng.choice(["mlcn1", "mlcn2"]), rng.randint(1, 5), rng.randint(1, 5))
+
+
+def _counted_training_flops(model: torch.nn.Module, spec: MLCNSpec, batch: int) -> int:
+    x = torch.rand(batch, *spec.input_shape)
+    y = torch.randint(0, spec.num_classes, (batch,))
+    with FlopCounterMode(display=False) as counter:
+        out = model(x, y)
+        capsule_loss(out.lengths, out.reconstruction, x, y).total.backward()
+    return int(counter.get_total_flops())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lane_flops_and_params_agree_with_torch(seed: int) -> None:
+    rng = random.Random(seed)
+    lane = _random_lane(rng)
+    routing = rng.choice(["vector", "classwise"])
+    ctx = CostContext(routing=routing, batch_size=3)
+    module = Lane(lane, ctx.input_shape, ctx.num_classes, routing, ctx.routing_iterations)
+    x = torch.rand(3, *ctx.input_shape)
+    with FlopCounterMode(display=False) as forward:
+        module(x)
+    with FlopCounterMode(display=False) as train:
+        module(x).square().sum().backward()
+    cost = get_cost_model("analytic").lane_cost(lane, ctx)
+    assert cost.params == count_parameters(module)
+    assert cost.forward_flops * 3 == pytest.approx(forward.get_total_flops(), rel=0.02)
+    assert cost.train_flops == pytest.approx(train.get_total_flops(), rel=0.02)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_whole_model_flops_and_params_agree_with_torch(seed: int) -> None:
+    rng = random.Random(100 + seed)
+    lanes = tuple(_random_lane(rng) for _ in range(rng.randint(1, 4)))
+    spec = MLCNSpec(
+        lanes,
+        routing=rng.choice(["vector", "classwise"]),
+        decoder=rng.choice(["full", "reduced", "none"]),
+    )
+    model = build_model(spec)
+    for name in ("analytic", "thesis"):
+        cost = get_cost_model(name).model_cost(spec, batch_size=2)
+        assert cost.params == count_parameters(model), name
+        assert cost.train_flops == pytest.approx(_counted_training_flops(model, spec, 2), rel=0.02)
+
+
+def test_cifar_shaped_lanes_agree_too() -> None:
+    spec = MLCNSpec.from_lanes("mlcn2:2x2,mlcn1:1x1", input_shape=(3, 32, 32))
+    cost = get_cost_model().model_cost(spec, batch_size=2)
+    assert cost.params == count_parameters(build_model(spec))
+    assert cost.train_flops == pytest.approx(
+        _counted_training_flops(build_model(spec), spec, 2), rel=0.02
+    )
+
+
+def test_cost_grows_linearly_in_depth_and_quadratically_in_width() -> None:
+    ctx = CostContext()
+    flops = {
+        (w, d): lane_profile(LaneSpec("mlcn1", w, d), ctx).train_flops
+        for w in (1, 2, 4)
+        for d in (1, 2, 3, 4)
+    }
+    steps = [flops[(4, d + 1)] - flops[(4, d)] for d in (1, 2, 3)]
+    assert max(steps) == pytest.approx(min(steps), rel=1e-9)  # each depth adds the same
+    assert 3.5 < flops[(4, 3)] / flops[(2, 3)] < 4.5  # ~4x for twice the width
+
+
+def test_thesis_equations_as_published() -> None:
+    model = get_cost_model("thesis")
+    ctx = CostContext()
+    cost = model.lane_cost(parse_lane("mlcn1:2x4"), ctx)
+    assert cost.time == 2**2 * 4
+    assert cost.memory_bytes == (2 ** (4 / 2) * 256 + 1832) * 2**20  # 2856 MiB
+    assert model.lane_cost(parse_lane("mlcn2:3x3"), ctx).memory_bytes == round(
+        (3**1.5 * 256 + 1832) * 2**20
+    )
+    assert model.time_unit == "w2d"
+
+
+def test_analytic_memory_counts_state_and_scales_with_batch() -> None:
+    model = get_cost_model("analytic")
+    lane = parse_lane("mlcn1:4x2")
+    small = model.lane_cost(lane, CostContext(batch_size=10))
+    large = model.lane_cost(lane, CostContext(batch_size=100))
+    assert small.memory_bytes >= 16 * small.params
+    assert large.memory_bytes > small.memory_bytes
+    assert large.time == pytest.approx(small.time * 10, rel=0.01)
+
+
+def test_registry_names_and_unknown_model() -> None:
+    assert {"analytic", "thesis"} <= set(COST_MODELS.names())
+    with pytest.raises(ValueError, match="did you mean 'analytic'"):
+        get_cost_model("analytc")

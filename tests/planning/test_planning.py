@@ -1,0 +1,99 @@
+"""Buckets (Algorithm 4), the --flops limit, and plans."""
+
+from __future__ import annotations
+
+import pytest
+
+from nasmlcn.costs import CostContext, get_cost_model
+from nasmlcn.errors import DeviceError, PlacementError
+from nasmlcn.hardware import parse_devices
+from nasmlcn.planning import (
+    BASELINE_LANES,
+    Bucket,
+    baseline_load,
+    load_limits,
+    make_buckets,
+    parse_flops,
+    plan_model,
+)
+from nasmlcn.specs import MLCNSpec, parse_lane, parse_lanes
+
+
+@pytest.mark.parametrize(
+    ("text", "multiple", "flops"),
+    [
+        ("4x", 4.0, None),
+        ("1X", 1.0, None),
+        ("0.5x", 0.5, None),
+        ("2.4G", None, 2.4e9),
+        ("3e9", None, 3e9),
+    ],
+)
+def test_parse_flops(text: str, multiple: float | None, flops: float | None) -> None:
+    limit = parse_flops(text)
+    assert limit.multiple == multiple and limit.flops == flops
+
+
+@pytest.mark.parametrize("text", ["0x", "x", "4y", "-2x", "lots"])
+def test_bad_flops(text: str) -> None:
+    with pytest.raises(DeviceError, match="--flops"):
+        parse_flops(text)
+
+
+def test_bucket_arithmetic() -> None:
+    ctx = CostContext()
+    model = get_cost_model("thesis")
+    device = parse_devices("K80")[0]
+    bucket = Bucket(device, memory_limit=6000 * 2**20, load_limit=20.0)
+    lane = model.lane_cost(parse_lane("mlcn1:2x4"), ctx)  # 16 w2d, 2856 MiB
+    small = model.lane_cost(parse_lane("mlcn1:1x1"), ctx)  # 1 w2d, 2088 MiB
+    assert bucket.fits(lane)
+    bucket.add(0, lane)
+    assert bucket.free_load == 4.0 and bucket.free_memory == (6000 - 2856) * 2**20
+    assert not bucket.fits(lane)  # load left 4 < 16
+    assert bucket.fits(small) and not bucket.is_full([lane, small])
+    bucket.add(1, small)
+    assert bucket.lanes == [0, 1] and bucket.load == 17.0
+    assert bucket.is_full([lane, small])  # 1056 MiB left < 2088 MiB
+    with pytest.raises(ValueError, match="does not fit"):
+        bucket.add(2, small)
+
+
+def test_load_limits_follow_the_baseline_and_device_speed() -> None:
+    ctx = CostContext()
+    model = get_cost_model("thesis")
+    load, _ = baseline_load(model, ctx)
+    assert load == 4 * 16  # 4 lanes of width 2, depth 4
+    limits = load_limits(parse_devices("1xK80,1xV100"), parse_flops("2x"), model, ctx)
+    assert limits == [2 * 64, 2 * 64 * 6.0]  # the V100 takes 6x the load in the same time
+    analytic = get_cost_model("analytic")
+    a_load, a_flops = baseline_load(analytic, ctx)
+    absolute = load_limits(parse_devices("K80"), parse_flops(f"{3 * a_flops}"), analytic, ctx)
+    assert absolute[0] == pytest.approx(3 * a_load)  # 3 baselines' FLOPs == 3x
+    buckets = make_buckets(
+        parse_devices("2xK80"), parse_flops("1x"), model, ctx, reserved_memory=[100]
+    )
+    assert buckets[0].memory_limit == 12 * 2**30 - 100 and buckets[1].memory_limit == 12 * 2**30
+    assert BASELINE_LANES == "4*mlcn1:2x4" and len(parse_lanes(BASELINE_LANES)) == 4
+
+
+def test_plan_is_consistent_and_recomputable() -> None:
+    spec = MLCNSpec.from_lanes("mlcn1:4x2,mlcn2:2x1,mlcn2:2x3,3*mlcn1:2x4,mlcn1:5x5")
+    devices = parse_devices("1xK80,1xM40,1xP100,1xV100")
+    plan = plan_model(spec, devices, compare=True)
+    data = plan.to_dict()
+    lane_costs = data["lane_costs"]
+    spans = [sum(lane_costs[i] for i in d["lanes"]) / d["speed"] for d in data["devices"]]
+    assert data["makespan"] == pytest.approx(max(spans))
+    assert sorted(i for d in data["devices"] for i in d["lanes"]) == list(range(spec.num_lanes))
+    assert data["imbalance"] >= 0 and data["step_time"] > data["makespan"]
+    assert data["devices"][0]["head"] and data["devices"][0]["memory_used_bytes"] > sum(
+        data["lane_memory_bytes"][i] for i in data["devices"][0]["lanes"]
+    )
+    assert data["comparison"]["random"]["makespan"] >= data["makespan"]
+
+
+def test_plan_names_the_lane_that_does_not_fit() -> None:
+    spec = MLCNSpec.from_lanes("mlcn1:1x1,mlcn1:5x5")
+    with pytest.raises(PlacementError, match=r"mlcn1:5x5 \(lane 1\) needs .* largest free memory"):
+        plan_model(spec, parse_devices("2xK80", mem="100MiB"))
