@@ -46,3 +46,11 @@ class PlacementError(NasmlcnError, ValueError):
 
 class CalibrationError(NasmlcnError, OSError):
     """A calibration file is missing, unreadable or from another machine or version."""
+
+
+class SearchError(NasmlcnError, ValueError):
+    """A search cannot start or continue (bad configuration, study mismatch)."""
+
+
+class StorageError(NasmlcnError, OSError):
+    """The study storage cannot be opened, or the study does not exist there."""

@@ -36,8 +36,11 @@ def _global(
 
 
 def _register() -> None:
-    from nasmlcn.cli import _calibrate, _data, _devices, _models, _plan, _train
+    from nasmlcn.cli import _best, _calibrate, _data, _devices, _models, _plan, _search, _train
 
+    app.command("search")(_search.search)
+    app.command("best")(_best.best)
+    app.command("correlate")(_best.correlate)
     app.command("train")(_train.train)
     app.command("models")(_models.models)
     app.command("devices")(_devices.devices)

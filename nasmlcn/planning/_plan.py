@@ -143,7 +143,8 @@ class Plan:
 
 def imbalance(makespan: float, ideal: float) -> float:
     """``makespan / ideal - 1`` (0 when there is no load at all)."""
-    return makespan / ideal - 1.0 if ideal > 0 else 0.0
+    # Clamped: rounding can put a perfectly balanced makespan a hair below ideal.
+    return max(makespan / ideal - 1.0, 0.0) if ideal > 0 else 0.0
 
 
 def placement_problem(costs: ModelCost, devices: Sequence[DeviceSpec]) -> PlacementProblem:
@@ -216,6 +217,7 @@ def plan_model(
     seed: int = 0,
     time_limit: float | None = None,
     compare: bool = False,
+    assignment: Sequence[int] | None = None,
 ) -> Plan:
     """Places ``spec``'s lanes on ``devices`` and predicts per-device time and memory.
 
@@ -228,6 +230,8 @@ def plan_model(
         seed: Seed of randomised strategies.
         time_limit: Time limit of searching strategies (``optimal``).
         compare: Also run every other strategy (``random`` as a mean of seeded draws).
+        assignment: A placement made elsewhere (a bucket-filling search space);
+            ``strategy`` then only names it. It is checked against memory.
 
     Raises:
         PlacementError: A lane fits on no device (the message names it and the
@@ -235,11 +239,14 @@ def plan_model(
         UnknownNameError: Unknown strategy or cost model.
     """
     model = get_cost_model(cost_model) if isinstance(cost_model, str) else cost_model
-    placer = get_placer(strategy, time_limit=time_limit)
     devices = tuple(devices)
     costs = model.costs(spec.lanes, CostContext.of(spec, batch_size))
     problem = placement_problem(costs, devices)
-    placement = placer.place(problem, seed=seed)
+    if assignment is not None:
+        problem.check(assignment)
+        placement = Placement(tuple(assignment), problem.makespan(assignment), strategy)
+    else:
+        placement = get_placer(strategy, time_limit=time_limit).place(problem, seed=seed)
     comparison = (
         compare_strategies(problem, strategy, seed=seed, time_limit=time_limit) if compare else {}
     )

@@ -16,7 +16,7 @@ from nasmlcn.specs._io import arch_from_json, arch_to_json, load_arch, save_arch
 from nasmlcn.specs._lane import LaneSpec
 from nasmlcn.specs._lane_types import LANE_TYPES, LaneType
 from nasmlcn.specs._layers import ConvSpec, LaneLayout
-from nasmlcn.specs._syntax import format_lanes, parse_lane, parse_lanes
+from nasmlcn.specs._syntax import format_lane_mix, format_lanes, parse_lane, parse_lanes
 from nasmlcn.specs._zoo import ARCHITECTURES, DEFAULT_LANES, create_arch
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "arch_from_json",
     "arch_to_json",
     "create_arch",
+    "format_lane_mix",
     "format_lanes",
     "load_arch",
     "parse_lane",

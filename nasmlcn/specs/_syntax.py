@@ -75,3 +75,16 @@ def format_lanes(lanes: Sequence[LaneSpec]) -> str:
         parts.append(f"{run}*{lanes[i]}" if run > 1 else str(lanes[i]))
         i = j
     return ",".join(parts)
+
+
+def format_lane_mix(lanes: Sequence[LaneSpec]) -> str:
+    """The lanes as a multiset, most frequent first: ``24*mlcn2:1x3,8*mlcn1:5x2``.
+
+    Shorter than :func:`format_lanes` for bucket-filled models, whose lanes repeat
+    in a per-device pattern; order is lost (the placement keeps it).
+    """
+    counts: dict[LaneSpec, int] = {}
+    for lane in lanes:
+        counts[lane] = counts.get(lane, 0) + 1
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], str(item[0])))
+    return ",".join(f"{n}*{lane}" if n > 1 else str(lane) for lane, n in ordered)

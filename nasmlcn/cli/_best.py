@@ -1,0 +1,153 @@
+"""``nasmlcn best`` and ``nasmlcn correlate``: read a study back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from nasmlcn.cli._console import out
+
+STUDY = typer.Option(None, "--study", help="Study name [default: the only study in the storage].")
+STORAGE = typer.Option(
+    "sqlite:///studies/nasmlcn.db", "--storage", help="SQLAlchemy URL of the study storage."
+)
+
+
+def best(
+    study: str | None = STUDY,
+    storage: str = STORAGE,
+    top: int = typer.Option(5, "--top", min=1, help="Best trials to list (single objective)."),
+    export_arch: Path | None = typer.Option(
+        None, "--export-arch", help="Write the best architecture (highest first objective) as JSON."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """The best trials of a study (single objective) or its Pareto front."""
+    from nasmlcn.errors import SearchError
+    from nasmlcn.search import best_trials, summarize
+    from nasmlcn.search._study_access import load_existing_study, metric_names
+    from nasmlcn.specs import arch_from_dict, save_arch
+
+    loaded = load_existing_study(study, storage)
+    names = metric_names(loaded)
+    trials = best_trials(loaded, top=top)
+    rows = [summarize(t, names).to_dict() for t in trials]
+    if export_arch is not None:
+        if not trials or "arch" not in trials[0].user_attrs:
+            raise SearchError(
+                f"study {loaded.study_name!r} has no completed feasible trial to export"
+            )
+        save_arch(arch_from_dict(trials[0].user_attrs["arch"]), export_arch)
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "study": loaded.study_name,
+                    "storage": storage,
+                    "metric_names": names,
+                    "directions": [d.name.lower() for d in loaded.directions],
+                    "n_trials": len(loaded.trials),
+                    "best": rows,
+                    "exported_arch": str(export_arch) if export_arch else None,
+                }
+            )
+        )
+        return
+    _print_best(loaded.study_name, names, rows, len(loaded.directions) > 1)
+    if export_arch is not None:
+        out.print(f"wrote {export_arch} (train it: nasmlcn train --arch {export_arch})")
+
+
+def _print_best(study: str, names: list[str], rows: list[dict[str, Any]], multi: bool) -> None:
+    from rich.table import Table
+
+    from nasmlcn.hardware import format_bytes
+
+    table = Table(title=f"{'Pareto front' if multi else 'best trials'} of {study}")
+    for column in ("#", "lane mix", *names, "lanes", "memory", "imbalance"):
+        table.add_column(
+            column, overflow="fold", justify="left" if column == "lane mix" else "right"
+        )
+    for row in rows:
+        values = row["values"] or {}
+        predicted = row["predicted"]
+        table.add_row(
+            str(row["number"]),
+            row["lane_mix"] or row["lanes"] or "",
+            *(f"{values.get(n, float('nan')):.4g}" for n in names),
+            str(row["num_lanes"]),
+            format_bytes(predicted.get("peak_memory_bytes", 0)),
+            f"{predicted.get('imbalance', 0):.1%}",
+        )
+    out.print(table)
+    if not rows:
+        out.print("no completed feasible trials yet")
+
+
+def correlate(
+    study: str | None = STUDY,
+    storage: str = STORAGE,
+    threshold: float = typer.Option(
+        0.9, "--threshold", help="Report the first epoch whose Spearman rho reaches this."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """Early-epoch correlation (NASCaps Table 2): per epoch n, Pearson and Spearman
+    between accuracy after n epochs and after the last, over completed trials."""
+    from optuna.trial import TrialState
+
+    from nasmlcn.search import epoch_correlations, first_epoch_reaching
+    from nasmlcn.search._study_access import load_existing_study
+
+    loaded = load_existing_study(study, storage)
+    curves = []
+    saved = 0.0
+    for t in loaded.get_trials(deepcopy=False):
+        training = t.user_attrs.get("training") or {}
+        if t.state == TrialState.COMPLETE and training.get("val_accuracy_per_epoch"):
+            curves.append(list(training["val_accuracy_per_epoch"]))
+        if t.state == TrialState.PRUNED:
+            saved += float(t.user_attrs.get("seconds_saved", 0.0))
+    rows = epoch_correlations(curves)
+    first = first_epoch_reaching(rows, threshold)
+    pruned = len(loaded.get_trials(deepcopy=False, states=(TrialState.PRUNED,)))
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "study": loaded.study_name,
+                    "trials": rows[0].trials if rows else 0,
+                    "epochs": [r.to_dict() for r in rows],
+                    "threshold": threshold,
+                    "first_epoch_reaching_threshold": first,
+                    "pruned_trials": pruned,
+                    "seconds_saved_by_pruning": saved,
+                }
+            )
+        )
+        return
+    from rich.table import Table
+
+    table = Table(
+        title=f"accuracy after n epochs vs after the last, {rows[0].trials if rows else 0} "
+        f"completed trials of {loaded.study_name}"
+    )
+    for column in ("epoch", "Pearson r", "Spearman rho"):
+        table.add_column(column, justify="right")
+    for r in rows:
+        d = r.to_dict()
+        table.add_row(
+            str(r.epoch),
+            f"{d['pearson']:.3f}" if d["pearson"] is not None else "-",
+            f"{d['spearman']:.3f}" if d["spearman"] is not None else "-",
+        )
+    out.print(table)
+    if first is not None:
+        out.print(f"first epoch with Spearman rho >= {threshold:g}: {first}")
+    else:
+        out.print(f"no epoch reaches Spearman rho >= {threshold:g} (need >= 3 completed trials)")
+    if pruned:
+        out.print(f"{pruned} pruned trial(s) saved about {saved:.0f} s of training")

@@ -1,0 +1,243 @@
+"""``nasmlcn search``: the main job — an Optuna study over MLCNs for target devices."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from nasmlcn.cli._console import err, out
+
+
+def search(
+    devices: str | None = typer.Option(
+        None, "--devices", help="Target devices, e.g. 8xK80 or 1xK80,1xV100 [default: 8xK80]."
+    ),
+    mem: str | None = typer.Option(None, "--mem", help="Memory of every device, e.g. 12GB."),
+    flops: str | None = typer.Option(
+        None,
+        "--flops",
+        help="Per-device load limit: a multiple of the thesis baseline (1x, 4x) or FLOPs per "
+        "image (2.4G) [default: 1x].",
+    ),
+    space: str | None = typer.Option(
+        None, "--space", help="Search space name or .toml path [default: mlcn-buckets]."
+    ),
+    sampler: str | None = typer.Option(
+        None, "--sampler", help="random, tpe or nsga2 [default: tpe]."
+    ),
+    objectives: str | None = typer.Option(
+        None,
+        "--objectives",
+        help="accuracy[,latency,memory,params]; several make a Pareto study [default: accuracy].",
+    ),
+    evaluator: str | None = typer.Option(
+        None, "--evaluator", help="train (real training) or proxy (analytic stand-in)."
+    ),
+    dataset: str | None = typer.Option(None, "--dataset", help="Dataset [default: fashion-mnist]."),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="Dataset directory."),
+    epochs: int | None = typer.Option(
+        None, "--epochs", min=1, help="Epochs per trial [default: 10]."
+    ),
+    train_limit: int | None = typer.Option(
+        None, "--train-limit", min=1, help="Training images per epoch [default: all]."
+    ),
+    val_limit: int | None = typer.Option(
+        None, "--val-limit", min=1, help="Validation images [default: all held out]."
+    ),
+    batch_size: int | None = typer.Option(
+        None, "--batch-size", min=1, help="Batch size [default: 100]."
+    ),
+    trials: int | None = typer.Option(
+        None,
+        "--trials",
+        min=1,
+        help="Trials the study should reach; re-running continues [default: 20].",
+    ),
+    timeout: float | None = typer.Option(
+        None, "--timeout", min=0.0, help="Start no trial after this many seconds."
+    ),
+    prune: bool | None = typer.Option(
+        None, "--prune/--no-prune", help="Correlation-gated pruning of weak trials."
+    ),
+    storage: str | None = typer.Option(
+        None, "--storage", help="SQLAlchemy URL [default: sqlite:///studies/nasmlcn.db]."
+    ),
+    study: str | None = typer.Option(
+        None, "--study", help="Study name [default: derived from the configuration]."
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", help="A study recipe (TOML), e.g. studies/thesis-fig6.2.toml."
+    ),
+    run_on: str | None = typer.Option(
+        None, "--run-on", help="Where training runs: auto, cpu or cuda:0,... [default: auto]."
+    ),
+    seed: int | None = typer.Option(None, "--seed", min=0, help="Seed [default: 0]."),
+    cost_model: str | None = typer.Option(
+        None, "--cost-model", help="analytic, thesis or calibrated [default: analytic]."
+    ),
+    latency_budget: float | None = typer.Option(
+        None, "--latency-budget", help="Constraint: predicted step time <= this many seconds."
+    ),
+    device_file: Path | None = typer.Option(
+        None, "--device-file", help="Extra device catalog (TOML)."
+    ),
+    calibration: Path | None = typer.Option(
+        None, "--calibration", help="Calibration file of the calibrated cost model."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No live display."),
+) -> int:
+    """Search MLCNs that fit the target devices (Optuna study, SQL storage)."""
+    from nasmlcn.search import SearchConfig, load_recipe
+
+    options: dict[str, Any] = {
+        "devices": devices,
+        "mem": mem,
+        "flops": flops,
+        "space": space,
+        "sampler": sampler,
+        "objectives": tuple(o.strip() for o in objectives.split(",") if o.strip())
+        if objectives
+        else None,
+        "evaluator": evaluator,
+        "dataset": dataset,
+        "data_dir": str(data_dir) if data_dir else None,
+        "epochs": epochs,
+        "train_limit": train_limit,
+        "val_limit": val_limit,
+        "batch_size": batch_size,
+        "trials": trials,
+        "timeout": timeout,
+        "prune": prune,
+        "storage": storage,
+        "study": study,
+        "run_on": run_on,
+        "seed": seed,
+        "cost_model": cost_model,
+        "latency_budget": latency_budget,
+        "device_file": str(device_file) if device_file else None,
+        "calibration": str(calibration) if calibration else None,
+    }
+    sweep: dict[str, list[Any]] = {}
+    base = SearchConfig()
+    if config is not None:
+        recipe, sweep, _ = load_recipe(config)
+        base = base.with_overrides(**recipe)
+    base = base.with_overrides(**options)
+    configs = _expand_sweep(base, sweep)
+    results = [_run_one(c, as_json=as_json, quiet=quiet) for c in configs]
+    if as_json:
+        payload = results[0] if len(results) == 1 else {"sweep": results}
+        print(json.dumps(payload))
+    elif len(results) > 1:
+        _print_sweep(results)
+    interrupted = any(r["stopped"] == "interrupted" for r in results)
+    return 130 if interrupted else 0
+
+
+def _expand_sweep(base: Any, sweep: dict[str, list[Any]]) -> list[Any]:
+    """One config per value of the recipe's single sweep option (none: just ``base``)."""
+    from nasmlcn.errors import SearchError
+
+    if not sweep:
+        return [base]
+    if len(sweep) > 1:
+        raise SearchError(f"a recipe may sweep one option, got {', '.join(sweep)}")
+    ((name, values),) = sweep.items()
+    configs = []
+    for value in values:
+        study = f"{base.study}-{name}-{value}" if base.study else None
+        configs.append(base.with_overrides(**{name: value, "study": study}))
+    return configs
+
+
+def _run_one(config: Any, *, as_json: bool, quiet: bool) -> dict[str, Any]:
+    import warnings
+
+    import optuna
+
+    from nasmlcn.cli._search_progress import SearchProgress
+    from nasmlcn.search import run_search
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        warnings.filterwarnings("ignore", message="Heartbeat of storage")
+        if quiet:
+            result = run_search(config)
+        else:
+            with SearchProgress(err) as progress:
+                result = run_search(config, progress)
+    data = result.to_dict()
+    data["config"] = config.to_dict()
+    if not as_json:
+        _print_result(data)
+    return data
+
+
+def _print_result(data: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from nasmlcn.hardware import format_bytes
+
+    names = data["metric_names"]
+    multi = len(names) > 1
+    title = "Pareto front" if multi else "best trials"
+    table = Table(title=f"{title} of {data['study']} ({data['n_trials']} trials)")
+    for column in ("#", "lane mix", *names, "lanes", "latency", "memory", "imbalance"):
+        table.add_column(
+            column, overflow="fold", justify="left" if column == "lane mix" else "right"
+        )
+    for best in data["best"]:
+        values = best["values"] or {}
+        predicted = best["predicted"]
+        table.add_row(
+            str(best["number"]),
+            best["lane_mix"] or best["lanes"] or "",
+            *(f"{values.get(n, float('nan')):.4g}" for n in names),
+            str(best["num_lanes"]),
+            f"{predicted.get('latency', 0) * 1e3:.3g} ms"
+            if predicted.get("time_unit") == "s"
+            else f"{predicted.get('latency', 0):.4g}",
+            format_bytes(predicted.get("peak_memory_bytes", 0)),
+            f"{predicted.get('imbalance', 0):.1%}",
+        )
+    out.print(table)
+    failures = data["failures"]
+    if failures:
+        out.print(f"{len(failures)} failed trial(s):")
+        for f in failures:
+            out.print(f"  trial {f['number']}: {f['reason']}", highlight=False, soft_wrap=True)
+    pruned = data["pruned"]
+    if pruned:
+        out.print(
+            f"{len(pruned)} pruned trial(s); pruning saved about {data['seconds_saved_by_pruning']:.0f} s of training"
+        )
+    if data["stopped"] == "interrupted":
+        out.print(
+            "[yellow]interrupted: the running trial is marked FAIL; re-run the same command to continue[/]"
+        )
+    elif data["stopped"] == "timeout":
+        out.print("stopped by --timeout; re-run the same command to continue")
+
+
+def _print_sweep(results: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    table = Table(title="sweep: average and best accuracy per setting (thesis Fig. 6.2 style)")
+    for column in ("study", "completed trials", "mean accuracy", "best accuracy"):
+        table.add_column(column, justify="left" if column == "study" else "right")
+    for r in results:
+        accs = [b["values"].get("accuracy") for b in r["best"] if b["values"]]
+        accs = [a for a in accs if a is not None]
+        mean = r["mean_values"].get("accuracy")
+        table.add_row(
+            r["study"],
+            str(r["completed"]),
+            f"{mean:.4f}" if mean is not None else "-",
+            f"{max(accs):.4f}" if accs else "-",
+        )
+    out.print(table)

@@ -1,0 +1,80 @@
+"""The search (pure Python; the ``train`` evaluator imports torch when it runs).
+
+:func:`run_search` runs an Optuna study over a search space for target devices;
+:class:`SearchConfig` describes one. Registries: ``SAMPLERS``, ``OBJECTIVES``,
+``EVALUATORS`` and ``SPACE_KINDS`` (in :mod:`nasmlcn.search.spaces`).
+"""
+
+from __future__ import annotations
+
+from nasmlcn.search import (
+    _proxy,  # noqa: F401  (register the proxy evaluator)
+    _train_evaluator,  # noqa: F401  (register the train evaluator)
+)
+from nasmlcn.search._config import DEFAULT_STORAGE, IDENTITY_FIELDS, SearchConfig, load_recipe
+from nasmlcn.search._correlation import (
+    CorrelationPruner,
+    EpochCorrelation,
+    epoch_correlations,
+    first_epoch_reaching,
+)
+from nasmlcn.search._evaluator import (
+    EVALUATORS,
+    EpochCallback,
+    EpochReport,
+    EvalJob,
+    Evaluation,
+    Evaluator,
+    PruneTrial,
+)
+from nasmlcn.search._objectives import OBJECTIVES, Objective
+from nasmlcn.search._proxy import ProxyEvaluator, proxy_accuracy
+from nasmlcn.search._results import TrialSummary, best_trials, is_feasible, summarize
+from nasmlcn.search._runner import (
+    SearchObserver,
+    SearchResult,
+    SearchStart,
+    TrialOutcome,
+    open_study,
+    run_search,
+)
+from nasmlcn.search._samplers import SAMPLERS
+from nasmlcn.search._setup import SearchSetup, setup_search
+from nasmlcn.search._storage import open_storage, unknown_study
+
+__all__ = [
+    "DEFAULT_STORAGE",
+    "EVALUATORS",
+    "IDENTITY_FIELDS",
+    "OBJECTIVES",
+    "SAMPLERS",
+    "CorrelationPruner",
+    "EpochCallback",
+    "EpochCorrelation",
+    "EpochReport",
+    "EvalJob",
+    "Evaluation",
+    "Evaluator",
+    "Objective",
+    "ProxyEvaluator",
+    "PruneTrial",
+    "SearchConfig",
+    "SearchObserver",
+    "SearchResult",
+    "SearchSetup",
+    "SearchStart",
+    "TrialOutcome",
+    "TrialSummary",
+    "best_trials",
+    "epoch_correlations",
+    "first_epoch_reaching",
+    "is_feasible",
+    "load_recipe",
+    "open_storage",
+    "open_study",
+    "proxy_accuracy",
+    "run_search",
+    "setup_search",
+    "summarize",
+    "unknown_study",
+]

@@ -1,0 +1,236 @@
+"""SearchConfig: everything one ``nasmlcn search`` needs, as a frozen dataclass.
+
+A config comes from command-line options, from a recipe file
+(``--config studies/NAME.toml``) with the same keys, or both: options given on
+the command line override the file. The fields that change what a trial's
+numbers mean (devices, space, dataset, epochs, cost model, objectives, ...) form
+the config's *identity*: a study keeps the identity it was created with, and a
+study name reused with another identity is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from nasmlcn.errors import SearchError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+CONFIG_SCHEMA_VERSION = 1
+DEFAULT_STORAGE = "sqlite:///studies/nasmlcn.db"
+
+IDENTITY_FIELDS = (
+    "devices",
+    "mem",
+    "flops",
+    "space",
+    "objectives",
+    "evaluator",
+    "dataset",
+    "epochs",
+    "train_limit",
+    "val_limit",
+    "batch_size",
+    "cost_model",
+    "latency_budget",
+)
+"""Fields that must match to continue a study (the rest may change between runs)."""
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """One search.
+
+    Attributes:
+        devices: Target devices (``8xK80``, ``1xK80,1xV100``).
+        mem: Memory of every device (``12GB``), or None for the catalog's.
+        flops: Per-device load limit of the buckets (``1x`` = the thesis baseline).
+        space: Search space name (``mlcn-buckets``) or path to a space file.
+        sampler: ``random``, ``tpe`` or ``nsga2`` (see ``SAMPLERS``).
+        objectives: ``accuracy`` and optionally ``latency``, ``memory``, ``params``.
+        evaluator: ``train`` (real training) or ``proxy`` (analytic stand-in).
+        dataset: Dataset name.
+        data_dir: Dataset directory (None: the default).
+        epochs: Training epochs per trial.
+        train_limit: Training images per epoch (None: all).
+        val_limit: Validation images (None: all).
+        batch_size: Training batch size (the space may search it instead).
+        trials: Total trials the study should reach (re-running continues to it).
+        timeout: Stop starting trials after this many seconds (None: no limit).
+        prune: Correlation-gated pruning of weak trials.
+        prune_threshold: Spearman rho an epoch must reach before it may prune.
+        prune_percentile: Prune trials below this percentile of the others.
+        prune_min_trials: Completed trials needed before pruning starts.
+        storage: SQLAlchemy URL of the study storage.
+        study: Study name (None: derived from the identity).
+        run_on: ``auto``, ``cpu`` or ``cuda:0,...`` (where training runs).
+        seed: Seeds the sampler, the data split and training.
+        cost_model: Cost model of buckets and predictions.
+        latency_budget: Optional constraint on predicted step time (seconds).
+        device_file: Extra device catalog.
+        calibration: Calibration file of the calibrated cost model.
+    """
+
+    devices: str = "8xK80"
+    mem: str | None = None
+    flops: str = "1x"
+    space: str = "mlcn-buckets"
+    sampler: str = "tpe"
+    objectives: tuple[str, ...] = ("accuracy",)
+    evaluator: str = "train"
+    dataset: str = "fashion-mnist"
+    data_dir: str | None = None
+    epochs: int = 10
+    train_limit: int | None = None
+    val_limit: int | None = None
+    batch_size: int = 100
+    trials: int = 20
+    timeout: float | None = None
+    prune: bool = False
+    prune_threshold: float = 0.9
+    prune_percentile: float = 50.0
+    prune_min_trials: int = 5
+    storage: str = DEFAULT_STORAGE
+    study: str | None = None
+    run_on: str = "auto"
+    seed: int = 0
+    cost_model: str = "analytic"
+    latency_budget: float | None = None
+    device_file: str | None = None
+    calibration: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        objectives = self.objectives
+        if isinstance(objectives, str):
+            objectives = tuple(o.strip() for o in objectives.split(",") if o.strip())
+        object.__setattr__(self, "objectives", tuple(objectives))
+        _check_positive_int("epochs", self.epochs)
+        _check_positive_int("trials", self.trials)
+        _check_positive_int("batch_size", self.batch_size)
+        _check_positive_int("prune_min_trials", self.prune_min_trials)
+        for name in ("train_limit", "val_limit"):
+            if getattr(self, name) is not None:
+                _check_positive_int(name, getattr(self, name))
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise SearchError(f"seed must be an integer >= 0, got {self.seed!r}")
+        for name in ("timeout", "latency_budget"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and value > 0):
+                raise SearchError(f"{name} must be a number > 0, got {value!r}")
+        if not -1.0 <= self.prune_threshold <= 1.0:
+            raise SearchError(f"prune_threshold must be in [-1, 1], got {self.prune_threshold!r}")
+        if not 0.0 < self.prune_percentile < 100.0:
+            raise SearchError(
+                f"prune_percentile must be in (0, 100), got {self.prune_percentile!r}"
+            )
+        if not self.objectives:
+            raise SearchError("objectives: give at least one, e.g. accuracy or accuracy,latency")
+        if len(set(self.objectives)) != len(self.objectives):
+            raise SearchError(f"objectives: each may appear once, got {','.join(self.objectives)}")
+
+    def identity(self) -> dict[str, Any]:
+        """The fields a study's trials depend on (see :data:`IDENTITY_FIELDS`)."""
+        data = self.to_dict()
+        return {name: data[name] for name in IDENTITY_FIELDS}
+
+    def identity_hash(self) -> str:
+        text = json.dumps(self.identity(), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+    def study_name(self) -> str:
+        """``--study``, or a readable name derived from the identity."""
+        if self.study:
+            return self.study
+        space = Path(self.space).stem if self.space.endswith(".toml") else self.space
+        objectives = "-".join(self.objectives)
+        return f"{space}-{self.devices.replace(',', '+')}-{self.flops}-{objectives}-{self.evaluator}-{self.identity_hash()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("extra")
+        data["objectives"] = list(self.objectives)
+        data["schema_version"] = CONFIG_SCHEMA_VERSION
+        return data
+
+    def with_overrides(self, **overrides: Any) -> SearchConfig:
+        """A copy with the non-None ``overrides`` applied."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        return replace(self, **given)
+
+
+def _check_positive_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SearchError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+_FIELD_NAMES = {f.name for f in fields(SearchConfig) if f.name != "extra"}
+_FLOAT_FIELDS = {"timeout", "latency_budget", "prune_threshold", "prune_percentile"}
+
+
+def config_from_mapping(
+    data: Mapping[str, Any], origin: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Search options and the recipe's ``[sweep]`` table from a parsed recipe.
+
+    Keys are the option names with ``-`` or ``_`` (``train-limit``).
+
+    Raises:
+        SearchError: Unknown key (with the known ones) or a value of the wrong kind.
+    """
+    options: dict[str, Any] = {}
+    sweep: dict[str, Any] = {}
+    for key, value in data.items():
+        name = key.replace("-", "_")
+        if name == "sweep":
+            if not isinstance(value, Mapping):
+                raise SearchError(f"{origin}: [sweep] must be a table of option = [values]")
+            for skey, values in value.items():
+                sname = skey.replace("-", "_")
+                if sname not in _FIELD_NAMES or not isinstance(values, list) or not values:
+                    raise SearchError(
+                        f"{origin}: sweep.{skey} must name an option and list its values"
+                    )
+                sweep[sname] = values
+            continue
+        if name in ("description", "schema_version"):
+            continue
+        if name not in _FIELD_NAMES:
+            raise SearchError(
+                f"{origin}: unknown key {key!r}; known keys: {', '.join(sorted(_FIELD_NAMES))}"
+            )
+        if name in _FLOAT_FIELDS and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if name == "objectives" and isinstance(value, list):
+            value = tuple(value)
+        options[name] = value
+    return options, sweep
+
+
+def load_recipe(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """Reads a study recipe (TOML): its options, its sweep, and its description.
+
+    Raises:
+        SearchError: Missing, unreadable or invalid file (the message names it).
+    """
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SearchError(f"recipe {str(p)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise SearchError(f"cannot read recipe {str(p)!r}: {err}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise SearchError(f"recipe {str(p)!r} is not valid TOML: {err}") from None
+    options, sweep = config_from_mapping(data, f"recipe {str(p)!r}")
+    return options, sweep, str(data.get("description", ""))

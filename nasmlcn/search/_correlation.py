@@ -1,0 +1,109 @@
+"""Early-epoch correlation (NASCaps Table 2) and correlation-gated pruning.
+
+For every epoch ``n``, how well does the accuracy after ``n`` epochs rank trials
+like the accuracy after the last epoch? :func:`epoch_correlations` measures it
+over completed trials (Pearson and Spearman); :class:`CorrelationPruner` stops a
+trial at epoch ``n`` only when enough trials have finished, the measured rank
+correlation at ``n`` reaches a threshold, and the trial is below a percentile of
+the finished trials at ``n``. It works the same for single- and multi-objective
+studies, because the runner (not Optuna's pruners) applies it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nasmlcn.stats import pearson, percentile, spearman
+
+
+@dataclass(frozen=True)
+class EpochCorrelation:
+    """Correlation between accuracy after ``epoch`` and after the last epoch."""
+
+    epoch: int
+    trials: int
+    pearson: float
+    spearman: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "epoch": self.epoch,
+            "trials": self.trials,
+            "pearson": _finite_or_none(self.pearson),
+            "spearman": _finite_or_none(self.spearman),
+        }
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def epoch_correlations(curves: Sequence[Sequence[float]]) -> list[EpochCorrelation]:
+    """Per epoch, Pearson and Spearman of accuracy at that epoch vs at the last.
+
+    Args:
+        curves: Per completed trial, its validation accuracy after every epoch;
+            only curves of the most common length are used (a study's epochs are
+            fixed, so this drops nothing in practice).
+    """
+    if not curves:
+        return []
+    lengths = [len(c) for c in curves]
+    length = max(set(lengths), key=lambda n: (lengths.count(n), n))
+    full = [list(c) for c in curves if len(c) == length]
+    last = [c[-1] for c in full]
+    out = []
+    for n in range(1, length + 1):
+        at_n = [c[n - 1] for c in full]
+        out.append(EpochCorrelation(n, len(full), pearson(at_n, last), spearman(at_n, last)))
+    return out
+
+
+def first_epoch_reaching(correlations: Sequence[EpochCorrelation], threshold: float) -> int | None:
+    """The first epoch whose Spearman rho reaches ``threshold`` (None: none does)."""
+    for c in correlations:
+        if math.isfinite(c.spearman) and c.spearman >= threshold:
+            return c.epoch
+    return None
+
+
+@dataclass(frozen=True)
+class CorrelationPruner:
+    """Correlation-gated pruning (see the module docstring).
+
+    Attributes:
+        threshold: Spearman rho the epoch must reach.
+        percentile: Prune below this percentile (0-100) of finished trials.
+        min_trials: Finished trials needed before pruning starts.
+    """
+
+    threshold: float = 0.9
+    percentile: float = 50.0
+    min_trials: int = 5
+
+    def decide(self, epoch: int, accuracy: float, curves: Sequence[Sequence[float]]) -> str | None:
+        """The reason to prune a trial at ``epoch`` with ``accuracy``, or None.
+
+        ``curves`` are the finished trials' per-epoch accuracies (the last epoch
+        is never pruned: it is the result itself).
+        """
+        if len(curves) < self.min_trials:
+            return None
+        correlations = epoch_correlations(curves)
+        if epoch >= len(correlations):
+            return None
+        rho = correlations[epoch - 1].spearman
+        if not (math.isfinite(rho) and rho >= self.threshold):
+            return None
+        others = [c[epoch - 1] for c in curves if len(c) >= epoch]
+        cut = percentile(others, self.percentile)
+        if accuracy >= cut:
+            return None
+        return (
+            f"accuracy {accuracy:.4f} after epoch {epoch} is below the {self.percentile:g}th "
+            f"percentile ({cut:.4f}) of {len(others)} finished trials, and epoch {epoch} ranks "
+            f"trials like the last one (Spearman {rho:.3f} >= {self.threshold:g})"
+        )

@@ -1,0 +1,111 @@
+"""Evaluators: how a candidate's accuracy is obtained, behind one protocol.
+
+``train`` trains the model for real (:mod:`nasmlcn.search._train_evaluator`);
+``proxy`` (:mod:`nasmlcn.search._proxy`) is a fast analytic stand-in for dry runs
+and tests, labelled as such on every trial and on the study.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from nasmlcn.errors import NasmlcnError
+from nasmlcn.registry import Registry
+from nasmlcn.specs import MLCNSpec
+
+
+class PruneTrial(NasmlcnError):
+    """Raised by an epoch callback to stop the trial; the runner marks it PRUNED."""
+
+    def __init__(self, reason: str, epoch: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.epoch = epoch
+
+
+@dataclass(frozen=True)
+class EvalJob:
+    """One candidate to evaluate.
+
+    Attributes:
+        spec: The model.
+        trial: Trial number (seeds training together with ``seed``).
+        seed: The search's seed.
+        epochs: Epochs to train.
+        batch_size: Training batch size.
+        lr: Initial learning rate.
+        assignment: Lane -> target device index (for lane-parallel training).
+    """
+
+    spec: MLCNSpec
+    trial: int
+    seed: int
+    epochs: int
+    batch_size: int = 100
+    lr: float = 1e-3
+    assignment: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class EpochReport:
+    """Sent after every epoch; the callback may raise :class:`PruneTrial`."""
+
+    epoch: int
+    val_accuracy: float
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What an evaluator measured.
+
+    Attributes:
+        accuracy: Validation accuracy after the last epoch.
+        val_accuracy_per_epoch: Validation accuracy after every epoch.
+        seconds: Training time (all epochs, validation included).
+        step_seconds: Measured mean training step time (None for the proxy).
+        images_per_second: Measured training throughput (None for the proxy).
+        peak_memory_bytes: Measured peak training memory (None for the proxy).
+        device: Where it trained (``cpu``, ``cuda:0``; ``proxy`` for the proxy).
+        mode: ``single-device``, ``lane-parallel`` or ``proxy``.
+        extra: Anything else worth keeping (versions, per-epoch details).
+    """
+
+    accuracy: float
+    val_accuracy_per_epoch: tuple[float, ...]
+    seconds: float
+    step_seconds: float | None = None
+    images_per_second: float | None = None
+    peak_memory_bytes: int | None = None
+    device: str = "proxy"
+    mode: str = "proxy"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["val_accuracy_per_epoch"] = list(self.val_accuracy_per_epoch)
+        data["extra"] = dict(self.extra)
+        return data
+
+
+EpochCallback = Callable[[EpochReport], None]
+
+
+class Evaluator(Protocol):
+    """Turns a job into an :class:`Evaluation`, calling ``on_epoch`` after every epoch.
+
+    Attributes:
+        name: Registry name.
+        measured: True when accuracy comes from real training.
+    """
+
+    name: str
+    measured: bool
+
+    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation: ...
+
+
+EvaluatorFactory = Callable[..., Evaluator]
+EVALUATORS: Registry[EvaluatorFactory] = Registry("evaluator")

@@ -1,0 +1,96 @@
+"""Objectives by name: what a trial is scored on, and in which direction.
+
+``accuracy`` comes from the evaluator (validation accuracy after the last epoch);
+``latency``, ``memory`` and ``params`` are predictions for the *target* devices
+from the plan (cost model + placement), the same whatever machine trains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from nasmlcn.registry import Registry
+
+if TYPE_CHECKING:
+    from nasmlcn.planning import Plan
+    from nasmlcn.search._evaluator import Evaluation
+
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One objective.
+
+    Attributes:
+        name: Registry name (``latency``).
+        direction: ``maximize`` or ``minimize``.
+        metric: The name optuna-dashboard shows (with its unit).
+        needs_training: Whether the value comes from the evaluator.
+        value: ``value(plan, evaluation)``; ``evaluation`` is None when no
+            objective needs training.
+        description: One line for listings.
+    """
+
+    name: str
+    direction: str
+    metric: str
+    needs_training: bool
+    value: Callable[[Plan, Evaluation | None], float]
+    description: str
+
+
+OBJECTIVES: Registry[Objective] = Registry("objective")
+
+
+def _accuracy(plan: Plan, evaluation: Evaluation | None) -> float:
+    assert evaluation is not None
+    return evaluation.accuracy
+
+
+OBJECTIVES.register(
+    "accuracy",
+    Objective(
+        "accuracy",
+        "maximize",
+        "accuracy",
+        True,
+        _accuracy,
+        "validation accuracy after the last epoch (max)",
+    ),
+)
+OBJECTIVES.register(
+    "latency",
+    Objective(
+        "latency",
+        "minimize",
+        "latency_s",
+        False,
+        lambda plan, _: plan.makespan,
+        "predicted step time on the target devices = placement makespan (min)",
+    ),
+)
+OBJECTIVES.register(
+    "memory",
+    Objective(
+        "memory",
+        "minimize",
+        "memory_MiB",
+        False,
+        lambda plan, _: plan.peak_memory_bytes / MIB,
+        "predicted training memory of the fullest device, MiB (min)",
+    ),
+)
+OBJECTIVES.register(
+    "params",
+    Objective(
+        "params",
+        "minimize",
+        "params",
+        False,
+        lambda plan, _: float(plan.costs.params),
+        "trainable parameters (min)",
+    ),
+)

@@ -1,0 +1,643 @@
+"""The study runner: ask -> build -> plan -> evaluate -> tell, trial after trial.
+
+A thin loop over Optuna's ask-and-tell interface that adds what a hardware-aware
+NAS needs: every trial's model is built by the search space for the target
+devices, planned (placement, predicted latency and memory), constrained
+(``trial.set_constraint``), evaluated with per-epoch reporting and
+correlation-gated pruning (for multi-objective studies too), and recorded
+(architecture, placement, measured figures) as user attributes. Failures of any
+kind are recorded on the trial and the search goes on; Ctrl-C fails the running
+trial cleanly and stops.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import platform
+import signal
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import nasmlcn
+from nasmlcn.errors import SearchError, TrainingError
+from nasmlcn.planning import Plan, plan_model
+from nasmlcn.search._config import SearchConfig
+from nasmlcn.search._correlation import CorrelationPruner
+from nasmlcn.search._evaluator import (
+    EVALUATORS,
+    EpochReport,
+    EvalJob,
+    Evaluation,
+    Evaluator,
+    PruneTrial,
+)
+from nasmlcn.search._results import best_trials, summarize
+from nasmlcn.search._samplers import SAMPLERS
+from nasmlcn.search._setup import SearchSetup, setup_search
+from nasmlcn.search._storage import HEARTBEAT_SECONDS, open_storage
+from nasmlcn.search.spaces import Candidate
+from nasmlcn.specs import format_lane_mix
+
+if TYPE_CHECKING:
+    import optuna
+
+logger = logging.getLogger(__name__)
+
+STUDY_ATTR = "nasmlcn"
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """How one trial ended.
+
+    Attributes:
+        number: Trial number.
+        state: ``COMPLETE``, ``PRUNED`` or ``FAIL``.
+        values: Objective values (COMPLETE only).
+        lanes: The model's lanes in the compact syntax.
+        reason: Why it was pruned or failed.
+        seconds: Wall time of the trial.
+        seconds_saved: Training time pruning saved (estimated from its epochs).
+        timings: Seconds per phase: ``ask`` (sampling), ``build`` (space and
+            plan), ``record`` (attributes and constraints), ``evaluate``, ``tell``.
+    """
+
+    number: int
+    state: str
+    values: tuple[float, ...] | None
+    lanes: str
+    reason: str | None
+    seconds: float
+    seconds_saved: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class SearchStart:
+    """Sent once before the first trial of a run."""
+
+    study: str
+    storage: str
+    resumed: bool
+    done: int
+    target: int
+    epochs: int
+    evaluator: str
+    sampler: str
+    directions: tuple[str, ...]
+    metric_names: tuple[str, ...]
+
+
+class SearchObserver:
+    """Progress hooks (the CLI's live display is one); all no-ops here."""
+
+    def on_start(self, start: SearchStart) -> None:
+        pass
+
+    def on_trial_start(self, number: int, index: int, lanes: str, plan: Plan) -> None:
+        pass
+
+    def on_epoch(self, number: int, report: EpochReport, epochs: int) -> None:
+        pass
+
+    def on_trial_end(self, outcome: TrialOutcome) -> None:
+        pass
+
+
+@dataclass
+class SearchResult:
+    """The outcome of one ``run_search`` (a run may continue an existing study)."""
+
+    study: str
+    storage: str
+    n_trials: int
+    run_trials: list[TrialOutcome] = field(default_factory=list)
+    best: list[dict[str, Any]] = field(default_factory=list)
+    stopped: str = "trials"
+    seconds: float = 0.0
+    metric_names: list[str] = field(default_factory=list)
+    directions: list[str] = field(default_factory=list)
+    mean_values: dict[str, float] = field(default_factory=dict)
+    completed: int = 0
+
+    @property
+    def failures(self) -> list[TrialOutcome]:
+        return [t for t in self.run_trials if t.state == "FAIL"]
+
+    @property
+    def pruned(self) -> list[TrialOutcome]:
+        return [t for t in self.run_trials if t.state == "PRUNED"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "study": self.study,
+            "storage": self.storage,
+            "n_trials": self.n_trials,
+            "run_trials": len(self.run_trials),
+            "stopped": self.stopped,
+            "seconds": self.seconds,
+            "metric_names": self.metric_names,
+            "directions": self.directions,
+            "completed": self.completed,
+            "mean_values": self.mean_values,
+            "best": self.best,
+            "failures": [{"number": t.number, "reason": t.reason} for t in self.failures],
+            "pruned": [
+                {"number": t.number, "reason": t.reason, "seconds_saved": t.seconds_saved}
+                for t in self.pruned
+            ],
+            "seconds_saved_by_pruning": sum(t.seconds_saved for t in self.pruned),
+        }
+
+
+@functools.lru_cache(maxsize=1)
+def versions() -> dict[str, str]:
+    """Versions worth keeping with every result."""
+    import optuna
+
+    out = {
+        "nasmlcn": nasmlcn.__version__,
+        "optuna": optuna.__version__,
+        "python": platform.python_version(),
+    }
+    try:
+        import importlib.metadata
+
+        out["torch"] = importlib.metadata.version("torch")
+    except Exception:  # pragma: no cover - torch missing
+        pass
+    return out
+
+
+def open_study(
+    setup: SearchSetup, storage: optuna.storages.BaseStorage, sampler: Any
+) -> tuple[optuna.Study, bool]:
+    """Creates the study, or loads it after checking it was made with this identity.
+
+    Raises:
+        SearchError: The name exists with another configuration (naming the
+            fields that differ) or was not made by nasmlcn.
+    """
+    import optuna
+    from optuna.study import StudyDirection
+
+    config = setup.config
+    name = config.study_name()
+    existing = {s.study_name: s for s in storage.get_all_studies()}
+    if name in existing:
+        stored = existing[name].user_attrs.get(STUDY_ATTR)
+        if not isinstance(stored, dict) or "identity" not in stored:
+            raise SearchError(
+                f"study {name!r} exists but was not made by nasmlcn search; choose another --study"
+            )
+        differing = [
+            f"{key} {stored['identity'].get(key)!r} (now {value!r})"
+            for key, value in config.identity().items()
+            if stored["identity"].get(key) != value
+        ]
+        if differing:
+            raise SearchError(
+                f"study {name!r} was made with another configuration: "
+                + "; ".join(differing)
+                + ". Use the same options to continue it, or another --study"
+            )
+        study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
+        return study, True
+    study = optuna.create_study(
+        study_name=name,
+        storage=storage,
+        sampler=sampler,
+        directions=[
+            StudyDirection.MAXIMIZE if d == "maximize" else StudyDirection.MINIMIZE
+            for d in setup.directions
+        ],
+    )
+    study.set_metric_names(setup.metric_names)
+    study.set_user_attr(
+        STUDY_ATTR,
+        {
+            "identity": config.identity(),
+            "config": config.to_dict(),
+            "objectives": list(config.objectives),
+            "metric_names": setup.metric_names,
+            "evaluator": config.evaluator,
+            "accuracy_is_proxy": config.evaluator == "proxy",
+            "space": setup.space.describe(),
+            "devices": [d.to_dict() for d in setup.devices],
+            "cost_model": setup.cost_model.name,
+            "time_unit": setup.cost_model.time_unit,
+            "versions": versions(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        },
+    )
+    return study, False
+
+
+@contextmanager
+def _heartbeat(storage: Any, trial_id: int) -> Iterator[None]:
+    """Records the trial's heartbeat while it runs, so a dead worker's trial can be
+    told apart from a slow one (``optuna.storages.fail_stale_trials``)."""
+    if not hasattr(storage, "record_heartbeat") or storage.get_heartbeat_interval() is None:
+        yield
+        return
+    if hasattr(storage, "flush"):
+        storage.flush()  # the trial's attributes are visible while it trains
+    stop = threading.Event()
+
+    def beat() -> None:
+        while True:
+            try:
+                storage.record_heartbeat(trial_id)
+            except Exception:  # a missed beat is not worth failing the trial
+                logger.debug("heartbeat failed", exc_info=True)
+            if stop.wait(HEARTBEAT_SECONDS / 2):
+                return
+
+    thread = threading.Thread(target=beat, name=f"heartbeat-{trial_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+@contextmanager
+def _no_interrupts() -> Iterator[None]:
+    """Ignores Ctrl-C while the interrupted trial is written down."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _finished(study: optuna.Study) -> int:
+    from optuna.trial import TrialState
+
+    states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+    return len(study.get_trials(deepcopy=False, states=states))
+
+
+def _completed_curves(study: optuna.Study) -> list[list[float]]:
+    from optuna.trial import TrialState
+
+    curves = []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        curve = (t.user_attrs.get("training") or {}).get("val_accuracy_per_epoch")
+        if curve:
+            curves.append(list(curve))
+    return curves
+
+
+def _failure_reason(err: BaseException) -> str:
+    if isinstance(err, TrainingError):
+        text = str(err)
+        return f"diverged: {text}" if "loss became" in text else text
+    name = type(err).__name__
+    first = str(err).splitlines()[0] if str(err) else ""
+    # torch.OutOfMemoryError on GPUs (a RuntimeError in older torch); the CPU
+    # allocator raises a RuntimeError saying it "can't allocate memory".
+    oom = ("out of memory", "can't allocate memory")
+    if isinstance(err, MemoryError) or "OutOfMemory" in name or any(m in first for m in oom):
+        return f"out of memory: {first or name}"
+    return f"{name}: {first}" if first else name
+
+
+def run_search(
+    config: SearchConfig,
+    observer: SearchObserver | None = None,
+    *,
+    evaluator: Evaluator | None = None,
+) -> SearchResult:
+    """Runs (or continues) the search of ``config``.
+
+    Args:
+        config: The search.
+        observer: Receives progress.
+        evaluator: Overrides the configured evaluator (tests).
+
+    Returns:
+        What this run did and the study's best trials (or Pareto front).
+
+    Raises:
+        NasmlcnError: Invalid configuration or storage (before anything is written).
+    """
+    import optuna
+
+    with warnings.catch_warnings():
+        # Heartbeats with ask-and-tell and metric names are "experimental" in
+        # Optuna; they are what this runner is built on, so the warnings say nothing.
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        warnings.filterwarnings("ignore", message="Heartbeat of storage")
+        return _run_search(config, observer, evaluator)
+
+
+def _run_search(
+    config: SearchConfig, observer: SearchObserver | None, evaluator: Evaluator | None
+) -> SearchResult:
+    observer = observer or SearchObserver()
+    started = time.perf_counter()
+    setup = setup_search(config)
+    storage = open_storage(config.storage)
+    probe_sampler = SAMPLERS.get(config.sampler).make(config.seed, config.trials)
+    study, resumed = open_study(setup, storage, probe_sampler)
+    if resumed:
+        import optuna
+
+        optuna.storages.fail_stale_trials(study)
+    done = _finished(study)
+    # A resumed search reseeds its sampler past the trials already run, so it does
+    # not replay the random proposals of the first run.
+    study.sampler = SAMPLERS.get(config.sampler).make(config.seed + done, config.trials)
+    if evaluator is None:
+        evaluator = EVALUATORS.get(config.evaluator)(config=config, dataset=setup.dataset)
+    pruner = (
+        CorrelationPruner(config.prune_threshold, config.prune_percentile, config.prune_min_trials)
+        if config.prune
+        else None
+    )
+    result = SearchResult(
+        study.study_name,
+        config.storage,
+        done,
+        metric_names=setup.metric_names,
+        directions=setup.directions,
+    )
+    observer.on_start(
+        SearchStart(
+            study.study_name,
+            config.storage,
+            resumed,
+            done,
+            config.trials,
+            config.epochs,
+            config.evaluator,
+            config.sampler,
+            tuple(setup.directions),
+            tuple(setup.metric_names),
+        )
+    )
+    distributions = setup.space.distributions()
+    index = 0
+    while True:
+        if _finished(study) >= config.trials:
+            result.stopped = "trials"
+            break
+        if config.timeout is not None and time.perf_counter() - started >= config.timeout:
+            result.stopped = "timeout"
+            break
+        index += 1
+        timings: dict[str, float] = {}
+        tick = time.perf_counter()
+        trial = study.ask(distributions)
+        timings["ask"] = time.perf_counter() - tick
+        try:
+            outcome = _run_trial(setup, study, trial, evaluator, pruner, observer, index, timings)
+            outcome = replace(outcome, timings=timings)
+        except KeyboardInterrupt:
+            with _no_interrupts():
+                trial.set_user_attr("fail_reason", "interrupted by the user (Ctrl-C)")
+                study.tell(trial, state=_state("FAIL"))
+                outcome = TrialOutcome(
+                    trial.number,
+                    "FAIL",
+                    None,
+                    trial.user_attrs.get("lanes", ""),
+                    "interrupted by the user (Ctrl-C)",
+                    0.0,
+                )
+                result.run_trials.append(outcome)
+                observer.on_trial_end(outcome)
+            result.stopped = "interrupted"
+            break
+        result.run_trials.append(outcome)
+        observer.on_trial_end(outcome)
+    result.n_trials = len(study.get_trials(deepcopy=False))
+    complete = [
+        t.values for t in study.get_trials(deepcopy=False, states=(_state("COMPLETE"),)) if t.values
+    ]
+    result.completed = len(complete)
+    if complete:
+        result.mean_values = {
+            name: sum(v[i] for v in complete) / len(complete)
+            for i, name in enumerate(setup.metric_names)
+        }
+    result.best = [summarize(t, setup.metric_names).to_dict() for t in best_trials(study)]
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _state(name: str) -> Any:
+    from optuna.trial import TrialState
+
+    return TrialState[name]
+
+
+def _run_trial(
+    setup: SearchSetup,
+    study: optuna.Study,
+    trial: optuna.Trial,
+    evaluator: Evaluator,
+    pruner: CorrelationPruner | None,
+    observer: SearchObserver,
+    index: int,
+    timings: dict[str, float],
+) -> TrialOutcome:
+    config = setup.config
+    start = time.perf_counter()
+    params = trial.params
+    batch_size = int(params.get("batch_size", config.batch_size))
+    ctx = setup.space_context
+    if batch_size != ctx.cost_context.batch_size:
+        ctx = replace(ctx, cost_context=replace(ctx.cost_context, batch_size=batch_size))
+    try:
+        candidate = setup.space.build(params, ctx)
+        plan = plan_model(
+            candidate.spec,
+            setup.devices,
+            cost_model=setup.cost_model,
+            batch_size=batch_size,
+            assignment=candidate.assignment,
+            strategy="buckets" if setup.space.kind == "buckets" else "greedy",
+        )
+    except Exception as err:  # a space that cannot build: recorded, the search goes on
+        reason = _failure_reason(err)
+        trial.set_user_attr("fail_reason", reason)
+        study.tell(trial, state=_state("FAIL"))
+        return TrialOutcome(trial.number, "FAIL", None, "", reason, time.perf_counter() - start)
+    lanes = candidate.spec.describe()
+    tick = time.perf_counter()
+    timings["build"] = tick - start
+    _record_plan(trial, candidate, plan, setup)
+    timings["record"] = time.perf_counter() - tick
+    observer.on_trial_start(trial.number, index, lanes, plan)
+    if not candidate.feasible:
+        reason = f"does not fit the devices: {candidate.reason}"
+        trial.set_user_attr("prune_reason", reason)
+        study.tell(trial, state=_state("PRUNED"))
+        return TrialOutcome(
+            trial.number, "PRUNED", None, lanes, reason, time.perf_counter() - start
+        )
+
+    evaluation: Evaluation | None = None
+    if setup.needs_training:
+        curves = _completed_curves(study) if pruner is not None else []
+        single = len(setup.directions) == 1
+        job = EvalJob(
+            spec=candidate.spec,
+            trial=trial.number,
+            seed=config.seed,
+            epochs=config.epochs,
+            batch_size=batch_size,
+            lr=float(params.get("lr", 1e-3)),
+            assignment=tuple(candidate.assignment or plan.placement.assignment),
+        )
+        seen: list[EpochReport] = []
+
+        def on_epoch(report: EpochReport) -> None:
+            seen.append(report)
+            if single:
+                trial.report(report.val_accuracy, report.epoch)
+            observer.on_epoch(trial.number, report, config.epochs)
+            if pruner is not None and report.epoch < config.epochs:
+                reason = pruner.decide(report.epoch, report.val_accuracy, curves)
+                if reason is not None:
+                    raise PruneTrial(reason, report.epoch)
+
+        tick = time.perf_counter()
+        beating = (
+            _heartbeat(study._storage, trial._trial_id) if evaluator.measured else nullcontext()
+        )
+        try:
+            with beating:
+                evaluation = evaluator.evaluate(job, on_epoch)
+        except PruneTrial as pruned:
+            per_epoch = seen[-1].seconds / len(seen) if seen else 0.0
+            saved = per_epoch * (config.epochs - pruned.epoch)
+            trial.set_user_attr(
+                "training",
+                {
+                    "val_accuracy_per_epoch": [r.val_accuracy for r in seen],
+                    "epochs_run": len(seen),
+                    "seconds": seen[-1].seconds if seen else 0.0,
+                    "evaluator": evaluator.name,
+                },
+            )
+            trial.set_user_attr("prune_reason", pruned.reason)
+            trial.set_user_attr("seconds_saved", saved)
+            study.tell(trial, state=_state("PRUNED"))
+            return TrialOutcome(
+                trial.number,
+                "PRUNED",
+                None,
+                lanes,
+                pruned.reason,
+                time.perf_counter() - start,
+                saved,
+            )
+        except KeyboardInterrupt:
+            raise
+        except Exception as err:  # NaN, out of memory, anything: recorded, the search goes on
+            reason = _failure_reason(err)
+            logger.warning("trial %d failed: %s", trial.number, reason)
+            trial.set_user_attr("fail_reason", reason)
+            trial.set_user_attr("traceback", traceback.format_exc(limit=8)[-4000:])
+            if seen:
+                trial.set_user_attr(
+                    "training",
+                    {
+                        "val_accuracy_per_epoch": [r.val_accuracy for r in seen],
+                        "evaluator": evaluator.name,
+                    },
+                )
+            study.tell(trial, state=_state("FAIL"))
+            return TrialOutcome(
+                trial.number, "FAIL", None, lanes, reason, time.perf_counter() - start
+            )
+        timings["evaluate"] = time.perf_counter() - tick
+        trial.set_user_attr(
+            "training",
+            {**evaluation.to_dict(), "evaluator": evaluator.name, "versions": versions()},
+        )
+    tick = time.perf_counter()
+    values = tuple(float(o.value(plan, evaluation)) for o in setup.objectives)
+    if not all(math.isfinite(v) for v in values):
+        reason = f"objective values not finite: {values}"
+        trial.set_user_attr("fail_reason", reason)
+        study.tell(trial, state=_state("FAIL"))
+        return TrialOutcome(trial.number, "FAIL", None, lanes, reason, time.perf_counter() - start)
+    study.tell(trial, list(values))
+    timings["tell"] = time.perf_counter() - tick
+    return TrialOutcome(trial.number, "COMPLETE", values, lanes, None, time.perf_counter() - start)
+
+
+def _record_plan(trial: optuna.Trial, candidate: Candidate, plan: Plan, setup: SearchSetup) -> None:
+    """Architecture, placement and predictions as user attributes; the constraints."""
+    config = setup.config
+    trial.set_user_attr("lanes", candidate.spec.describe())
+    trial.set_user_attr("lane_mix", format_lane_mix(candidate.spec.lanes))
+    trial.set_user_attr("num_lanes", candidate.spec.num_lanes)
+    trial.set_user_attr("arch", candidate.spec.to_dict())
+    trial.set_user_attr(
+        "plan",
+        {
+            "strategy": plan.placement.strategy,
+            "assignment": list(plan.placement.assignment),
+            "lane_costs": [c.time for c in plan.costs.lanes],
+            "devices": [
+                {
+                    "name": d.device.name,
+                    "speed": d.device.speed,
+                    "lanes": list(d.lanes),
+                    "load": d.load,
+                    "time": d.time,
+                    "memory_bytes": d.memory_bytes,
+                    "memory_limit_bytes": d.memory_limit,
+                }
+                for d in plan.per_device
+            ],
+        },
+    )
+    trial.set_user_attr(
+        "predicted",
+        {
+            "latency": plan.makespan,
+            "step_time": plan.step_time,
+            "time_unit": plan.time_unit,
+            "imbalance": plan.imbalance,
+            "peak_memory_bytes": plan.peak_memory_bytes,
+            "params": plan.costs.params,
+            "train_flops": plan.costs.train_flops,
+            "cost_model": plan.cost_model,
+        },
+    )
+    if candidate.repairs:
+        trial.set_user_attr("repairs", list(candidate.repairs))
+    # Feasible when <= 0: the fullest device's memory over its limit, relative.
+    memory = max((d.memory_bytes - d.memory_limit) / d.memory_limit for d in plan.per_device)
+    if not candidate.feasible:
+        memory = max(memory, 1e-9)
+    _set_constraint(trial, "memory", memory)
+    if config.latency_budget is not None:
+        _set_constraint(trial, "latency", plan.makespan - config.latency_budget)
+
+
+def _set_constraint(trial: optuna.Trial, key: str, value: float) -> None:
+    """``trial.set_constraint`` without its read-back of the trial's system
+    attributes (which would cost a database round trip per constraint): the runner
+    sets each constraint once, on a fresh trial."""
+    from optuna.study._constrained_optimization import _CONSTRAINTS_KEY
+
+    trial.storage.set_trial_system_attr(trial._trial_id, f"{_CONSTRAINTS_KEY}:{key}", float(value))

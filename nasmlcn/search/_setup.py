@@ -1,0 +1,84 @@
+"""Turning a SearchConfig into everything a search needs, validated up front.
+
+Every user error (unknown device, space, sampler, objective, dataset, a bad
+memory size, a space that fits nothing) is raised here, before the storage is
+touched, so bad input never creates or changes a study.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nasmlcn.costs import CostContext, CostModel, get_cost_model
+from nasmlcn.data import DATASETS, DatasetInfo
+from nasmlcn.errors import SearchError
+from nasmlcn.hardware import DeviceSpec, load_catalog, parse_devices
+from nasmlcn.planning import FlopsLimit, parse_flops
+from nasmlcn.search._config import SearchConfig
+from nasmlcn.search._evaluator import EVALUATORS
+from nasmlcn.search._objectives import OBJECTIVES, Objective
+from nasmlcn.search._samplers import SAMPLERS
+from nasmlcn.search.spaces import SearchSpace, SpaceContext, load_space
+
+MAX_HEAD_LANES = 256
+"""Lanes the head device's memory reservation is sized for."""
+
+
+@dataclass(frozen=True)
+class SearchSetup:
+    """A validated search: the config and the objects built from it."""
+
+    config: SearchConfig
+    devices: tuple[DeviceSpec, ...]
+    flops: FlopsLimit
+    space: SearchSpace
+    cost_model: CostModel
+    objectives: tuple[Objective, ...]
+    dataset: DatasetInfo
+    space_context: SpaceContext
+
+    @property
+    def directions(self) -> list[str]:
+        return [o.direction for o in self.objectives]
+
+    @property
+    def metric_names(self) -> list[str]:
+        return [o.metric for o in self.objectives]
+
+    @property
+    def needs_training(self) -> bool:
+        return any(o.needs_training for o in self.objectives)
+
+
+def setup_search(config: SearchConfig) -> SearchSetup:
+    """Validates ``config`` and builds the search's parts.
+
+    Raises:
+        NasmlcnError: Any invalid part, with a one-line message.
+    """
+    catalog = load_catalog(config.device_file)
+    devices = parse_devices(config.devices, mem=config.mem, catalog=catalog)
+    flops = parse_flops(config.flops)
+    objectives = tuple(OBJECTIVES.get(name) for name in config.objectives)
+    SAMPLERS.get(config.sampler)
+    EVALUATORS.get(config.evaluator)
+    dataset = DATASETS.get(config.dataset)  # its shape and classes shape every model
+    space = load_space(config.space)
+    options = {"calibration_file": config.calibration} if config.calibration else {}
+    if config.calibration and config.cost_model != "calibrated":
+        raise SearchError(
+            f"calibration applies to cost model 'calibrated', not {config.cost_model!r}"
+        )
+    cost_model = get_cost_model(config.cost_model, **options)
+    ctx = CostContext(
+        input_shape=dataset.input_shape,
+        num_classes=dataset.num_classes,
+        routing=space.routing,
+        decoder=space.decoder,
+        batch_size=config.batch_size,
+    )
+    head = cost_model.head_cost(MAX_HEAD_LANES, ctx).memory_bytes
+    space_context = SpaceContext(devices, cost_model, ctx, flops, (head,))
+    return SearchSetup(
+        config, devices, flops, space, cost_model, objectives, dataset, space_context
+    )

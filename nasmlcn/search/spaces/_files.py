@@ -1,0 +1,80 @@
+"""Finding and reading search-space files.
+
+``--space NAME`` looks for ``NAME.toml`` in ``$NASMLCN_SPACES`` and then in the
+project's ``search_spaces/`` folder; ``--space PATH`` reads that file. Copy a
+file, edit it, and pass its path.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+from pathlib import Path
+
+from nasmlcn.errors import SearchError
+from nasmlcn.search.spaces._base import SPACE_KINDS, SearchSpace
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+SPACES_ENV = "NASMLCN_SPACES"
+PROJECT_SPACES = Path(__file__).resolve().parents[3] / "search_spaces"
+
+
+def space_dirs() -> list[Path]:
+    """Where named spaces are looked up, in order."""
+    dirs = [Path(p) for p in os.environ.get(SPACES_ENV, "").split(os.pathsep) if p]
+    return [*dirs, PROJECT_SPACES]
+
+
+def available_spaces() -> dict[str, Path]:
+    """Named spaces: name -> file (earlier folders win)."""
+    found: dict[str, Path] = {}
+    for folder in reversed(space_dirs()):
+        if folder.is_dir():
+            for path in sorted(folder.glob("*.toml")):
+                found[path.stem] = path
+    return dict(sorted(found.items()))
+
+
+def load_space(name_or_path: str) -> SearchSpace:
+    """The space called ``name_or_path``, or read from that path.
+
+    Raises:
+        SearchError: Unknown name ("did you mean"), unreadable or invalid file.
+    """
+    path = Path(name_or_path)
+    if not (name_or_path.endswith(".toml") or os.sep in name_or_path or path.is_file()):
+        spaces = available_spaces()
+        if name_or_path not in spaces:
+            close = difflib.get_close_matches(name_or_path, list(spaces), n=3, cutoff=0.5)
+            hint = (
+                "did you mean " + " or ".join(repr(c) for c in close) + "?"
+                if close
+                else "known spaces: " + ", ".join(spaces)
+            )
+            raise SearchError(
+                f"unknown search space {name_or_path!r}; {hint} (or give a path to a .toml file)"
+            )
+        path = spaces[name_or_path]
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SearchError(f"search space file {str(path)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise SearchError(f"cannot read search space file {str(path)!r}: {err}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise SearchError(f"search space file {str(path)!r} is not valid TOML: {err}") from None
+    kind = data.pop("kind", None)
+    if kind is None:
+        raise SearchError(
+            f"search space file {str(path)!r} has no 'kind' ({', '.join(SPACE_KINDS.names())})"
+        )
+    if kind not in SPACE_KINDS:
+        raise SearchError(
+            f"search space file {str(path)!r}: {SPACE_KINDS.unknown_message(str(kind))}"
+        )
+    return SPACE_KINDS.get(kind)(path.stem, data, str(path))

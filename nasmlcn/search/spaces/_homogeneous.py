@@ -1,0 +1,74 @@
+"""``homogeneous``: n lanes of one configuration (type, width, depth, count).
+
+Placement is greedy (thesis Algorithm 3). Repair: when the n lanes do not fit the
+devices' memory, the count is lowered until they do (recorded on the trial), so
+every trial trains a model the devices can hold; a configuration of which not even
+one lane fits is reported infeasible and not trained.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from nasmlcn.errors import PlacementError
+from nasmlcn.placement import greedy_assignment
+from nasmlcn.planning import placement_problem
+from nasmlcn.search.spaces._base import (
+    SPACE_KINDS,
+    Candidate,
+    SearchSpace,
+    SpaceContext,
+    int_range,
+    lane_types,
+)
+from nasmlcn.specs import LaneSpec
+
+if TYPE_CHECKING:
+    from optuna.distributions import BaseDistribution
+
+
+@SPACE_KINDS.register("homogeneous")
+class HomogeneousSpace(SearchSpace):
+    """``lanes`` copies of one lane."""
+
+    kind = "homogeneous"
+
+    def __init__(self, name: str, data: Mapping[str, Any], source: str) -> None:
+        super().__init__(name, data, source)
+        origin = f"space {name!r}"
+        self.lane_types = lane_types(data, origin)
+        self.width = int_range(data, "width", origin, (1, 5))
+        self.depth = int_range(data, "depth", origin, (1, 5))
+        self.lanes = int_range(data, "lanes", origin, (1, 32))
+
+    def model_distributions(self) -> dict[str, BaseDistribution]:
+        from optuna.distributions import CategoricalDistribution, IntDistribution
+
+        return {
+            "type": CategoricalDistribution(self.lane_types),
+            "width": IntDistribution(*self.width),
+            "depth": IntDistribution(*self.depth),
+            "lanes": IntDistribution(*self.lanes),
+        }
+
+    def build(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
+        lane = LaneSpec(params["type"], params["width"], params["depth"])
+        wanted = int(params["lanes"])
+        error: PlacementError | None = None
+        for n in range(wanted, 0, -1):
+            spec = self.make_spec([lane] * n, ctx)
+            costs = ctx.cost_model.costs(spec.lanes, ctx.cost_context)
+            try:
+                assignment = greedy_assignment(placement_problem(costs, ctx.devices))
+            except PlacementError as err:
+                error = error or err
+                continue
+            repairs = () if n == wanted else (f"{wanted} lanes do not fit; lowered to {n}",)
+            return Candidate(spec, tuple(assignment), self.training_values(params), repairs=repairs)
+        return Candidate(
+            self.make_spec([lane], ctx),
+            training=self.training_values(params),
+            feasible=False,
+            reason=str(error),
+        )

@@ -1,0 +1,134 @@
+"""``nasmlcn search``, ``best`` and ``correlate``, run as a user would."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nasmlcn.specs import MLCNSpec, load_arch
+from tests.conftest import ROOT, run_cli
+
+
+def _search(db: Path, *args: str) -> object:
+    return run_cli(
+        "search",
+        "--evaluator",
+        "proxy",
+        "--devices",
+        "2xK80",
+        "--mem",
+        "12GB",
+        "--storage",
+        f"sqlite:///{db}",
+        *args,
+    )
+
+
+def test_search_json_best_and_correlate(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    result = _search(
+        db, "--trials", "5", "--epochs", "3", "--objectives", "accuracy,latency", "--json"
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["storage"] == f"sqlite:///{db}" and data["n_trials"] == 5
+    assert data["study"].startswith("mlcn-buckets-2xK80-1x-accuracy-latency-proxy-")
+    assert data["best"], "a Pareto front is never empty after complete trials"
+    for row in data["best"]:
+        assert set(row) >= {"number", "values", "lanes", "placement"}
+        assert set(row["values"]) == {"accuracy", "latency_s"}
+        MLCNSpec.from_lanes(row["lanes"])  # the compact syntax round-trips
+        assert {d["name"] for d in row["placement"]} == {"K80:0", "K80:1"}
+    assert "trial 4" in result.stderr  # progress on stderr
+
+    arch = tmp_path / "best.json"
+    best = run_cli("best", "--storage", f"sqlite:///{db}", "--export-arch", str(arch), "--json")
+    assert best.returncode == 0, best.stderr
+    assert json.loads(best.stdout)["study"] == data["study"]
+    assert isinstance(load_arch(arch), MLCNSpec)
+
+    corr = run_cli("correlate", "--storage", f"sqlite:///{db}", "--study", data["study"], "--json")
+    assert corr.returncode == 0, corr.stderr
+    table = json.loads(corr.stdout)
+    assert [e["epoch"] for e in table["epochs"]] == [1, 2, 3] and table["trials"] == 5
+    assert table["epochs"][-1]["spearman"] == pytest.approx(1.0)
+
+
+def test_rerunning_the_same_command_continues(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    first = _search(db, "--trials", "2", "--epochs", "1", "--json", "-q")
+    again = _search(db, "--trials", "4", "--epochs", "1", "--json", "-q")
+    assert first.returncode == again.returncode == 0, again.stderr
+    a, b = json.loads(first.stdout), json.loads(again.stdout)
+    assert a["study"] == b["study"] and b["n_trials"] == 4 and b["run_trials"] == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--sampler", "tpee"), "did you mean 'tpe'"),
+        (("--objectives", "accuracy,speed"), "unknown objective 'speed'"),
+        (("--space", "mlcn-bucket"), "did you mean 'mlcn-buckets'"),
+        (("--devices", "8xK8O"), "did you mean 'K80'"),
+        (("--mem", "12XB"), "unknown unit 'XB'"),
+        (("--flops", "4y"), "invalid --flops '4y'"),
+        (("--evaluator", "trian"), "did you mean 'train'"),
+        (("--dataset", "fashion"), "unknown dataset 'fashion'"),
+        (("--config", "/nonexistent.toml"), "does not exist"),
+    ],
+)
+def test_bad_input_is_one_line_and_creates_no_study(
+    tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    db = tmp_path / "s.db"
+    result = _search(db, "--trials", "1", *args)
+    assert result.returncode != 0
+    assert message in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not db.exists()
+
+
+def test_a_study_name_with_another_config_is_refused_and_left_intact(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    assert _search(db, "--study", "mine", "--trials", "2", "--epochs", "1", "-q").returncode == 0
+    clash = _search(db, "--study", "mine", "--trials", "3", "--epochs", "2", "-q")
+    assert clash.returncode != 0 and "another configuration: epochs 1 (now 2)" in clash.stderr
+    best = json.loads(run_cli("best", "--storage", f"sqlite:///{db}", "--json").stdout)
+    assert best["n_trials"] == 2
+
+
+def test_unknown_study_and_storage_errors(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    _search(db, "--study", "mine", "--trials", "1", "--epochs", "1", "-q")
+    missing = run_cli("best", "--storage", f"sqlite:///{db}", "--study", "mien")
+    assert missing.returncode != 0 and "did you mean 'mine'" in missing.stderr
+    nofile = run_cli("correlate", "--storage", f"sqlite:///{tmp_path / 'none.db'}")
+    assert nofile.returncode != 0 and "no such database file" in nofile.stderr
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_the_fig_6_2_recipe_sweeps_flops(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    result = run_cli(
+        "search",
+        "--config",
+        str(ROOT / "studies" / "thesis-fig6.2.toml"),
+        "--evaluator",
+        "proxy",
+        "--trials",
+        "2",
+        "--storage",
+        f"sqlite:///{db}",
+        "--json",
+        "-q",
+    )
+    assert result.returncode == 0, result.stderr
+    sweep = json.loads(result.stdout)["sweep"]
+    assert [r["config"]["flops"] for r in sweep] == ["1x", "2x", "4x", "8x"]
+    assert [r["study"] for r in sweep] == [
+        f"thesis-fig6.2-flops-{f}" for f in ("1x", "2x", "4x", "8x")
+    ]
+    assert all(r["config"]["devices"] == "8xK80" and r["config"]["mem"] == "12GB" for r in sweep)

@@ -1,0 +1,214 @@
+"""The study runner with the proxy evaluator and real SQLite storage."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from nasmlcn.errors import SearchError, TrainingError
+from nasmlcn.search import (
+    CorrelationPruner,
+    EpochCallback,
+    EpochReport,
+    EvalJob,
+    Evaluation,
+    ProxyEvaluator,
+    SearchConfig,
+    epoch_correlations,
+    first_epoch_reaching,
+    run_search,
+)
+from nasmlcn.search._study_access import load_existing_study
+
+
+def _config(tmp_path: Path, **kw: object) -> SearchConfig:
+    base: dict[str, object] = {
+        "evaluator": "proxy",
+        "storage": f"sqlite:///{tmp_path / 'studies.db'}",
+        "trials": 6,
+        "epochs": 3,
+        "devices": "4xK80",
+        "mem": "12GB",
+    }
+    base.update(kw)
+    return SearchConfig(**base)  # type: ignore[arg-type]
+
+
+def test_sqlite_round_trip_attributes_and_resume(tmp_path: Path) -> None:
+    config = _config(tmp_path, objectives=("accuracy", "latency", "memory"), sampler="nsga2")
+    first = run_search(config)
+    assert first.n_trials == 6 and len(first.run_trials) == 6 and first.best
+    study = load_existing_study(first.study, config.storage)
+    assert study.metric_names == ["accuracy", "latency_s", "memory_MiB"]
+    info = study.user_attrs["nasmlcn"]
+    assert info["evaluator"] == "proxy" and info["accuracy_is_proxy"] is True
+    assert info["config"]["devices"] == "4xK80" and info["cost_model"] == "analytic"
+    trial = study.trials[0]
+    for key in ("lanes", "arch", "plan", "predicted", "training"):
+        assert key in trial.user_attrs, key
+    assert trial.user_attrs["plan"]["devices"][0]["name"] == "K80:0"
+    assert "imbalance" in trial.user_attrs["predicted"]
+    assert len(trial.user_attrs["training"]["val_accuracy_per_epoch"]) == 3
+    assert trial.system_attrs["constraints:memory"] <= 0
+    # re-running with a higher target continues the same study
+    second = run_search(config.with_overrides(trials=9))
+    assert second.study == first.study and second.n_trials == 9 and len(second.run_trials) == 3
+    params = [
+        tuple(sorted(t.params.items()))
+        for t in load_existing_study(first.study, config.storage).trials
+    ]
+    assert len(set(params)) == len(params)  # the reseeded sampler does not replay trials
+    # re-running with the reached target does nothing more
+    assert run_search(config.with_overrides(trials=9)).run_trials == []
+
+
+def test_same_name_with_another_configuration_is_refused(tmp_path: Path) -> None:
+    config = _config(tmp_path, study="mine", trials=2)
+    run_search(config)
+    with pytest.raises(
+        SearchError, match=r"another configuration: devices '4xK80' \(now '8xK80'\)"
+    ):
+        run_search(config.with_overrides(devices="8xK80"))
+    with pytest.raises(SearchError, match=r"epochs 3 \(now 5\)"):
+        run_search(config.with_overrides(epochs=5))
+    # options outside the identity may change
+    assert run_search(config.with_overrides(sampler="random", trials=3)).n_trials == 3
+
+
+class _Flaky:
+    """Fails in the ways training can, by trial number."""
+
+    name = "flaky"
+    measured = False
+
+    def __init__(self) -> None:
+        self.proxy = ProxyEvaluator()
+
+    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+        if job.trial == 1:
+            raise TrainingError("loss became nan at epoch 1, batch 3")
+        if job.trial == 2:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        if job.trial == 3:
+            raise ValueError("something else broke")
+        return self.proxy.evaluate(job, on_epoch)
+
+
+def test_failures_are_recorded_and_the_search_goes_on(tmp_path: Path) -> None:
+    config = _config(tmp_path, trials=6)
+    result = run_search(config, evaluator=_Flaky())
+    states = [t.state for t in result.run_trials]
+    assert states.count("FAIL") == 3 and states.count("COMPLETE") == 3
+    reasons = {t.number: t.reason for t in result.failures}
+    assert reasons[1].startswith("diverged: loss became nan")
+    assert reasons[2].startswith("out of memory")  # "CUDA out of memory" in a RuntimeError
+    assert reasons[3] == "ValueError: something else broke"
+    study = load_existing_study(result.study, config.storage)
+    assert study.trials[1].user_attrs["fail_reason"] == reasons[1]
+    assert "traceback" in study.trials[3].user_attrs
+
+
+class _Interrupting(ProxyEvaluator):
+    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+        if job.trial == 2:
+            on_epoch(EpochReport(1, 0.5, 0.1))
+            raise KeyboardInterrupt
+        return super().evaluate(job, on_epoch)
+
+
+def test_ctrl_c_fails_the_running_trial_and_leaves_the_study_usable(tmp_path: Path) -> None:
+    config = _config(tmp_path, trials=5)
+    result = run_search(config, evaluator=_Interrupting())
+    assert result.stopped == "interrupted"
+    study = load_existing_study(result.study, config.storage)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2 + [TrialState.FAIL]
+    assert "Ctrl-C" in study.trials[2].user_attrs["fail_reason"]
+    resumed = run_search(config)  # continues to 5 trials
+    assert resumed.n_trials == 5 and all(t.state == "COMPLETE" for t in resumed.run_trials)
+
+
+def test_correlation_gated_pruning_in_a_multi_objective_study(tmp_path: Path) -> None:
+    config = _config(
+        tmp_path,
+        trials=16,
+        epochs=4,
+        objectives=("accuracy", "latency"),
+        sampler="random",
+        prune=True,
+        prune_min_trials=4,
+        prune_threshold=0.5,
+    )
+    result = run_search(config)
+    assert result.pruned, "weak trials should be pruned once enough trials have finished"
+    study = load_existing_study(result.study, config.storage)
+    for outcome in result.pruned:
+        trial = study.trials[outcome.number]
+        assert trial.state == TrialState.PRUNED
+        assert "percentile" in trial.user_attrs["prune_reason"]
+        assert trial.user_attrs["seconds_saved"] >= 0
+        assert len(trial.user_attrs["training"]["val_accuracy_per_epoch"]) < 4
+    first_pruned = min(t.number for t in result.pruned)
+    finished_before = [t for t in study.trials[:first_pruned] if t.state == TrialState.COMPLETE]
+    assert len(finished_before) >= 4
+
+
+def test_pruner_rules_on_known_curves() -> None:
+    curves = [[0.5 + 0.01 * i, 0.6 + 0.01 * i, 0.7 + 0.01 * i] for i in range(6)]
+    pruner = CorrelationPruner(threshold=0.9, percentile=50, min_trials=5)
+    assert pruner.decide(1, 0.50, curves[:4]) is None  # not enough finished trials
+    assert pruner.decide(1, 0.50, curves) is not None  # below the median of 0.5..0.55
+    assert pruner.decide(1, 0.54, curves) is None  # above it
+    assert pruner.decide(3, 0.0, curves) is None  # the last epoch is never pruned
+    shuffled = [[0.5 + 0.01 * ((i * 5) % 6), 0.6, 0.7 + 0.01 * i] for i in range(6)]
+    assert pruner.decide(1, 0.0, shuffled) is None  # epoch 1 does not rank like the last
+
+
+def test_epoch_correlations_on_known_data() -> None:
+    curves = [[0.1, 0.3, 0.5], [0.2, 0.2, 0.6], [0.3, 0.1, 0.7], [0.4, 0.4, 0.8]]
+    rows = epoch_correlations(curves)
+    assert [r.epoch for r in rows] == [1, 2, 3] and rows[0].trials == 4
+    assert rows[0].pearson == pytest.approx(1.0) and rows[0].spearman == pytest.approx(1.0)
+    assert rows[1].spearman == pytest.approx(0.2)  # ranks 3,2,1,4 vs 1,2,3,4
+    assert rows[2].pearson == pytest.approx(1.0)
+    assert first_epoch_reaching(rows, 0.9) == 1
+    assert math.isnan(epoch_correlations([[0.5, 0.5], [0.5, 0.5]])[0].pearson)
+
+
+def _best_after(sampler: str, seed: int, tmp_path: Path, trials: int) -> float:
+    config = _config(
+        tmp_path, sampler=sampler, seed=seed, trials=trials, epochs=1, study=f"{sampler}-{seed}"
+    )
+    run_search(config)
+    study = load_existing_study(f"{sampler}-{seed}", config.storage)
+    return max(t.value for t in study.trials if t.value is not None)
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "nsga2"])
+def test_model_based_samplers_beat_random_on_the_proxy(sampler: str, tmp_path: Path) -> None:
+    trials = 60
+    seeds = range(3)
+    learned = statistics.fmean(_best_after(sampler, s, tmp_path, trials) for s in seeds)
+    random_ = statistics.fmean(_best_after("random", s, tmp_path, trials) for s in seeds)
+    assert learned > random_
+
+
+def test_only_predicted_objectives_need_no_training(tmp_path: Path) -> None:
+    class _Never:
+        name = "never"
+        measured = False
+
+        def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+            raise AssertionError("no objective needs training")
+
+    config = _config(tmp_path, objectives=("latency", "params"), trials=3)
+    result = run_search(config, evaluator=_Never())
+    assert all(t.state == "COMPLETE" for t in result.run_trials)
+    assert (
+        optuna.study.StudyDirection.MINIMIZE
+        in load_existing_study(result.study, config.storage).directions
+    )
