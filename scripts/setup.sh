@@ -16,7 +16,9 @@ PYTHON=${PYTHON:-python3}
 # torch and torchvision are installed first and pinned: on the project's machines
 # pip takes these from local disk; pyproject only declares ranges.
 TORCH_SPEC=${TORCH_SPEC:-"torch==2.14.1 torchvision==0.29.1"}
-APT_PACKAGES=(dataset-fashion-mnist)
+# dataset-fashion-mnist: the data; chromium: PNG/SVG export of figures (kaleido)
+# and the browser checks of the tests.
+APT_PACKAGES=(dataset-fashion-mnist chromium)
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[setup] error:\033[0m %s\n' "$*" >&2; exit 1; }

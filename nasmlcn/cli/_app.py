@@ -36,11 +36,23 @@ def _global(
 
 
 def _register() -> None:
-    from nasmlcn.cli import _best, _calibrate, _data, _devices, _models, _plan, _search, _train
+    from nasmlcn.cli import (
+        _best,
+        _calibrate,
+        _dashboard,
+        _data,
+        _devices,
+        _models,
+        _plan,
+        _search,
+        _train,
+    )
 
     app.command("search")(_search.search)
     app.command("best")(_best.best)
     app.command("correlate")(_best.correlate)
+    app.command("export")(_dashboard.export)
+    app.command("dashboard")(_dashboard.dashboard)
     app.command("train")(_train.train)
     app.command("models")(_models.models)
     app.command("devices")(_devices.devices)

@@ -423,7 +423,9 @@ def _run_search(
             result.stopped = "interrupted"
             break
         result.run_trials.append(outcome)
+        _dashboard("write_trial_note", study, outcome.number)
         observer.on_trial_end(outcome)
+    _dashboard("write_study_figures", study)
     result.n_trials = len(study.get_trials(deepcopy=False))
     complete = [
         t.values for t in study.get_trials(deepcopy=False, states=(_state("COMPLETE"),)) if t.values
@@ -437,6 +439,17 @@ def _run_search(
     result.best = [summarize(t, setup.metric_names).to_dict() for t in best_trials(study)]
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _dashboard(hook: str, study: optuna.Study, *args: Any) -> None:
+    """Calls a :mod:`nasmlcn.dashboard` hook; a failing note or figure is logged,
+    never allowed to stop the search."""
+    import nasmlcn.dashboard
+
+    try:
+        getattr(nasmlcn.dashboard, hook)(study, *args)
+    except Exception:
+        logger.warning("could not write the dashboard's %s", hook, exc_info=True)
 
 
 def _state(name: str) -> Any:
