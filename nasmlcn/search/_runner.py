@@ -287,6 +287,9 @@ def _finished(study: optuna.Study) -> int:
     from optuna.trial import TrialState
 
     states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+    storage = study._storage
+    if hasattr(storage, "count_trials"):
+        return int(storage.count_trials(study._study_id, states))
     return len(study.get_trials(deepcopy=False, states=states))
 
 
@@ -401,12 +404,19 @@ def _run_search(
         index += 1
         timings: dict[str, float] = {}
         tick = time.perf_counter()
-        trial = study.ask(distributions)
-        timings["ask"] = time.perf_counter() - tick
+        trial: optuna.Trial | None = None
         try:
+            trial = study.ask(distributions)
+            timings["ask"] = time.perf_counter() - tick
             outcome = _run_trial(setup, study, trial, evaluator, pruner, observer, index, timings)
             outcome = replace(outcome, timings=timings)
         except KeyboardInterrupt:
+            result.stopped = "interrupted"
+            if trial is None:  # Ctrl-C while sampling: Optuna may have left a RUNNING trial
+                if config.storage.startswith("sqlite"):  # one machine: it can only be ours
+                    with _no_interrupts():
+                        _fail_running_of_this_run(study)
+                break
             with _no_interrupts():
                 trial.set_user_attr("fail_reason", "interrupted by the user (Ctrl-C)")
                 study.tell(trial, state=_state("FAIL"))
@@ -450,6 +460,17 @@ def _dashboard(hook: str, study: optuna.Study, *args: Any) -> None:
         getattr(nasmlcn.dashboard, hook)(study, *args)
     except Exception:
         logger.warning("could not write the dashboard's %s", hook, exc_info=True)
+
+
+def _fail_running_of_this_run(study: optuna.Study) -> None:
+    """Fails the newest RUNNING trial that has no attributes yet: the one ``ask`` was
+    creating when Ctrl-C came. Only used on SQLite, where no other machine's worker
+    can be sampling at the same moment."""
+    running = study.get_trials(deepcopy=False, states=(_state("RUNNING"),))
+    if running:
+        newest = max(running, key=lambda t: t.number)
+        if not newest.user_attrs:
+            study.tell(newest.number, state=_state("FAIL"))
 
 
 def _state(name: str) -> Any:
