@@ -1,0 +1,43 @@
+"""One real search: the train evaluator on a Fashion-MNIST subset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nasmlcn.search import SearchConfig, run_search
+from nasmlcn.search._study_access import load_existing_study
+
+
+def test_real_search_trains_measures_and_stores(data_dir: Path, tmp_path: Path) -> None:
+    config = SearchConfig(
+        devices="2xK80",
+        mem="12GB",
+        flops="0.25x",
+        evaluator="train",
+        dataset="fashion-mnist",
+        data_dir=str(data_dir),
+        epochs=2,
+        train_limit=800,
+        val_limit=300,
+        trials=2,
+        sampler="random",
+        storage=f"sqlite:///{tmp_path / 'real.db'}",
+        run_on="cpu",
+        seed=1,
+    )
+    result = run_search(config)
+    assert [t.state for t in result.run_trials] == ["COMPLETE", "COMPLETE"]
+    study = load_existing_study(result.study, config.storage)
+    assert study.user_attrs["nasmlcn"]["accuracy_is_proxy"] is False
+    best = max(study.trials, key=lambda t: t.value or 0.0)
+    assert best.value is not None and best.value > 0.3  # chance is 0.1
+    training = best.user_attrs["training"]
+    assert training["evaluator"] == "train" and training["device"] == "cpu"
+    assert training["mode"] == "single-device"
+    assert len(training["val_accuracy_per_epoch"]) == 2
+    assert training["val_accuracy_per_epoch"][-1] == best.value
+    assert training["step_seconds"] > 0 and training["images_per_second"] > 0
+    assert training["peak_memory_bytes"] > 0
+    assert training["extra"]["train_images"] == 800 and training["extra"]["val_images"] == 300
+    assert "torch" in training["versions"] and "optuna" in training["versions"]
+    assert best.intermediate_values == {1: training["val_accuracy_per_epoch"][0], 2: best.value}
