@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -58,7 +60,41 @@ def train(
     seed: int = typer.Option(
         0, "--seed", min=0, help="Seed for the split, initialisation and shuffling."
     ),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    device: str = typer.Option(
+        "auto",
+        "--device",
+        help="auto, cpu, cuda or cuda:N. With --devices also cuda:0,cuda:1,... "
+        "(target device j runs on entry j mod n).",
+    ),
+    devices: str | None = typer.Option(
+        None,
+        "--devices",
+        help="Lane-parallel: place the lanes as for these target devices, e.g. 2xH100 or "
+        "1xK80,1xV100, and run each target device's lanes on its local device (auto: "
+        "the matching GPUs). 2xcpu is legal in one process but gives no speedup: use "
+        "--processes for CPU parallelism.",
+    ),
+    placement: str = typer.Option(
+        "greedy", "--placement", help="Lane placement: greedy, random or optimal."
+    ),
+    processes: int = typer.Option(
+        1,
+        "--processes",
+        min=1,
+        help="Train with N local processes (gloo on CPU, one GPU each with NCCL); "
+        "for several nodes run 'torchrun ... -m nasmlcn train' instead.",
+    ),
+    parallelism: str = typer.Option(
+        "lanes",
+        "--parallelism",
+        help="With several processes: lanes (each owns some lanes) or data (DDP baseline).",
+    ),
+    timeout: float = typer.Option(
+        300.0,
+        "--timeout",
+        min=1.0,
+        help="Seconds a multi-process rank waits for its peers before failing.",
+    ),
     out_dir: Path | None = typer.Option(
         None,
         "--out",
@@ -68,7 +104,13 @@ def train(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
-    """Train an MLCN (or the CapsNet baseline) and evaluate it on the test set."""
+    """Train an MLCN (or the CapsNet baseline) and evaluate it on the test set.
+
+    Lane-parallel on one machine: --devices 2xH100 (lanes on cuda:0/cuda:1) or
+    --processes 2 (two CPU processes). On several nodes: torchrun --nnodes 2
+    --nproc-per-node 4 --rdzv-backend c10d --rdzv-endpoint HOST:29400 -m nasmlcn
+    train ... (every rank runs this command; rank 0 reports).
+    """
     from dataclasses import replace
 
     from nasmlcn.cli._progress import TrainProgress
@@ -119,13 +161,36 @@ def train(
         out_dir=str(out_dir),
         resume=resume,
     )
-    if quiet:
-        report = run_training(job)
-    else:
-        title = f"training {spec.describe()} on {dataset}, {epochs} epochs, batch {batch_size}"
-        with TrainProgress(err, title) as progress:
-            report = run_training(job, [progress])
-    result = report.to_dict()
+    from nasmlcn.parallel import under_torchrun
+
+    torchrun = under_torchrun()
+    parallel = devices is not None or processes > 1 or parallelism != "lanes" or torchrun
+    other_rank = torchrun and os.environ.get("RANK") != "0"
+    if other_rank:
+        quiet = True  # rank 0 reports for the whole job
+    title = f"training {spec.describe()} on {dataset}, {epochs} epochs, batch {batch_size}"
+    with contextlib.ExitStack() as stack:
+        callbacks = [] if quiet else [stack.enter_context(TrainProgress(err, title))]
+        if parallel:
+            from nasmlcn.parallel import run_parallel_job
+
+            outcome = run_parallel_job(
+                job,
+                devices=devices,
+                placement=placement,
+                processes=processes,
+                parallelism=parallelism,
+                device=device,
+                timeout_s=timeout,
+                callbacks=callbacks,
+            )
+            if outcome is None:  # a torchrun rank other than 0
+                return
+            result = outcome.to_dict()
+        else:
+            result = run_training(job, callbacks).to_dict()
+    if other_rank:
+        return
     if as_json:
         print(json.dumps(result))
         return
@@ -148,5 +213,20 @@ def _print_summary(result: dict[str, Any]) -> None:
     table.add_row("seconds / epoch", f"{result['seconds_per_epoch']:.1f}")
     table.add_row("images / second", f"{result['images_per_second']:.0f}")
     table.add_row("device", result["device"])
+    if "parallel" in result:
+        p = result["parallel"]
+        lanes = ""
+        if p["assignment"]:
+            owners = p["devices"] if p["launcher"] == "in-process" else None
+            groups: dict[str, list[int]] = {}
+            for lane, where in enumerate(p["assignment"]):
+                key = owners[lane] if owners else f"rank {where}"
+                groups.setdefault(key, []).append(lane)
+            lanes = "; " + ", ".join(
+                f"{k}: lanes {','.join(map(str, v))}" for k, v in groups.items()
+            )
+        table.add_row(
+            "parallelism", f"{p['mode']}, {p['processes']} process(es), {p['launcher']}{lanes}"
+        )
     table.add_row("output", str(result["out_dir"]))
     out.print(table)

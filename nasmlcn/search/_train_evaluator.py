@@ -7,6 +7,15 @@ validated after every epoch. Measured alongside: the step time, images per secon
 and peak training memory (``torch.cuda.max_memory_allocated`` on a GPU; on a CPU
 the peak of the process's resident memory above where the trial started, sampled
 every 10 ms).
+
+Where it trains (``SearchConfig.run_on``): when the trial's target devices are
+present here (``--devices 2xH100`` with ``--run-on auto`` on a two-H100 machine),
+or ``--run-on cuda:0,cuda:1`` names several devices (target device ``j`` on entry
+``j mod n``), the lanes are placed on them as the trial's placement says and
+trained lane-parallel in this process (:class:`~nasmlcn.parallel.PlacedMLCN`);
+otherwise the whole model trains on one device, exactly as before. Every
+evaluation says which: ``mode`` is ``lane-parallel`` or ``single-device``, and
+``device`` lists the devices used.
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.data import DatasetInfo
-from nasmlcn.errors import SearchError
+from nasmlcn.errors import DeviceError, SearchError
 from nasmlcn.search._evaluator import EVALUATORS, EpochCallback, EpochReport, EvalJob, Evaluation
 from nasmlcn.training import Callback, EpochResult
 
@@ -78,13 +87,17 @@ class TrainEvaluator:
     measured = True
 
     def __init__(self, config: SearchConfig, dataset: DatasetInfo, **_: Any) -> None:
+        from nasmlcn.parallel import parse_run_on
+
         self.config = config
         self.dataset = dataset
-        devices = [d.strip() for d in config.run_on.split(",") if d.strip()]
-        if not devices:
-            raise SearchError(f"--run-on {config.run_on!r}: expected auto, cpu or cuda:0,...")
-        self.run_on = devices
+        try:
+            self.run_on = list(parse_run_on(config.run_on))
+        except DeviceError as err:
+            raise SearchError(f"--run-on {err}") from None
         self._splits: DataSplits | None = None
+        self._target_map: tuple[str, ...] | None = None
+        self._target_map_known = False
 
     def splits(self) -> DataSplits:
         if self._splits is None:
@@ -107,7 +120,40 @@ class TrainEvaluator:
 
         return str(resolve_device(self.run_on[0]))
 
+    def target_map(self) -> tuple[str, ...] | None:
+        """The local device of every target device, or None to train on one device.
+
+        None when the target devices are not here (``auto``) or all map to one
+        local device (``cpu``, a single GPU), where placing lanes gains nothing.
+        """
+        if not self._target_map_known:
+            from nasmlcn.hardware import load_catalog, parse_devices
+            from nasmlcn.parallel import is_spread, map_targets
+
+            c = self.config
+            targets = parse_devices(c.devices, mem=c.mem, catalog=load_catalog(c.device_file))
+            mapped = map_targets(targets, c.run_on)
+            self._target_map = mapped if mapped is not None and is_spread(mapped) else None
+            self._target_map_known = True
+        return self._target_map
+
+    def lane_devices(self, job: EvalJob) -> tuple[str, ...] | None:
+        """Each lane's local device when ``job`` trains lane-parallel, else None."""
+        from nasmlcn.parallel import is_spread, lane_devices
+
+        mapped = self.target_map() if job.assignment else None
+        if mapped is None:
+            return None
+        lanes = lane_devices(job.assignment, mapped)
+        return lanes if is_spread(lanes) else None
+
     def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+        lanes = self.lane_devices(job)
+        if lanes is not None:
+            mapped = self.target_map()
+            assert mapped is not None
+            # The head runs where target device 0 (the plan's head device) runs.
+            return self._evaluate_placed(job, on_epoch, lanes, mapped[0])
         import torch
 
         from nasmlcn.models import build_model
@@ -132,24 +178,95 @@ class TrainEvaluator:
             with _RssPeak() as rss:
                 history = train(model, job.spec, splits, config, callbacks=[relay])
             peak = rss.peak
-        batches = -(-len(splits.train) // job.batch_size)
-        epoch_seconds = statistics.median(h.seconds for h in history)
-        return Evaluation(
-            accuracy=history[-1].val_accuracy,
-            val_accuracy_per_epoch=tuple(h.val_accuracy for h in history),
-            seconds=time.perf_counter() - relay.started,
-            step_seconds=epoch_seconds / batches,
-            images_per_second=statistics.fmean(h.images_per_second for h in history),
-            peak_memory_bytes=int(peak),
-            device=device,
-            mode="single-device",
+        return _evaluation(
+            job, history, splits, relay, int(peak), device, "single-device", extra={}
+        )
+
+    def _evaluate_placed(
+        self, job: EvalJob, on_epoch: EpochCallback, lanes: tuple[str, ...], head: str
+    ) -> Evaluation:
+        """Trains with each lane on its local device and the head on ``head``."""
+        import contextlib
+
+        import torch
+
+        from nasmlcn.models import MLCN, build_model
+        from nasmlcn.parallel import PlacedMLCN
+        from nasmlcn.training import TrainConfig, resolve_device, train
+
+        splits = self.splits()
+        used = [str(resolve_device(d)) for d in dict.fromkeys([head, *lanes])]
+        cuda = [d for d in used if d.startswith("cuda")]
+        seed = (job.seed * 1_000_003 + job.trial) % 2**31
+        torch.manual_seed(seed)
+        model = build_model(job.spec)
+        assert isinstance(model, MLCN)
+        before = {}
+        for d in cuda:
+            torch.cuda.reset_peak_memory_stats(d)
+            before[d] = torch.cuda.memory_allocated(d)
+        relay = _Relay(on_epoch)
+        with _RssPeak() if "cpu" in used else contextlib.nullcontext() as rss:
+            placed = PlacedMLCN(model, lanes, head_device=head)
+            config = TrainConfig(
+                epochs=job.epochs,
+                batch_size=job.batch_size,
+                lr=job.lr,
+                seed=seed,
+                device=str(placed.input_device),
+            )
+            history = train(placed, job.spec, splits, config, callbacks=[relay])
+        per_device = {d: torch.cuda.max_memory_allocated(d) - before[d] for d in cuda}
+        if rss is not None:
+            per_device["cpu"] = rss.peak
+        return _evaluation(
+            job,
+            history,
+            splits,
+            relay,
+            max(per_device.values()),
+            ",".join(str(d) for d in placed.devices),
+            "lane-parallel",
             extra={
-                "per_epoch": [h.to_dict() for h in history],
-                "train_images": len(splits.train),
-                "val_images": len(splits.val),
-                "threads": torch.get_num_threads(),
+                "lane_devices": list(lanes),
+                "head_device": str(placed.head_device),
+                "streams": placed.streams,
+                "peak_memory_bytes_per_device": per_device,
             },
         )
+
+
+def _evaluation(
+    job: EvalJob,
+    history: list[EpochResult],
+    splits: DataSplits,
+    relay: _Relay,
+    peak: int,
+    device: str,
+    mode: str,
+    extra: dict[str, Any],
+) -> Evaluation:
+    import torch
+
+    batches = -(-len(splits.train) // job.batch_size)
+    epoch_seconds = statistics.median(h.seconds for h in history)
+    return Evaluation(
+        accuracy=history[-1].val_accuracy,
+        val_accuracy_per_epoch=tuple(h.val_accuracy for h in history),
+        seconds=time.perf_counter() - relay.started,
+        step_seconds=epoch_seconds / batches,
+        images_per_second=statistics.fmean(h.images_per_second for h in history),
+        peak_memory_bytes=int(peak),
+        device=device,
+        mode=mode,
+        extra={
+            "per_epoch": [h.to_dict() for h in history],
+            "train_images": len(splits.train),
+            "val_images": len(splits.val),
+            "threads": torch.get_num_threads(),
+            **extra,
+        },
+    )
 
 
 EVALUATORS.register("train", TrainEvaluator)

@@ -93,7 +93,10 @@ def train(
     """Trains ``model`` (built from ``arch``) and returns one result per epoch.
 
     Args:
-        model: The model; it is moved to ``config.device``.
+        model: The model; it is moved to ``config.device``, unless it has an
+            ``input_device`` (a lane-parallel
+            :class:`~nasmlcn.parallel.PlacedMLCN` spread over several devices):
+            then it stays where it is and batches go to that device.
         arch: Its spec, stored in checkpoints.
         splits: Training and validation data (the test split is not touched).
         config: Epochs, batch size, learning rate, seed, device.
@@ -107,7 +110,12 @@ def train(
         CheckpointError: ``resume`` and the checkpoint belongs to another model.
     """
     device = resolve_device(config.device)
-    model.to(device)
+    placed = getattr(model, "input_device", None)
+    if isinstance(placed, torch.device):
+        # The model placed its own lanes on several devices; moving it would undo that.
+        device = placed
+    else:
+        model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     batches = math.ceil(len(splits.train) / config.batch_size)
     policy = LR_POLICIES.get(config.lr_policy)

@@ -1,0 +1,89 @@
+"""Parallel training: lanes on several devices, on several processes, and DDP.
+
+MLCN lanes do not exchange data until the class capsules, so they can run at the
+same time on different devices (thesis sec. 4.3.5: 7.18x on 8 K80s, and model
+parallelism scales better than data parallelism). Three execution paths:
+
+- :class:`PlacedMLCN` (``_placed``): one process, each lane on the local device a
+  placement gives it (``cuda:0``, ``cuda:1``, ...), the head on one device; CUDA
+  lanes are launched before anything waits, each on its own stream.
+- :class:`DistributedMLCN` (``_distributed``): one process per rank
+  (``torch.distributed``, gloo on CPU, NCCL on GPU; started by :func:`launch` or
+  by ``torchrun`` on one or many nodes); each rank computes its own lanes on the
+  full batch, one differentiable all-gather (``_gather``) brings every lane to
+  every rank, and the head is replicated.
+- :func:`data_parallel` (``_ddp``): the data-parallel baseline, DDP of the whole
+  model.
+
+:func:`map_targets` (``_devices``, pure Python) decides which local device runs
+each target device's lanes; ``_job`` runs whole training jobs on any path.
+
+Importing :mod:`nasmlcn.parallel` does not import torch; its torch parts load
+when first used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from nasmlcn.parallel._devices import is_spread, lane_devices, map_targets, parse_run_on
+from nasmlcn.parallel._errors import DistributedError
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "PARALLELISMS",
+    "AllReduceStats",
+    "CommStats",
+    "DistributedError",
+    "DistributedMLCN",
+    "ParallelReport",
+    "PlacedMLCN",
+    "RankContext",
+    "ShardedSplit",
+    "data_parallel",
+    "gather_lanes",
+    "init_from_env",
+    "is_spread",
+    "lane_devices",
+    "launch",
+    "map_targets",
+    "parse_run_on",
+    "plan_assignment",
+    "rank_assignment",
+    "run_multiprocess_training",
+    "run_parallel_job",
+    "run_placed_training",
+    "train_rank",
+    "under_torchrun",
+]
+
+_LAZY = {
+    "PlacedMLCN": "_placed",
+    "DistributedMLCN": "_distributed",
+    "CommStats": "_gather",
+    "gather_lanes": "_gather",
+    "AllReduceStats": "_ddp",
+    "ShardedSplit": "_ddp",
+    "data_parallel": "_ddp",
+    "DEFAULT_TIMEOUT_S": "_launch",
+    "RankContext": "_launch",
+    "init_from_env": "_launch",
+    "launch": "_launch",
+    "under_torchrun": "_launch",
+    "PARALLELISMS": "_job",
+    "ParallelReport": "_job",
+    "plan_assignment": "_job",
+    "rank_assignment": "_job",
+    "run_parallel_job": "_job",
+    "run_multiprocess_training": "_job",
+    "run_placed_training": "_job",
+    "train_rank": "_job",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nasmlcn.parallel' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"nasmlcn.parallel.{module}"), name)

@@ -1,0 +1,612 @@
+"""Parallel training jobs end to end, like :func:`nasmlcn.training.run_training`.
+
+Three ways to train one :class:`~nasmlcn.training.TrainJob`:
+
+- :func:`run_placed_training`: one process, lanes on several local devices
+  (:class:`~nasmlcn.parallel.PlacedMLCN`);
+- :func:`run_multiprocess_training`: N local processes started here, lane-parallel
+  (:class:`~nasmlcn.parallel.DistributedMLCN`) or data-parallel (DDP);
+- :func:`train_rank`: the body of one rank, also what ``nasmlcn train`` runs in each
+  process ``torchrun`` starts (one or many nodes).
+
+Each writes the same files as ``run_training`` (``arch.json``, ``checkpoint.pt``,
+``result.json``, the last with a ``parallel`` section) and returns a
+:class:`ParallelReport`. Multi-process jobs checkpoint once, after the last
+epoch, on rank 0 (the lanes gathered from every rank, no optimizer state), so
+they cannot ``--resume``; a one-process run can resume from their checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nasmlcn.data import DATASETS
+from nasmlcn.errors import CheckpointError, DeviceError, SpecError
+from nasmlcn.specs import ArchSpec, MLCNSpec, save_arch, write_text_atomic
+from nasmlcn.training import Callback, EpochResult, TrainJob, TrainStart
+from nasmlcn.training._job import ARCH_NAME, CHECKPOINT_NAME, RESULT_NAME, arch_for_dataset
+
+if TYPE_CHECKING:
+    from nasmlcn.data import DataSplits
+    from nasmlcn.parallel._launch import RankContext
+    from nasmlcn.training import TrainReport
+
+logger = logging.getLogger(__name__)
+
+PARALLELISMS = ("lanes", "data")
+"""``lanes``: each rank owns some lanes (model parallelism); ``data``: DDP."""
+
+
+@dataclass(frozen=True)
+class ParallelReport:
+    """A :class:`~nasmlcn.training.TrainReport` and how the job was parallelised.
+
+    Attributes:
+        report: The usual report (its ``device`` names every device used).
+        mode: ``lane-parallel`` or ``data-parallel``.
+        launcher: ``in-process``, ``spawn`` or ``torchrun``.
+        processes: Number of processes (ranks).
+        devices: The device of every lane (in-process) or of rank 0 (multi-process).
+        assignment: Lane -> device index (in-process) or rank (lane-parallel ranks).
+        extra: Backend, threads, communication figures.
+    """
+
+    report: TrainReport
+    mode: str
+    launcher: str
+    processes: int
+    devices: tuple[str, ...]
+    assignment: tuple[int, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def parallel_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "launcher": self.launcher,
+            "processes": self.processes,
+            "devices": list(self.devices),
+            "assignment": list(self.assignment),
+            **self.extra,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """``TrainReport.to_dict()`` plus a ``parallel`` section."""
+        return {**self.report.to_dict(), "parallel": self.parallel_dict()}
+
+
+def rank_assignment(target_assignment: Sequence[int], world_size: int) -> tuple[int, ...]:
+    """Lane -> rank: the lanes of target device ``j`` go to rank ``j mod world_size``."""
+    return tuple(int(j) % world_size for j in target_assignment)
+
+
+def _check_parallelism(parallelism: str) -> None:
+    if parallelism not in PARALLELISMS:
+        raise SpecError(
+            f"--parallelism must be one of {', '.join(PARALLELISMS)}, got {parallelism!r}"
+        )
+
+
+def _mlcn(job: TrainJob) -> MLCNSpec:
+    arch = arch_for_dataset(job.arch, DATASETS.get(job.dataset), strict=True)
+    if not isinstance(arch, MLCNSpec):
+        raise SpecError(
+            f"lane parallelism needs an MLCN; {arch.describe()} has no lanes "
+            "(train it on one device, or data-parallel with --parallelism data)"
+        )
+    return arch
+
+
+def _outputs(job: TrainJob, *, can_resume: bool) -> tuple[Path | None, Path | None]:
+    out = Path(job.out_dir) if job.out_dir else None
+    checkpoint = out / CHECKPOINT_NAME if out else None
+    if job.resume and not can_resume:
+        raise SpecError(
+            "--resume is not supported with several processes; resume in one process "
+            "(it reads the checkpoint they wrote) or start a new --out"
+        )
+    if checkpoint is not None and checkpoint.exists() and not job.resume:
+        raise CheckpointError(
+            f"{str(out)!r} already holds a checkpoint; pass --resume to continue it or choose another --out"
+        )
+    return out, checkpoint
+
+
+def _splits(job: TrainJob) -> DataSplits:
+    from nasmlcn.data import load_splits
+
+    return load_splits(
+        job.dataset,
+        job.data_dir,
+        download=job.download,
+        val_fraction=job.val_fraction,
+        seed=job.config.seed,
+        train_limit=job.train_limit,
+        val_limit=job.val_limit,
+        test_limit=job.test_limit,
+    )
+
+
+def _write_result(out: Path | None, result: ParallelReport) -> None:
+    if out is not None:
+        write_text_atomic(out / RESULT_NAME, json.dumps(result.to_dict(), indent=2) + "\n")
+
+
+def _report(
+    arch: ArchSpec,
+    job: TrainJob,
+    params: int,
+    history: list[EpochResult],
+    test: tuple[float, float],
+    splits: DataSplits,
+    device: str,
+    out: Path | None,
+) -> TrainReport:
+    from nasmlcn.training import TrainReport
+
+    return TrainReport(
+        arch=arch,
+        dataset=job.dataset,
+        params=params,
+        history=history,
+        test_loss=test[0],
+        test_accuracy=test[1],
+        test_images=len(splits.test),
+        train_images=len(splits.train),
+        device=device,
+        out_dir=str(out) if out else None,
+    )
+
+
+def run_placed_training(
+    job: TrainJob,
+    lane_devices: Sequence[str],
+    *,
+    head_device: str | None = None,
+    assignment: Sequence[int] = (),
+    streams: bool | None = None,
+    callbacks: Sequence[Callback] = (),
+) -> ParallelReport:
+    """Trains ``job`` in this process with lane ``l`` on ``lane_devices[l]``.
+
+    Args:
+        job: The job (``job.config.device`` is not used).
+        lane_devices: Torch device of every lane (``cuda:0``, ``cpu``).
+        head_device: Where the head runs (default: ``lane_devices[0]``).
+        assignment: The target-device placement, for the report.
+        streams: One CUDA stream per lane (default: on when a lane is on CUDA).
+        callbacks: Progress callbacks.
+
+    Raises:
+        SpecError: Not an MLCN, or not one device per lane.
+        NasmlcnError: Missing data, an existing checkpoint, a bad device.
+    """
+    import torch
+
+    from nasmlcn.models import MLCN, build_model, count_parameters
+    from nasmlcn.parallel._placed import PlacedMLCN
+    from nasmlcn.training import evaluate, resolve_device, train
+
+    arch = _mlcn(job)
+    if len(lane_devices) != arch.num_lanes:
+        raise SpecError(f"{len(lane_devices)} lane devices for {arch.num_lanes} lanes")
+    for name in dict.fromkeys([*lane_devices, *([head_device] if head_device else [])]):
+        resolve_device(name)  # a clear error for a device this machine lacks
+    out, checkpoint = _outputs(job, can_resume=True)
+    splits = _splits(job)
+    torch.manual_seed(job.config.seed)
+    model = build_model(arch)
+    assert isinstance(model, MLCN)
+    placed = PlacedMLCN(model, lane_devices, head_device, streams=streams)
+    # train() validates config.device; the placed model itself says where data goes.
+    job = replace(job, config=replace(job.config, device=str(placed.input_device)))
+    if out is not None:
+        save_arch(arch, out / ARCH_NAME)
+    history = train(
+        placed,
+        arch,
+        splits,
+        job.config,
+        callbacks=list(callbacks),
+        checkpoint_path=checkpoint,
+        resume=job.resume,
+    )
+    test = evaluate(
+        placed,
+        splits.test,
+        batch_size=job.config.eval_batch_size,
+        device=placed.input_device,
+        reconstruction_weight=job.config.reconstruction_weight,
+    )
+    devices = [str(d) for d in placed.devices]
+    report = _report(
+        arch, job, count_parameters(placed), history, test, splits, ",".join(devices), out
+    )
+    result = ParallelReport(
+        report,
+        "lane-parallel",
+        "in-process",
+        1,
+        tuple(str(d) for d in placed.lane_devices),
+        tuple(assignment),
+        {"head_device": str(placed.head_device), "streams": placed.streams},
+    )
+    _write_result(out, result)
+    return result
+
+
+class _RankCallbacks(Callback):
+    """Rank 0's view of training, corrected to describe the whole job.
+
+    A rank trains a share (its lanes, or its shard of every batch), so the
+    trainer's parameter count, device and (data-parallel) images/s are those of
+    the share; this rewrites them before passing events on.
+    """
+
+    def __init__(
+        self, inner: Sequence[Callback], params: int, device: str, train_images: int | None
+    ) -> None:
+        self.inner = list(inner)
+        self.params = params
+        self.device = device
+        self.train_images = train_images
+
+    def fix(self, result: EpochResult) -> EpochResult:
+        if self.train_images is None or result.seconds <= 0:
+            return result
+        return replace(result, images_per_second=self.train_images / result.seconds)
+
+    def on_train_start(self, start: TrainStart) -> None:
+        start = replace(start, params=self.params, device=self.device)
+        for cb in self.inner:
+            cb.on_train_start(start)
+
+    def on_epoch_start(self, epoch: int) -> None:
+        for cb in self.inner:
+            cb.on_epoch_start(epoch)
+
+    def on_batch_end(self, epoch: int, batch: int, loss: float, accuracy: float) -> None:
+        for cb in self.inner:
+            cb.on_batch_end(epoch, batch, loss, accuracy)
+
+    def on_eval_start(self, epoch: int) -> None:
+        for cb in self.inner:
+            cb.on_eval_start(epoch)
+
+    def on_epoch_end(self, result: EpochResult) -> None:
+        result = self.fix(result)
+        for cb in self.inner:
+            cb.on_epoch_end(result)
+
+
+class _Emit(Callback):
+    """Sends rank 0's events to the launching process (which owns the display)."""
+
+    def __init__(self, ctx: RankContext) -> None:
+        self.ctx = ctx
+
+    def on_train_start(self, start: TrainStart) -> None:
+        self.ctx.emit(("on_train_start", (start,)))
+
+    def on_epoch_start(self, epoch: int) -> None:
+        self.ctx.emit(("on_epoch_start", (epoch,)))
+
+    def on_batch_end(self, epoch: int, batch: int, loss: float, accuracy: float) -> None:
+        self.ctx.emit(("on_batch_end", (epoch, batch, loss, accuracy)))
+
+    def on_eval_start(self, epoch: int) -> None:
+        self.ctx.emit(("on_eval_start", (epoch,)))
+
+    def on_epoch_end(self, result: EpochResult) -> None:
+        self.ctx.emit(("on_epoch_end", (result,)))
+
+
+def train_rank(
+    ctx: RankContext,
+    job: TrainJob,
+    assignment: Sequence[int],
+    parallelism: str = "lanes",
+    callbacks: Sequence[Callback] = (),
+) -> ParallelReport | None:
+    """One rank of a multi-process job (every rank calls it with the same arguments).
+
+    Args:
+        ctx: This rank (from :func:`~nasmlcn.parallel.launch` or
+            :func:`~nasmlcn.parallel.init_from_env`).
+        job: The job; ``job.config.device`` is replaced by ``ctx.device``.
+        assignment: Lane -> rank (``lanes``; ignored for ``data``).
+        parallelism: ``lanes`` or ``data``.
+        callbacks: Progress callbacks, called on rank 0 only.
+
+    Returns:
+        The report on rank 0 (which also writes the files), None elsewhere.
+
+    Raises:
+        DistributedError: A peer failed or timed out.
+        NasmlcnError: Bad job (the same on every rank).
+    """
+    import torch
+
+    from nasmlcn.data import DataSplits
+    from nasmlcn.models import MLCN, build_model, count_parameters
+    from nasmlcn.parallel._ddp import ShardedSplit, data_parallel
+    from nasmlcn.parallel._distributed import DistributedMLCN
+    from nasmlcn.training import evaluate, train
+    from nasmlcn.training._checkpoint import save_checkpoint
+
+    _check_parallelism(parallelism)
+    if parallelism == "lanes":
+        arch: ArchSpec = _mlcn(job)
+    else:
+        arch = arch_for_dataset(job.arch, DATASETS.get(job.dataset), strict=True)
+    out, checkpoint = _outputs(job, can_resume=False)
+    splits = _splits(job)
+    config = replace(job.config, device=ctx.device)
+    torch.manual_seed(config.seed)
+    model = build_model(arch)
+    params = count_parameters(model)
+    module: torch.nn.Module
+    train_splits = splits
+    if parallelism == "lanes":
+        assert isinstance(model, MLCN)
+        module = DistributedMLCN(model, assignment, device=ctx.device)
+    else:
+        module = data_parallel(model, ctx.device)
+        train_splits = DataSplits(
+            ShardedSplit.of(splits.train, ctx.rank, ctx.world_size), splits.val, splits.test
+        )
+    label = f"{ctx.world_size} ranks ({ctx.backend}), rank 0 on {ctx.device}"
+    rank_callbacks = _RankCallbacks(
+        callbacks if ctx.rank == 0 else (),
+        params,
+        label,
+        len(splits.train) if parallelism == "data" else None,
+    )
+    if ctx.rank == 0 and out is not None:
+        save_arch(arch, out / ARCH_NAME)
+    history = train(module, arch, train_splits, config, callbacks=[rank_callbacks])
+    history = [rank_callbacks.fix(h) for h in history]
+    test = evaluate(
+        module,
+        splits.test,
+        batch_size=config.eval_batch_size,
+        device=ctx.device,
+        reconstruction_weight=config.reconstruction_weight,
+    )
+    extra: dict[str, Any] = {"backend": ctx.backend, "threads": torch.get_num_threads()}
+    if isinstance(module, DistributedMLCN):
+        assert isinstance(model, MLCN)
+        extra["lanes_per_rank"] = [list(assignment).count(r) for r in range(ctx.world_size)]
+        complete = module.gather_full_state(model)
+    else:
+        complete = ctx.rank == 0
+    if not complete:
+        return None
+    if checkpoint is not None:
+        save_checkpoint(
+            checkpoint,
+            arch=arch,
+            model=model,
+            epoch=len(history),
+            history=[h.to_dict() for h in history],
+            train_config=config.to_dict(),
+        )
+    report = _report(arch, job, params, history, test, splits, label, out)
+    result = ParallelReport(
+        report,
+        "lane-parallel" if parallelism == "lanes" else "data-parallel",
+        ctx.launcher,
+        ctx.world_size,
+        (ctx.device,),
+        tuple(assignment) if parallelism == "lanes" else (),
+        extra,
+    )
+    _write_result(out, result)
+    return result
+
+
+def _spawned_rank(
+    ctx: RankContext, job: TrainJob, assignment: tuple[int, ...], parallelism: str
+) -> ParallelReport | None:
+    return train_rank(ctx, job, assignment, parallelism, [_Emit(ctx)] if ctx.rank == 0 else [])
+
+
+def run_multiprocess_training(
+    job: TrainJob,
+    processes: int,
+    assignment: Sequence[int] = (),
+    *,
+    parallelism: str = "lanes",
+    device: str = "auto",
+    timeout_s: float | None = None,
+    threads: int | None = None,
+    callbacks: Sequence[Callback] = (),
+) -> ParallelReport:
+    """Trains ``job`` with ``processes`` local processes (see :func:`train_rank`).
+
+    Args:
+        job: The job.
+        processes: Number of ranks.
+        assignment: Lane -> rank (required for ``lanes``).
+        parallelism: ``lanes`` or ``data``.
+        device: ``cpu`` (gloo), ``cuda`` (one GPU per rank, NCCL) or ``auto``.
+        timeout_s: Rendezvous and collective timeout (default
+            :data:`~nasmlcn.parallel.DEFAULT_TIMEOUT_S`).
+        threads: Torch threads per rank (default: this machine's cores shared
+            evenly, at least 1).
+        callbacks: Progress callbacks, run in this process with rank 0's events.
+
+    Raises:
+        DistributedError: A rank failed, died or timed out.
+        NasmlcnError: A rank raised one (bad data, NaN loss).
+    """
+    from nasmlcn.hardware import usable_cores
+    from nasmlcn.parallel._launch import DEFAULT_TIMEOUT_S, launch
+
+    _check_parallelism(parallelism)
+    if parallelism == "lanes":
+        arch = _mlcn(job)
+        if len(assignment) != arch.num_lanes:
+            raise SpecError(
+                f"the assignment has {len(assignment)} entries for {arch.num_lanes} lanes"
+            )
+    _outputs(job, can_resume=False)  # fail here, not in every rank
+    if threads is None:
+        threads = max(1, usable_cores() // processes)
+
+    def relay(event: Any) -> None:
+        name, args = event
+        for cb in callbacks:
+            getattr(cb, name)(*args)
+
+    results = launch(
+        _spawned_rank,
+        processes,
+        job,
+        tuple(assignment),
+        parallelism,
+        device=device,
+        timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
+        threads=threads,
+        on_event=relay,
+    )
+    result = results[0]
+    assert isinstance(result, ParallelReport)
+    return result
+
+
+def plan_assignment(
+    spec: MLCNSpec,
+    devices: str | None,
+    *,
+    strategy: str = "greedy",
+    processes: int = 1,
+    batch_size: int = 100,
+    seed: int = 0,
+) -> tuple[tuple[int, ...], tuple[Any, ...]]:
+    """Lane -> target device index, and the target devices.
+
+    Args:
+        spec: The model.
+        devices: Target devices (``2xH100``, ``1xK80,1xV100``); None: ``processes``
+            CPUs (a homogeneous pool, so the placement only balances lane costs).
+        strategy: A registered placement strategy (``greedy``, ``random``, ``optimal``).
+        processes: Used when ``devices`` is None.
+        batch_size: Batch size the lane costs are predicted for.
+        seed: Seed of the ``random`` strategy.
+
+    Raises:
+        DeviceError, PlacementError, UnknownNameError: Bad devices or strategy, or a
+            lane that fits no device.
+    """
+    from nasmlcn.hardware import parse_devices
+    from nasmlcn.planning import plan_model
+
+    targets = parse_devices(devices if devices else f"{processes}xcpu")
+    plan = plan_model(spec, targets, strategy=strategy, batch_size=batch_size, seed=seed)
+    return tuple(plan.placement.assignment), targets
+
+
+def run_parallel_job(
+    job: TrainJob,
+    *,
+    devices: str | None = None,
+    placement: str = "greedy",
+    processes: int = 1,
+    parallelism: str = "lanes",
+    device: str = "auto",
+    timeout_s: float | None = None,
+    callbacks: Sequence[Callback] = (),
+) -> ParallelReport | None:
+    """What ``nasmlcn train`` runs when ``--devices``, ``--processes`` or torchrun ask
+    for parallel training.
+
+    - Started by ``torchrun`` (more than one rank): this process is one rank;
+      rank 0 gets the callbacks and the report, the other ranks return None.
+    - ``processes > 1``: that many local ranks (:func:`run_multiprocess_training`).
+    - Otherwise: in-process lanes on the local devices that ``device`` maps the
+      target ``devices`` to (:func:`run_placed_training`).
+
+    The lanes follow the ``placement`` of the model on the target ``devices``
+    (lanes of target device ``j`` go to rank ``j mod ranks`` in a multi-process job).
+
+    Raises:
+        SpecError: An option combination that cannot work.
+        DeviceError: The target devices are not on this machine (in-process).
+        DistributedError: A rank failed, died or timed out.
+    """
+    from nasmlcn.parallel._devices import lane_devices, map_targets
+    from nasmlcn.parallel._launch import (
+        DEFAULT_TIMEOUT_S,
+        finish_group,
+        init_from_env,
+        under_torchrun,
+    )
+
+    _check_parallelism(parallelism)
+    timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+    torchrun = under_torchrun()
+    if torchrun and processes > 1:
+        raise SpecError("under torchrun, set the processes with torchrun's --nproc-per-node")
+    multi = torchrun or processes > 1
+    if multi and device not in ("auto", "cpu", "cuda"):
+        raise SpecError(
+            f"--device {device!r}: with several processes use auto, cpu or cuda "
+            "(each rank takes the GPU of its local rank)"
+        )
+    if parallelism == "data" and not multi:
+        raise SpecError("data parallelism needs several processes: --processes N or torchrun")
+    assignment: tuple[int, ...] = ()
+    targets: tuple[Any, ...] = ()
+    if parallelism == "lanes":
+        world = int(os.environ.get("WORLD_SIZE", "1")) if torchrun else processes
+        assignment, targets = plan_assignment(
+            _mlcn(job),
+            devices,
+            strategy=placement,
+            processes=world,
+            batch_size=job.config.batch_size,
+            seed=job.config.seed,
+        )
+    if assignment:
+        logger.info(
+            "lane placement (%s) on %s: %s",
+            placement,
+            devices or "the processes",
+            ", ".join(f"lane {i} -> {j}" for i, j in enumerate(assignment)),
+        )
+    if torchrun:
+        ctx = init_from_env(device, timeout)
+        ranks = rank_assignment(assignment, ctx.world_size)
+        result = train_rank(ctx, job, ranks, parallelism, callbacks if ctx.rank == 0 else ())
+        finish_group()
+        return result
+    if processes > 1:
+        return run_multiprocess_training(
+            job,
+            processes,
+            rank_assignment(assignment, processes),
+            parallelism=parallelism,
+            device=device,
+            timeout_s=timeout,
+            callbacks=callbacks,
+        )
+    device_map = map_targets(targets, device)
+    if device_map is None:
+        raise DeviceError(
+            f"the target devices {devices} are not on this machine; choose where their lanes "
+            "run with --device cpu or --device cuda:0,cuda:1 (target device j on entry j mod n), "
+            "or use several CPU processes with --processes N"
+        )
+    return run_placed_training(
+        job,
+        lane_devices(assignment, device_map),
+        head_device=device_map[0],
+        assignment=assignment,
+        callbacks=callbacks,
+    )

@@ -1,0 +1,347 @@
+"""Starting ranks: N local processes (spawn), or one rank of a ``torchrun`` job.
+
+:func:`launch` starts ``world_size`` processes on this machine, each with an
+initialised process group (gloo on CPU, NCCL with one GPU per process), runs
+``fn(ctx, *args)`` in every one, and returns the ranks' results in rank order.
+Rank 0 can :meth:`RankContext.emit` events (progress) that the parent hands to
+``on_event`` while the ranks run. The parent owns the rendezvous store (a
+``TCPStore`` on a free port), so there are no port races.
+
+Failure handling, so that nothing hangs:
+
+- a rank that raises reports its exception; the parent re-raises a
+  :class:`~nasmlcn.errors.NasmlcnError` as it is, anything else as a
+  :class:`DistributedError` naming the rank;
+- a rank that dies (killed, ``os._exit``) closes its connections: its peers'
+  next collective fails at once and the parent reports which rank died;
+- a rank that stops answering makes its peers' collectives time out after
+  ``timeout_s`` (gloo's per-operation timeout, set by ``init_process_group``);
+- when any rank fails, the parent terminates the others.
+
+:func:`init_from_env` is the ``torchrun`` side: it reads ``RANK``,
+``WORLD_SIZE``, ``LOCAL_RANK`` and ``MASTER_ADDR``/``MASTER_PORT`` as torchrun
+sets them, for one or many nodes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import pickle
+import queue as queue_module
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nasmlcn.errors import NasmlcnError
+from nasmlcn.parallel._errors import DistributedError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 300.0
+"""Seconds a collective (or the rendezvous) may wait for a peer."""
+
+_TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+@dataclass
+class RankContext:
+    """What a rank knows about itself.
+
+    Attributes:
+        rank: Global rank.
+        world_size: Number of ranks.
+        local_rank: Rank on this node (picks the GPU).
+        device: Where this rank computes (``cpu`` or ``cuda:LOCAL_RANK``).
+        backend: ``gloo`` or ``nccl``.
+        launcher: ``spawn`` (:func:`launch`) or ``torchrun``.
+    """
+
+    rank: int
+    world_size: int
+    local_rank: int
+    device: str
+    backend: str
+    launcher: str = "spawn"
+    _queue: Any = field(default=None, repr=False)
+
+    def emit(self, event: Any) -> None:
+        """Sends ``event`` to the parent's ``on_event`` (ignored under torchrun)."""
+        if self._queue is not None:
+            self._queue.put(("event", self.rank, _dumps(event), None))
+
+
+def under_torchrun(environ: Mapping[str, str] | None = None) -> bool:
+    """True in a process torchrun started for a job of more than one rank."""
+    env = os.environ if environ is None else environ
+    return all(v in env for v in _TORCHRUN_VARS) and int(env.get("WORLD_SIZE", "1")) > 1
+
+
+def _pick_device(prefer: str, local_rank: int) -> tuple[str, str]:
+    """(device, backend) of a rank: NCCL on its own GPU, or gloo on the CPU."""
+    import torch
+
+    if prefer == "cpu":
+        return "cpu", "gloo"
+    if prefer in ("auto", "cuda") and torch.cuda.is_available():
+        count = torch.cuda.device_count()
+        if local_rank < count:
+            return f"cuda:{local_rank}", "nccl"
+        if prefer == "cuda":
+            raise DistributedError(
+                f"local rank {local_rank} has no GPU of its own: this node has {count}; "
+                "start at most that many processes per node, or use --device cpu"
+            )
+    elif prefer == "cuda":
+        raise DistributedError("--device cuda: no CUDA device is available here")
+    return "cpu", "gloo"
+
+
+def _init_group(
+    ctx: RankContext, timeout_s: float, store: Any = None, init_method: str | None = None
+) -> None:
+    import torch
+    import torch.distributed as dist
+
+    if ctx.device.startswith("cuda"):
+        torch.cuda.set_device(torch.device(ctx.device))
+    try:
+        dist.init_process_group(
+            ctx.backend,
+            init_method=init_method,
+            store=store,
+            rank=ctx.rank,
+            world_size=ctx.world_size,
+            timeout=datetime.timedelta(seconds=timeout_s),
+        )
+    except RuntimeError as err:  # rendezvous timeout, unreachable master
+        raise DistributedError(
+            f"rank {ctx.rank}: the process group did not form within {timeout_s:g} s "
+            f"({str(err).strip().splitlines()[0]})"
+        ) from err
+
+
+def init_from_env(prefer: str = "auto", timeout_s: float = DEFAULT_TIMEOUT_S) -> RankContext:
+    """Joins the ``torchrun`` job this process belongs to.
+
+    Args:
+        prefer: ``auto`` (this rank's GPU ``cuda:LOCAL_RANK`` with NCCL when there
+            is one, else the CPU with gloo), ``cpu`` or ``cuda``.
+        timeout_s: Rendezvous and collective timeout.
+
+    Raises:
+        DistributedError: Not under torchrun, or the group did not form.
+    """
+    env = os.environ
+    missing = [v for v in _TORCHRUN_VARS if v not in env]
+    if missing:
+        raise DistributedError(
+            f"not started by torchrun ({', '.join(missing)} unset); "
+            "run e.g. torchrun --nproc-per-node 2 -m nasmlcn train ..."
+        )
+    local_rank = int(env["LOCAL_RANK"])
+    device, backend = _pick_device(prefer, local_rank)
+    ctx = RankContext(
+        int(env["RANK"]), int(env["WORLD_SIZE"]), local_rank, device, backend, "torchrun"
+    )
+    _init_group(ctx, timeout_s, init_method="env://")
+    return ctx
+
+
+def finish_group() -> None:
+    """Leaves the process group once every rank is done.
+
+    The barrier keeps a rank that finished early (rank 0 still writes files) from
+    tearing down its connections under a peer that still uses them.
+    """
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        return
+    try:
+        dist.barrier()
+    except RuntimeError as err:  # a peer already gone: nothing left to wait for
+        logger.debug("final barrier failed: %s", err)
+    dist.destroy_process_group()
+
+
+def _dumps(obj: Any) -> bytes:
+    # Plain pickle, not the queue's: torch's reductions would pass tensors as
+    # shared-memory handles that die with the rank that sent them.
+    return pickle.dumps(obj)
+
+
+def _portable(exc: BaseException) -> BaseException | None:
+    """``exc`` if it survives pickling (it crosses a process boundary), else None."""
+    try:
+        clone = pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return None
+    return clone if isinstance(clone, BaseException) else None
+
+
+def _entry(
+    local_rank: int,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    port: int,
+    world_size: int,
+    prefer: str,
+    timeout_s: float,
+    threads: int | None,
+    result_queue: Any,
+) -> None:
+    """Body of a spawned rank (module level so that spawn can import it)."""
+    import torch
+    import torch.distributed as dist
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        device, backend = _pick_device(prefer, local_rank)
+        ctx = RankContext(
+            local_rank, world_size, local_rank, device, backend, "spawn", result_queue
+        )
+        store = dist.TCPStore(
+            "127.0.0.1",
+            port,
+            world_size,
+            is_master=False,
+            timeout=datetime.timedelta(seconds=timeout_s),
+        )
+        _init_group(ctx, timeout_s, store=store)
+        result = fn(ctx, *args)
+    except BaseException as exc:
+        report = (_portable(exc), traceback.format_exc())
+        result_queue.put(("error", local_rank, _dumps(report), None))
+        raise
+    result_queue.put(("result", local_rank, _dumps(result), None))
+    finish_group()
+
+
+def launch(
+    fn: Callable[..., Any],
+    world_size: int,
+    *args: Any,
+    device: str = "cpu",
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    threads: int | None = None,
+    on_event: Callable[[Any], None] | None = None,
+) -> list[Any]:
+    """Runs ``fn(ctx, *args)`` in ``world_size`` new local processes.
+
+    Args:
+        fn: A module-level function (spawned processes import it by name).
+        world_size: Number of processes.
+        *args: Picklable arguments.
+        device: ``cpu`` (gloo), ``cuda`` (NCCL, one GPU per rank) or ``auto``
+            (``cuda`` when there are enough GPUs).
+        timeout_s: Rendezvous and per-collective timeout.
+        threads: ``torch.set_num_threads`` in every rank (None: torch's default).
+        on_event: Receives what rank 0 emits, in this process, as it arrives.
+
+    Returns:
+        Each rank's return value, in rank order.
+
+    Raises:
+        NasmlcnError: A rank raised one (re-raised as it is).
+        DistributedError: A rank failed otherwise, died or timed out.
+    """
+    import torch.distributed as dist
+    import torch.multiprocessing as mp
+
+    if world_size < 1:
+        raise DistributedError(f"need at least one process, got {world_size}")
+    spawn = mp.get_context("spawn")
+    result_queue = spawn.Queue()
+    # This process serves the rendezvous on a free port, so ranks never race for one.
+    store = dist.TCPStore(
+        "127.0.0.1",
+        0,
+        world_size,
+        is_master=True,
+        timeout=datetime.timedelta(seconds=timeout_s),
+        wait_for_workers=False,
+    )
+    context = mp.start_processes(
+        _entry,
+        args=(fn, args, store.port, world_size, device, timeout_s, threads, result_queue),
+        nprocs=world_size,
+        join=False,
+        start_method="spawn",
+    )
+    results: dict[int, Any] = {}
+    errors: dict[int, tuple[BaseException | None, str]] = {}
+
+    def drain(wait: float) -> None:
+        while True:
+            try:
+                kind, rank, data, _ = result_queue.get(timeout=wait)
+            except queue_module.Empty:
+                return
+            wait = 0.0
+            payload = pickle.loads(data)
+            if kind == "event":
+                if on_event is not None and rank == 0:
+                    on_event(payload)
+            elif kind == "result":
+                results[rank] = payload
+            else:
+                errors[rank] = payload
+
+    try:
+        while True:
+            drain(0.05)
+            try:
+                finished = context.join(timeout=0)
+            except Exception:
+                drain(0.5)  # a failing rank's report may still be in the pipe
+                raise _failure(context.processes, errors) from None
+            if finished:
+                drain(0.5)
+                break
+    finally:
+        for process in context.processes:
+            if process.is_alive():
+                process.terminate()
+        for process in context.processes:
+            process.join(5)
+        result_queue.close()
+        del store  # stops the rendezvous server
+    missing = [r for r in range(world_size) if r not in results]
+    if missing:
+        raise DistributedError(f"rank {missing[0]} ended without a result")
+    return [results[r] for r in range(world_size)]
+
+
+def _failure(
+    processes: list[Any], errors: Mapping[int, tuple[BaseException | None, str]]
+) -> NasmlcnError:
+    """The error that best explains why a launched job failed."""
+    # A rank's own failure (bad data, NaN loss) explains more than its peers'
+    # "connection closed" that follows from it.
+    for rank in sorted(errors):
+        exc, text = errors[rank]
+        if isinstance(exc, NasmlcnError) and not isinstance(exc, DistributedError):
+            return exc
+    for rank in sorted(errors):
+        exc, text = errors[rank]
+        if not isinstance(exc, DistributedError):
+            logger.debug("rank %d failed:\n%s", rank, text)
+            last = text.strip().splitlines()[-1] if text.strip() else repr(exc)
+            return DistributedError(f"rank {rank} failed: {last}")
+    for rank, process in enumerate(processes):
+        code = process.exitcode
+        if rank not in errors and code not in (0, None) and code != -15:
+            how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+            peers = "; ".join(str(errors[r][0]) for r in sorted(errors))
+            return DistributedError(
+                f"rank {rank} {how} before finishing" + (f" ({peers})" if peers else "")
+            )
+    for rank in sorted(errors):
+        exc, _ = errors[rank]
+        if exc is not None:
+            return exc if isinstance(exc, NasmlcnError) else DistributedError(str(exc))
+    return DistributedError("a rank failed without reporting why")

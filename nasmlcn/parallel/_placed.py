@@ -1,0 +1,145 @@
+"""In-process model parallelism: every lane on its own device, the head on one.
+
+A forward pass copies the batch once to each device, *launches* every lane before
+anything waits, then gathers the ``(B, K)`` lane outputs on the head device for
+the class capsules, the loss and the decoder. CUDA kernels are asynchronous, so
+while the host enqueues the lanes of ``cuda:1`` the lanes of ``cuda:0`` already
+run; with ``streams`` each CUDA lane also gets its own stream, so small lanes
+sharing one GPU can overlap too. Autograd runs each backward op on its forward
+op's stream, so the backward pass is just as concurrent, and the gradients of
+the gathered outputs flow back over the same device-to-device copies.
+
+On CPU devices everything runs one lane after another: ``cpu`` placements are
+legal (``--devices 2xcpu``) but give no speedup. CPU parallelism comes from
+several processes (:mod:`nasmlcn.parallel._distributed`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from nasmlcn.models import MLCN, CapsuleOutput
+
+
+def normalize_device(device: torch.device | str) -> torch.device:
+    """``cuda`` -> ``cuda:<current>``, so equal devices compare equal."""
+    d = torch.device(device)
+    if d.type == "cuda" and d.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return d
+
+
+class PlacedMLCN(nn.Module):
+    """An MLCN whose lanes live on the devices a placement gives them.
+
+    Args:
+        model: The MLCN; its lanes and head are moved (not copied).
+        lane_devices: The device of every lane, in lane order.
+        head_device: Where the head runs and where inputs and targets are
+            expected (default: the first lane's device; a plan puts the head on
+            target device 0).
+        streams: Give every CUDA lane its own stream (default: True when any lane
+            is on CUDA). False runs a device's lanes one after another.
+
+    Parameter names equal :class:`~nasmlcn.models.MLCN`'s, so checkpoints of the
+    two are interchangeable. :func:`nasmlcn.training.train` sees
+    :attr:`input_device` and leaves the placement alone.
+
+    Raises:
+        ValueError: ``lane_devices`` does not have one entry per lane.
+    """
+
+    def __init__(
+        self,
+        model: MLCN,
+        lane_devices: Sequence[torch.device | str],
+        head_device: torch.device | str | None = None,
+        *,
+        streams: bool | None = None,
+    ) -> None:
+        super().__init__()
+        if len(lane_devices) != len(model.lanes):
+            raise ValueError(f"{len(lane_devices)} lane devices given for {len(model.lanes)} lanes")
+        self.spec = model.spec
+        self.lane_devices = tuple(normalize_device(d) for d in lane_devices)
+        self.head_device = normalize_device(
+            head_device if head_device is not None else self.lane_devices[0]
+        )
+        self.lanes = model.lanes
+        for lane, device in zip(self.lanes, self.lane_devices, strict=True):
+            lane.to(device)
+        self.capsule_head = model.capsule_head.to(self.head_device)
+        # Distinct devices in first-use order; each gets one copy of the input.
+        self.devices = tuple(dict.fromkeys(self.lane_devices))
+        any_cuda = any(d.type == "cuda" for d in self.lane_devices)
+        self.streams = any_cuda if streams is None else bool(streams) and any_cuda
+        self._lane_streams: dict[int, torch.cuda.Stream] = {}
+
+    @property
+    def input_device(self) -> torch.device:
+        """Where inputs and targets go (the head device)."""
+        return self.head_device
+
+    def _stream(self, lane: int) -> torch.cuda.Stream:
+        stream = self._lane_streams.get(lane)
+        if stream is None:
+            stream = torch.cuda.Stream(device=self.lane_devices[lane])
+            self._lane_streams[lane] = stream
+        return stream
+
+    def lane_outputs(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """Every lane's ``(B, K)`` output on the head device, in lane order."""
+        inputs = {d: x.to(d, non_blocking=True) for d in self.devices}  # (B, C, H, W) each
+        outs: list[torch.Tensor | None] = [None] * len(self.lanes)
+        launched: list[tuple[int, torch.cuda.Stream]] = []
+        # Device by device, so every device is busy before the host waits anywhere.
+        for device in self.devices:
+            for i, lane in enumerate(self.lanes):
+                if self.lane_devices[i] != device:
+                    continue
+                if not self.streams or device.type != "cuda":
+                    outs[i] = lane(inputs[device])  # (B, K)
+                    continue
+                stream = self._stream(i)
+                # The input copy was enqueued on the device's current stream.
+                stream.wait_stream(torch.cuda.current_stream(device))
+                with torch.cuda.stream(stream):
+                    inputs[device].record_stream(stream)
+                    outs[i] = lane(inputs[device])  # (B, K), computed on `stream`
+                launched.append((i, stream))
+        for i, stream in launched:
+            # Later work (the copy to the head) runs on the current stream: make it
+            # wait for the lane, and keep the output's memory alive until it has.
+            current = torch.cuda.current_stream(self.lane_devices[i])
+            current.wait_stream(stream)
+            out = outs[i]
+            assert out is not None
+            out.record_stream(current)
+        # An asynchronous copy to the CPU would let the head read it too early.
+        async_copy = self.head_device.type == "cuda"
+        result: list[torch.Tensor] = []
+        for out in outs:
+            assert out is not None
+            result.append(out.to(self.head_device, non_blocking=async_copy))  # (B, K)
+        return result
+
+    def head(
+        self, lane_outputs: list[torch.Tensor], target: torch.Tensor | None = None
+    ) -> CapsuleOutput:
+        """Class capsules from the gathered lane outputs, then the capsule head."""
+        class_capsules = torch.stack(lane_outputs, dim=-1)  # (B, K, L)
+        out: CapsuleOutput = self.capsule_head(class_capsules, target)
+        return out
+
+    def forward(self, x: torch.Tensor, target: torch.Tensor | None = None) -> CapsuleOutput:
+        return self.head(self.lane_outputs(x), target)
+
+    def placement(self) -> dict[str, list[int]]:
+        """Device name -> the lanes on it (for reports)."""
+        groups: dict[str, list[int]] = {}
+        for i, d in enumerate(self.lane_devices):
+            groups.setdefault(str(d), []).append(i)
+        return groups

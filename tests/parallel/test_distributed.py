@@ -1,0 +1,192 @@
+"""Multi-process lanes on 2 gloo processes: equivalence with one process, DDP, a
+whole training job, and failing ranks that end with a clear error, not a hang."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from nasmlcn.errors import SpecError
+from nasmlcn.models import build_model
+from nasmlcn.parallel import DistributedError, ParallelReport, launch
+from nasmlcn.specs import MLCNSpec
+from nasmlcn.training import EpochResult, TrainConfig, TrainJob, TrainStart, run_training
+from tests.conftest import run_cli
+from tests.parallel import _ranks
+
+TOL = 1e-5
+
+
+def _job(out: Path) -> TrainJob:
+    return TrainJob(
+        MLCNSpec.from_lanes("4*mlcn2:1x1", lane_dropout=0.2),
+        dataset="synthetic",
+        config=TrainConfig(epochs=2, batch_size=32, seed=3),
+        train_limit=96,
+        val_limit=40,
+        test_limit=40,
+        out_dir=str(out),
+    )
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, what: str) -> None:
+    assert torch.allclose(a, b, atol=TOL, rtol=TOL), f"{what}: max diff {(a - b).abs().max()}"
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One launch of 2 gloo ranks doing everything the equivalence tests check."""
+    out = tmp_path_factory.mktemp("mp") / "run"
+    events: list[Any] = []
+    ranks = launch(
+        _ranks.equivalence_rank, 2, _job(out), threads=1, timeout_s=60, on_event=events.append
+    )
+    return {"ranks": ranks, "events": events, "out": out}
+
+
+def test_lane_parallel_steps_equal_one_process(two_ranks: dict[str, Any]) -> None:
+    torch.manual_seed(0)
+    single = _ranks.run_steps(build_model(_ranks.spec()))
+    for rank, result in enumerate(two_ranks["ranks"]):
+        assert result["threads"] == 1
+        for got, want in zip(result["losses"], single["losses"], strict=True):
+            assert abs(got - want) <= TOL, (rank, result["losses"], single["losses"])
+        # Every parameter this rank holds got the one-process gradient: lane
+        # gradients are not scaled by the world size, head gradients not summed.
+        for name, grad in result["grads"].items():
+            _close(grad, single["grads"][name], f"rank {rank} grad {name}")
+        for name, value in result["state"].items():
+            _close(value, single["state"][name], f"rank {rank} after {_ranks.STEPS} steps: {name}")
+        assert result["gather_calls"] == _ranks.STEPS  # one collective per step, none in backward
+
+
+def test_each_rank_holds_exactly_its_lanes(two_ranks: dict[str, Any]) -> None:
+    owned = [r["owned"] for r in two_ranks["ranks"]]
+    assert owned == [(1,), (0, 2)]  # ASSIGNMENT = (1, 0, 1)
+    assert [r["lane_params"] for r in two_ranks["ranks"]] == [["1"], ["0", "2"]]
+
+
+def test_ddp_gradients_equal_the_full_batch(two_ranks: dict[str, Any]) -> None:
+    from nasmlcn.models import capsule_loss
+
+    torch.manual_seed(0)
+    model = build_model(_ranks.spec(0.0))
+    x, y = _ranks.batches(1)[0]
+    out = model(x, y)
+    capsule_loss(out.lengths, out.reconstruction, x, y).total.backward()
+    for rank, result in enumerate(two_ranks["ranks"]):
+        for name, p in model.named_parameters():
+            assert p.grad is not None
+            _close(result["ddp_grads"][name], p.grad, f"DDP rank {rank} {name}")
+
+
+def test_two_process_job_equals_one_process_job(two_ranks: dict[str, Any], tmp_path: Path) -> None:
+    report = two_ranks["ranks"][0]["report"]
+    assert isinstance(report, ParallelReport) and two_ranks["ranks"][1]["report"] is None
+    single = run_training(_job(tmp_path / "single"))
+    got, want = report.report.history, single.history
+    for a, b in zip(got, want, strict=True):
+        assert abs(a.train_loss - b.train_loss) <= TOL and abs(a.val_loss - b.val_loss) <= TOL
+        assert a.val_accuracy == b.val_accuracy
+    assert abs(report.report.test_loss - single.test_loss) <= TOL
+    assert report.report.params == single.params
+    # The checkpoint holds every rank's lanes: it equals the one-process model.
+    from nasmlcn.training import load_checkpoint
+
+    merged = load_checkpoint(two_ranks["out"] / "checkpoint.pt")["model"]
+    ref = load_checkpoint(tmp_path / "single" / "checkpoint.pt")["model"]
+    assert merged.keys() == ref.keys()
+    for name in ref:
+        _close(merged[name], ref[name], f"checkpoint {name}")
+    result = json.loads((two_ranks["out"] / "result.json").read_text())
+    assert result["parallel"]["mode"] == "lane-parallel"
+    assert result["parallel"]["processes"] == 2 and result["parallel"]["lanes_per_rank"] == [2, 2]
+
+
+def test_rank0_events_reach_the_launcher(two_ranks: dict[str, Any]) -> None:
+    names = [name for name, _ in two_ranks["events"]]
+    assert names[0] == "on_train_start" and names.count("on_epoch_end") == 2
+    start = two_ranks["events"][0][1][0]
+    assert (
+        isinstance(start, TrainStart)
+        and start.params == two_ranks["ranks"][0]["report"].report.params
+    )
+    assert isinstance(two_ranks["events"][-1][1][0], EpochResult)
+
+
+def test_a_dead_rank_ends_the_job_with_a_clear_error() -> None:
+    start = time.perf_counter()
+    with pytest.raises(DistributedError, match=r"rank 1 exited with code 3") as info:
+        launch(_ranks.dying_rank, 2, threads=1, timeout_s=20)
+    elapsed = time.perf_counter() - start
+    assert "\n" not in str(info.value)
+    # Process start-up included; the failure itself is noticed at once.
+    assert elapsed < 60, elapsed
+
+
+@pytest.mark.slow
+def test_a_silent_rank_times_out() -> None:
+    start = time.perf_counter()
+    with pytest.raises(DistributedError, match=r"rank 0:.*all-gather"):
+        launch(_ranks.hanging_rank, 2, threads=1, timeout_s=5)
+    assert time.perf_counter() - start < 60
+
+
+@pytest.mark.slow
+def test_a_rank_user_error_is_reraised_as_is() -> None:
+    with pytest.raises(SpecError, match="rank 1 found a bad spec"):
+        launch(_ranks.failing_rank, 2, threads=1, timeout_s=20)
+
+
+@pytest.mark.slow
+def test_cli_processes_and_torchrun(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    args = [
+        "train",
+        "--lanes",
+        "4*mlcn2:1x1",
+        "--dataset",
+        "synthetic",
+        "--train-limit",
+        "64",
+        "--val-limit",
+        "32",
+        "--test-limit",
+        "32",
+        "--epochs",
+        "1",
+        "--json",
+    ]
+    spawned = run_cli(*args, "--processes", "2", "--out", str(tmp_path / "a"), timeout=300)
+    assert spawned.returncode == 0, spawned.stderr
+    a = json.loads(spawned.stdout)
+    assert a["parallel"]["launcher"] == "spawn" and a["parallel"]["processes"] == 2
+    torchrun = Path(sys.executable).with_name("torchrun")
+    run = subprocess.run(
+        [
+            str(torchrun),
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "nasmlcn",
+            *args,
+            "--out",
+            str(tmp_path / "b"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ},
+    )
+    assert run.returncode == 0, run.stderr
+    b = json.loads(run.stdout.strip().splitlines()[-1])
+    assert b["parallel"]["launcher"] == "torchrun"
+    assert abs(a["test_loss"] - b["test_loss"]) <= TOL
