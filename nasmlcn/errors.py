@@ -54,3 +54,12 @@ class SearchError(NasmlcnError, ValueError):
 
 class StorageError(NasmlcnError, OSError):
     """The study storage cannot be opened, or the study does not exist there."""
+
+
+class DistributedError(TrainingError):
+    """A rank of a multi-process job failed, exited early or stopped answering.
+
+    Raised on the surviving ranks when a collective fails (a peer closed its
+    connection, or the process group's timeout passed) and by the launcher when a
+    worker process exits without a result.
+    """

@@ -27,8 +27,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from nasmlcn.errors import DistributedError
 from nasmlcn.parallel._devices import is_spread, lane_devices, map_targets, parse_run_on
-from nasmlcn.parallel._errors import DistributedError
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",

@@ -25,7 +25,7 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
 from nasmlcn.data._splits import Split
-from nasmlcn.parallel._errors import DistributedError
+from nasmlcn.errors import DistributedError
 
 
 @dataclass

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from nasmlcn.parallel._errors import DistributedError
+from nasmlcn.errors import DistributedError
 
 
 @dataclass
