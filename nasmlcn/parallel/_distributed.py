@@ -33,8 +33,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from nasmlcn.errors import DistributedError
 from nasmlcn.models import MLCN, CapsuleOutput
-from nasmlcn.parallel._errors import DistributedError
 from nasmlcn.parallel._gather import CommStats, collective_failed, gather_lanes
 
 

@@ -35,8 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nasmlcn.errors import NasmlcnError
-from nasmlcn.parallel._errors import DistributedError
+from nasmlcn.errors import DistributedError, NasmlcnError
 
 logger = logging.getLogger(__name__)
 
