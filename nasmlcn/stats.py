@@ -1,7 +1,7 @@
 """Small statistics in pure Python: Pearson, Spearman, MAPE, percentiles.
 
-Used by the cost-model calibration and the early-epoch correlation checks; kept
-free of numpy/scipy so the planning layer stays light.
+Shared by the cost-model calibration (:mod:`nasmlcn.costs`) and the early-epoch
+correlation checks of the search; free of numpy so the planning layer stays light.
 """
 
 from __future__ import annotations
@@ -10,24 +10,28 @@ import math
 from collections.abc import Sequence
 
 
-def pearson(x: Sequence[float], y: Sequence[float]) -> float:
-    """Pearson's r; NaN when fewer than 2 points or either side is constant."""
+def _check_pair(x: Sequence[float], y: Sequence[float], least: int) -> None:
     if len(x) != len(y):
-        raise ValueError(f"pearson needs equal lengths, got {len(x)} and {len(y)}")
+        raise ValueError(f"x and y differ in length: {len(x)} != {len(y)}")
+    if len(x) < least:
+        raise ValueError(f"need at least {least} pairs, got {len(x)}")
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float:
+    """Pearson's correlation coefficient r; NaN when either side is constant."""
+    _check_pair(x, y, 2)
     n = len(x)
-    if n < 2:
-        return math.nan
     mx, my = math.fsum(x) / n, math.fsum(y) / n
     sxy = math.fsum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
     sxx = math.fsum((a - mx) ** 2 for a in x)
     syy = math.fsum((b - my) ** 2 for b in y)
-    if sxx <= 0 or syy <= 0:
+    if sxx == 0 or syy == 0:
         return math.nan
     return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
 
 
 def ranks(values: Sequence[float]) -> list[float]:
-    """1-based ranks, ties sharing their average rank."""
+    """1-based ranks; tied values share the average of the ranks they span."""
     order = sorted(range(len(values)), key=lambda i: values[i])
     out = [0.0] * len(values)
     i = 0
@@ -35,27 +39,31 @@ def ranks(values: Sequence[float]) -> list[float]:
         j = i
         while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
             j += 1
-        rank = (i + j) / 2 + 1
+        average = (i + j) / 2 + 1
         for k in range(i, j + 1):
-            out[order[k]] = rank
+            out[order[k]] = average
         i = j + 1
     return out
 
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:
-    """Spearman's rho: Pearson's r of the ranks (average ranks for ties)."""
-    if len(x) != len(y):
-        raise ValueError(f"spearman needs equal lengths, got {len(x)} and {len(y)}")
+    """Spearman's rank correlation rho (Pearson's r of the average ranks)."""
+    _check_pair(x, y, 2)
     return pearson(ranks(x), ranks(y))
 
 
 def mape(predicted: Sequence[float], measured: Sequence[float]) -> float:
-    """Mean absolute percentage error of ``predicted`` against ``measured`` (%)."""
-    if len(predicted) != len(measured) or not measured:
-        raise ValueError("mape needs two non-empty sequences of equal length")
+    """Mean absolute percentage error, ``100 * mean(|p - m| / m)``.
+
+    Raises:
+        ValueError: A measured value is not > 0.
+    """
+    _check_pair(predicted, measured, 1)
+    if any(m <= 0 for m in measured):
+        raise ValueError("measured values must be > 0 for a percentage error")
     return (
         100.0
-        * math.fsum(abs(p - m) / abs(m) for p, m in zip(predicted, measured, strict=True))
+        * math.fsum(abs(p - m) / m for p, m in zip(predicted, measured, strict=True))
         / len(measured)
     )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nasmlcn.costs import _analytic, _thesis  # noqa: F401  (register built-ins)
+from nasmlcn.costs import _analytic, _calibrated, _thesis  # noqa: F401  (register built-ins)
 from nasmlcn.costs._base import COST_MODELS, CostModel, HeadCost, LaneCost, ModelCost
 from nasmlcn.costs._context import CostContext
 from nasmlcn.costs._profile import HeadProfile, LaneProfile, head_profile, lane_profile

@@ -58,6 +58,9 @@ def epoch_correlations(curves: Sequence[Sequence[float]]) -> list[EpochCorrelati
     out = []
     for n in range(1, length + 1):
         at_n = [c[n - 1] for c in full]
+        if len(full) < 2:  # no correlation of one trial
+            out.append(EpochCorrelation(n, len(full), math.nan, math.nan))
+            continue
         out.append(EpochCorrelation(n, len(full), pearson(at_n, last), spearman(at_n, last)))
     return out
 
