@@ -27,10 +27,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.data import DATASETS
-from nasmlcn.errors import CheckpointError, DeviceError, SpecError
+from nasmlcn.errors import DeviceError, SpecError
 from nasmlcn.specs import ArchSpec, MLCNSpec, save_arch, write_text_atomic
 from nasmlcn.training import Callback, EpochResult, TrainJob, TrainStart
-from nasmlcn.training._job import ARCH_NAME, CHECKPOINT_NAME, RESULT_NAME, arch_for_dataset
+from nasmlcn.training._job import (
+    ARCH_NAME,
+    RESULT_NAME,
+    arch_for_dataset,
+    job_outputs,
+    load_job_splits,
+)
 
 if TYPE_CHECKING:
     from nasmlcn.data import DataSplits
@@ -102,36 +108,6 @@ def _mlcn(job: TrainJob) -> MLCNSpec:
     return arch
 
 
-def _outputs(job: TrainJob, *, can_resume: bool) -> tuple[Path | None, Path | None]:
-    out = Path(job.out_dir) if job.out_dir else None
-    checkpoint = out / CHECKPOINT_NAME if out else None
-    if job.resume and not can_resume:
-        raise SpecError(
-            "--resume is not supported with several processes; resume in one process "
-            "(it reads the checkpoint they wrote) or start a new --out"
-        )
-    if checkpoint is not None and checkpoint.exists() and not job.resume:
-        raise CheckpointError(
-            f"{str(out)!r} already holds a checkpoint; pass --resume to continue it or choose another --out"
-        )
-    return out, checkpoint
-
-
-def _splits(job: TrainJob) -> DataSplits:
-    from nasmlcn.data import load_splits
-
-    return load_splits(
-        job.dataset,
-        job.data_dir,
-        download=job.download,
-        val_fraction=job.val_fraction,
-        seed=job.config.seed,
-        train_limit=job.train_limit,
-        val_limit=job.val_limit,
-        test_limit=job.test_limit,
-    )
-
-
 def _write_result(out: Path | None, result: ParallelReport) -> None:
     if out is not None:
         write_text_atomic(out / RESULT_NAME, json.dumps(result.to_dict(), indent=2) + "\n")
@@ -197,8 +173,8 @@ def run_placed_training(
         raise SpecError(f"{len(lane_devices)} lane devices for {arch.num_lanes} lanes")
     for name in dict.fromkeys([*lane_devices, *([head_device] if head_device else [])]):
         resolve_device(name)  # a clear error for a device this machine lacks
-    out, checkpoint = _outputs(job, can_resume=True)
-    splits = _splits(job)
+    out, checkpoint = job_outputs(job, can_resume=True)
+    splits = load_job_splits(job)
     torch.manual_seed(job.config.seed)
     model = build_model(arch)
     assert isinstance(model, MLCN)
@@ -344,8 +320,8 @@ def train_rank(
         arch: ArchSpec = _mlcn(job)
     else:
         arch = arch_for_dataset(job.arch, DATASETS.get(job.dataset), strict=True)
-    out, checkpoint = _outputs(job, can_resume=False)
-    splits = _splits(job)
+    out, checkpoint = job_outputs(job, can_resume=False)
+    splits = load_job_splits(job)
     config = replace(job.config, device=ctx.device)
     torch.manual_seed(config.seed)
     model = build_model(arch)
@@ -455,7 +431,7 @@ def run_multiprocess_training(
             raise SpecError(
                 f"the assignment has {len(assignment)} entries for {arch.num_lanes} lanes"
             )
-    _outputs(job, can_resume=False)  # fail here, not in every rank
+    job_outputs(job, can_resume=False)  # fail here, not in every rank
     if threads is None:
         threads = max(1, usable_cores() // processes)
 

@@ -121,24 +121,32 @@ class TrainReport:
         }
 
 
-def run_training(job: TrainJob, callbacks: list[Callback] | None = None) -> TrainReport:
-    """Loads the data, builds and trains the model, tests it and writes the files."""
-    import torch
+def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None, Path | None]:
+    """The output folder and checkpoint path of ``job``, checked before any work.
 
-    from nasmlcn.data import load_splits
-    from nasmlcn.models import build_model, count_parameters
-    from nasmlcn.training._trainer import evaluate, resolve_device, train
-
-    info = DATASETS.get(job.dataset)
-    arch = arch_for_dataset(job.arch, info, strict=True)
-    device = resolve_device(job.config.device)
+    Raises:
+        CheckpointError: ``--out`` holds a checkpoint and ``resume`` is off.
+        SpecError: ``resume`` where the kind of job cannot resume.
+    """
     out = Path(job.out_dir) if job.out_dir else None
     checkpoint = out / CHECKPOINT_NAME if out else None
+    if job.resume and not can_resume:
+        raise SpecError(
+            "--resume is not supported with several processes; resume in one process "
+            "(it reads the checkpoint they wrote) or start a new --out"
+        )
     if checkpoint is not None and checkpoint.exists() and not job.resume:
         raise CheckpointError(
             f"{str(out)!r} already holds a checkpoint; pass --resume to continue it or choose another --out"
         )
-    splits = load_splits(
+    return out, checkpoint
+
+
+def load_job_splits(job: TrainJob) -> Any:
+    """The seeded train/validation/test splits of ``job`` (a ``DataSplits``)."""
+    from nasmlcn.data import load_splits
+
+    return load_splits(
         job.dataset,
         job.data_dir,
         download=job.download,
@@ -148,6 +156,20 @@ def run_training(job: TrainJob, callbacks: list[Callback] | None = None) -> Trai
         val_limit=job.val_limit,
         test_limit=job.test_limit,
     )
+
+
+def run_training(job: TrainJob, callbacks: list[Callback] | None = None) -> TrainReport:
+    """Loads the data, builds and trains the model, tests it and writes the files."""
+    import torch
+
+    from nasmlcn.models import build_model, count_parameters
+    from nasmlcn.training._trainer import evaluate, resolve_device, train
+
+    info = DATASETS.get(job.dataset)
+    arch = arch_for_dataset(job.arch, info, strict=True)
+    device = resolve_device(job.config.device)
+    out, checkpoint = job_outputs(job)
+    splits = load_job_splits(job)
     torch.manual_seed(job.config.seed)
     model = build_model(arch)
     if out is not None:
