@@ -9,6 +9,14 @@ import logging
 
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -23,3 +31,19 @@ def setup_logging(verbose: bool) -> None:
     handler = RichHandler(console=err, show_path=False, show_time=False, markup=False)
     logging.basicConfig(level=logging.WARNING, handlers=[handler], format="%(message)s", force=True)
     logging.getLogger("nasmlcn").setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def progress_bars(console: Console) -> Progress:
+    """The live bars of long commands: description, bar, k/N, a ``stats`` field,
+    elapsed time and ETA; transient, so only the per-item lines stay."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(bar_width=26),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[stats]}"),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )

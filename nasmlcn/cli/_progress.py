@@ -6,15 +6,10 @@ import time
 
 from rich.console import Console
 from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
     TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 
+from nasmlcn.cli._console import progress_bars
 from nasmlcn.training import Callback, EpochResult, TrainStart
 
 
@@ -26,17 +21,7 @@ class TrainProgress(Callback):
         self.console = console
         self.title = title
         self.label = label
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(bar_width=28),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[stats]}"),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
-            console=console,
-            transient=True,
-        )
+        self.progress = progress_bars(console)
         self._overall: TaskID | None = None
         self._epoch: TaskID | None = None
         self._start: TrainStart | None = None

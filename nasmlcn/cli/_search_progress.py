@@ -6,15 +6,10 @@ import time
 
 from rich.console import Console
 from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
     TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 
+from nasmlcn.cli._console import progress_bars
 from nasmlcn.planning import Plan
 from nasmlcn.search import EpochReport, SearchObserver, SearchStart, TrialOutcome
 
@@ -24,17 +19,7 @@ class SearchProgress(SearchObserver):
 
     def __init__(self, console: Console) -> None:
         self.console = console
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(bar_width=24),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[stats]}"),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
-            console=console,
-            transient=True,
-        )
+        self.progress = progress_bars(console)
         self._trials: TaskID | None = None
         self._epochs: TaskID | None = None
         self._start: SearchStart | None = None

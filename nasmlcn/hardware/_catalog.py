@@ -10,19 +10,14 @@ from __future__ import annotations
 import difflib
 import math
 import os
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nasmlcn._toml import read_toml
 from nasmlcn.errors import DeviceError
 from nasmlcn.hardware._units import parse_size
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 BUILTIN_CATALOG = Path(__file__).with_name("devices.toml")
 _FIELDS = ("memory", "peak_flops", "bandwidth", "speed", "source")
@@ -156,16 +151,8 @@ def read_catalog_file(path: str | os.PathLike[str]) -> Catalog:
     Raises:
         DeviceError: Missing, unreadable or invalid file; the message names it.
     """
-    p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DeviceError(f"device file {str(p)!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise DeviceError(f"cannot read device file {str(p)!r}: {err}") from None
-    except tomllib.TOMLDecodeError as err:
-        raise DeviceError(f"device file {str(p)!r} is not valid TOML: {err}") from None
-    return parse_catalog(data, f"device file {str(p)!r}")
+    data = read_toml(path, "device file", DeviceError)
+    return parse_catalog(data, f"device file {str(path)!r}")
 
 
 _builtin: Catalog | None = None

@@ -13,18 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from nasmlcn._toml import read_toml
 from nasmlcn.errors import SearchError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 CONFIG_SCHEMA_VERSION = 1
 DEFAULT_STORAGE = "sqlite:///studies/nasmlcn.db"
@@ -223,14 +218,6 @@ def load_recipe(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str,
     Raises:
         SearchError: Missing, unreadable or invalid file (the message names it).
     """
-    p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SearchError(f"recipe {str(p)!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise SearchError(f"cannot read recipe {str(p)!r}: {err}") from None
-    except tomllib.TOMLDecodeError as err:
-        raise SearchError(f"recipe {str(p)!r} is not valid TOML: {err}") from None
-    options, sweep = config_from_mapping(data, f"recipe {str(p)!r}")
+    data = read_toml(path, "recipe", SearchError)
+    options, sweep = config_from_mapping(data, f"recipe {str(path)!r}")
     return options, sweep, str(data.get("description", ""))

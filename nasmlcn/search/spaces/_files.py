@@ -9,16 +9,11 @@ from __future__ import annotations
 
 import difflib
 import os
-import sys
 from pathlib import Path
 
+from nasmlcn._toml import read_toml
 from nasmlcn.errors import SearchError
 from nasmlcn.search.spaces._base import SPACE_KINDS, SearchSpace
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 SPACES_ENV = "NASMLCN_SPACES"
 PROJECT_SPACES = Path(__file__).resolve().parents[3] / "search_spaces"
@@ -60,14 +55,7 @@ def load_space(name_or_path: str) -> SearchSpace:
                 f"unknown search space {name_or_path!r}; {hint} (or give a path to a .toml file)"
             )
         path = spaces[name_or_path]
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SearchError(f"search space file {str(path)!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise SearchError(f"cannot read search space file {str(path)!r}: {err}") from None
-    except tomllib.TOMLDecodeError as err:
-        raise SearchError(f"search space file {str(path)!r} is not valid TOML: {err}") from None
+    data = read_toml(path, "search space file", SearchError)
     kind = data.pop("kind", None)
     if kind is None:
         raise SearchError(
