@@ -63,3 +63,11 @@ class DistributedError(TrainingError):
     connection, or the process group's timeout passed) and by the launcher when a
     worker process exits without a result.
     """
+
+
+class ExportError(NasmlcnError, RuntimeError):
+    """An export cannot be written (bad format, unwritable folder, no Chromium)."""
+
+
+class DashboardError(NasmlcnError, OSError):
+    """The dashboard cannot start (the port is taken, the host cannot be bound)."""

@@ -1,23 +1,90 @@
-"""``nasmlcn dashboard`` and ``nasmlcn export`` (filled in by the dashboards issue)."""
+"""``nasmlcn dashboard`` (optuna-dashboard, live) and ``nasmlcn export`` (report files)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import typer
+
+from nasmlcn.cli._console import err, out
+
+STORAGE = typer.Option(
+    "sqlite:///studies/nasmlcn.db", "--storage", help="SQLAlchemy URL of the study storage."
+)
 
 
 def dashboard(
-    storage: str = typer.Option("sqlite:///studies/nasmlcn.db", "--storage", help="Study storage URL."),
+    storage: str = STORAGE,
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="Address to listen on (keep 127.0.0.1 unless you mean it)."
+    ),
+    port: int = typer.Option(8080, "--port", min=0, max=65535, help="Port (0: any free port)."),
+    refresh: bool = typer.Option(
+        False,
+        "--refresh",
+        help="Rewrite nasmlcn's figures and trial notes in every study before serving "
+        "(by default only studies that lack them get them).",
+    ),
 ) -> None:
-    """Start optuna-dashboard on the study storage."""
-    from nasmlcn.errors import NasmlcnError
+    """Start optuna-dashboard on the study storage (Ctrl-C stops it)."""
+    from nasmlcn.dashboard._live import make_dashboard_server
 
-    raise NasmlcnError("nasmlcn dashboard is not implemented yet")
+    err.print(f"opening {storage} ...", markup=False, soft_wrap=True)
+    server = make_dashboard_server(storage, host, port, refresh=refresh)
+    shown_host = f"[{host}]" if ":" in host else host
+    # The URL is the command's result (stdout), so scripts can read where it listens.
+    out.print(
+        f"optuna-dashboard on http://{shown_host}:{server.server_port}/dashboard",
+        markup=False,
+        soft_wrap=True,
+    )
+    err.print("press Ctrl-C to stop")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        err.print("stopped")
+    finally:
+        server.server_close()
 
 
 def export(
-    storage: str = typer.Option("sqlite:///studies/nasmlcn.db", "--storage", help="Study storage URL."),
+    study: str | None = typer.Option(
+        None, "--study", help="Study name [default: the only study in the storage]."
+    ),
+    storage: str = STORAGE,
+    out_dir: Path | None = typer.Option(
+        None, "--out", help="Folder to write into [default: dashboards/exports/<study>]."
+    ),
+    formats: str = typer.Option(
+        "html,png,svg,csv,json",
+        "--format",
+        help="Comma-separated: html (offline report), png, svg (every figure), csv, json "
+        "(every trial), or all.",
+    ),
+    scale: float = typer.Option(
+        1.0, "--scale", min=0.25, max=8.0, help="Pixel scale of PNGs (1: 1000 px wide)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
-    """Export a study's report (HTML, PNG, SVG, CSV, JSON)."""
-    from nasmlcn.errors import NasmlcnError
+    """Export a study: an offline HTML report, PNG/SVG figures, CSV/JSON of all trials."""
+    from nasmlcn.dashboard import export_study
+    from nasmlcn.dashboard._export import parse_formats
+    from nasmlcn.search._study_access import load_existing_study
 
-    raise NasmlcnError("nasmlcn export is not implemented yet")
+    chosen = parse_formats(formats)  # fail on a typo before reading the study
+    loaded = load_existing_study(study, storage)
+    err.print(f"exporting {loaded.study_name} ({', '.join(chosen)}) ...", markup=False)
+    result = export_study(loaded, out_dir, chosen, storage=storage, scale=scale)
+    if as_json:
+        print(json.dumps(result.to_dict()))
+        return
+    for path in result.files:
+        out.print(str(path), markup=False, soft_wrap=True)
+    size = f", report {result.html_bytes / 1e6:.1f} MB" if result.html_bytes else ""
+    out.print(
+        f"wrote {len(result.files)} files to {result.out_dir} in "
+        f"{result.seconds['total']:.1f} s{size}",
+        markup=False,
+        soft_wrap=True,
+    )

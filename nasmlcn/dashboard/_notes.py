@@ -1,0 +1,303 @@
+"""Markdown notes that optuna-dashboard shows next to each trial and the study.
+
+A trial's note holds its architecture, its placement table and its accuracy
+after every epoch; the study's note says what was searched and which figures
+nasmlcn saved. Notes use optuna-dashboard's storage layout (``save_note``):
+study system attributes ``dashboard:{trial_id}:note_str:{i}`` holding chunks of
+at most 2045 characters and ``dashboard:{trial_id}:note_ver``. They are written
+here directly rather than through ``save_note``, which reads every system
+attribute of the study first and commits each chunk on its own: that read grows
+with the study and would make a trial's note cost tens of milliseconds after a
+few hundred trials, where this costs one small transaction (the note is written
+once, right after the trial ends).
+
+Notes live in the study's system attributes, which some samplers (NSGA-II) read
+whole on every trial; so notes are kept short (identical placement rows are
+merged), about 1 KB for an 8-device plan.
+``tests/dashboard`` checks that ``optuna_dashboard.get_note`` reads them back.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from nasmlcn.dashboard._extract import group_lanes, lane_kind
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.storages import BaseStorage
+    from optuna.trial import FrozenTrial
+
+NOTE_CHUNK = 2045
+"""optuna-dashboard's longest system attribute string (``SYSTEM_ATTR_MAX_LENGTH``)."""
+STUDY_NOTE_MARK = "<!-- nasmlcn study note -->"
+"""Starts the study notes nasmlcn writes, so that it never overwrites one a user wrote."""
+
+
+def _note_keys(trial_id: int | None) -> tuple[str, str]:
+    """optuna-dashboard's (version key, chunk key prefix) for a trial or the study."""
+    if trial_id is None:
+        return "dashboard:note_ver", "dashboard:note_str:"
+    return f"dashboard:{trial_id}:note_ver", f"dashboard:{trial_id}:note_str:"
+
+
+def split_chunks(prefix: str, text: str, old_chunks: int = 0) -> list[tuple[str, str]]:
+    """``text`` as optuna-dashboard's ``<prefix><i>`` chunks of at most 2045
+    characters; chunks ``old_chunks`` left beyond them are blanked, as
+    optuna-dashboard itself does (it reads chunks up to the number of keys)."""
+    chunks = max(1, math.ceil(len(text) / NOTE_CHUNK))
+    return [
+        (f"{prefix}{i}", text[i * NOTE_CHUNK : (i + 1) * NOTE_CHUNK])
+        for i in range(max(chunks, old_chunks))
+    ]
+
+
+def note_items(
+    trial_id: int | None, body: str, version: int = 1, old_chunks: int = 0
+) -> list[tuple[str, Any]]:
+    """The system attributes that store ``body`` as a note (chunks, then version)."""
+    ver_key, prefix = _note_keys(trial_id)
+    return [*split_chunks(prefix, body, old_chunks), (ver_key, version)]
+
+
+def write_note(
+    storage: BaseStorage,
+    study_id: int,
+    trial_id: int | None,
+    body: str,
+    *,
+    version: int = 1,
+    old_chunks: int = 0,
+) -> None:
+    """Stores ``body`` as the note of a trial (or of the study when ``trial_id`` is
+    None), as optuna-dashboard's ``save_note`` would.
+
+    Everything is one transaction on SQLite and PostgreSQL, so a dashboard reading
+    meanwhile sees the old note or the new one, never half of one.
+    """
+    set_study_system_attrs(storage, study_id, note_items(trial_id, body, version, old_chunks))
+
+
+def set_study_system_attrs(
+    storage: BaseStorage, study_id: int, items: Sequence[tuple[str, Any]]
+) -> None:
+    """Sets several study system attributes: upsert statements in one transaction
+    on SQLite and PostgreSQL (a note costs one commit, not three), one
+    ``set_study_system_attr`` each elsewhere."""
+    if not items:
+        return
+    backend = getattr(storage, "_backend", storage)
+    engine = getattr(backend, "engine", None)
+    dialect = getattr(engine, "name", None)
+    if dialect not in ("sqlite", "postgresql") or not hasattr(backend, "scoped_session"):
+        for key, value in items:
+            storage.set_study_system_attr(study_id, key, value)
+        return
+    import json
+
+    from optuna.storages._rdb import models
+    from optuna.storages._rdb.storage import _create_scoped_session
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    model = models.StudySystemAttributeModel
+    insert = sqlite.insert if dialect == "sqlite" else postgresql.insert
+    rows = [{"study_id": study_id, "key": k, "value_json": json.dumps(v)} for k, v in items]
+    with _create_scoped_session(backend.scoped_session, True) as session:
+        # batches keep each statement under SQLite's limit of bound parameters
+        for start in range(0, len(rows), 500):
+            statement = insert(model).values(rows[start : start + 500])
+            session.execute(
+                statement.on_conflict_do_update(
+                    index_elements=[model.study_id, model.key],
+                    set_={"value_json": statement.excluded.value_json},
+                )
+            )
+
+
+def read_note(system_attrs: Mapping[str, Any], trial_id: int | None) -> tuple[int, str, int]:
+    """(version, body, number of chunks) of a note in the study's system attributes."""
+    ver_key, prefix = _note_keys(trial_id)
+    if ver_key not in system_attrs:
+        return 0, "", 0
+    chunks = sum(1 for k in system_attrs if k.startswith(prefix))
+    body = "".join(str(system_attrs.get(f"{prefix}{i}", "")) for i in range(chunks))
+    return int(system_attrs[ver_key]), body, chunks
+
+
+# -- note bodies ---------------------------------------------------------------
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "-" if value is None else str(value)
+    return f"{value:.{digits}g}"
+
+
+def _bytes(value: Any) -> str:
+    from nasmlcn.hardware import format_bytes
+
+    return format_bytes(value) if isinstance(value, (int, float)) else "-"
+
+
+def _seconds(value: Any, unit: str = "s") -> str:
+    if not isinstance(value, (int, float)):
+        return "-"
+    if unit == "s":
+        return f"{value * 1e3:.3g} ms" if abs(value) < 1 else f"{value:.3g} s"
+    return f"{value:.4g} {unit}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def trial_note(trial: FrozenTrial, metric_names: Sequence[str]) -> str:
+    """The Markdown note of one trial: result, architecture, placement, curve."""
+    from nasmlcn.search._results import CONSTRAINT_PREFIX, is_feasible
+
+    attrs = trial.user_attrs
+    predicted = attrs.get("predicted") or {}
+    training = attrs.get("training") or {}
+    arch = attrs.get("arch") or {}
+    lines = [f"### Trial {trial.number}: {trial.state.name.lower()}"]
+    if trial.values is not None:
+        lines.append(
+            " · ".join(
+                f"**{name}** {_fmt(v)}" for name, v in zip(metric_names, trial.values, strict=False)
+            )
+        )
+    constraints = {
+        k[len(CONSTRAINT_PREFIX) :]: v
+        for k, v in trial.system_attrs.items()
+        if k.startswith(CONSTRAINT_PREFIX)
+    }
+    if constraints:
+        verdict = "feasible" if is_feasible(trial) else "**infeasible**"
+        detail = ", ".join(f"{k} {_fmt(v, 3)}" for k, v in sorted(constraints.items()))
+        lines += ["", f"{verdict} (constraints, feasible when <= 0: {detail})"]
+    reason = attrs.get("fail_reason") or attrs.get("prune_reason")
+    if reason:
+        lines += ["", f"> {reason}"]
+
+    lanes = arch.get("lanes") or []
+    if lanes or attrs.get("lane_mix"):
+        lines += ["", "#### Architecture"]
+        mix = attrs.get("lane_mix") or group_lanes([lane_kind(lane) for lane in lanes])
+        lines.append(f"{attrs.get('num_lanes', len(lanes))} lanes: `{mix}`")
+        details = [
+            f"{key} {arch[key]}"
+            for key in ("routing", "routing_iterations", "decoder", "lane_dropout")
+            if key in arch
+        ]
+        if predicted.get("params") is not None:
+            details.append(f"{predicted['params']:,} parameters")
+        if predicted.get("train_flops") is not None:
+            details.append(f"{predicted['train_flops'] / 1e9:.3g} GFLOP per training step")
+        if details:
+            lines += ["", " · ".join(details)]
+        repairs = attrs.get("repairs") or []
+        if repairs:
+            lines.append("")
+        lines += [f"- repaired: {repair}" for repair in repairs]
+
+    plan = attrs.get("plan") or {}
+    if plan.get("devices"):
+        unit = str(predicted.get("time_unit") or "s")
+        kinds = [lane_kind(lane) for lane in lanes]
+        imbalance = predicted.get("imbalance")
+        head = f"#### Placement ({plan.get('strategy', '?')}"
+        if isinstance(imbalance, (int, float)):
+            head += f", imbalance {imbalance:.1%}"
+        if predicted.get("latency") is not None:
+            head += f", predicted latency {_seconds(predicted['latency'], unit)}"
+        lines += [
+            "",
+            head + ")",
+            "",
+            "| device | speed | lanes | time | memory |",
+            "|---|---:|---|---:|---:|",
+        ]
+        rows: list[tuple[list[str], str]] = []
+        for d in plan["devices"]:
+            ids = d.get("lanes") or []
+            mix = group_lanes([kinds[i] if i < len(kinds) else "?" for i in ids]) if kinds else ""
+            memory = _bytes(d.get("memory_bytes"))
+            if d.get("memory_limit_bytes"):
+                memory += f" / {_bytes(d['memory_limit_bytes'])}"
+            rest = (
+                f"{_fmt(d.get('speed'), 3)} | {len(ids)}: `{_cell(mix)}` | "
+                f"{_seconds(d.get('time'), unit)} | {memory} |"
+            )
+            name = _cell(str(d.get("name", "?")))
+            if rows and rows[-1][1] == rest:  # identical devices share one row
+                rows[-1][0].append(name)
+            else:
+                rows.append(([name], rest))
+        for names, rest in rows:
+            label = names[0] if len(names) == 1 else f"{names[0]} … {names[-1]} ({len(names)})"
+            lines.append(f"| {label} | {rest}")
+
+    curve = training.get("val_accuracy_per_epoch") or []
+    if curve:
+        lines += ["", "#### Validation accuracy per epoch"]
+        if training.get("mode") == "proxy" or training.get("evaluator") == "proxy":
+            lines += ["", "(proxy evaluator: an analytic stand-in, not a trained model)"]
+        lines += [
+            "",
+            "| epoch | " + " | ".join(str(i + 1) for i in range(len(curve))) + " |",
+            "|---|" + "---:|" * len(curve),
+            "| accuracy | " + " | ".join(f"{a:.4f}" for a in curve) + " |",
+        ]
+        measured = [
+            f"{training['seconds']:.3g} s"
+            if isinstance(training.get("seconds"), (int, float))
+            else "",
+            _bytes(training["peak_memory_bytes"]) + " peak"
+            if isinstance(training.get("peak_memory_bytes"), (int, float))
+            else "",
+            str(training.get("device") or ""),
+        ]
+        if any(measured):
+            lines.append("")
+            lines.append("measured: " + " · ".join(m for m in measured if m))
+    return "\n".join(lines) + "\n"
+
+
+def study_note(study: optuna.Study, figure_titles: Sequence[str]) -> str:
+    """The Markdown note of a study written by nasmlcn: what was searched."""
+    from nasmlcn.search._study_access import metric_names, study_info
+
+    info = study_info(study)
+    config = info.get("config") or {}
+    names = metric_names(study)
+    directions = [d.name.lower() for d in study.directions]
+    lines = [
+        STUDY_NOTE_MARK,
+        f"### {study.study_name}",
+        "",
+        "objectives: "
+        + ", ".join(f"{n} ({d[:3]})" for n, d in zip(names, directions, strict=False)),
+    ]
+    for label, key in (
+        ("target devices", "devices"),
+        ("memory", "mem"),
+        ("search space", "space"),
+        ("sampler", "sampler"),
+        ("evaluator", "evaluator"),
+        ("dataset", "dataset"),
+        ("epochs", "epochs"),
+        ("cost model", "cost_model"),
+    ):
+        if config.get(key) is not None:
+            lines.append(f"- {label}: {config[key]}")
+    if info.get("accuracy_is_proxy"):
+        lines.append("- **accuracy is a proxy** (analytic stand-in, no training)")
+    lines += [
+        "",
+        "Every trial's note holds its architecture, placement and per-epoch accuracy.",
+        "Figures saved by nasmlcn (below): " + ", ".join(figure_titles) + ".",
+        "Export a report: `nasmlcn export --study " + study.study_name + "`.",
+    ]
+    return "\n".join(lines) + "\n"

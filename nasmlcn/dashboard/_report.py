@@ -1,0 +1,285 @@
+"""The self-contained HTML report of a study.
+
+One file that opens offline: plotly.js is inlined once in the page head (about
+4.6 MB), each figure is a div with its data, and the tables are plain HTML. No
+CDN, no fonts, no external request of any kind.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from nasmlcn.dashboard._extract import MIB, ReportData, TrialRow
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+    from nasmlcn.dashboard._figures import FigureSpec
+
+SHOWN_BEST_ROWS = 10
+"""Rows of the best-trials table shown unfolded."""
+MAX_BEST_ROWS = 500
+"""Rows of the best-trials table in all (the CSV export has every trial)."""
+
+PLOT_CONFIG = {
+    "displaylogo": False,
+    "responsive": True,
+    "toImageButtonOptions": {"format": "png", "scale": 2},
+}
+
+_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0;
+       color: #1f2933; background: #fafbfc; }
+header { background: #1f2933; color: #fff; padding: 18px 32px; }
+header h1 { margin: 0 0 4px 0; font-size: 22px; word-break: break-all; }
+header p { margin: 2px 0; color: #cbd2d9; font-size: 14px; }
+nav { padding: 8px 32px; background: #e4e7eb; font-size: 14px; position: sticky; top: 0;
+      z-index: 10; }
+nav a { margin-right: 14px; color: #1f2933; }
+main { padding: 8px 32px 32px 32px; max-width: 1400px; }
+section { background: #fff; border: 1px solid #e4e7eb; border-radius: 6px; margin: 18px 0;
+          padding: 14px 18px; }
+section h2 { margin: 0 0 4px 0; font-size: 18px; }
+p.desc { margin: 2px 0 10px 0; color: #52606d; font-size: 14px; max-width: 1100px; }
+p.warn { background: #fff3c4; padding: 6px 10px; border-radius: 4px; }
+table { border-collapse: collapse; font-size: 13px; }
+th, td { border-bottom: 1px solid #e4e7eb; padding: 4px 10px; text-align: right;
+         vertical-align: top; }
+th { background: #f5f7fa; }
+td.text, th.text { text-align: left; }
+td.mono { font-family: ui-monospace, Menlo, monospace; font-size: 12px; text-align: left;
+          max-width: 520px; word-break: break-all; }
+details summary { cursor: pointer; color: #52606d; font-size: 13px; margin: 6px 0; }
+dl { display: grid; grid-template-columns: max-content auto; gap: 2px 16px; font-size: 14px;
+     margin: 0; }
+dt { color: #52606d; }
+dd { margin: 0; }
+footer { color: #7b8794; font-size: 12px; padding: 0 32px 24px 32px; }
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _num(value: Any, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:.{digits}g}"
+    return _e(value)
+
+
+def render_report(
+    data: ReportData,
+    figures: Mapping[str, go.Figure],
+    specs: Sequence[FigureSpec],
+    *,
+    storage: str | None = None,
+    plotly_js: str | None = None,
+) -> str:
+    """The report page.
+
+    Args:
+        data: The extracted study.
+        figures: Built figures by name (those left out are listed as not shown).
+        specs: Every registered figure, in report order.
+        storage: The storage URL, shown in the header.
+        plotly_js: plotly.js to inline (default: the one shipped with plotly).
+    """
+    import plotly.io as pio
+
+    if plotly_js is None:
+        from plotly.offline import get_plotlyjs
+
+        plotly_js = get_plotlyjs()
+    study = data.study
+    sections = []
+    nav = ['<a href="#summary">summary</a>', '<a href="#best">best trials</a>']
+    for spec in specs:
+        fig = figures.get(spec.name)
+        if fig is None:
+            continue
+        div = pio.to_html(
+            fig,
+            full_html=False,
+            include_plotlyjs=False,
+            include_mathjax=False,
+            div_id=f"fig-{spec.name}",
+            config=PLOT_CONFIG,
+            default_height=f"{int(fig.layout.height or 450)}px",
+        )
+        sections.append(
+            f'<section id="{_e(spec.name)}"><h2>{_e(spec.title)}</h2>'
+            f'<p class="desc">{_e(spec.description)}</p>{div}</section>'
+        )
+        nav.append(f'<a href="#{_e(spec.name)}">{_e(spec.title.lower())}</a>')
+    sections.append(_correlation_section(data))
+    nav.append('<a href="#correlation_table">correlation table</a>')
+    missing = [s for s in specs if s.name not in figures]
+    if missing:
+        items = "".join(
+            f"<li>{_e(s.title)}: {_e(_why_missing(s.name, data))}</li>" for s in missing
+        )
+        sections.append(
+            f'<section id="not_shown"><h2>Not shown</h2><ul class="desc">{items}</ul></section>'
+        )
+    counts = ", ".join(f"{n} {s.lower()}" for s, n in sorted(study.state_counts.items()))
+    objectives = ", ".join(
+        f"{n} ({'max' if d == 'maximize' else 'min'})"
+        for n, d in zip(study.metric_names, study.directions, strict=False)
+    )
+    versions = (study.info.get("versions") or {}) if isinstance(study.info, Mapping) else {}
+    generated = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    footer = f"generated by nasmlcn export on {_e(generated)}"
+    if versions:
+        footer += " · study written with " + ", ".join(
+            f"{_e(k)} {_e(v)}" for k, v in sorted(versions.items())
+        )
+    return "".join(
+        [
+            "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>",
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+            f"<title>nasmlcn report: {_e(study.name)}</title><style>{_STYLE}</style>",
+            # plotly.js once, inline: the page must work from a file with no network.
+            f'<script type="text/javascript">{plotly_js}</script></head><body>',
+            f"<header><h1>{_e(study.name)}</h1>",
+            f"<p>{len(study.rows)} trials ({_e(counts or 'none')}) · objectives: {_e(objectives)}</p>",
+            f"<p>storage: {_e(storage)}</p>" if storage else "",
+            "</header><nav>" + "".join(nav) + "</nav><main>",
+            _summary_section(data),
+            _best_section(data),
+            *sections,
+            f"</main><footer>{footer}</footer></body></html>\n",
+        ]
+    )
+
+
+def _why_missing(name: str, data: ReportData) -> str:
+    study = data.study
+    if not study.complete:
+        return "no completed trials"
+    if name in ("pareto_front", "hypervolume_history") and not study.multi_objective:
+        return "single-objective study"
+    if name == "param_importances":
+        return f"parameter importances {data.importances.skipped or 'unavailable'}"
+    if name == "placement":
+        return "no feasible trial with a placement plan"
+    if name == "epoch_correlation":
+        return "needs at least 3 completed trials with per-epoch accuracy"
+    return "nothing to show for this study"
+
+
+def _summary_section(data: ReportData) -> str:
+    study = data.study
+    info = study.info
+    config = info.get("config") or {}
+    items: list[tuple[str, Any]] = []
+    for label, key in (
+        ("target devices", "devices"),
+        ("memory per device", "mem"),
+        ("FLOPS budget", "flops"),
+        ("search space", "space"),
+        ("sampler", "sampler"),
+        ("evaluator", "evaluator"),
+        ("dataset", "dataset"),
+        ("epochs per trial", "epochs"),
+        ("cost model", "cost_model"),
+        ("latency budget", "latency_budget"),
+        ("seed", "seed"),
+    ):
+        if config.get(key) is not None:
+            items.append((label, config[key]))
+    if info.get("created"):
+        items.append(("created", info["created"]))
+    hv = data.hypervolume
+    if hv is not None and hv.values:
+        reference = ", ".join(
+            f"{n} {v:.4g}" for n, v in zip(study.metric_names, hv.reference_point, strict=False)
+        )
+        items.append(("final hypervolume", f"{hv.values[-1]:.4f} (reference point {reference})"))
+    body = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in items)
+    warn = ""
+    if study.accuracy_is_proxy:
+        warn = (
+            '<p class="warn">The accuracy of this study comes from the proxy evaluator, an '
+            "analytic stand-in for training: it ranks architectures plausibly but is not a "
+            "measured accuracy.</p>"
+        )
+    if not info:
+        warn += (
+            '<p class="desc">This study was not written by nasmlcn: only Optuna data are shown.</p>'
+        )
+    return f'<section id="summary"><h2>Summary</h2>{warn}<dl>{body}</dl></section>'
+
+
+def _best_section(data: ReportData) -> str:
+    study = data.study
+    best = data.best
+    title = "Pareto front" if study.multi_objective else "Best trials"
+    desc = (
+        "Feasible trials that no other feasible trial beats in every objective, best first "
+        "objective first."
+        if study.multi_objective
+        else "The best feasible completed trials."
+    )
+    heads = ["#", *study.metric_names, "lanes", "lane mix", "peak memory", "imbalance", "params"]
+    head = "".join(f'<th class="{"text" if h == "lane mix" else ""}">{_e(h)}</th>' for h in heads)
+    shown = [_best_row(r) for r in best[:SHOWN_BEST_ROWS]]
+    folded = [_best_row(r) for r in best[SHOWN_BEST_ROWS:MAX_BEST_ROWS]]
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(shown)}</tbody></table>"
+    if folded:  # a long front stays one click away, so the figures are not pushed down
+        table += (
+            f"<details><summary>{len(folded)} more</summary><table><thead><tr>{head}</tr>"
+            f"</thead><tbody>{''.join(folded)}</tbody></table></details>"
+        )
+    if len(best) > MAX_BEST_ROWS:
+        table += f'<p class="desc">... and {len(best) - MAX_BEST_ROWS} more in trials.csv.</p>'
+    if not best:
+        table = '<p class="desc">No completed feasible trial yet.</p>'
+    return (
+        f'<section id="best"><h2>{title} ({len(best)})</h2><p class="desc">{desc}</p>'
+        f"{table}</section>"
+    )
+
+
+def _best_row(r: TrialRow) -> str:
+    values = "".join(f"<td>{_num(v)}</td>" for v in (r.values or ()))
+    memory = f"{r.peak_memory_bytes / MIB:.4g} MiB" if r.peak_memory_bytes is not None else "-"
+    imbalance = f"{r.imbalance:.1%}" if r.imbalance is not None else "-"
+    params = f"{r.model_params:,}" if isinstance(r.model_params, int) else "-"
+    return (
+        f"<tr><td>{r.number}</td>{values}<td>{_num(r.num_lanes)}</td>"
+        f'<td class="mono">{_e(r.lane_mix or r.lanes or "")}</td>'
+        f"<td>{memory}</td><td>{imbalance}</td><td>{params}</td></tr>"
+    )
+
+
+def _correlation_section(data: ReportData) -> str:
+    rows = data.correlations
+    desc = (
+        "Pearson and Spearman correlation between the validation accuracy after epoch n and "
+        "after the last epoch, over the completed trials (NASCaps Table 2; "
+        "<code>nasmlcn correlate</code>)."
+    )
+    if not rows:
+        return (
+            '<section id="correlation_table"><h2>Early-epoch correlation</h2>'
+            f'<p class="desc">{desc}</p><p class="desc">No completed trial has per-epoch '
+            "accuracy.</p></section>"
+        )
+    body = "".join(
+        f"<tr><td>{c.epoch}</td><td>{c.trials}</td><td>{_num(c.pearson, 3)}</td>"
+        f"<td>{_num(c.spearman, 3)}</td></tr>"
+        for c in rows
+    )
+    return (
+        '<section id="correlation_table"><h2>Early-epoch correlation</h2>'
+        f'<p class="desc">{desc}</p><table><thead><tr><th>epoch n</th><th>trials</th>'
+        f"<th>Pearson r</th><th>Spearman ρ</th></tr></thead><tbody>{body}</tbody></table>"
+        "</section>"
+    )

@@ -1,0 +1,146 @@
+"""``nasmlcn export``: every file, valid images, a self-contained report, clear errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from nasmlcn.dashboard import ExportError, export_study
+from nasmlcn.dashboard._export import default_out_dir, parse_formats
+from nasmlcn.dashboard._figures import figure_specs
+from tests.conftest import ROOT, run_cli
+from tests.dashboard.conftest import Made
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_export_writes_every_file(exported: Path, pareto_study: Made) -> None:
+    names = [s.name for s in figure_specs()]
+    # the three-objective proxy study has something to show in every figure
+    for name in names:
+        for ext in ("png", "svg"):
+            assert (exported / "figures" / f"{name}.{ext}").is_file(), f"{name}.{ext}"
+    for name in ("report.html", "trials.csv", "trials.json"):
+        assert (exported / name).is_file(), name
+
+    with (exported / "trials.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    study = pareto_study.load()
+    assert len(rows) == len(study.trials)
+    assert rows[0]["accuracy"] and rows[0]["lane_mix"] and rows[0]["param:lane0_width"]
+    data = json.loads((exported / "trials.json").read_text())
+    assert data["study"] == pareto_study.name and len(data["trials"]) == len(study.trials)
+
+
+def test_pngs_are_valid_images(exported: Path) -> None:
+    from PIL import Image
+
+    for path in sorted((exported / "figures").glob("*.png")):
+        assert path.read_bytes()[:8] == PNG_MAGIC, path
+        with Image.open(path) as image:
+            image.verify()
+        with Image.open(path) as image:
+            assert image.width == 1000 and image.height >= 300, (path, image.size)
+            # a rendered plot, not a blank page: many distinct colours
+            colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
+            assert colours is not None and len(colours) > 20, path
+    for path in sorted((exported / "figures").glob("*.svg")):
+        text = path.read_text()
+        assert text.lstrip().startswith("<svg") and "</svg>" in text, path
+
+
+def test_report_is_self_contained(exported: Path) -> None:
+    page = (exported / "report.html").read_text()
+    assert len(page.encode()) < 10 * 1024**2
+    # plotly.js inlined exactly once, and nothing loaded from elsewhere
+    assert page.count("plotly.js v") <= 2 and "Plotly.newPlot" in page
+    assert not re.search(r"<script[^>]+src=", page)
+    assert not re.search(r"<link[^>]+href=", page)
+    assert "cdn.plot.ly/plotly" not in page.replace("https://cdn.plot.ly/un/", "")
+    for spec in figure_specs():
+        assert f'id="fig-{spec.name}"' in page, spec.name
+    assert 'id="correlation_table"' in page and "Spearman" in page
+    assert "proxy evaluator" in page  # the proxy accuracy is labelled as such
+
+
+def test_single_objective_export_leaves_out_pareto_figures(
+    single_study: Made, tmp_path: Path
+) -> None:
+    result = export_study(single_study.load(), tmp_path, ("html", "csv"))
+    assert "pareto_front" not in result.figures and "hypervolume_history" not in result.figures
+    assert "optimization_history" in result.figures
+    page = (tmp_path / "report.html").read_text()
+    assert "single-objective study" in page
+    assert {p.name for p in result.files} == {"report.html", "trials.csv"}
+
+
+def test_parse_formats() -> None:
+    assert parse_formats("html, PNG,.csv") == ("html", "png", "csv")
+    assert parse_formats("all") == ("html", "png", "svg", "csv", "json")
+    with pytest.raises(ExportError, match="did you mean 'png'"):
+        parse_formats("html,pgn")
+    with pytest.raises(ExportError, match="no export format"):
+        parse_formats(" , ")
+    assert default_out_dir("a/b c") == Path("dashboards/exports/a_b_c")
+
+
+def test_export_cli(pareto_study: Made, tmp_path: Path) -> None:
+    out = tmp_path / "cli"
+    proc = run_cli(
+        "export",
+        "--study",
+        pareto_study.name,
+        "--storage",
+        pareto_study.url,
+        "--out",
+        str(out),
+        "--format",
+        "csv,json",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["study"] == pareto_study.name
+    assert sorted(Path(p).name for p in result["files"]) == ["trials.csv", "trials.json"]
+    assert (out / "trials.csv").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--storage", "sqlite:///{tmp}/nope.db"), "no such database file"),
+        (("--storage", "nosuchdriver://host/db"), "storage 'nosuchdriver://host/db'"),
+        (("--storage", "{url}", "--study", "paretto"), "did you mean 'pareto'"),
+        (("--storage", "{url}", "--format", "html,gif"), "unknown export format 'gif'"),
+    ],
+)
+def test_export_errors_are_one_line(
+    args: tuple[str, ...], message: str, pareto_study: Made, tmp_path: Path
+) -> None:
+    filled = [a.format(tmp=tmp_path, url=pareto_study.url) for a in args]
+    proc = run_cli("export", *filled, "--out", str(tmp_path / "x"))
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "x" / "report.html").exists()
+
+
+def test_dashboard_cli_bad_storage_is_one_line(tmp_path: Path) -> None:
+    proc = run_cli("dashboard", "--storage", f"sqlite:///{tmp_path}/nope.db", "--port", "0")
+    assert proc.returncode == 2
+    assert "no such database file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_exports_are_git_ignored() -> None:
+    assert "dashboards/exports/" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def test_dashboards_readme_describes_every_figure() -> None:
+    text = (ROOT / "dashboards" / "README.md").read_text()
+    for spec in figure_specs():
+        assert f"| `{spec.name}` |" in text, spec.name
