@@ -168,7 +168,9 @@ def refresh_study(study: optuna.Study, *, notes: str = "missing") -> list[str]:
     figures = dashboard_figures(data)
     storage = study._storage
     study_id = study._study_id
-    system = storage.get_study_system_attrs(study_id)
+    # Every system attribute, notes and figures included (the search's storage
+    # hides them from samplers; its backend does not).
+    system = getattr(storage, "_backend", storage).get_study_system_attrs(study_id)
     items: list[tuple[str, Any]] = []
     for name, figure in figures.items():
         prefix = f"{PLOT_DATA_PREFIX}{GRAPH_ID_PREFIX}{name}:"

@@ -30,8 +30,25 @@ from optuna.trial import FrozenTrial, TrialState
 _Op = tuple[str, int, str, Any, Any]
 
 
+DASHBOARD_PREFIX = "dashboard:"
+"""optuna-dashboard's study system attributes (notes, saved figures)."""
+
+
 class BufferedStorage(_CachedStorage):
-    """``_CachedStorage(RDBStorage)`` whose trial writes are committed in batches."""
+    """``_CachedStorage(RDBStorage)`` whose trial writes are committed in batches.
+
+    Args:
+        backend: The RDB storage.
+
+    Attributes:
+        hide_dashboard: Leave optuna-dashboard's notes and figures out of
+            :meth:`get_study_system_attrs` (the search runner turns this on).
+            NSGA-II reads a study's system attributes whole on every trial; a note
+            per trial and the saved figures would make that read grow to
+            megabytes, and samplers never need them.
+    """
+
+    hide_dashboard = False
 
     def __init__(self, backend: RDBStorage) -> None:
         super().__init__(backend)
@@ -166,6 +183,25 @@ class BufferedStorage(_CachedStorage):
                 .filter(models.TrialModel.state.in_(list(states)))
                 .scalar()
             )
+
+    def get_study_system_attrs(self, study_id: int) -> dict[str, Any]:
+        if not self.hide_dashboard:
+            return super().get_study_system_attrs(study_id)
+        import json
+
+        from optuna.storages._rdb import models
+        from optuna.storages._rdb.storage import _create_scoped_session
+
+        model = models.StudySystemAttributeModel
+        with _create_scoped_session(self._backend.scoped_session) as session:
+            models.StudyModel.find_or_raise_by_id(study_id, session)
+            rows = (
+                session.query(model.key, model.value_json)
+                .filter(model.study_id == study_id)
+                .filter(~model.key.startswith(DASHBOARD_PREFIX, autoescape=True))
+                .all()
+            )
+        return {key: json.loads(value) for key, value in rows}
 
     # -- everything that reads or changes state sees the buffer first ---------
 

@@ -354,6 +354,7 @@ def _run_search(
     started = time.perf_counter()
     setup = setup_search(config)
     storage = open_storage(config.storage)
+    storage.hide_dashboard = True  # the samplers need no notes or figures
     probe_sampler = SAMPLERS.get(config.sampler).make(config.seed, config.trials)
     study, resumed = open_study(setup, storage, probe_sampler)
     if resumed:

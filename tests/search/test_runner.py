@@ -212,3 +212,18 @@ def test_only_predicted_objectives_need_no_training(tmp_path: Path) -> None:
         optuna.study.StudyDirection.MINIMIZE
         in load_existing_study(result.study, config.storage).directions
     )
+
+
+def test_samplers_do_not_read_the_dashboards_notes(tmp_path: Path) -> None:
+    from nasmlcn.search import open_storage
+
+    config = _config(tmp_path, sampler="nsga2", trials=4, study="notes")
+    run_search(config)
+    storage = open_storage(config.storage)
+    study_id = storage.get_study_id_from_name("notes")
+    everything = storage.get_study_system_attrs(study_id)
+    assert any(k.startswith("dashboard:") for k in everything)  # the notes are there
+    storage.hide_dashboard = True  # as the runner's samplers see the study
+    seen = storage.get_study_system_attrs(study_id)
+    assert seen and not any(k.startswith("dashboard:") for k in seen)
+    assert seen == {k: v for k, v in everything.items() if not k.startswith("dashboard:")}
