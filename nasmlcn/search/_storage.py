@@ -13,6 +13,7 @@ share one study there.
 from __future__ import annotations
 
 import logging
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,7 +85,10 @@ def open_storage(url: str, *, create: bool = True, heartbeat: bool = True) -> Bu
     if path is not None:
         engine_kwargs["connect_args"] = {"timeout": 30}
     try:
-        storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, **options)
+        with warnings.catch_warnings():
+            # heartbeats are "experimental" in Optuna; they are what fails stale trials
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, **options)
     except ImportError as err:
         raise StorageError(
             f"storage {url!r}: its database driver is not installed ({err})"
