@@ -62,6 +62,23 @@ def search(
     prune: bool | None = typer.Option(
         None, "--prune/--no-prune", help="Correlation-gated pruning of weak trials."
     ),
+    prune_threshold: float | None = typer.Option(
+        None,
+        "--prune-threshold",
+        help="Prune at an epoch only once its Spearman rho with the last epoch reaches this "
+        "[default: 0.9].",
+    ),
+    prune_percentile: float | None = typer.Option(
+        None,
+        "--prune-percentile",
+        help="Prune trials below this percentile of the finished ones [default: 50].",
+    ),
+    prune_min_trials: int | None = typer.Option(
+        None,
+        "--prune-min-trials",
+        min=1,
+        help="Finished trials needed before pruning starts [default: 5].",
+    ),
     storage: str | None = typer.Option(
         None, "--storage", help="SQLAlchemy URL [default: sqlite:///studies/nasmlcn.db]."
     ),
@@ -112,6 +129,9 @@ def search(
         "trials": trials,
         "timeout": timeout,
         "prune": prune,
+        "prune_threshold": prune_threshold,
+        "prune_percentile": prune_percentile,
+        "prune_min_trials": prune_min_trials,
         "storage": storage,
         "study": study,
         "run_on": run_on,

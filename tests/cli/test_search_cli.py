@@ -29,11 +29,24 @@ def _search(db: Path, *args: str) -> object:
 def test_search_json_best_and_correlate(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     result = _search(
-        db, "--trials", "5", "--epochs", "3", "--objectives", "accuracy,latency", "--json"
+        db,
+        "--trials",
+        "5",
+        "--epochs",
+        "3",
+        "--objectives",
+        "accuracy,latency",
+        "--prune",
+        "--prune-min-trials",
+        "3",
+        "--prune-threshold",
+        "0.5",
+        "--json",
     )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["storage"] == f"sqlite:///{db}" and data["n_trials"] == 5
+    assert data["config"]["prune"] and data["config"]["prune_min_trials"] == 3
     assert data["study"].startswith("mlcn-buckets-2xK80-1x-accuracy-latency-proxy-")
     assert data["best"], "a Pareto front is never empty after complete trials"
     for row in data["best"]:
@@ -52,7 +65,8 @@ def test_search_json_best_and_correlate(tmp_path: Path) -> None:
     corr = run_cli("correlate", "--storage", f"sqlite:///{db}", "--study", data["study"], "--json")
     assert corr.returncode == 0, corr.stderr
     table = json.loads(corr.stdout)
-    assert [e["epoch"] for e in table["epochs"]] == [1, 2, 3] and table["trials"] == 5
+    completed = 5 - len(data["pruned"])
+    assert [e["epoch"] for e in table["epochs"]] == [1, 2, 3] and table["trials"] == completed
     assert table["epochs"][-1]["spearman"] == pytest.approx(1.0)
 
 
