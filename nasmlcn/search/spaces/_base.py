@@ -203,3 +203,14 @@ def lane_types(data: Mapping[str, Any], origin: str) -> tuple[str, ...]:
         if t not in LANE_TYPES:
             raise SearchError(f"{origin}: {LANE_TYPES.unknown_message(str(t))}")
     return tuple(value)
+
+
+def lane_ranges(
+    data: Mapping[str, Any], origin: str
+) -> tuple[tuple[str, ...], tuple[int, int], tuple[int, int]]:
+    """A space's lane types and its width and depth ranges (default 1..5 each)."""
+    return (
+        lane_types(data, origin),
+        int_range(data, "width", origin, (1, 5)),
+        int_range(data, "depth", origin, (1, 5)),
+    )

@@ -42,8 +42,7 @@ from nasmlcn.search.spaces._base import (
     Candidate,
     SearchSpace,
     SpaceContext,
-    int_range,
-    lane_types,
+    lane_ranges,
     positive_int,
 )
 from nasmlcn.specs import LaneSpec
@@ -61,9 +60,7 @@ class BucketSpace(SearchSpace):
     def __init__(self, name: str, data: Mapping[str, Any], source: str) -> None:
         super().__init__(name, data, source)
         origin = f"space {name!r}"
-        self.lane_types = lane_types(data, origin)
-        self.width = int_range(data, "width", origin, (1, 5))
-        self.depth = int_range(data, "depth", origin, (1, 5))
+        self.lane_types, self.width, self.depth = lane_ranges(data, origin)
         self.kinds = positive_int(data, "kinds", origin, 3)
         self.max_lanes_per_device = positive_int(data, "max_lanes_per_device", origin, 8)
         if self.kinds > 16:

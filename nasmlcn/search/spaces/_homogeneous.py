@@ -20,7 +20,7 @@ from nasmlcn.search.spaces._base import (
     SearchSpace,
     SpaceContext,
     int_range,
-    lane_types,
+    lane_ranges,
 )
 from nasmlcn.specs import LaneSpec
 
@@ -37,9 +37,7 @@ class HomogeneousSpace(SearchSpace):
     def __init__(self, name: str, data: Mapping[str, Any], source: str) -> None:
         super().__init__(name, data, source)
         origin = f"space {name!r}"
-        self.lane_types = lane_types(data, origin)
-        self.width = int_range(data, "width", origin, (1, 5))
-        self.depth = int_range(data, "depth", origin, (1, 5))
+        self.lane_types, self.width, self.depth = lane_ranges(data, origin)
         self.lanes = int_range(data, "lanes", origin, (1, 32))
 
     def model_distributions(self) -> dict[str, BaseDistribution]:
