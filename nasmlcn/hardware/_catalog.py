@@ -1,8 +1,8 @@
 """The device catalog: memory, peak FLOPS, bandwidth and relative speed per kind.
 
-The built-in catalog is ``devices.toml`` beside this module; a user file
-(``--device-file``) replaces or adds kinds. Names are matched case-insensitively
-(``k80`` is ``K80``).
+The built-in catalog is ``devices.toml`` beside this module (package data, read
+through ``importlib.resources``); a user file (``--device-file``) replaces or adds
+kinds. Names are matched case-insensitively (``k80`` is ``K80``).
 """
 
 from __future__ import annotations
@@ -12,14 +12,16 @@ import math
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from importlib import resources
 from typing import Any
 
 from nasmlcn._toml import read_toml
 from nasmlcn.errors import DeviceError
 from nasmlcn.hardware._units import parse_size
 
-BUILTIN_CATALOG = Path(__file__).with_name("devices.toml")
+#: The built-in device file, a resource of this package (an ``importlib.resources``
+#: Traversable; ``resources.as_file`` gives a path on disk).
+BUILTIN_CATALOG = resources.files("nasmlcn.hardware").joinpath("devices.toml")
 _FIELDS = ("memory", "peak_flops", "bandwidth", "speed", "source")
 
 
@@ -162,7 +164,8 @@ def load_catalog(device_file: str | os.PathLike[str] | None = None) -> Catalog:
     """The built-in catalog, extended by ``device_file`` when given."""
     global _builtin
     if _builtin is None:
-        _builtin = read_catalog_file(BUILTIN_CATALOG)
+        with resources.as_file(BUILTIN_CATALOG) as path:
+            _builtin = read_catalog_file(path)
     if device_file is None:
         return _builtin
     return _builtin.merged(read_catalog_file(device_file))

@@ -1,14 +1,21 @@
 """Finding and reading search-space files.
 
-``--space NAME`` looks for ``NAME.toml`` in ``$NASMLCN_SPACES`` and then in the
-project's ``search_spaces/`` folder; ``--space PATH`` reads that file. Copy a
-file, edit it, and pass its path.
+``--space NAME`` looks for ``NAME.toml`` in ``$NASMLCN_SPACES`` and then among the
+built-in spaces; ``--space PATH`` reads that file. Copy a file, edit it, and pass
+its path.
+
+The built-in spaces are the files of the repository's top-level ``search_spaces/``
+folder (the one copy), which pyproject.toml installs as the package
+``nasmlcn.search_spaces``: a wheel carries them inside ``nasmlcn/``, an editable
+install maps the package to the folder itself. They are found with
+``importlib.resources``, never through the repository layout.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+from importlib import resources
 from pathlib import Path
 
 from nasmlcn._toml import read_toml
@@ -16,13 +23,28 @@ from nasmlcn.errors import SearchError
 from nasmlcn.search.spaces._base import SPACE_KINDS, SearchSpace
 
 SPACES_ENV = "NASMLCN_SPACES"
-PROJECT_SPACES = Path(__file__).resolve().parents[3] / "search_spaces"
+BUILTIN_SPACES_PACKAGE = "nasmlcn.search_spaces"
+
+
+def builtin_spaces_dir() -> Path:
+    """The folder of the built-in spaces (package ``nasmlcn.search_spaces``)."""
+    try:
+        root = resources.files(BUILTIN_SPACES_PACKAGE)
+    except ModuleNotFoundError:
+        # A checkout on PYTHONPATH that was never installed: the folder itself.
+        return Path(__file__).resolve().parents[3] / "search_spaces"
+    if not isinstance(root, Path):  # e.g. imported from a zip file
+        raise SearchError(
+            f"the built-in search spaces ({BUILTIN_SPACES_PACKAGE}) are not a folder on disk"
+            f" ({root!r}); install nasmlcn with pip, or give --space a path"
+        )
+    return root
 
 
 def space_dirs() -> list[Path]:
     """Where named spaces are looked up, in order."""
     dirs = [Path(p) for p in os.environ.get(SPACES_ENV, "").split(os.pathsep) if p]
-    return [*dirs, PROJECT_SPACES]
+    return [*dirs, builtin_spaces_dir()]
 
 
 def available_spaces() -> dict[str, Path]:
