@@ -17,8 +17,10 @@ PYTHON=${PYTHON:-python3}
 # pip takes these from local disk; pyproject only declares ranges.
 TORCH_SPEC=${TORCH_SPEC:-"torch==2.14.1 torchvision==0.29.1"}
 # dataset-fashion-mnist: the data; chromium: PNG/SVG export of figures (kaleido)
-# and the browser checks of the tests.
+# and the browser checks of the tests; with --dev, postgresql: the tests start a
+# private PostgreSQL server (tests/_postgres.py).
 APT_PACKAGES=(dataset-fashion-mnist chromium)
+if ((DEV)); then APT_PACKAGES+=(postgresql); fi
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
 die() { printf '\033[1;31m[setup] error:\033[0m %s\n' "$*" >&2; exit 1; }

@@ -1,13 +1,17 @@
-"""Shared fixtures: a private data directory holding real Fashion-MNIST."""
+"""Shared fixtures: a private data directory holding real Fashion-MNIST, and a
+private PostgreSQL server."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests._postgres import PostgresServer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,6 +24,21 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("data")
     prepare_dataset("fashion-mnist", path, download=False)
     return path
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One private PostgreSQL cluster on 127.0.0.1 for the whole session
+    (``tests/_postgres.py``); each test makes its own role and database with
+    ``postgres.create_database()``. Fails, not skips, without PostgreSQL's binaries."""
+    try:
+        server = PostgresServer()
+    except RuntimeError as err:
+        pytest.fail(str(err), pytrace=False)
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 def run_cli(

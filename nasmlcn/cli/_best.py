@@ -8,17 +8,16 @@ from typing import Any
 
 import typer
 
+from nasmlcn._storage_url import redact_url, resolve_storage
 from nasmlcn.cli._console import out
+from nasmlcn.cli._options import STORAGE
 
 STUDY = typer.Option(None, "--study", help="Study name [default: the only study in the storage].")
-STORAGE = typer.Option(
-    "sqlite:///studies/nasmlcn.db", "--storage", help="SQLAlchemy URL of the study storage."
-)
 
 
 def best(
     study: str | None = STUDY,
-    storage: str = STORAGE,
+    storage: str | None = STORAGE,
     top: int = typer.Option(5, "--top", min=1, help="Best trials to list (single objective)."),
     export_arch: Path | None = typer.Option(
         None, "--export-arch", help="Write the best architecture (highest first objective) as JSON."
@@ -31,6 +30,7 @@ def best(
     from nasmlcn.search._study_access import load_existing_study, metric_names
     from nasmlcn.specs import arch_from_dict, save_arch
 
+    storage = resolve_storage(storage)
     loaded = load_existing_study(study, storage)
     names = metric_names(loaded)
     trials = best_trials(loaded, top=top)
@@ -46,7 +46,7 @@ def best(
             json.dumps(
                 {
                     "study": loaded.study_name,
-                    "storage": storage,
+                    "storage": redact_url(storage),
                     "metric_names": names,
                     "directions": [d.name.lower() for d in loaded.directions],
                     "n_trials": len(loaded.trials),
@@ -89,7 +89,7 @@ def _print_best(study: str, names: list[str], rows: list[dict[str, Any]], multi:
 
 def correlate(
     study: str | None = STUDY,
-    storage: str = STORAGE,
+    storage: str | None = STORAGE,
     threshold: float = typer.Option(
         0.9, "--threshold", help="Report the first epoch whose Spearman rho reaches this."
     ),
@@ -102,7 +102,7 @@ def correlate(
     from nasmlcn.search import epoch_correlations, first_epoch_reaching
     from nasmlcn.search._study_access import load_existing_study
 
-    loaded = load_existing_study(study, storage)
+    loaded = load_existing_study(study, resolve_storage(storage))
     curves = []
     saved = 0.0
     for t in loaded.get_trials(deepcopy=False):

@@ -7,15 +7,13 @@ from pathlib import Path
 
 import typer
 
+from nasmlcn._storage_url import redact_url, resolve_storage
 from nasmlcn.cli._console import err, out
-
-STORAGE = typer.Option(
-    "sqlite:///studies/nasmlcn.db", "--storage", help="SQLAlchemy URL of the study storage."
-)
+from nasmlcn.cli._options import STORAGE
 
 
 def dashboard(
-    storage: str = STORAGE,
+    storage: str | None = STORAGE,
     host: str = typer.Option(
         "127.0.0.1", "--host", help="Address to listen on (keep 127.0.0.1 unless you mean it)."
     ),
@@ -30,7 +28,8 @@ def dashboard(
     """Start optuna-dashboard on the study storage (Ctrl-C stops it)."""
     from nasmlcn.dashboard._live import make_dashboard_server
 
-    err.print(f"opening {storage} ...", markup=False, soft_wrap=True)
+    storage = resolve_storage(storage)
+    err.print(f"opening {redact_url(storage)} ...", markup=False, soft_wrap=True)
     server = make_dashboard_server(storage, host, port, refresh=refresh)
     shown_host = f"[{host}]" if ":" in host else host
     # The URL is the command's result (stdout), so scripts can read where it listens.
@@ -52,7 +51,7 @@ def export(
     study: str | None = typer.Option(
         None, "--study", help="Study name [default: the only study in the storage]."
     ),
-    storage: str = STORAGE,
+    storage: str | None = STORAGE,
     out_dir: Path | None = typer.Option(
         None, "--out", help="Folder to write into [default: dashboards/exports/<study>]."
     ),
@@ -73,6 +72,7 @@ def export(
     from nasmlcn.search._study_access import load_existing_study
 
     chosen = parse_formats(formats)  # fail on a typo before reading the study
+    storage = resolve_storage(storage)
     loaded = load_existing_study(study, storage)
     err.print(f"exporting {loaded.study_name} ({', '.join(chosen)}) ...", markup=False)
     result = export_study(loaded, out_dir, chosen, storage=storage, scale=scale)

@@ -1,4 +1,4 @@
-"""Options shared by several commands (devices, cost models, architectures)."""
+"""Options shared by several commands (devices, cost models, architectures, storage)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
+
+from nasmlcn._storage_url import DEFAULT_STORAGE, STORAGE_ENV
 
 if TYPE_CHECKING:
     from nasmlcn.costs import CostModel
@@ -23,6 +25,13 @@ CALIBRATION = typer.Option(
     help="Calibration file of the calibrated cost model [default: $NASMLCN_CALIBRATION or "
     "~/.cache/nasmlcn/calibration.json].",
 )
+
+STORAGE_HELP = (
+    "SQLAlchemy URL of the study storage, e.g. postgresql://USER:PASSWORD@HOST/DB "
+    f"[default: ${STORAGE_ENV}, else {DEFAULT_STORAGE}]. Set ${STORAGE_ENV} instead of "
+    "--storage to keep the URL and its password out of shell history and process lists."
+)
+STORAGE = typer.Option(None, "--storage", help=STORAGE_HELP, show_default=False)
 
 
 def cost_model_from_options(name: str, calibration: Path | None) -> CostModel:

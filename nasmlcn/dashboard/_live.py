@@ -75,7 +75,8 @@ def open_dashboard_storage(url: str) -> DashboardStorage:
     """Opens ``url`` for the dashboard (no heartbeat: it runs no trials).
 
     Raises:
-        StorageError: Bad URL, missing driver or missing SQLite file.
+        StorageError: Bad URL, missing driver, missing SQLite file, or a database
+            without Optuna's tables (it is left untouched).
     """
     from nasmlcn.search._storage import open_storage
 

@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn._storage_url import redact_url
 from nasmlcn.dashboard._extract import MIB, ReportData, TrialRow
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def render_report(
         data: The extracted study.
         figures: Built figures by name (those left out are listed as not shown).
         specs: Every registered figure, in report order.
-        storage: The storage URL, shown in the header.
+        storage: The storage URL, shown in the header (its password hidden).
         plotly_js: plotly.js to inline (default: the one shipped with plotly).
     """
     import plotly.io as pio
@@ -149,7 +150,7 @@ def render_report(
             f'<script type="text/javascript">{plotly_js}</script></head><body>',
             f"<header><h1>{_e(study.name)}</h1>",
             f"<p>{len(study.rows)} trials ({_e(counts or 'none')}) · objectives: {_e(objectives)}</p>",
-            f"<p>storage: {_e(storage)}</p>" if storage else "",
+            f"<p>storage: {_e(redact_url(storage))}</p>" if storage else "",
             "</header><nav>" + "".join(nav) + "</nav><main>",
             _summary_section(data),
             _best_section(data),

@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from nasmlcn._storage_url import DEFAULT_STORAGE, redact_url
 from nasmlcn._toml import read_toml
 from nasmlcn.errors import SearchError
 
 CONFIG_SCHEMA_VERSION = 1
-DEFAULT_STORAGE = "sqlite:///studies/nasmlcn.db"
 
 IDENTITY_FIELDS = (
     "devices",
@@ -66,7 +66,7 @@ class SearchConfig:
         prune_threshold: Spearman rho an epoch must reach before it may prune.
         prune_percentile: Prune trials below this percentile of the others.
         prune_min_trials: Completed trials needed before pruning starts.
-        storage: SQLAlchemy URL of the study storage.
+        storage: SQLAlchemy URL of the study storage (``to_dict`` hides its password).
         study: Study name (None: derived from the identity).
         run_on: ``auto``, ``cpu`` or ``cuda:0,...`` (where training runs).
         seed: Seeds the sampler, the data split and training.
@@ -133,6 +133,11 @@ class SearchConfig:
             raise SearchError("objectives: give at least one, e.g. accuracy or accuracy,latency")
         if len(set(self.objectives)) != len(self.objectives):
             raise SearchError(f"objectives: each may appear once, got {','.join(self.objectives)}")
+        if self.study is not None and not str(self.study).strip():
+            raise SearchError(
+                f"study name {self.study!r} is empty; give a name, or leave it out for one "
+                "derived from the configuration"
+            )
 
     def identity(self) -> dict[str, Any]:
         """The fields a study's trials depend on (see :data:`IDENTITY_FIELDS`)."""
@@ -152,8 +157,10 @@ class SearchConfig:
         return f"{space}-{self.devices.replace(',', '+')}-{self.flops}-{objectives}-{self.evaluator}-{self.identity_hash()}"
 
     def to_dict(self) -> dict[str, Any]:
+        """The config as JSON data (stored on the study), its storage password hidden."""
         data = asdict(self)
         data.pop("extra")
+        data["storage"] = redact_url(self.storage)
         data["objectives"] = list(self.objectives)
         data["schema_version"] = CONFIG_SCHEMA_VERSION
         return data

@@ -6,17 +6,40 @@ transaction), but a commit no longer waits for the disk. A trial's writes are
 batched into few transactions (:mod:`nasmlcn.search._buffered_storage`).
 Together they make a trial's bookkeeping many times cheaper
 (``benchmarks/search_overhead.py``). PostgreSQL and
-MySQL URLs are passed to Optuna unchanged; many workers on many machines can
-share one study there.
+MySQL URLs are passed to Optuna as written (``mysql://`` gets PyMySQL when
+mysqlclient is missing, :func:`nasmlcn._storage_url.with_default_driver`); many
+workers on many machines can share one study there.
+
+Read-only opens (``nasmlcn best``, ``correlate``, ``export``) never write: the
+database must already hold an Optuna schema (checked without writing, so a
+foreign database is refused untouched), Optuna creates no tables, SQLite files
+are opened with ``mode=ro`` and keep their journal mode, and PostgreSQL sessions
+of psycopg and psycopg2 are read-only transactions.
+
+No error shows a password: URLs appear as ``postgresql://user:***@host/db`` and
+driver messages are scrubbed (:mod:`nasmlcn._storage_url`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import shlex
+import sqlite3
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
+from nasmlcn._storage_url import (
+    DEFAULT_STORAGE,
+    STORAGE_ENV,
+    driver_package,
+    redact_url,
+    resolve_storage,
+    scrub,
+    with_default_driver,
+)
 from nasmlcn.errors import StorageError
 
 if TYPE_CHECKING:
@@ -24,7 +47,22 @@ if TYPE_CHECKING:
 
     from nasmlcn.search._buffered_storage import BufferedStorage
 
+__all__ = [
+    "DEFAULT_STORAGE",
+    "GRACE_SECONDS",
+    "HEARTBEAT_SECONDS",
+    "STORAGE_ENV",
+    "open_storage",
+    "resolve_storage",
+    "sqlite_path",
+    "study_names",
+    "unknown_study",
+]
+
 logger = logging.getLogger(__name__)
+
+OPTUNA_TABLES = ("studies", "version_info")
+"""Tables every Optuna RDB schema has; a database without them is not a study database."""
 
 HEARTBEAT_SECONDS = 60
 GRACE_SECONDS = 600
@@ -44,6 +82,7 @@ def sqlite_path(url: str) -> Path | None:
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # Not for read-only opens: setting the journal mode writes the file's header.
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
@@ -51,57 +90,180 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def open_storage(url: str, *, create: bool = True, heartbeat: bool = True) -> BufferedStorage:
+def open_storage(
+    url: str, *, create: bool = True, heartbeat: bool = True, read_only: bool = False
+) -> BufferedStorage:
     """An Optuna RDB storage for ``url``.
 
     Args:
         url: A SQLAlchemy URL (``sqlite:///studies/nasmlcn.db``, ``postgresql://...``).
-        create: Create a missing SQLite file (and its folder); otherwise a missing
-            file is an error (for read-only commands such as ``nasmlcn best``).
+        create: Create a missing SQLite file (and its folder) and Optuna's tables;
+            otherwise the database must already hold an Optuna schema.
         heartbeat: Record trial heartbeats so a dead worker's trials can be failed.
+        read_only: Never write (implies ``create=False``): for commands that only
+            read, such as ``nasmlcn best``.
 
     Raises:
-        StorageError: The URL is malformed, its driver is missing, or the
-            database cannot be opened; one line naming the URL.
+        StorageError: The URL is malformed, its driver is missing, the database
+            cannot be opened or (without ``create``) holds no Optuna schema; one
+            line naming the URL with its password hidden.
     """
     import optuna
     from sqlalchemy import event
 
+    shown = redact_url(url)  # and from here on, scrub() hides its password in any text
+    engine_url = with_default_driver(url)
+    create = create and not read_only
     path = sqlite_path(url)
     if path is not None:
         if not create and not path.is_file():
-            raise StorageError(f"storage {url!r}: no such database file {str(path)!r}")
+            raise StorageError(f"storage {shown!r}: no such database file {str(path)!r}")
         if create:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as err:
                 raise StorageError(
-                    f"storage {url!r}: cannot create {str(path.parent)!r}: {err.strerror}"
+                    f"storage {shown!r}: cannot create {str(path.parent)!r}: {err.strerror}"
                 ) from None
-    options: dict[str, Any] = {}
-    if heartbeat:
-        options = {"heartbeat_interval": HEARTBEAT_SECONDS, "grace_period": GRACE_SECONDS}
+    driver = _check_driver(engine_url, shown)
     engine_kwargs: dict[str, Any] = {}
     if path is not None:
         engine_kwargs["connect_args"] = {"timeout": 30}
+    if read_only:
+        if path is not None:
+            # SQLAlchemy keeps the URL; every connection is sqlite3's, read-only
+            engine_kwargs = {"creator": functools.partial(_connect_sqlite_read_only, path)}
+        elif driver in ("psycopg", "psycopg2"):
+            engine_kwargs["connect_args"] = {"options": _read_only_options(engine_url)}
+    if not create:
+        if path is not None:
+            _check_sqlite_schema(path, shown)
+        else:
+            _check_schema(engine_url, engine_kwargs, shown)
+    options: dict[str, Any] = {}
+    if heartbeat:
+        options = {"heartbeat_interval": HEARTBEAT_SECONDS, "grace_period": GRACE_SECONDS}
     try:
         with warnings.catch_warnings():
             # heartbeats are "experimental" in Optuna; they are what fails stale trials
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, **options)
-    except ImportError as err:
-        raise StorageError(
-            f"storage {url!r}: its database driver is not installed ({err})"
-        ) from None
+            storage = optuna.storages.RDBStorage(
+                engine_url, engine_kwargs=engine_kwargs, skip_table_creation=not create, **options
+            )
     except Exception as err:  # SQLAlchemy's URL, connection and schema errors
-        message = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise StorageError(f"cannot open storage {url!r}: {message}") from None
-    if path is not None:
+        raise _open_error(shown, err) from None
+    if path is not None and not read_only:
         event.listen(storage.engine, "connect", _sqlite_pragmas)
         storage.engine.dispose()  # later connections get the pragmas
     from nasmlcn.search._buffered_storage import BufferedStorage
 
     return BufferedStorage(storage)
+
+
+def _open_error(shown: str, err: BaseException) -> StorageError:
+    """``cannot open storage URL: <the first line of err>``, without any password."""
+    text = str(err).strip()
+    message = text.splitlines()[0] if text else type(err).__name__
+    return StorageError(scrub(f"cannot open storage {shown!r}: {message}"))
+
+
+def _check_driver(url: str, shown: str) -> str:
+    """The driver of ``url`` (``psycopg``), after checking that it imports.
+
+    Raises:
+        StorageError: A malformed URL, an unknown database, or a driver that is
+            not installed (naming the pip package that provides it).
+    """
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception as err:
+        raise StorageError(scrub(f"storage {shown!r} is not a valid URL: {err}")) from None
+    try:
+        dialect = parsed.get_dialect()
+    except Exception:
+        raise StorageError(
+            f"storage {shown!r}: SQLAlchemy knows no database {parsed.drivername!r}; "
+            "use e.g. sqlite:///PATH, postgresql://USER@HOST/DB or mysql://USER@HOST/DB"
+        ) from None
+    driver = str(dialect.driver)
+    try:
+        dialect.import_dbapi()
+    except ImportError as err:
+        install = f"install it with: pip install {shlex.quote(driver_package(driver))}"
+        if isinstance(err, ModuleNotFoundError):
+            raise StorageError(
+                f"storage {shown!r}: the database driver {driver!r} is not installed; {install}"
+            ) from None
+        raise StorageError(
+            scrub(
+                f"storage {shown!r}: the database driver {driver!r} cannot be loaded ({err}); "
+                f"{install}"
+            )
+        ) from None
+    return driver
+
+
+def _read_only_options(url: str) -> str:
+    """libpq ``options`` that make every transaction read-only, after the URL's own
+    ``?options=`` (a ``search_path``, say), which ``connect_args`` would replace."""
+    from sqlalchemy.engine import make_url
+
+    given = make_url(url).query.get("options", "")
+    given = given if isinstance(given, str) else " ".join(given)
+    return f"{given} -c default_transaction_read_only=on".strip()
+
+
+def _connect_sqlite_read_only(path: Path) -> sqlite3.Connection:
+    # mode=ro: SQLite itself refuses every write (a WAL database may still get
+    # its -wal and -shm side files, which readers need; the database file stays as is)
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    return sqlite3.connect(uri, uri=True, timeout=30, check_same_thread=False)
+
+
+def _check_sqlite_schema(path: Path, shown: str) -> None:
+    """Raises StorageError unless the SQLite file ``path`` holds Optuna's tables
+    (read with ``mode=ro``: the check writes nothing)."""
+    try:
+        connection = _connect_sqlite_read_only(path)
+        try:
+            rows = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            tables = {str(row[0]) for row in rows}
+        finally:
+            connection.close()
+    except sqlite3.Error as err:
+        raise StorageError(
+            f"cannot open storage {shown!r}: {err}; is {str(path)!r} an SQLite database?"
+        ) from None
+    _require_tables(tables, str(path), shown)
+
+
+def _check_schema(url: str, engine_kwargs: dict[str, Any], shown: str) -> None:
+    """Raises StorageError unless the database at ``url`` holds Optuna's tables."""
+    import sqlalchemy
+
+    try:
+        engine = sqlalchemy.create_engine(url, **engine_kwargs)
+        try:
+            inspector = sqlalchemy.inspect(engine)
+            tables = {name for name in OPTUNA_TABLES if inspector.has_table(name)}
+        finally:
+            engine.dispose()
+    except Exception as err:  # connection errors: wrong password, no server, no database
+        raise _open_error(shown, err) from None
+    from sqlalchemy.engine import make_url
+
+    _require_tables(tables, str(make_url(url).database or shown), shown)
+
+
+def _require_tables(tables: set[str], where: str, shown: str) -> None:
+    missing = [name for name in OPTUNA_TABLES if name not in tables]
+    if missing:
+        raise StorageError(
+            f"{where!r} is not an Optuna study database (no {missing[0]!r} table); "
+            "nothing was written"
+        )
 
 
 def study_names(storage: RDBStorage | BufferedStorage) -> list[str]:
@@ -121,4 +283,4 @@ def unknown_study(name: str, storage: RDBStorage | BufferedStorage, url: str) ->
         hint = "studies there: " + ", ".join(names[:10]) + (" ..." if len(names) > 10 else "")
     else:
         hint = "it holds no studies"
-    return StorageError(f"no study {name!r} in {url}; {hint}")
+    return StorageError(f"no study {name!r} in {redact_url(url)}; {hint}")

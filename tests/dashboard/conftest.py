@@ -21,10 +21,10 @@ class Made(NamedTuple):
     name: str
     path: Path
 
-    def load(self) -> optuna.Study:
+    def load(self, *, read_only: bool = True) -> optuna.Study:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return load_existing_study(self.name, self.url)
+            return load_existing_study(self.name, self.url, read_only=read_only)
 
 
 def _make(folder: Path, **kw: object) -> Made:

@@ -35,7 +35,7 @@ def _note(study: optuna.Study, number: int) -> str:
 
 def test_trial_note_reads_back_through_optuna_dashboard(pareto_study: Made, tmp_path: Path) -> None:
     made = _copy(pareto_study, tmp_path)
-    study = made.load()
+    study = made.load(read_only=False)
     study.get_trials(deepcopy=False)  # the runner's cache is warm when it writes notes
     seconds = []
     for trial in study.trials:
@@ -61,7 +61,7 @@ def test_trial_note_reads_back_through_optuna_dashboard(pareto_study: Made, tmp_
 
 def test_study_figures_and_notes_for_the_dashboard(pareto_study: Made, tmp_path: Path) -> None:
     made = _copy(pareto_study, tmp_path)
-    study = made.load()
+    study = made.load(read_only=False)
     write_study_figures(study)
     system = study._storage.get_study_system_attrs(study._study_id)
     ids = {k.split(":")[2] for k in system if k.startswith("dashboard:plot_data:")}

@@ -1,0 +1,139 @@
+"""Opening storages: driver errors, and read-only opens that never write."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sqlite3
+import warnings
+from pathlib import Path
+
+import optuna
+import pytest
+
+from nasmlcn.errors import StorageError
+from nasmlcn.search import SearchConfig, open_storage, run_search
+from nasmlcn.search._study_access import load_existing_study
+from tests._postgres import PostgresServer, free_port
+
+
+def _fingerprint(path: Path) -> tuple[str, int, int]:
+    """Content hash, size and modification time of ``path``."""
+    stat = path.stat()
+    return hashlib.sha256(path.read_bytes()).hexdigest(), stat.st_size, stat.st_mtime_ns
+
+
+def _foreign_db(path: Path) -> Path:
+    """An SQLite file of some other program: a table with rows, no Optuna schema."""
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE people (name TEXT, age INTEGER)")
+    connection.executemany("INSERT INTO people VALUES (?, ?)", [("ada", 36), ("alan", 41)])
+    connection.commit()
+    connection.close()
+    return path
+
+
+def test_a_missing_driver_is_one_line_naming_the_package() -> None:
+    if importlib.util.find_spec("pg8000") is not None:
+        pytest.skip("pg8000 is installed here")
+    with pytest.raises(StorageError) as info:
+        open_storage("postgresql+pg8000://user:hunter2hunter2@host/db")
+    assert str(info.value) == (
+        "storage 'postgresql+pg8000://user:***@host/db': the database driver 'pg8000' is not "
+        "installed; install it with: pip install pg8000"
+    )
+
+
+def test_an_unknown_database_kind_is_named() -> None:
+    with pytest.raises(StorageError, match="SQLAlchemy knows no database 'nosuchdb'"):
+        open_storage("nosuchdb://u@h/db")
+
+
+def test_mysql_urls_as_in_optunas_docs_reach_the_server_with_pymysql() -> None:
+    """``mysql://`` (no driver) needs no mysqlclient: the error comes from PyMySQL
+    trying to connect (nothing listens on the port), not from a missing driver."""
+    if importlib.util.find_spec("MySQLdb") is not None:
+        pytest.skip("mysqlclient is installed here, so mysql:// uses it")
+    port = free_port()
+    with pytest.raises(StorageError) as info:
+        open_storage(f"mysql://optuna:s3cret-mysql-pw@127.0.0.1:{port}/optuna")
+    message = str(info.value)
+    assert message.startswith(f"cannot open storage 'mysql://optuna:***@127.0.0.1:{port}/optuna': ")
+    assert "pymysql" in message and "\n" not in message
+    assert "s3cret-mysql-pw" not in message
+
+
+@pytest.mark.parametrize("read_only", [True, False], ids=["read-only", "no-create"])
+def test_a_foreign_sqlite_file_is_refused_untouched(tmp_path: Path, read_only: bool) -> None:
+    path = _foreign_db(tmp_path / "other.db")
+    before, files = _fingerprint(path), sorted(tmp_path.iterdir())
+    with pytest.raises(StorageError) as info:
+        open_storage(f"sqlite:///{path}", create=False, heartbeat=False, read_only=read_only)
+    assert str(info.value) == (
+        f"{str(path)!r} is not an Optuna study database (no 'studies' table); nothing was written"
+    )
+    assert _fingerprint(path) == before
+    assert sorted(tmp_path.iterdir()) == files  # no journal or side file either
+
+
+def test_a_file_that_is_not_sqlite_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_text("not a database\n" * 100)
+    with pytest.raises(StorageError, match=r"is .* an SQLite database"):
+        open_storage(f"sqlite:///{path}", read_only=True)
+    assert path.read_text() == "not a database\n" * 100
+
+
+def test_reading_a_study_leaves_its_file_unchanged(tmp_path: Path) -> None:
+    """A nasmlcn study file (WAL journal) read by ``load_existing_study``: same
+    bytes, same mtime. (SQLite readers of a WAL database may leave its empty
+    ``-wal`` and ``-shm`` side files; the database file itself is not written.)"""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    result = run_search(SearchConfig(evaluator="proxy", storage=url, trials=3, epochs=2))
+    path = tmp_path / "s.db"
+    before = _fingerprint(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        study = load_existing_study(result.study, url)
+    assert len(study.trials) == 3 and study.best_trial.user_attrs["lanes"]
+    study._storage._backend.engine.dispose()  # type: ignore[attr-defined]
+    assert _fingerprint(path) == before
+
+
+def test_a_read_only_open_keeps_the_journal_mode_and_refuses_writes(tmp_path: Path) -> None:
+    """An Optuna database in SQLite's default rollback journal (made by Optuna
+    itself): reading it does not switch it to WAL, and a write fails."""
+    path = tmp_path / "plain.db"
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    rdb = optuna.storages.RDBStorage(f"sqlite:///{path}")
+    plain = optuna.create_study(study_name="plain", storage=rdb)
+    plain.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=2)
+    rdb.engine.dispose()
+    before = _fingerprint(path)
+    storage = open_storage(f"sqlite:///{path}", heartbeat=False, read_only=True)
+    study_id = storage.get_study_id_from_name("plain")
+    assert len(storage.get_all_trials(study_id)) == 2
+    with pytest.raises(optuna.exceptions.StorageInternalError) as info:
+        storage._backend.set_study_user_attr(study_id, "x", 1)
+    assert "attempt to write a readonly database" in str(info.value.__cause__)
+    storage._backend.engine.dispose()
+    assert _fingerprint(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.db"]
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+
+
+def test_a_read_only_postgresql_session_refuses_writes(postgres: PostgresServer) -> None:
+    db = postgres.create_database()
+    run_search(SearchConfig(evaluator="proxy", storage=db.url, trials=1, epochs=1, study="s"))
+    # the URL's own libpq options are kept beside the read-only one
+    url = f"{db.url}?options=-c%20application_name%3Dnasmlcn-reader"
+    storage = open_storage(url, heartbeat=False, read_only=True)
+    study_id = storage.get_study_id_from_name("s")
+    assert len(storage.get_all_trials(study_id)) == 1
+    with pytest.raises(optuna.exceptions.StorageInternalError) as info:
+        storage._backend.set_study_user_attr(study_id, "x", 1)
+    assert "read-only transaction" in str(info.value.__cause__)
+    with storage._backend.engine.connect() as connection:
+        assert connection.exec_driver_sql("SHOW application_name").scalar() == "nasmlcn-reader"
+    storage._backend.engine.dispose()
