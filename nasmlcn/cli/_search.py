@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from nasmlcn.cli._console import err, out
+from nasmlcn.cli._options import STORAGE
 
 
 def search(
@@ -79,9 +80,7 @@ def search(
         min=1,
         help="Finished trials needed before pruning starts [default: 5].",
     ),
-    storage: str | None = typer.Option(
-        None, "--storage", help="SQLAlchemy URL [default: sqlite:///studies/nasmlcn.db]."
-    ),
+    storage: str | None = STORAGE,
     study: str | None = typer.Option(
         None, "--study", help="Study name [default: derived from the configuration]."
     ),
@@ -108,6 +107,7 @@ def search(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live display."),
 ) -> int:
     """Search MLCNs that fit the target devices (Optuna study, SQL storage)."""
+    from nasmlcn._storage_url import resolve_storage
     from nasmlcn.search import SearchConfig, load_recipe
 
     options: dict[str, Any] = {
@@ -117,7 +117,7 @@ def search(
         "space": space,
         "sampler": sampler,
         "objectives": tuple(o.strip() for o in objectives.split(",") if o.strip())
-        if objectives
+        if objectives is not None  # an empty --objectives is an error, not the default
         else None,
         "evaluator": evaluator,
         "dataset": dataset,
@@ -146,8 +146,15 @@ def search(
     if config is not None:
         recipe, sweep, _ = load_recipe(config)
         base = base.with_overrides(**recipe)
+    # --storage, else $NASMLCN_STORAGE, else the recipe's, else the default
+    options["storage"] = resolve_storage(storage, fallback=base.storage)
     base = base.with_overrides(**options)
     configs = _expand_sweep(base, sweep)
+    if len(configs) > 1:
+        from nasmlcn.search import setup_search
+
+        for c in configs:  # a bad sweep value is refused before the first study is made
+            setup_search(c)
     results = [_run_one(c, as_json=as_json, quiet=quiet) for c in configs]
     if as_json:
         payload = results[0] if len(results) == 1 else {"sweep": results}

@@ -120,7 +120,9 @@ def train(
     from nasmlcn.training import TrainConfig, TrainJob, arch_for_dataset, run_training
 
     given = [
-        name for name, value in (("--lanes", lanes), ("--arch", arch), ("--model", model)) if value
+        name
+        for name, value in (("--lanes", lanes), ("--arch", arch), ("--model", model))
+        if value is not None
     ]
     if len(given) > 1:
         raise SpecError(f"give only one of --lanes, --arch, --model (got {' and '.join(given)})")
@@ -137,7 +139,12 @@ def train(
             )
         spec = arch_for_dataset(load_arch(arch), info, strict=True)
     else:
-        base = create_arch(model) if model else MLCNSpec.from_lanes(lanes or DEFAULT_LANES)
+        # An empty --lanes is an error (parse_lanes says so), not the default model.
+        base = (
+            create_arch(model)
+            if model is not None
+            else MLCNSpec.from_lanes(DEFAULT_LANES if lanes is None else lanes)
+        )
         spec = arch_for_dataset(base, info, strict=False)
         if overrides:
             mlcn_only = "routing" in overrides or "lane_dropout" in overrides

@@ -10,7 +10,12 @@ from nasmlcn.hardware._catalog import (
     load_catalog,
     read_catalog_file,
 )
-from nasmlcn.hardware._detect import LocalDevice, detect_devices, usable_cores
+from nasmlcn.hardware._detect import (
+    LocalDevice,
+    available_memory,
+    detect_devices,
+    usable_cores,
+)
 from nasmlcn.hardware._spec import DEVICE_SYNTAX, DeviceSpec, format_devices, parse_devices
 from nasmlcn.hardware._units import format_bytes, format_flops, parse_size
 
@@ -21,6 +26,7 @@ __all__ = [
     "DeviceKind",
     "DeviceSpec",
     "LocalDevice",
+    "available_memory",
     "detect_devices",
     "format_bytes",
     "format_devices",

@@ -56,6 +56,75 @@ def _host_memory() -> int:
         return 0
 
 
+def _meminfo_available() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _cgroup_headroom() -> int | None:
+    """Bytes this process's cgroup may still use, if it has a memory limit: the limit
+    minus the usage, plus the inactive file cache the kernel reclaims first."""
+    for folder, limit_name, usage_name, cache_key in (
+        ("/sys/fs/cgroup", "memory.max", "memory.current", "inactive_file"),  # v2
+        (
+            "/sys/fs/cgroup/memory",
+            "memory.limit_in_bytes",
+            "memory.usage_in_bytes",
+            "total_inactive_file",
+        ),  # v1
+    ):
+        try:
+            with open(f"{folder}/{limit_name}", encoding="ascii") as f:
+                limit = f.read().strip()
+            with open(f"{folder}/{usage_name}", encoding="ascii") as f:
+                usage = int(f.read().strip())
+        except (OSError, ValueError):
+            continue
+        # "max" (v2) or a page-rounded 2**63 (v1) mean no limit.
+        if not limit.isdigit() or int(limit) >= 2**62:
+            return None
+        cache = 0
+        try:
+            with open(f"{folder}/memory.stat", encoding="ascii") as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == cache_key:
+                        cache = int(value)
+        except (OSError, ValueError):
+            pass
+        return max(int(limit) - usage + cache, 0)
+    return None
+
+
+def available_memory(device: str) -> int | None:
+    """Bytes free for a new training job on a local torch device, or None if unknown.
+
+    ``cpu``: the kernel's ``MemAvailable`` (what can be allocated without swapping),
+    capped by the cgroup's headroom in a container. ``cuda:N``: the free memory
+    the driver reports (``torch.cuda.mem_get_info``).
+    """
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+        free, _total = torch.cuda.mem_get_info(torch.device(device))
+        return int(free)
+    if device != "cpu":
+        return None  # mps, xpu, ...: not measured here
+    known = [v for v in (_meminfo_available(), _cgroup_headroom()) if v is not None]
+    return min(known) if known else None
+
+
 def usable_cores() -> int:
     """CPU cores this process may run on."""
     try:

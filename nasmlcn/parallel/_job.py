@@ -36,7 +36,9 @@ from nasmlcn.training._job import (
     arch_for_dataset,
     job_outputs,
     load_job_splits,
+    step_batch_size,
 )
+from nasmlcn.training._memory import check_training_memory
 
 if TYPE_CHECKING:
     from nasmlcn.data import DataSplits
@@ -108,6 +110,12 @@ def _mlcn(job: TrainJob) -> MLCNSpec:
     return arch
 
 
+def _cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
 def _write_result(out: Path | None, result: ParallelReport) -> None:
     if out is not None:
         write_text_atomic(out / RESULT_NAME, json.dumps(result.to_dict(), indent=2) + "\n")
@@ -174,6 +182,9 @@ def run_placed_training(
     for name in dict.fromkeys([*lane_devices, *([head_device] if head_device else [])]):
         resolve_device(name)  # a clear error for a device this machine lacks
     out, checkpoint = job_outputs(job, can_resume=True)
+    check_training_memory(
+        arch, step_batch_size(job), head_device or lane_devices[0], lane_devices=lane_devices
+    )
     splits = load_job_splits(job)
     torch.manual_seed(job.config.seed)
     model = build_model(arch)
@@ -432,6 +443,10 @@ def run_multiprocess_training(
                 f"the assignment has {len(assignment)} entries for {arch.num_lanes} lanes"
             )
     job_outputs(job, can_resume=False)  # fail here, not in every rank
+    if device == "cpu" or (device == "auto" and not _cuda_available()):
+        # The ranks share this machine's memory: together they hold at least one model.
+        arch_spec = arch_for_dataset(job.arch, DATASETS.get(job.dataset), strict=True)
+        check_training_memory(arch_spec, step_batch_size(job), "cpu")
     if threads is None:
         threads = max(1, usable_cores() // processes)
 

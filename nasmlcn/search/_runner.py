@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import nasmlcn
+from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import SearchError, TrainingError
 from nasmlcn.planning import Plan, plan_model
 from nasmlcn.search._config import SearchConfig
@@ -44,6 +45,7 @@ from nasmlcn.search._samplers import SAMPLERS
 from nasmlcn.search._setup import SearchSetup, setup_search
 from nasmlcn.search._storage import HEARTBEAT_SECONDS, open_storage
 from nasmlcn.search.spaces import Candidate
+from nasmlcn.search.spaces._base import space_changes
 from nasmlcn.specs import format_lane_mix
 
 if TYPE_CHECKING:
@@ -209,6 +211,15 @@ def open_study(
                 + "; ".join(differing)
                 + ". Use the same options to continue it, or another --study"
             )
+        # The space file's content is part of the identity: an edited range would
+        # mix two spaces in one study (or break the sampler on a changed choice).
+        changed = space_changes(stored.get("space"), setup.space.describe())
+        if changed:
+            raise SearchError(
+                f"study {name!r} was made with another search space: "
+                + ", ".join(changed)
+                + f". Restore {setup.space.source!r} to continue it, or use another --study"
+            )
         study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
         return study, True
     study = optuna.create_study(
@@ -372,9 +383,10 @@ def _run_search(
         if config.prune
         else None
     )
+    shown_storage = redact_url(config.storage)  # results and progress never show a password
     result = SearchResult(
         study.study_name,
-        config.storage,
+        shown_storage,
         done,
         metric_names=setup.metric_names,
         directions=setup.directions,
@@ -382,7 +394,7 @@ def _run_search(
     observer.on_start(
         SearchStart(
             study.study_name,
-            config.storage,
+            shown_storage,
             resumed,
             done,
             config.trials,
@@ -407,7 +419,8 @@ def _run_search(
         tick = time.perf_counter()
         trial: optuna.Trial | None = None
         try:
-            trial = study.ask(distributions)
+            trial = study.ask()
+            _sample(study, trial, distributions)
             timings["ask"] = time.perf_counter() - tick
             outcome = _run_trial(setup, study, trial, evaluator, pruner, observer, index, timings)
             outcome = replace(outcome, timings=timings)
@@ -450,6 +463,38 @@ def _run_search(
     result.best = [summarize(t, setup.metric_names).to_dict() for t in best_trials(study)]
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _sample(study: optuna.Study, trial: optuna.Trial, distributions: dict[str, Any]) -> None:
+    """Suggests every parameter of ``trial`` (what ``study.ask(distributions)`` does,
+    through the public API). When the sampler or a distribution check raises, the
+    trial is marked FAIL with the reason (never left RUNNING) and the search stops
+    with a :class:`SearchError`: the next trial would fail the same way.
+    """
+    from optuna.distributions import (
+        CategoricalDistribution,
+        FloatDistribution,
+        IntDistribution,
+    )
+
+    try:
+        for name, dist in distributions.items():
+            if isinstance(dist, FloatDistribution):
+                trial.suggest_float(name, dist.low, dist.high, step=dist.step, log=dist.log)
+            elif isinstance(dist, IntDistribution):
+                trial.suggest_int(name, dist.low, dist.high, step=dist.step, log=dist.log)
+            elif isinstance(dist, CategoricalDistribution):
+                trial.suggest_categorical(name, dist.choices)
+            else:  # pragma: no cover - spaces use the three kinds above
+                raise SearchError(f"parameter {name!r} has an unsupported distribution {dist!r}")
+    except Exception as err:
+        reason = f"sampling failed: {_failure_reason(err)}"
+        with _no_interrupts():
+            trial.set_user_attr("fail_reason", reason)
+            study.tell(trial, state=_state("FAIL"))
+        raise SearchError(
+            f"trial {trial.number} of study {study.study_name!r}: {reason}; it is marked FAIL"
+        ) from None
 
 
 def _dashboard(hook: str, study: optuna.Study, *args: Any) -> None:

@@ -7,7 +7,7 @@ touched, so bad input never creates or changes a study.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from nasmlcn.costs import CostContext, CostModel, get_cost_model
 from nasmlcn.data import DATASETS, DatasetInfo
@@ -79,6 +79,68 @@ def setup_search(config: SearchConfig) -> SearchSetup:
     )
     head = cost_model.head_cost(MAX_HEAD_LANES, ctx).memory_bytes
     space_context = SpaceContext(devices, cost_model, ctx, flops, (head,))
-    return SearchSetup(
+    setup = SearchSetup(
         config, devices, flops, space, cost_model, objectives, dataset, space_context
     )
+    _check_some_lane_fits(setup)
+    _check_run_on(config.run_on)
+    _check_data(setup)
+    return setup
+
+
+def _check_some_lane_fits(setup: SearchSetup) -> None:
+    """The smallest lane there is (width 1, depth 1, at the smallest batch size the
+    search uses) fits the largest target device; else every trial would fail."""
+    from nasmlcn.hardware import format_bytes
+    from nasmlcn.specs import LANE_TYPES, LaneSpec
+
+    ctx = setup.space_context.cost_context
+    batches = setup.space.training.get("batch_size", (ctx.batch_size,))
+    ctx = replace(ctx, batch_size=min(batches))
+    smallest = min(
+        (setup.cost_model.lane_cost(LaneSpec(t, 1, 1), ctx) for t in LANE_TYPES.names()),
+        key=lambda c: c.memory_bytes,
+    )
+    largest = max(setup.devices, key=lambda d: d.memory_bytes)
+    if smallest.memory_bytes > largest.memory_bytes:
+        raise SearchError(
+            f"no model fits the target devices: the smallest lane ({smallest.lane}) needs "
+            f"about {format_bytes(smallest.memory_bytes)} to train at batch {ctx.batch_size}, "
+            f"the largest device ({largest.kind}) has {format_bytes(largest.memory_bytes)}; "
+            "raise --mem or lower --batch-size"
+        )
+
+
+def _check_run_on(run_on: str) -> None:
+    """``--run-on`` is well-formed and names devices this machine has."""
+    from nasmlcn.errors import DeviceError, TrainingError
+    from nasmlcn.parallel import parse_run_on
+
+    try:
+        names = parse_run_on(run_on)
+    except DeviceError as err:
+        raise SearchError(f"--run-on {err}") from None
+    for name in names:
+        if name not in ("auto", "cpu"):
+            from nasmlcn.training import resolve_device
+
+            try:
+                resolve_device(name)
+            except TrainingError as err:
+                raise SearchError(f"--run-on {run_on!r}: {err}") from None
+
+
+def _check_data(setup: SearchSetup) -> None:
+    """A given data directory exists; the data is there when trials train on it.
+
+    Runs last: preparing may unpack Debian's copy into the data directory, which
+    should only happen once everything else is known to be valid.
+    """
+    from nasmlcn.data import resolve_data_dir
+
+    config = setup.config
+    if config.data_dir is not None:
+        resolve_data_dir(config.data_dir)  # must exist, whatever the evaluator
+    trains = bool(getattr(EVALUATORS.get(config.evaluator), "measured", False))
+    if trains and setup.needs_training:
+        setup.dataset.prepare(resolve_data_dir(config.data_dir), True)

@@ -31,6 +31,7 @@ from nasmlcn.data import DatasetInfo
 from nasmlcn.errors import DeviceError, SearchError
 from nasmlcn.search._evaluator import EVALUATORS, EpochCallback, EpochReport, EvalJob, Evaluation
 from nasmlcn.training import Callback, EpochResult
+from nasmlcn.training._memory import check_training_memory
 
 if TYPE_CHECKING:
     from nasmlcn.data import DataSplits
@@ -161,6 +162,8 @@ class TrainEvaluator:
 
         splits = self.splits()
         device = self.device()
+        # The space fits the target devices; this machine may be smaller.
+        check_training_memory(job.spec, min(job.batch_size, len(splits.train)), device)
         seed = (job.seed * 1_000_003 + job.trial) % 2**31
         torch.manual_seed(seed)
         model = build_model(job.spec)
@@ -196,6 +199,8 @@ class TrainEvaluator:
 
         splits = self.splits()
         used = [str(resolve_device(d)) for d in dict.fromkeys([head, *lanes])]
+        batch = min(job.batch_size, len(splits.train))
+        check_training_memory(job.spec, batch, head, lane_devices=lanes)
         cuda = [d for d in used if d.startswith("cuda")]
         seed = (job.seed * 1_000_003 + job.trial) % 2**31
         torch.manual_seed(seed)

@@ -42,7 +42,12 @@ def parse_lanes(text: str) -> list[LaneSpec]:
     if not isinstance(text, str) or not text.strip():
         raise SpecError(f"no lanes given ({text!r}); expected e.g. 'mlcn2:4x1' or '8*mlcn2:2x1'")
     lanes: list[LaneSpec] = []
-    for part in text.split(","):
+    for position, part in enumerate(text.split(","), 1):
+        if not part.strip():
+            raise SpecError(
+                f"invalid lane '' (lane {position} of {text!r} is empty); separate lanes "
+                "with single commas, e.g. 'mlcn1:4x2,mlcn2:2x1'"
+            )
         match = _LANE.match(part)
         if match is None:
             raise SpecError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +60,21 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str = "cpu") -> 
     if not p.is_file():
         raise CheckpointError(f"checkpoint {str(p)!r} does not exist")
     try:
-        payload = torch.load(p, map_location=map_location, weights_only=True)
-    except Exception as err:
-        raise CheckpointError(f"cannot read checkpoint {str(p)!r}: {err}") from None
+        with warnings.catch_warnings():
+            # torch warns about the pickle protocol of files it is about to refuse.
+            warnings.simplefilter("ignore")
+            payload = torch.load(p, map_location=map_location, weights_only=True)
+    except OSError as err:
+        raise CheckpointError(f"cannot read checkpoint {str(p)!r}: {err.strerror or err}") from None
+    except Exception:
+        # weights_only refuses anything but tensors and plain data (torch's message
+        # suggests weights_only=False, which would run the file's code: never).
+        raise CheckpointError(
+            f"{str(p)!r} is not a nasmlcn checkpoint (not a torch file of tensors and plain "
+            "data); it was not loaded"
+        ) from None
     if not isinstance(payload, dict) or any(k not in payload for k in _REQUIRED):
-        raise CheckpointError(f"{str(p)!r} is not a nasmlcn checkpoint")
+        raise CheckpointError(f"{str(p)!r} is not a nasmlcn checkpoint; it was not loaded")
     if payload["version"] > CHECKPOINT_VERSION:
         raise CheckpointError(
             f"checkpoint {str(p)!r} has version {payload['version']}, newer than this nasmlcn reads"
@@ -77,6 +88,15 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str = "cpu") -> 
     payload["history"] = json.loads(payload.get("history", "[]"))
     payload["train_config"] = json.loads(payload.get("train_config", "{}"))
     return payload
+
+
+def check_same_arch(path: str | os.PathLike[str], saved: ArchSpec, arch: ArchSpec) -> None:
+    """Raises unless the checkpoint at ``path`` (holding ``saved``) is for ``arch``."""
+    if saved != arch:
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} is for {saved.describe()}, not {arch.describe()}; "
+            "resume with the same model or use another --out"
+        )
 
 
 def load_model(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import platform
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -124,8 +125,13 @@ class TrainReport:
 def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None, Path | None]:
     """The output folder and checkpoint path of ``job``, checked before any work.
 
+    A checkpoint to resume is read here, so that one of another model (or a file
+    that is no checkpoint) is refused before anything in ``--out`` is written.
+
     Raises:
-        CheckpointError: ``--out`` holds a checkpoint and ``resume`` is off.
+        CheckpointError: ``--out`` holds a checkpoint and ``resume`` is off, or the
+            checkpoint to resume is unreadable or for another model; ``--out`` is
+            a file.
         SpecError: ``resume`` where the kind of job cannot resume.
     """
     out = Path(job.out_dir) if job.out_dir else None
@@ -135,11 +141,40 @@ def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None,
             "--resume is not supported with several processes; resume in one process "
             "(it reads the checkpoint they wrote) or start a new --out"
         )
+    if out is not None:
+        _check_out_dir(out)
     if checkpoint is not None and checkpoint.exists() and not job.resume:
         raise CheckpointError(
             f"{str(out)!r} already holds a checkpoint; pass --resume to continue it or choose another --out"
         )
+    if checkpoint is not None and job.resume and checkpoint.exists():
+        from nasmlcn.training._checkpoint import check_same_arch, load_checkpoint
+
+        check_same_arch(checkpoint, load_checkpoint(checkpoint)["arch"], job.arch)
     return out, checkpoint
+
+
+def _check_out_dir(out: Path) -> None:
+    """``out`` is a folder, or one that can be made: its nearest existing ancestor is
+    a writable folder."""
+    existing = out
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        what = "is a file" if existing == out else f"is inside the file {str(existing)!r}"
+        raise CheckpointError(f"--out {str(out)!r} {what}, not a folder; choose another --out")
+    if existing != out and not os.access(existing, os.W_OK | os.X_OK):
+        raise CheckpointError(
+            f"--out {str(out)!r} cannot be made: {str(existing)!r} is not writable; "
+            "choose another --out"
+        )
+
+
+def step_batch_size(job: TrainJob) -> int:
+    """The largest batch a training step of ``job`` sees (``--train-limit`` caps it)."""
+    if job.train_limit is not None:
+        return min(job.config.batch_size, job.train_limit)
+    return job.config.batch_size
 
 
 def load_job_splits(job: TrainJob) -> Any:
@@ -163,12 +198,14 @@ def run_training(job: TrainJob, callbacks: list[Callback] | None = None) -> Trai
     import torch
 
     from nasmlcn.models import build_model, count_parameters
+    from nasmlcn.training._memory import check_training_memory
     from nasmlcn.training._trainer import evaluate, resolve_device, train
 
     info = DATASETS.get(job.dataset)
     arch = arch_for_dataset(job.arch, info, strict=True)
     device = resolve_device(job.config.device)
     out, checkpoint = job_outputs(job)
+    check_training_memory(arch, step_batch_size(job), str(device))
     splits = load_job_splits(job)
     torch.manual_seed(job.config.seed)
     model = build_model(arch)

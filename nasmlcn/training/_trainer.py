@@ -13,11 +13,11 @@ import torch
 from torch import nn
 
 from nasmlcn.data._splits import DataSplits, Split
-from nasmlcn.errors import CheckpointError, TrainingError
+from nasmlcn.errors import TrainingError
 from nasmlcn.models import capsule_loss, count_parameters
 from nasmlcn.specs import ArchSpec
 from nasmlcn.training._callbacks import Callback, TrainStart
-from nasmlcn.training._checkpoint import load_checkpoint, save_checkpoint
+from nasmlcn.training._checkpoint import check_same_arch, load_checkpoint, save_checkpoint
 from nasmlcn.training._config import EpochResult, TrainConfig
 from nasmlcn.training._schedules import LR_POLICIES
 
@@ -124,11 +124,7 @@ def train(
     first_epoch = 1
     if resume and checkpoint_path is not None and Path(checkpoint_path).is_file():
         payload = load_checkpoint(checkpoint_path, map_location=str(device))
-        if payload["arch"] != arch:
-            raise CheckpointError(
-                f"checkpoint {str(checkpoint_path)!r} is for {payload['arch'].describe()}, "
-                f"not {arch.describe()}; use another --out"
-            )
+        check_same_arch(checkpoint_path, payload["arch"], arch)
         model.load_state_dict(payload["model"])
         if "optimizer" in payload:
             optimizer.load_state_dict(payload["optimizer"])

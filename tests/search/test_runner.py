@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from pathlib import Path
 
@@ -227,3 +228,96 @@ def test_samplers_do_not_read_the_dashboards_notes(tmp_path: Path) -> None:
     seen = storage.get_study_system_attrs(study_id)
     assert seen and not any(k.startswith("dashboard:") for k in seen)
     assert seen == {k: v for k, v in everything.items() if not k.startswith("dashboard:")}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"data_dir": "/no/such/dir", "evaluator": "train"}, "'/no/such/dir' does not exist"),
+        ({"data_dir": "/no/such/dir"}, "'/no/such/dir' does not exist"),  # proxy: still wrong
+        ({"run_on": "bogus"}, "--run-on 'bogus': unknown device 'bogus'"),
+        ({"run_on": "cuda:99"}, "--run-on 'cuda:99': device 'cuda:99'"),
+        ({"run_on": "auto,cuda:0"}, "'auto' cannot be combined with device names"),
+        ({"run_on": " , "}, "expected auto, cpu, cuda or cuda:0,cuda:1"),
+    ],
+)
+def test_bad_input_is_refused_before_the_study_exists(
+    tmp_path: Path, options: dict[str, object], message: str
+) -> None:
+    from nasmlcn.errors import NasmlcnError
+
+    config = _config(tmp_path, dataset="synthetic", trials=1, **options)
+    with pytest.raises(NasmlcnError, match=re.escape(message)):
+        run_search(config)
+    assert not (tmp_path / "studies.db").exists()
+    # a storage that exists gains no study either
+    run_search(_config(tmp_path, trials=1, study="kept"))
+    with pytest.raises(NasmlcnError, match=re.escape(message)):
+        run_search(config.with_overrides(study="refused"))
+    assert optuna.get_all_study_names(config.storage) == ["kept"]
+
+
+def test_a_failing_sampler_fails_its_trial_instead_of_leaving_it_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = _config(tmp_path, sampler="random", trials=4, study="s")
+    run_search(config.with_overrides(trials=2))
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("the sampler broke")
+
+    monkeypatch.setattr(optuna.samplers.RandomSampler, "sample_independent", broken)
+    with pytest.raises(SearchError, match=r"trial 2 of study 's': sampling failed: RuntimeError"):
+        run_search(config)
+    study = load_existing_study("s", config.storage)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2 + [TrialState.FAIL]
+    assert study.trials[2].user_attrs["fail_reason"].startswith("sampling failed: RuntimeError")
+
+
+def _space_file(tmp_path: Path, **ranges: str) -> Path:
+    from nasmlcn.search.spaces import load_space
+
+    text = Path(load_space("mlcn-homogeneous").source).read_text()
+    for key, value in ranges.items():
+        text = re.sub(rf"(?m)^{key} = .*$", f"{key} = {value}", text)
+    path = tmp_path / "space.toml"
+    path.write_text(text)
+    return path
+
+
+def test_an_edited_space_file_is_refused_naming_what_changed(tmp_path: Path) -> None:
+    space = _space_file(tmp_path)
+    config = _config(tmp_path, space=str(space), trials=2, study="x")
+    run_search(config)
+    _space_file(tmp_path, width="[1, 8]", depth="[2, 5]", lane_types='["mlcn1"]')
+    with pytest.raises(SearchError) as info:
+        run_search(config.with_overrides(trials=4))
+    assert str(info.value).startswith(
+        "study 'x' was made with another search space: depth min 1 (now 2), "
+        "lane_types ['mlcn1', 'mlcn2'] (now ['mlcn1']), width max 5 (now 8)."
+    )
+    study = load_existing_study("x", config.storage)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2
+    _space_file(tmp_path)  # the file as it was: the study continues
+    assert run_search(config.with_overrides(trials=3)).n_trials == 3
+
+
+def test_a_study_made_before_the_space_content_was_stored_compares_its_params(
+    tmp_path: Path,
+) -> None:
+    space = _space_file(tmp_path)
+    config = _config(tmp_path, space=str(space), trials=2, study="old")
+    run_search(config)
+    study = optuna.load_study(study_name="old", storage=config.storage)
+    info = study.user_attrs["nasmlcn"]
+    del info["space"]["content"]  # as a study made by an earlier nasmlcn
+    study.set_user_attr("nasmlcn", info)
+    assert run_search(config.with_overrides(trials=3)).n_trials == 3  # same space: continues
+    _space_file(tmp_path, width="[1, 8]")
+    with pytest.raises(SearchError) as info:
+        run_search(config.with_overrides(trials=4))
+    assert str(info.value).startswith(
+        "study 'old' was made with another search space: params.width "
+        "IntDistribution(high=5, log=False, low=1, step=1) "
+        "(now IntDistribution(high=8, log=False, low=1, step=1))."
+    )

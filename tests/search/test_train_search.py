@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+import nasmlcn.hardware
 from nasmlcn.search import SearchConfig, run_search
 from nasmlcn.search._study_access import load_existing_study
 
@@ -41,3 +44,26 @@ def test_real_search_trains_measures_and_stores(data_dir: Path, tmp_path: Path) 
     assert training["extra"]["train_images"] == 800 and training["extra"]["val_images"] == 300
     assert "torch" in training["versions"] and "optuna" in training["versions"]
     assert best.intermediate_values == {1: training["val_accuracy_per_epoch"][0], 2: best.value}
+
+
+def test_a_model_too_large_for_the_run_on_device_fails_its_trial_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the target devices hold the model; this machine (as far as it says) does not
+    monkeypatch.setattr(nasmlcn.hardware, "available_memory", lambda device: 2**20)
+    config = SearchConfig(
+        devices="2xK80",
+        mem="12GB",
+        evaluator="train",
+        dataset="synthetic",
+        epochs=1,
+        train_limit=20,
+        val_limit=20,
+        trials=1,
+        storage=f"sqlite:///{tmp_path / 's.db'}",
+        run_on="cpu",
+    )
+    result = run_search(config)
+    (trial,) = result.run_trials
+    assert trial.state == "FAIL" and trial.reason is not None
+    assert "to train at batch 20; this machine (cpu) has 1 MiB available" in trial.reason

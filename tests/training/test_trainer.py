@@ -193,3 +193,55 @@ def test_arch_file_must_match_dataset() -> None:
         SpecError, match=r"architecture is for 3x32x32 input .* synthetic has 1x28x28"
     ):
         run_training(job)
+
+
+def test_resume_of_another_model_writes_nothing(tmp_path: Path) -> None:
+    run_training(_tiny_job(tmp_path, epochs=1))
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    other = TrainJob(
+        MLCNSpec("mlcn1:2x1"),
+        dataset="synthetic",
+        train_limit=50,
+        config=TrainConfig(epochs=2),
+        out_dir=str(tmp_path),
+        resume=True,
+    )
+    with pytest.raises(CheckpointError, match="is for mlcn1:1x1,mlcn2:1x2, not mlcn1:2x1"):
+        run_training(other)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # arch.json too
+
+
+class _NotACheckpoint:
+    """Any object of a class of one's own (torch.save pickles it)."""
+
+
+class _Marker:
+    """Unpickled with plain pickle, this creates ``path``: a malicious checkpoint."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (str(self.path), "w"))
+
+
+@pytest.mark.parametrize("content", ["random bytes", "foreign object", "malicious pickle"])
+def test_a_file_that_is_no_checkpoint_is_refused_in_one_line(tmp_path: Path, content: str) -> None:
+    import pickle
+
+    path = tmp_path / "checkpoint.pt"
+    marker = tmp_path / "marker"
+    if content == "random bytes":
+        path.write_bytes(bytes(range(256)) * 4)
+    elif content == "foreign object":
+        torch.save({"version": 1, "arch": _NotACheckpoint()}, path)
+    else:
+        path.write_bytes(pickle.dumps({"model": _Marker(marker)}))
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(path)
+    message = str(info.value)
+    assert message == (
+        f"{str(path)!r} is not a nasmlcn checkpoint (not a torch file of tensors "
+        "and plain data); it was not loaded"
+    )
+    assert not marker.exists()

@@ -9,6 +9,7 @@ how parameters become a model (:meth:`SearchSpace.build`).
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -128,13 +129,72 @@ class SearchSpace(ABC):
         )
 
     def describe(self) -> dict[str, Any]:
+        """What a study stores about its space; ``content`` (the file's settings, without
+        its description) is part of the study's identity (:func:`space_changes`)."""
+        content = {k: v for k, v in self.data.items() if k != "description"}
         return {
             "name": self.name,
             "kind": self.kind,
             "source": self.source,
             "description": self.description,
             "params": {name: repr(d) for name, d in self.distributions().items()},
+            "content": json.loads(json.dumps(content, default=str)),
         }
+
+
+def space_changes(stored: Any, current: Mapping[str, Any]) -> list[str]:
+    """How the space a study was made with (``stored``, its :meth:`SearchSpace.describe`)
+    differs from ``current``, one entry per changed setting (``width max 4 (now 8)``).
+
+    A study made before ``content`` was stored is compared by what it has: the
+    kind and the parameters' distributions.
+    """
+    if not isinstance(stored, Mapping):
+        return []
+    if "content" in stored:
+        before = {"kind": stored.get("kind"), **_flatten(stored["content"])}
+        after = {"kind": current.get("kind"), **_flatten(current["content"])}
+    else:
+        before = {"kind": stored.get("kind"), **_flatten(stored.get("params", {}), "params.")}
+        after = {"kind": current.get("kind"), **_flatten(current.get("params", {}), "params.")}
+    changes = []
+    for key in sorted(before.keys() | after.keys(), key=lambda k: (k != "kind", k)):
+        old, new = before.get(key, _ABSENT), after.get(key, _ABSENT)
+        if old != new:
+            changes.append(_describe_change(key, old, new))
+    return changes
+
+
+_ABSENT = object()
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"training": {"lr": [...]}}`` -> ``{"training.lr": [...]}``."""
+    if not isinstance(data, Mapping):
+        return {prefix.rstrip("."): data} if prefix else {}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping) and value:
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _describe_change(key: str, old: Any, new: Any) -> str:
+    def show(value: Any) -> str:
+        if value is _ABSENT:
+            return "absent"
+        if isinstance(value, str) and key.startswith("params."):
+            return value  # a distribution's repr
+        return repr(value)
+
+    ranges = all(isinstance(v, list) and len(v) == 2 for v in (old, new))
+    if ranges and old[0] == new[0]:
+        return f"{key} max {show(old[1])} (now {show(new[1])})"
+    if ranges and old[1] == new[1]:
+        return f"{key} min {show(old[0])} (now {show(new[0])})"
+    return f"{key} {show(old)} (now {show(new)})"
 
 
 def _training_dimensions(data: Any, origin: str) -> dict[str, Any]:

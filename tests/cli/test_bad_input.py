@@ -1,0 +1,189 @@
+"""Every bad input is refused before anything is written: one line naming the bad
+value, exit code 2, no traceback, and every file as it was."""
+
+from __future__ import annotations
+
+import pickle
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+TINY = ("--dataset", "synthetic", "--epochs", "1", "--train-limit", "20", "--val-limit", "20")
+
+
+def _refused(result: subprocess.CompletedProcess[str], expected: str) -> str:
+    """The one error line of a refused command (asserting exit 2 and no traceback)."""
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ") and expected in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("lanes", "expected"),
+    [
+        ("", "no lanes given ('')"),
+        (" ", "no lanes given (' ')"),
+        (",", "lane 1 of ',' is empty"),
+        ("mlcn1:1x1,,mlcn2:1x1", "lane 2 of 'mlcn1:1x1,,mlcn2:1x1' is empty"),
+    ],
+)
+def test_train_refuses_an_empty_lane_list(tmp_path: Path, lanes: str, expected: str) -> None:
+    out = tmp_path / "out"
+    result = run_cli("train", "--lanes", lanes, *TINY, "--out", str(out), "-q")
+    _refused(result, expected)
+    assert not out.exists()
+
+
+def test_train_refuses_a_lane_too_large_for_this_machine_before_allocating(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    result = run_cli("train", "--lanes", "mlcn1:2x1,mlcn1:10000x1", *TINY, "--out", str(out))
+    line = _refused(result, "lane 2 (mlcn1:10000x1) needs about ")
+    assert "TiB to train at batch 20; this machine (cpu) has " in line and "available" in line
+    assert not out.exists()
+
+
+def test_resume_with_other_lanes_leaves_the_folder_as_it_was(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    common = ("train", *TINY, "--test-limit", "20", "--out", str(out), "-q")
+    assert run_cli(*common, "--lanes", "mlcn1:1x1").returncode == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    refused = run_cli(*common, "--lanes", "mlcn1:2x1", "--epochs", "2", "--resume")
+    _refused(refused, "is for mlcn1:1x1, not mlcn1:2x1")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # arch.json included
+
+
+class _Payload:
+    """Unpickling this with plain pickle would create ``marker`` (a stand-in for any
+    code a malicious checkpoint runs)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (open, (str(self.marker), "w"))
+
+
+def test_a_malicious_checkpoint_is_refused_in_one_line_and_never_runs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    marker = tmp_path / "marker"
+    (out / "checkpoint.pt").write_bytes(pickle.dumps({"model": _Payload(marker)}))
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    result = run_cli("train", "--lanes", "mlcn1:1x1", *TINY, "--out", str(out), "--resume")
+    line = _refused(result, "is not a nasmlcn checkpoint")
+    assert "was not loaded" in line and "weights_only" not in line
+    assert not marker.exists()
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no arch.json written
+
+
+def _studies(db: Path) -> list[str]:
+    with sqlite3.connect(db) as con:
+        return [row[0] for row in con.execute("SELECT study_name FROM studies")]
+
+
+def _search(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(
+        "search",
+        "--devices",
+        "2xK80",
+        "--mem",
+        "12GB",
+        "--epochs",
+        "1",
+        "--storage",
+        f"sqlite:///{db}",
+        "-q",
+        *args,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--data-dir", "/no/such/dir"), "data directory '/no/such/dir' does not exist"),
+        (("--run-on", "bogus"), "--run-on 'bogus': unknown device 'bogus'"),
+        (("--run-on", "cuda:99"), "--run-on 'cuda:99': device 'cuda:99'"),
+        (("--evaluator", "proxy", "--data-dir", "/no/such/dir"), "'/no/such/dir' does not exist"),
+    ],
+)
+def test_search_refuses_bad_data_and_devices_before_a_study_exists(
+    tmp_path: Path, args: tuple[str, ...], expected: str
+) -> None:
+    db = tmp_path / "s.db"
+    _refused(_search(db, "--dataset", "synthetic", "--trials", "2", *args), expected)
+    assert not db.exists()
+
+
+def test_an_edited_space_file_is_refused_for_its_study(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    space = tmp_path / "space.toml"
+    original = (Path(__file__).parents[2] / "search_spaces" / "mlcn-homogeneous.toml").read_text()
+    space.write_text(original)
+    common = ("--evaluator", "proxy", "--space", str(space), "--study", "x")
+    assert _search(db, *common, "--trials", "2").returncode == 0
+
+    def states() -> list[str]:
+        with sqlite3.connect(db) as con:
+            return [row[0] for row in con.execute("SELECT state FROM trials ORDER BY number")]
+
+    assert states() == ["COMPLETE", "COMPLETE"]
+    # a changed range would mix two spaces in one study
+    space.write_text(original.replace("width = [1, 5]", "width = [1, 8]"))
+    line = _refused(
+        _search(db, *common, "--trials", "4"), "another search space: width max 5 (now 8)"
+    )
+    assert str(space) in line
+    # a changed choice made Optuna raise mid-sampling and left a RUNNING trial
+    space.write_text(original.replace('lane_types = ["mlcn1", "mlcn2"]', 'lane_types = ["mlcn1"]'))
+    _refused(_search(db, *common, "--trials", "4"), "lane_types ['mlcn1', 'mlcn2'] (now ['mlcn1'])")
+    assert states() == ["COMPLETE", "COMPLETE"]
+    # the file as it was continues the study
+    space.write_text(original)
+    assert _search(db, *common, "--trials", "3").returncode == 0
+    assert states() == ["COMPLETE"] * 3 and _studies(db) == ["x"]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("search", "--objectives", ""), "objectives: give at least one"),
+        (("search", "--study", ""), "study name '' is empty"),
+        (("search", "--mem", "1KB"), "the smallest lane (mlcn2:1x1) needs about 21.1 MiB"),
+        (("search", "--batch-size", "100000000"), "to train at batch 100000000"),
+        (("train", "--lanes", "mlcn1:1x1", "--out", "{file}/run"), "is inside the file"),
+    ],
+)
+def test_other_bad_values_write_nothing(
+    tmp_path: Path, args: tuple[str, ...], expected: str
+) -> None:
+    file = tmp_path / "a-file"
+    file.write_text("x")
+    args = tuple(a.format(file=file) for a in args)
+    db = tmp_path / "s.db"
+    extra = (
+        ("--evaluator", "proxy", "--storage", f"sqlite:///{db}", "--trials", "1")
+        if args[0] == "search"
+        else TINY
+    )
+    _refused(run_cli(*args, *extra, cwd=tmp_path), expected)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+def test_a_bad_sweep_value_is_refused_before_the_first_study(tmp_path: Path) -> None:
+    recipe = tmp_path / "sweep.toml"
+    recipe.write_text(
+        'devices = "2xK80"\nevaluator = "proxy"\ntrials = 1\nepochs = 1\nstudy = "sw"\n'
+        '[sweep]\nflops = ["1x", "bogus"]\n'
+    )
+    db = tmp_path / "s.db"
+    result = run_cli("search", "--config", str(recipe), "--storage", f"sqlite:///{db}", "-q")
+    _refused(result, "invalid --flops 'bogus'")
+    assert not db.exists()
