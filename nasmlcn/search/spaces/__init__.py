@@ -1,9 +1,9 @@
 """Search spaces (pure Python): declarative files in ``search_spaces/``, built by
-kind (``buckets``, ``homogeneous``, ``table``)."""
+kind (``buckets``, ``homogeneous``, ``table``, ``thesis``)."""
 
 from __future__ import annotations
 
-from nasmlcn.search.spaces import _buckets, _homogeneous, _table  # noqa: F401  (register kinds)
+from nasmlcn.search.spaces import _buckets, _homogeneous, _table, _thesis  # noqa: F401  (kinds)
 from nasmlcn.search.spaces._base import SPACE_KINDS, Candidate, SearchSpace, SpaceContext
 from nasmlcn.search.spaces._files import available_spaces, load_space, space_dirs
 
