@@ -67,7 +67,8 @@ def _print_best(study: str, names: list[str], rows: list[dict[str, Any]], multi:
     from nasmlcn.hardware import format_bytes
 
     table = Table(title=f"{'Pareto front' if multi else 'best trials'} of {study}")
-    for column in ("#", "lane mix", *names, "lanes", "memory", "imbalance"):
+    inference = ("inference predicted", "inference measured")
+    for column in ("#", "lane mix", *names, "lanes", "memory", "imbalance", *inference):
         table.add_column(
             column, overflow="fold", justify="left" if column == "lane mix" else "right"
         )
@@ -81,10 +82,32 @@ def _print_best(study: str, names: list[str], rows: list[dict[str, Any]], multi:
             str(row["num_lanes"]),
             format_bytes(predicted.get("peak_memory_bytes", 0)),
             f"{predicted.get('imbalance', 0):.1%}",
+            _per_image(predicted.get("inference_latency_s"), predicted.get("time_unit", "s")),
+            _per_image(
+                row["measured"].get("measured_inference_latency_s"),
+                "s",
+                row["measured"].get("measured_inference_device"),
+            ),
         )
     out.print(table)
     if not rows:
         out.print("no completed feasible trials yet")
+    else:
+        from nasmlcn.costs import INFERENCE_BATCH_SIZE
+
+        out.print(
+            f"inference: latency per image at batch {INFERENCE_BATCH_SIZE}, no decoder; "
+            "predicted for the target devices, measured where the trial trained "
+            "(- : not measured, e.g. the proxy evaluator)"
+        )
+
+
+def _per_image(value: Any, unit: str, where: str | None = None) -> str:
+    from nasmlcn.cli._options import format_time
+
+    if not isinstance(value, (int, float)):
+        return "-"
+    return format_time(value, unit) + (f" on {where}" if where else "")
 
 
 def correlate(
@@ -97,23 +120,14 @@ def correlate(
 ) -> None:
     """Early-epoch correlation (NASCaps Table 2): per epoch n, Pearson and Spearman
     between accuracy after n epochs and after the last, over completed trials."""
-    from optuna.trial import TrialState
-
-    from nasmlcn.search import epoch_correlations, first_epoch_reaching
+    from nasmlcn.search import correlation_report, first_epoch_reaching
     from nasmlcn.search._study_access import load_existing_study
 
     loaded = load_existing_study(study, resolve_storage(storage))
-    curves = []
-    saved = 0.0
-    for t in loaded.get_trials(deepcopy=False):
-        training = t.user_attrs.get("training") or {}
-        if t.state == TrialState.COMPLETE and training.get("val_accuracy_per_epoch"):
-            curves.append(list(training["val_accuracy_per_epoch"]))
-        if t.state == TrialState.PRUNED:
-            saved += float(t.user_attrs.get("seconds_saved", 0.0))
-    rows = epoch_correlations(curves)
+    report = correlation_report(loaded)
+    rows = list(report.correlations)
     first = first_epoch_reaching(rows, threshold)
-    pruned = len(loaded.get_trials(deepcopy=False, states=(TrialState.PRUNED,)))
+    pruned, saved = report.pruned_trials, report.seconds_saved
     if as_json:
         print(
             json.dumps(

@@ -69,6 +69,7 @@ def plan(
 def _print_plan(plan: Plan) -> None:
     from rich.table import Table
 
+    from nasmlcn.costs import INFERENCE_BATCH_SIZE
     from nasmlcn.hardware import format_bytes
     from nasmlcn.specs import format_lanes
 
@@ -100,6 +101,11 @@ def _print_plan(plan: Plan) -> None:
         f"makespan {format_time(plan.makespan, unit)} (ideal {format_time(plan.ideal, unit)}, "
         f"imbalance {plan.imbalance:.1%}); predicted step time with the head "
         f"{format_time(plan.step_time, unit)}; {plan.costs.params:,} parameters"
+    )
+    out.print(
+        f"predicted inference latency {format_time(plan.inference_latency, unit)} per image "
+        f"(batch {INFERENCE_BATCH_SIZE}: lanes in parallel "
+        f"{format_time(plan.inference_makespan, unit)} + head, no decoder)"
     )
     placement = plan.placement
     if placement.lower_bound is not None:

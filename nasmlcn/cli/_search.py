@@ -32,7 +32,9 @@ def search(
     objectives: str | None = typer.Option(
         None,
         "--objectives",
-        help="accuracy[,latency,memory,params]; several make a Pareto study [default: accuracy].",
+        help="accuracy[,latency,inference,memory,params]; several make a Pareto study "
+        "[default: accuracy]. latency: predicted training step time; inference: "
+        "predicted per-image inference latency (batch 1).",
     ),
     evaluator: str | None = typer.Option(
         None, "--evaluator", help="train (real training) or proxy (analytic stand-in)."
@@ -238,17 +240,46 @@ def _print_result(data: dict[str, Any]) -> None:
         out.print(f"{len(failures)} failed trial(s):")
         for f in failures:
             out.print(f"  trial {f['number']}: {f['reason']}", highlight=False, soft_wrap=True)
-    pruned = data["pruned"]
-    if pruned:
-        out.print(
-            f"{len(pruned)} pruned trial(s); pruning saved about {data['seconds_saved_by_pruning']:.0f} s of training"
-        )
+    _print_pruning(data)
     if data["stopped"] == "interrupted":
         out.print(
             "[yellow]interrupted: the running trial is marked FAIL; re-run the same command to continue[/]"
         )
     elif data["stopped"] == "timeout":
         out.print("stopped by --timeout; re-run the same command to continue")
+
+
+def _print_pruning(data: dict[str, Any]) -> None:
+    """The early-epoch correlation the pruner works from, and what pruning saved."""
+    from rich.table import Table
+
+    rows = data["correlation"]
+    config = data["config"]
+    if len(rows) > 1:  # one epoch: nothing to correlate, nothing to prune
+        table = Table(
+            title="early-epoch correlation: accuracy after n epochs vs after the last, "
+            f"{rows[0]['trials']} completed trials"
+        )
+        for column in ("epoch", "Pearson r", "Spearman rho", "trials", "prunes"):
+            table.add_column(column, justify="right")
+        for r in rows:
+            table.add_row(
+                str(r["epoch"]),
+                f"{r['pearson']:.3f}" if r["pearson"] is not None else "-",
+                f"{r['spearman']:.3f}" if r["spearman"] is not None else "-",
+                str(r["trials"]),
+                "-" if r is rows[-1] else "yes" if r["prunes"] else "no",  # the last: the result
+            )
+        out.print(table)
+    if not config["prune"]:
+        out.print("pruning off (--no-prune)")
+        return
+    out.print(
+        f"pruning on: an epoch prunes once {config['prune_min_trials']} trials have completed "
+        f"and its Spearman rho >= {config['prune_threshold']:g}; {len(data['pruned'])} pruned "
+        f"trial(s) saved about {data['seconds_saved_by_pruning']:.0f} s of training",
+        highlight=False,
+    )
 
 
 def _print_sweep(results: list[dict[str, Any]]) -> None:

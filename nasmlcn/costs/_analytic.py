@@ -19,11 +19,17 @@ Time: training FLOPs per step at a fixed fraction of the speed-1.0 device's
 (K80) peak FP32 rate. That fraction is an assumption (the thesis's TensorFlow
 reached a few per cent on GPUs, PyTorch on this CPU much more); ``nasmlcn
 calibrate`` fits the ``calibrated`` model to measured times instead.
+
+Inference time: the FLOPs of one forward pass per image at batch
+``INFERENCE_BATCH_SIZE`` (1), at the same fraction of the same peak — derived
+exactly as the training time is, from forward instead of forward + backward
+FLOPs (about a third per image). The head classifies with element-wise work only
+(capsule lengths; the decoder does not run at inference), so it predicts 0.
 """
 
 from __future__ import annotations
 
-from nasmlcn.costs._base import COST_MODELS, CostModel, HeadCost, LaneCost
+from nasmlcn.costs._base import COST_MODELS, CostModel, HeadCost, LaneCost, inference_flops
 from nasmlcn.costs._context import ADAM_STATES, BYTES_PER_VALUE, CostContext
 from nasmlcn.costs._profile import head_profile, lane_profile
 from nasmlcn.specs import LaneSpec
@@ -71,6 +77,7 @@ class AnalyticCostModel(CostModel):
         live = max(activations, step_temporaries)
         memory = state_bytes(p.params) + round(ALLOCATOR_SLACK * live) + WORKSPACE_BYTES
         flops = p.train_flops_per_step(ctx.batch_size)
+        forward = inference_flops(p)
         return LaneCost(
             lane=lane,
             params=p.params,
@@ -79,6 +86,8 @@ class AnalyticCostModel(CostModel):
             activation_bytes=p.saved_values * BYTES_PER_VALUE,
             memory_bytes=memory,
             time=self.seconds(flops),
+            inference_flops=forward,
+            inference_time=self.seconds(forward),
         )
 
     def head_cost(self, num_lanes: int, ctx: CostContext) -> HeadCost:
@@ -91,4 +100,6 @@ class AnalyticCostModel(CostModel):
             train_flops=flops,
             memory_bytes=state_bytes(h.params) + activations,
             time=self.seconds(flops),
+            inference_flops=h.inference_flops,
+            inference_time=self.seconds(h.inference_flops),
         )

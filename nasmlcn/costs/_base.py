@@ -1,11 +1,14 @@
 """Cost models: what a lane costs to train, per step, on a speed-1.0 device.
 
 A cost model turns a lane (in a :class:`CostContext`) into a :class:`LaneCost`:
-parameters and FLOPs (facts of the layers, the same for every model), and two
+parameters and FLOPs (facts of the layers, the same for every model), and three
 *predictions* that differ between models: ``time`` — the training step time on a
-device of speed 1.0 (a K80) — and ``memory_bytes`` — the training memory the lane
-needs on its device. Time on a device of speed ``s`` is ``time / s``; the
-makespan of a placement is ``max over devices of sum(time of its lanes) / s``.
+device of speed 1.0 (a K80) — ``inference_time`` — the forward-only time of
+classifying one image (batch ``INFERENCE_BATCH_SIZE`` = 1, evaluation mode, no
+gradients) on the same device — and ``memory_bytes`` — the training memory the
+lane needs on its device. Time on a device of speed ``s`` is ``time / s``; the
+makespan of a placement is ``max over devices of sum(time of its lanes) / s``,
+and its inference makespan the same sum over ``inference_time``.
 """
 
 from __future__ import annotations
@@ -16,9 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasmlcn.costs._context import CostContext
-from nasmlcn.costs._profile import head_profile, lane_profile
+from nasmlcn.costs._profile import LaneProfile, head_profile, lane_profile
 from nasmlcn.registry import Registry
 from nasmlcn.specs import LaneSpec, MLCNSpec
+
+INFERENCE_BATCH_SIZE = 1
+"""Images per inference pass that ``inference_time`` is predicted (and measured) at:
+one image, the latency a deployed classifier sees, not a throughput."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,10 @@ class LaneCost:
             optimizer state, activations for the batch, workspace).
         time: Predicted training step time on a speed-1.0 device, in the model's
             ``time_unit``.
+        inference_flops: FLOPs of one forward pass at ``INFERENCE_BATCH_SIZE``,
+            per image (kernel folds included).
+        inference_time: Predicted forward-only time per image at
+            ``INFERENCE_BATCH_SIZE`` on a speed-1.0 device, in ``time_unit``.
     """
 
     lane: LaneSpec
@@ -44,6 +55,8 @@ class LaneCost:
     activation_bytes: int
     memory_bytes: int
     time: float
+    inference_flops: int
+    inference_time: float
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -54,18 +67,27 @@ class LaneCost:
             "activation_bytes": self.activation_bytes,
             "memory_bytes": self.memory_bytes,
             "time": self.time,
+            "inference_flops": self.inference_flops,
+            "inference_time": self.inference_time,
         }
 
 
 @dataclass(frozen=True)
 class HeadCost:
-    """The head (class capsules and decoder), which runs on the head device."""
+    """The head (class capsules and decoder), which runs on the head device.
+
+    ``inference_*`` is classification only (class capsules and their lengths):
+    the decoder reconstructs images for the training loss and is not run at
+    inference.
+    """
 
     params: int
     forward_flops: int
     train_flops: int
     memory_bytes: int
     time: float
+    inference_flops: int
+    inference_time: float
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +96,8 @@ class HeadCost:
             "train_flops": self.train_flops,
             "memory_bytes": self.memory_bytes,
             "time": self.time,
+            "inference_flops": self.inference_flops,
+            "inference_time": self.inference_time,
         }
 
 
@@ -99,6 +123,11 @@ class ModelCost:
     @property
     def memory_bytes(self) -> int:
         return sum(c.memory_bytes for c in self.lanes) + self.head.memory_bytes
+
+    @property
+    def inference_flops(self) -> int:
+        """FLOPs of classifying one image (every lane and the head, no decoder)."""
+        return sum(c.inference_flops for c in self.lanes) + self.head.inference_flops
 
 
 class CostModel(ABC):
@@ -147,7 +176,20 @@ def layer_facts(lane: LaneSpec, ctx: CostContext) -> dict[str, int]:
         "forward_flops": p.forward_flops,
         "train_flops": p.train_flops_per_step(ctx.batch_size),
         "activation_bytes": p.saved_values * BYTES_PER_VALUE,
+        "inference_flops": inference_flops(p),
     }
+
+
+def inference_flops(p: LaneProfile) -> int:
+    """FLOPs per image of one forward pass at ``INFERENCE_BATCH_SIZE``, rounded up."""
+    return -(-p.forward_flops_per_pass(INFERENCE_BATCH_SIZE) // INFERENCE_BATCH_SIZE)
+
+
+def forward_share(p: LaneProfile, ctx: CostContext) -> float:
+    """Per-image inference FLOPs over the training step's FLOPs at ``ctx.batch_size``:
+    what scales a training-step time to an inference time where a model knows no
+    better (the ``thesis`` model's eq. 5.1 is a training-step proxy)."""
+    return inference_flops(p) / p.train_flops_per_step(ctx.batch_size)
 
 
 def head_facts(num_lanes: int, ctx: CostContext) -> dict[str, int]:
@@ -156,4 +198,5 @@ def head_facts(num_lanes: int, ctx: CostContext) -> dict[str, int]:
         "params": p.params,
         "forward_flops": p.forward_flops,
         "train_flops": p.train_flops * ctx.batch_size,
+        "inference_flops": p.inference_flops,
     }

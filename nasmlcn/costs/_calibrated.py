@@ -39,6 +39,23 @@ the lane coefficients to the head's arithmetic (FLOPs, parameters, values kept
 for backward, three linear layers), without the per-step constant (which each
 measured lane already carries).
 
+**Inference.** Only training steps are measured, so a lane's forward-only time
+per image (batch ``INFERENCE_BATCH_SIZE`` = 1) is derived from the time fit under
+two stated assumptions: the per-step terms of training do not occur at inference
+(``params``: Adam's update and the gradient reset; ``one``: the loss, backward's
+and the optimizer's bookkeeping; see ``INFERENCE_DROPPED``); the other terms
+(FLOPs, feature maps, capsules, per-layer dispatch) split between the forward and
+backward passes as the lane's FLOPs do, so they are taken at batch 1 and scaled
+by the forward pass's share of the step's FLOPs (about a third). The head's
+classification (capsule lengths, no decoder) takes the head features without the
+decoder at batch 1, times a third (``HEAD_FORWARD_SHARE``). Checked on the
+2-core development CPU (1 thread, calibrated with ``--threads 1 --clock cpu``)
+against 7 models of 1-4 lanes: 1.2-3.7x the measured latency, highest for deep
+lanes (a training step's per-layer cost, autograd included, is more than three
+forward dispatches); ``2*mlcn1:4x1`` 2.5 ms predicted, 1.8-2.0 ms measured
+(keeping ``one`` would have predicted 9.1 ms). An upper estimate, then;
+``nasmlcn search --evaluator train`` measures every trial's.
+
 The coefficients belong to the context the lanes were measured in (input shape,
 classes, routing). Batch size scales the per-image features, so other batch
 sizes extrapolate linearly; other contexts are predicted with a warning.
@@ -59,7 +76,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nasmlcn.costs._base import COST_MODELS, CostModel, HeadCost, LaneCost, head_facts, layer_facts
+from nasmlcn.costs._base import (
+    COST_MODELS,
+    INFERENCE_BATCH_SIZE,
+    CostModel,
+    HeadCost,
+    LaneCost,
+    forward_share,
+    head_facts,
+    layer_facts,
+)
 from nasmlcn.costs._context import ADAM_STATES, BYTES_PER_VALUE, CostContext
 from nasmlcn.costs._profile import head_profile, lane_profile
 from nasmlcn.costs._stats import Agreement, agreement, fit_relative
@@ -106,6 +132,12 @@ MEMORY_FEATURES = ("state_bytes", "feature_bytes", "capsules", "one")
   capsule depends on the routing and the number of classes;
 * ``one``: fixed scratch (convolution library workspaces, small buffers).
 """
+
+INFERENCE_DROPPED = ("params", "one")
+"""Time features of a training step that a forward pass does not have."""
+
+HEAD_FORWARD_SHARE = 1 / 3
+"""The forward pass's share of the head's training time (train FLOPs = 3x forward)."""
 
 MEMORY_METHODS = {
     "cpu": "resident-set growth of a fresh process (VmHWM), glibc mmap threshold fixed",
@@ -692,14 +724,32 @@ class CalibratedCostModel(CostModel):
             lane=lane,
             memory_bytes=cal.memory_bytes(lane, ctx),
             time=cal.local_seconds(lane, ctx) * cal.speed,
+            inference_time=self._inference_seconds(lane, ctx) * cal.speed,
             **layer_facts(lane, ctx),
         )
+
+    def _inference_seconds(self, lane: LaneSpec, ctx: CostContext) -> float:
+        """Local forward-only seconds per image (see the module docstring)."""
+        one = replace(ctx, batch_size=INFERENCE_BATCH_SIZE)
+        features = [
+            0.0 if name in INFERENCE_DROPPED else value  # no loss, backward or optimizer
+            for name, value in zip(TIME_FEATURES, time_features(lane, one), strict=True)
+        ]
+        step = _dot(self.calibration.time_coefficients, features)
+        return step * forward_share(lane_profile(lane, one), one) / INFERENCE_BATCH_SIZE
 
     def head_cost(self, num_lanes: int, ctx: CostContext) -> HeadCost:
         cal = self.calibration
         seconds = _dot(cal.time_coefficients, _head_time_features(num_lanes, ctx))
         memory = math.ceil(_dot(cal.memory_coefficients, _head_memory_features(num_lanes, ctx)))
-        return HeadCost(memory_bytes=memory, time=seconds * cal.speed, **head_facts(num_lanes, ctx))
+        classify = replace(ctx, batch_size=INFERENCE_BATCH_SIZE, decoder="none")
+        inference = _dot(cal.time_coefficients, _head_time_features(num_lanes, classify))
+        return HeadCost(
+            memory_bytes=memory,
+            time=seconds * cal.speed,
+            inference_time=inference * HEAD_FORWARD_SHARE * cal.speed / INFERENCE_BATCH_SIZE,
+            **head_facts(num_lanes, ctx),
+        )
 
     def describe(self) -> str:
         cal = self.calibration

@@ -59,6 +59,12 @@ class LaneProfile:
     def train_flops_per_step(self, batch_size: int) -> int:
         return self.train_flops * batch_size + self.step_flops
 
+    def forward_flops_per_pass(self, batch_size: int) -> int:
+        """FLOPs of one forward pass (inference) over ``batch_size`` images: the
+        kernel folds are computed once per pass, a third of ``step_flops`` (their
+        backward is the other two thirds)."""
+        return self.forward_flops * batch_size + self.step_flops // 3
+
 
 @lru_cache(maxsize=4096)
 def lane_profile(lane: LaneSpec, ctx: CostContext) -> LaneProfile:
@@ -121,12 +127,22 @@ def lane_profile(lane: LaneSpec, ctx: CostContext) -> LaneProfile:
 
 @dataclass(frozen=True)
 class HeadProfile:
-    """Arithmetic of the part after the lanes (class capsules, decoder)."""
+    """Arithmetic of the part after the lanes (class capsules, decoder).
+
+    ``forward_flops`` and ``train_flops`` are per image and include the decoder.
+    Inference classifies without it: the class capsules' lengths are element-wise
+    work, 0 FLOPs as ``FlopCounterMode`` counts (see :attr:`inference_flops`).
+    """
 
     params: int
     forward_flops: int
     train_flops: int
     saved_values: int
+
+    @property
+    def inference_flops(self) -> int:
+        """FLOPs per image of classifying (stacking lanes, capsule lengths): none."""
+        return 0
 
 
 @lru_cache(maxsize=1024)

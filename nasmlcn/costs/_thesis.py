@@ -10,12 +10,28 @@
 
 Parameters and FLOPs are reported from the layer arithmetic, as for every model.
 The head is not in the thesis's equations: it costs nothing here.
+
+Inference: the thesis predicts training step times only. Eq. 5.1 is a proxy for
+a training step, so a lane's inference time is its eq. 5.1 value scaled by the
+share of that step's FLOPs one image's forward pass has (per-image forward FLOPs
+at batch 1 over the step's forward + backward FLOPs at the training batch; about
+1/300 at batch 100), still in ``w2d``. This assumes the proxy's time is
+proportional to FLOPs, which is what the thesis's width^2 * depth stands for.
 """
 
 from __future__ import annotations
 
-from nasmlcn.costs._base import COST_MODELS, CostModel, HeadCost, LaneCost, head_facts, layer_facts
+from nasmlcn.costs._base import (
+    COST_MODELS,
+    CostModel,
+    HeadCost,
+    LaneCost,
+    forward_share,
+    head_facts,
+    layer_facts,
+)
 from nasmlcn.costs._context import CostContext
+from nasmlcn.costs._profile import lane_profile
 from nasmlcn.specs import LaneSpec
 
 MIB = 2**20
@@ -40,12 +56,14 @@ class ThesisCostModel(CostModel):
 
     def lane_cost(self, lane: LaneSpec, ctx: CostContext) -> LaneCost:
         facts = layer_facts(lane, ctx)
+        time = thesis_time(lane.width, lane.depth)
         return LaneCost(
             lane=lane,
             memory_bytes=thesis_memory_bytes(lane.width, lane.depth),
-            time=thesis_time(lane.width, lane.depth),
+            time=time,
+            inference_time=time * forward_share(lane_profile(lane, ctx), ctx),
             **facts,
         )
 
     def head_cost(self, num_lanes: int, ctx: CostContext) -> HeadCost:
-        return HeadCost(memory_bytes=0, time=0.0, **head_facts(num_lanes, ctx))
+        return HeadCost(memory_bytes=0, time=0.0, inference_time=0.0, **head_facts(num_lanes, ctx))

@@ -510,8 +510,14 @@ def extract_report(
 
 # -- exports ------------------------------------------------------------------
 
-_PREDICTED = ("latency", "step_time", "imbalance", "peak_memory_bytes", "params", "train_flops")
-_TRAINING = ("accuracy", "seconds", "step_seconds", "images_per_second", "peak_memory_bytes")
+_PREDICTED = (
+    "latency", "step_time", "inference_latency_s", "inference_batch_size", "imbalance",
+    "peak_memory_bytes", "params", "train_flops",
+)  # fmt: skip
+_TRAINING = (
+    "accuracy", "seconds", "step_seconds", "images_per_second", "peak_memory_bytes",
+    "measured_inference_latency_s", "measured_inference_batch_size", "measured_inference_device",
+)  # fmt: skip
 
 
 def trial_table(data: StudyData) -> tuple[list[str], list[dict[str, Any]]]:

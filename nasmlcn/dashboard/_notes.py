@@ -211,7 +211,12 @@ def trial_note(trial: FrozenTrial, metric_names: Sequence[str]) -> str:
         if isinstance(imbalance, (int, float)):
             head += f", imbalance {imbalance:.1%}"
         if predicted.get("latency") is not None:
-            head += f", predicted latency {_seconds(predicted['latency'], unit)}"
+            head += f", predicted training step {_seconds(predicted['latency'], unit)}"
+        if predicted.get("inference_latency_s") is not None:
+            head += (
+                f", predicted inference {_seconds(predicted['inference_latency_s'], unit)}"
+                f"/image at batch {predicted.get('inference_batch_size', 1)}"
+            )
         lines += [
             "",
             head + ")",
@@ -258,11 +263,26 @@ def trial_note(trial: FrozenTrial, metric_names: Sequence[str]) -> str:
             if isinstance(training.get("peak_memory_bytes"), (int, float))
             else "",
             str(training.get("device") or ""),
+            _measured_inference(training),
         ]
         if any(measured):
             lines.append("")
             lines.append("measured: " + " · ".join(m for m in measured if m))
     return "\n".join(lines) + "\n"
+
+
+def _measured_inference(training: Mapping[str, Any]) -> str:
+    """``inference 3.1 ms/image at batch 1`` (and where, when not the training
+    device); empty when nothing was measured (the proxy)."""
+    value = training.get("measured_inference_latency_s")
+    if not isinstance(value, (int, float)):
+        return ""
+    text = (
+        f"inference {_seconds(value)}/image at batch "
+        f"{training.get('measured_inference_batch_size', '?')}"
+    )
+    where = training.get("measured_inference_device")
+    return text + (f" on {where}" if where and where != training.get("device") else "")
 
 
 def study_note(study: optuna.Study, figure_titles: Sequence[str]) -> str:

@@ -228,7 +228,14 @@ def _best_section(data: ReportData) -> str:
         if study.multi_objective
         else "The best feasible completed trials."
     )
-    heads = ["#", *study.metric_names, "lanes", "lane mix", "peak memory", "imbalance", "params"]
+    desc += (
+        " Inference: latency per image (batch 1, no decoder), predicted for the target "
+        "devices and measured where the trial trained (- where nothing was measured)."
+    )
+    heads = [
+        "#", *study.metric_names, "lanes", "lane mix", "peak memory", "imbalance", "params",
+        "inference predicted", "inference measured",
+    ]  # fmt: skip
     head = "".join(f'<th class="{"text" if h == "lane mix" else ""}">{_e(h)}</th>' for h in heads)
     shown = [_best_row(r) for r in best[:SHOWN_BEST_ROWS]]
     folded = [_best_row(r) for r in best[SHOWN_BEST_ROWS:MAX_BEST_ROWS]]
@@ -253,11 +260,21 @@ def _best_row(r: TrialRow) -> str:
     memory = f"{r.peak_memory_bytes / MIB:.4g} MiB" if r.peak_memory_bytes is not None else "-"
     imbalance = f"{r.imbalance:.1%}" if r.imbalance is not None else "-"
     params = f"{r.model_params:,}" if isinstance(r.model_params, int) else "-"
+    predicted = (r.attrs.get("predicted") or {}).get("inference_latency_s")
+    measured = (r.attrs.get("training") or {}).get("measured_inference_latency_s")
     return (
         f"<tr><td>{r.number}</td>{values}<td>{_num(r.num_lanes)}</td>"
         f'<td class="mono">{_e(r.lane_mix or r.lanes or "")}</td>'
-        f"<td>{memory}</td><td>{imbalance}</td><td>{params}</td></tr>"
+        f"<td>{memory}</td><td>{imbalance}</td><td>{params}</td>"
+        f"<td>{_time(predicted, r.time_unit)}</td><td>{_time(measured, 's')}</td></tr>"
     )
+
+
+def _time(value: Any, unit: str) -> str:
+    """Seconds as ``1.23 ms``; other units (``w2d``) as numbers with the unit."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "-"
+    return f"{value * 1e3:.3g} ms" if unit == "s" else f"{value:.4g} {_e(unit)}"
 
 
 def _correlation_section(data: ReportData) -> str:

@@ -5,6 +5,13 @@ every trial. The head (class capsules, decoder) runs on the head device (device
 0): its memory is reserved there, and its time is added to the predicted step time
 but not to the makespan, which covers the lanes only so that anyone can recompute
 it from ``lane_costs`` and the device speeds.
+
+Inference (one image, batch ``INFERENCE_BATCH_SIZE``): the lanes of every device
+run one after the other and the devices in parallel, as in training, so the
+*inference makespan* is ``max over devices of sum(lane inference times) / speed``
+on the same placement; the predicted inference latency adds the head's
+classification (no decoder) on the head device. Moving the lanes' ``K`` outputs
+to the head device is not modelled (a few dozen bytes per lane).
 """
 
 from __future__ import annotations
@@ -14,7 +21,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nasmlcn.costs import CostContext, CostModel, ModelCost, get_cost_model
+from nasmlcn.costs import (
+    INFERENCE_BATCH_SIZE,
+    CostContext,
+    CostModel,
+    ModelCost,
+    get_cost_model,
+)
 from nasmlcn.hardware import DeviceSpec, format_devices
 from nasmlcn.placement import PLACERS, Placement, PlacementProblem, get_placer
 from nasmlcn.specs import MLCNSpec
@@ -35,6 +48,8 @@ class DevicePlan:
         time: ``load / speed``: predicted time of its lanes per step.
         memory_bytes: Predicted memory of its lanes (and the head, on the head device).
         head: Whether the head runs here.
+        inference_time: Summed lane inference time (per image, forward only) over
+            ``speed``; the head's is not included.
     """
 
     device: DeviceSpec
@@ -43,6 +58,7 @@ class DevicePlan:
     time: float
     memory_bytes: int
     head: bool
+    inference_time: float
 
     @property
     def memory_limit(self) -> int:
@@ -60,6 +76,7 @@ class DevicePlan:
             "time": self.time,
             "memory_used_bytes": self.memory_bytes,
             "head": self.head,
+            "inference_time": self.inference_time,
         }
 
 
@@ -110,6 +127,19 @@ class Plan:
         return self.makespan + self.costs.head.time / self.devices[HEAD_DEVICE].speed
 
     @property
+    def inference_makespan(self) -> float:
+        """``max over devices of sum(lane inference times) / speed``: the lanes'
+        part of classifying one image, devices in parallel."""
+        return max(d.inference_time for d in self.per_device)
+
+    @property
+    def inference_latency(self) -> float:
+        """Predicted per-image inference latency (batch ``INFERENCE_BATCH_SIZE``):
+        the inference makespan plus the head's classification on the head device."""
+        head = self.costs.head.inference_time / self.devices[HEAD_DEVICE].speed
+        return self.inference_makespan + head
+
+    @property
     def peak_memory_bytes(self) -> int:
         """The largest predicted memory on any one device."""
         return max(d.memory_bytes for d in self.per_device)
@@ -133,6 +163,10 @@ class Plan:
             "ideal_makespan": self.ideal,
             "imbalance": self.imbalance,
             "step_time": self.step_time,
+            "lane_inference_times": [c.inference_time for c in self.costs.lanes],
+            "inference_batch_size": INFERENCE_BATCH_SIZE,
+            "inference_makespan": self.inference_makespan,
+            "inference_latency": self.inference_latency,
             "params": self.costs.params,
             "train_flops": self.costs.train_flops,
             "peak_memory_bytes": self.peak_memory_bytes,
@@ -167,6 +201,9 @@ def device_plans(
     loads = problem.loads(placement.assignment)
     memory = problem.memory_used(placement.assignment)
     memory[HEAD_DEVICE] += costs.head.memory_bytes
+    inference = [0.0] * len(devices)
+    for lane, j in enumerate(placement.assignment):
+        inference[j] += costs.lanes[lane].inference_time
     return tuple(
         DevicePlan(
             device=d,
@@ -175,6 +212,7 @@ def device_plans(
             time=loads[j] / d.speed,
             memory_bytes=memory[j],
             head=j == HEAD_DEVICE,
+            inference_time=inference[j] / d.speed,
         )
         for j, d in enumerate(devices)
     )

@@ -71,6 +71,12 @@ class Evaluation:
         device: Where it trained (``cpu``, ``cuda:0``; ``proxy`` for the proxy).
         mode: ``single-device``, ``lane-parallel`` or ``proxy``.
         extra: Anything else worth keeping (versions, per-epoch details).
+        measured_inference_latency_s: Measured seconds per image of classifying
+            validation images after training (eval mode, no gradients, no
+            decoder; :func:`nasmlcn.measure.time_inference`); None when nothing
+            was measured (the proxy).
+        measured_inference_device: Where that was measured.
+        measured_inference_batch_size: Images per timed pass.
     """
 
     accuracy: float
@@ -82,6 +88,9 @@ class Evaluation:
     device: str = "proxy"
     mode: str = "proxy"
     extra: Mapping[str, Any] = field(default_factory=dict)
+    measured_inference_latency_s: float | None = None
+    measured_inference_device: str | None = None
+    measured_inference_batch_size: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

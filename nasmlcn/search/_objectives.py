@@ -1,8 +1,15 @@
 """Objectives by name: what a trial is scored on, and in which direction.
 
 ``accuracy`` comes from the evaluator (validation accuracy after the last epoch);
-``latency``, ``memory`` and ``params`` are predictions for the *target* devices
-from the plan (cost model + placement), the same whatever machine trains.
+``latency``, ``inference``, ``memory`` and ``params`` are predictions for the
+*target* devices from the plan (cost model + placement), the same whatever
+machine trains. ``latency`` is the predicted *training step* time (the placement's
+makespan); ``inference`` the predicted time to classify one image (batch 1):
+each device runs its lanes' forward passes, the devices in parallel, then the
+class capsules on the head device, without the decoder. Both are in the cost
+model's time unit (seconds for ``analytic`` and ``calibrated``). The ``train``
+evaluator also *measures* inference latency on the device that trained the
+model; that figure is stored on the trial, never used as an objective.
 """
 
 from __future__ import annotations
@@ -69,7 +76,20 @@ OBJECTIVES.register(
         "latency_s",
         False,
         lambda plan, _: plan.makespan,
-        "predicted step time on the target devices = placement makespan (min)",
+        "predicted training step time on the target devices = placement makespan (min)",
+    ),
+)
+OBJECTIVES.register(
+    "inference",
+    Objective(
+        "inference",
+        "minimize",
+        "inference_latency_s",
+        False,
+        lambda plan, _: plan.inference_latency,
+        "predicted inference latency per image (batch 1) on the target devices: "
+        "lanes' forward passes in parallel (inference makespan) + class capsules on the "
+        "head device, no decoder (min)",
     ),
 )
 OBJECTIVES.register(

@@ -3,7 +3,9 @@
 NOT an accuracy estimate: a smooth, deterministic function of the architecture
 with a known optimum, so that a search can be exercised end to end in
 milliseconds and samplers can be compared on a known objective. Every trial and
-the study say ``evaluator: proxy``.
+the study say ``evaluator: proxy``. It measures nothing: the measured step time,
+memory and inference latency (``measured_inference_latency_s``) stay None; the
+predicted ones come from the plan as with every evaluator.
 
 The score rises with the model's training FLOPs per image (saturating) and with
 the mean "quality" of its lanes, shaped after the thesis's observations: mlcn2

@@ -1,7 +1,9 @@
-"""Reading results back from a study: the best trials or the Pareto front.
+"""Reading results back from a study: the best trials or the Pareto front, and
+the early-epoch correlation with what pruning saved.
 
-Used at the end of ``nasmlcn search`` and by ``nasmlcn best``; works on any study
-written by nasmlcn, without the search's configuration.
+Used at the end of ``nasmlcn search`` and by ``nasmlcn best`` and ``nasmlcn
+correlate``; works on any study written by nasmlcn, without the search's
+configuration.
 """
 
 from __future__ import annotations
@@ -9,11 +11,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn.search._correlation import EpochCorrelation, epoch_correlations
+
 if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
 
 CONSTRAINT_PREFIX = "constraints:"
+MEASURED_KEYS = (
+    "measured_inference_latency_s",
+    "measured_inference_device",
+    "measured_inference_batch_size",
+)
+"""What ``TrialSummary.measured`` takes from the trial's ``training`` attribute."""
 
 
 def is_feasible(trial: FrozenTrial) -> bool:
@@ -27,7 +37,13 @@ def is_feasible(trial: FrozenTrial) -> bool:
 
 @dataclass(frozen=True)
 class TrialSummary:
-    """One trial as reports show it."""
+    """One trial as reports show it.
+
+    ``predicted`` holds the plan's predictions for the target devices (the
+    trial's ``predicted`` attribute); ``measured`` what the evaluator measured on
+    the device that trained it (``MEASURED_KEYS``; empty for the proxy, which
+    measures nothing).
+    """
 
     number: int
     state: str
@@ -40,6 +56,7 @@ class TrialSummary:
     accuracy_per_epoch: list[float]
     feasible: bool
     reason: str | None
+    measured: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -51,6 +68,7 @@ class TrialSummary:
             "num_lanes": self.num_lanes,
             "placement": self.placement,
             "predicted": self.predicted,
+            "measured": self.measured,
             "val_accuracy_per_epoch": self.accuracy_per_epoch,
             "feasible": self.feasible,
             "reason": self.reason,
@@ -77,6 +95,7 @@ def summarize(trial: FrozenTrial, metric_names: list[str] | None) -> TrialSummar
         accuracy_per_epoch=list(training.get("val_accuracy_per_epoch", [])),
         feasible=is_feasible(trial),
         reason=attrs.get("fail_reason") or attrs.get("prune_reason"),
+        measured={k: training[k] for k in MEASURED_KEYS if training.get(k) is not None},
     )
 
 
@@ -102,3 +121,54 @@ def _sort_key(study: optuna.Study, trial: FrozenTrial) -> tuple[float, int]:
     assert trial.values is not None
     value = trial.values[0]
     return (-value if study.directions[0] == StudyDirection.MAXIMIZE else value, trial.number)
+
+
+def completed_curves(study: optuna.Study) -> list[list[float]]:
+    """Per completed trial, its validation accuracy after every epoch (what the
+    correlation is measured on: pruned trials never reached the last epoch)."""
+    from optuna.trial import TrialState
+
+    curves = []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        curve = (t.user_attrs.get("training") or {}).get("val_accuracy_per_epoch")
+        if curve:
+            curves.append(list(curve))
+    return curves
+
+
+@dataclass(frozen=True)
+class CorrelationReport:
+    """A study's early-epoch correlation (NASCaps Table 2) and what pruning saved.
+
+    Attributes:
+        correlations: Per epoch, Pearson and Spearman vs the last epoch, over the
+            completed trials.
+        pruned_trials: Trials stopped early by the pruner (not those that did not
+            fit the devices).
+        seconds_saved: Training time those trials saved (estimated from their epochs).
+    """
+
+    correlations: tuple[EpochCorrelation, ...]
+    pruned_trials: int
+    seconds_saved: float
+
+    @property
+    def trials(self) -> int:
+        """Completed trials the correlation is measured on."""
+        return self.correlations[0].trials if self.correlations else 0
+
+
+def correlation_report(study: optuna.Study) -> CorrelationReport:
+    """The early-epoch correlation of ``study`` and what its pruned trials saved."""
+    from optuna.trial import TrialState
+
+    pruned = [
+        t
+        for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,))
+        if "seconds_saved" in t.user_attrs
+    ]
+    return CorrelationReport(
+        tuple(epoch_correlations(completed_curves(study))),
+        len(pruned),
+        sum(float(t.user_attrs["seconds_saved"]) for t in pruned),
+    )

@@ -6,7 +6,11 @@ thesis's settings (Adam, lr x0.9 per epoch) for the configured epochs, and
 validated after every epoch. Measured alongside: the step time, images per second
 and peak training memory (``torch.cuda.max_memory_allocated`` on a GPU; on a CPU
 the peak of the process's resident memory above where the trial started, sampled
-every 10 ms).
+every 10 ms), and after training the inference latency on the same device(s):
+the median of 20 timed passes (after 3 warm-up passes) classifying one
+validation image each (batch ``INFERENCE_BATCH_SIZE`` = 1; eval mode, no
+gradients, no decoder; :func:`nasmlcn.measure.time_inference`), stored as
+``measured_inference_latency_s`` next to the device it ran on.
 
 Where it trains (``SearchConfig.run_on``): when the trial's target devices are
 present here (``--devices 2xH100`` with ``--run-on auto`` on a two-H100 machine),
@@ -25,8 +29,10 @@ import os
 import statistics
 import threading
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.data import DatasetInfo
 from nasmlcn.errors import DeviceError, SearchError
 from nasmlcn.search._evaluator import EVALUATORS, EpochCallback, EpochReport, EvalJob, Evaluation
@@ -34,7 +40,10 @@ from nasmlcn.training import Callback, EpochResult
 from nasmlcn.training._memory import check_training_memory
 
 if TYPE_CHECKING:
+    import torch
+
     from nasmlcn.data import DataSplits
+    from nasmlcn.measure import InferenceTiming
     from nasmlcn.search._config import SearchConfig
 
 logger = logging.getLogger(__name__)
@@ -181,8 +190,9 @@ class TrainEvaluator:
             with _RssPeak() as rss:
                 history = train(model, job.spec, splits, config, callbacks=[relay])
             peak = rss.peak
+        inference = _measure_inference(model, splits, device, [device], device)
         return _evaluation(
-            job, history, splits, relay, int(peak), device, "single-device", extra={}
+            job, history, splits, relay, int(peak), device, "single-device", inference, extra={}
         )
 
     def _evaluate_placed(
@@ -224,14 +234,17 @@ class TrainEvaluator:
         per_device = {d: torch.cuda.max_memory_allocated(d) - before[d] for d in cuda}
         if rss is not None:
             per_device["cpu"] = rss.peak
+        where = ",".join(str(d) for d in placed.devices)
+        inference = _measure_inference(placed, splits, placed.input_device, placed.devices, where)
         return _evaluation(
             job,
             history,
             splits,
             relay,
             max(per_device.values()),
-            ",".join(str(d) for d in placed.devices),
+            where,
             "lane-parallel",
+            inference,
             extra={
                 "lane_devices": list(lanes),
                 "head_device": str(placed.head_device),
@@ -239,6 +252,28 @@ class TrainEvaluator:
                 "peak_memory_bytes_per_device": per_device,
             },
         )
+
+
+def _measure_inference(
+    model: torch.nn.Module,
+    splits: DataSplits,
+    input_device: torch.device | str,
+    devices: Sequence[torch.device | str],
+    where: str,
+) -> InferenceTiming:
+    """The trained model's per-image inference latency on validation images."""
+    from nasmlcn.measure import INFERENCE_PASSES, INFERENCE_WARMUP, time_inference
+
+    n = (INFERENCE_WARMUP + INFERENCE_PASSES) * INFERENCE_BATCH_SIZE
+    images = splits.val.images[:n].float().div_(255.0)  # (n, C, H, W), cycled if fewer
+    return time_inference(
+        model,
+        images,
+        input_device=input_device,
+        devices=devices,
+        device_name=where,
+        batch_size=INFERENCE_BATCH_SIZE,
+    )
 
 
 def _evaluation(
@@ -249,6 +284,7 @@ def _evaluation(
     peak: int,
     device: str,
     mode: str,
+    inference: InferenceTiming,
     extra: dict[str, Any],
 ) -> Evaluation:
     import torch
@@ -269,8 +305,12 @@ def _evaluation(
             "train_images": len(splits.train),
             "val_images": len(splits.val),
             "threads": torch.get_num_threads(),
+            "measured_inference": inference.to_dict(),
             **extra,
         },
+        measured_inference_latency_s=inference.seconds_per_image,
+        measured_inference_device=inference.device,
+        measured_inference_batch_size=inference.batch_size,
     )
 
 

@@ -70,6 +70,48 @@ def test_search_json_best_and_correlate(tmp_path: Path) -> None:
     assert table["epochs"][-1]["spearman"] == pytest.approx(1.0)
 
 
+PRUNING = ("--trials", "12", "--epochs", "4", "--sampler", "random")
+
+
+def test_search_prunes_by_default_and_reports_the_correlation(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    result = _search(db, *PRUNING, "--json", "-q")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["config"]["prune"] is True
+    assert data["pruned"], "12 trials of 4 epochs prune at least one under the default"
+    assert min(p["number"] for p in data["pruned"]) >= data["config"]["prune_min_trials"]
+    rows = data["correlation"]
+    assert [r["epoch"] for r in rows] == [1, 2, 3, 4]
+    assert all(set(r) == {"epoch", "trials", "pearson", "spearman", "prunes"} for r in rows)
+    assert rows[0]["trials"] == data["completed"] == 12 - len(data["pruned"])
+    assert rows[-1]["spearman"] == pytest.approx(1.0) and rows[-1]["prunes"] is False
+    assert any(r["prunes"] for r in rows)
+    assert data["seconds_saved_by_pruning"] == pytest.approx(
+        sum(p["seconds_saved"] for p in data["pruned"])
+    )
+    # the text summary of the same study (two trials more)
+    text = _search(db, "--trials", "14", *PRUNING[2:])
+    assert text.returncode == 0, text.stderr
+    assert "early-epoch correlation" in text.stdout and "Spearman rho" in text.stdout
+    assert "pruning on: an epoch prunes once 5 trials have completed" in text.stdout
+    assert "trial(s) saved about" in text.stdout
+
+
+def test_no_prune_trains_every_trial_in_full(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    result = _search(db, *PRUNING, "--no-prune", "--json", "-q")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["config"]["prune"] is False
+    assert data["pruned"] == [] and data["completed"] == 12
+    assert data["seconds_saved_by_pruning"] == 0
+    assert len(data["correlation"]) == 4 and not any(r["prunes"] for r in data["correlation"])
+    text = _search(db, "--trials", "13", *PRUNING[2:], "--no-prune")
+    assert text.returncode == 0, text.stderr
+    assert "pruning off (--no-prune)" in text.stdout and "Spearman rho" in text.stdout
+
+
 def test_rerunning_the_same_command_continues(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     first = _search(db, "--trials", "2", "--epochs", "1", "--json", "-q")
@@ -146,3 +188,26 @@ def test_the_fig_6_2_recipe_sweeps_flops(tmp_path: Path) -> None:
         f"thesis-fig6.2-flops-{f}" for f in ("1x", "2x", "4x", "8x")
     ]
     assert all(r["config"]["devices"] == "8xK80" and r["config"]["mem"] == "12GB" for r in sweep)
+    assert not any(r["config"]["prune"] for r in sweep)  # Fig. 6.2 trains every model in full
+
+
+def test_inference_objective_in_a_proxy_search_and_best(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    result = _search(
+        db, "--trials", "3", "--epochs", "1", "--objectives", "accuracy,inference", "--json"
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["metric_names"] == ["accuracy", "inference_latency_s"]
+    assert data["directions"] == ["maximize", "minimize"]
+    assert data["best"]
+    for row in data["best"]:  # what best --json prints too (one summary of a trial)
+        value = row["values"]["inference_latency_s"]
+        assert value > 0 and row["predicted"]["inference_latency_s"] == value
+        assert row["predicted"]["inference_batch_size"] == 1
+        assert value < row["predicted"]["latency"]  # one image vs a training step
+        assert row["measured"] == {}  # the proxy measures nothing and invents nothing
+    shown = run_cli("best", "--storage", f"sqlite:///{db}", env={"COLUMNS": "250"})
+    assert shown.returncode == 0, shown.stderr
+    for label in ("inference_latency_s", "inference predicted", "inference measured"):
+        assert label in shown.stdout, label

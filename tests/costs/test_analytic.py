@@ -8,7 +8,15 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from nasmlcn.costs import COST_MODELS, CostContext, get_cost_model, lane_profile
+from nasmlcn.costs import (
+    COST_MODELS,
+    INFERENCE_BATCH_SIZE,
+    CostContext,
+    get_cost_model,
+    lane_profile,
+)
+from nasmlcn.costs._analytic import AnalyticCostModel
+from nasmlcn.measure import classify
 from nasmlcn.models import build_model, capsule_loss, count_parameters
 from nasmlcn.models._lane import Lane
 from nasmlcn.specs import LaneSpec, MLCNSpec, parse_lane
@@ -108,3 +116,62 @@ def test_registry_names_and_unknown_model() -> None:
     assert {"analytic", "thesis"} <= set(COST_MODELS.names())
     with pytest.raises(ValueError, match="did you mean 'analytic'"):
         get_cost_model("analytc")
+
+
+def _counted_inference_flops(module: torch.nn.Module, fn: object, x: torch.Tensor) -> int:
+    module.eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        fn(x)  # type: ignore[operator]
+    return int(counter.get_total_flops())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lane_inference_flops_and_time_agree_with_a_torch_forward_pass(seed: int) -> None:
+    rng = random.Random(200 + seed)
+    lane = _random_lane(rng)
+    if seed == 0:
+        lane = LaneSpec("mlcn2", rng.randint(1, 5), rng.randint(1, 5))  # a folded kernel
+    routing = rng.choice(["vector", "classwise"])
+    ctx = CostContext(routing=routing, batch_size=3)
+    module = Lane(lane, ctx.input_shape, ctx.num_classes, routing, ctx.routing_iterations)
+    x = torch.rand(3, *ctx.input_shape)
+    with FlopCounterMode(display=False) as train:
+        module(x).square().sum().backward()
+    one = torch.rand(INFERENCE_BATCH_SIZE, *ctx.input_shape)
+    forward = _counted_inference_flops(module, module, one)
+    model = get_cost_model("analytic")
+    assert isinstance(model, AnalyticCostModel)
+    cost = model.lane_cost(lane, ctx)
+    assert cost.inference_flops == forward  # exact, the kernel fold included
+    # derived as the training time is: FLOPs at the same fraction of the same peak
+    assert cost.inference_time == pytest.approx(model.seconds(forward), rel=1e-12)
+    assert cost.inference_time / cost.time == pytest.approx(
+        forward / train.get_total_flops(), rel=0.02
+    )
+
+
+@pytest.mark.parametrize("decoder", ["full", "reduced", "none"])
+def test_head_inference_is_classification_without_the_decoder(decoder: str) -> None:
+    spec = MLCNSpec.from_lanes("mlcn2:2x2,mlcn1:1x3", decoder=decoder, routing="classwise")
+    model = build_model(spec)
+    x = torch.rand(1, *spec.input_shape)
+    lanes_only = _counted_inference_flops(model, model.lane_outputs, x)
+    classified = _counted_inference_flops(model, lambda t: classify(model, t), x)
+    whole = _counted_inference_flops(model, model, x)  # runs the decoder, if any
+    cost = get_cost_model("analytic").model_cost(spec, batch_size=100)
+    assert cost.head.inference_flops == classified - lanes_only == 0  # lengths: element-wise
+    assert cost.head.inference_time == 0.0
+    assert cost.inference_flops == classified
+    assert whole - classified == cost.head.forward_flops  # exactly the decoder, left out
+
+
+def test_thesis_inference_scales_eq_5_1_like_the_flops() -> None:
+    ctx = CostContext()
+    for text in ("mlcn1:2x4", "mlcn2:3x1"):
+        thesis = get_cost_model("thesis").lane_cost(parse_lane(text), ctx)
+        analytic = get_cost_model("analytic").lane_cost(parse_lane(text), ctx)
+        # both put the same share of a training step on one image's forward pass
+        assert thesis.inference_time / thesis.time == pytest.approx(
+            analytic.inference_time / analytic.time, rel=1e-9
+        )
+        assert 0 < thesis.inference_time < thesis.time / ctx.batch_size

@@ -308,3 +308,29 @@ def test_real_measurements_on_cuda() -> None:
     lane = LaneSpec("mlcn1", 2, 2)
     assert time_lane_step(lane, ctx, "cuda:0", repeats=2, min_seconds=0.0).seconds > 0
     assert lane_peak_memory(lane, ctx, "cuda:0", steps=2) > 0
+
+
+def test_inference_time_is_derived_from_the_fit(calibration: Calibration) -> None:
+    lane = LaneSpec("mlcn2", 3, 2)
+    full = CalibratedCostModel(calibration)
+    cost = full.lane_cost(lane, CTX)
+    # one image forward only: less than a step, more than its share of one (the fit's
+    # per-layer and per-pass costs are not shared by 100 images at batch 1)
+    assert cost.time / CTX.batch_size < cost.inference_time < cost.time
+    head = full.head_cost(3, CTX)
+    assert 0 < head.inference_time < full.head_cost(3, replace(CTX, decoder="none")).time
+
+    def only(feature: str) -> CalibratedCostModel:
+        c = tuple(1e-9 if f == feature else 0.0 for f in TIME_FEATURES)
+        return CalibratedCostModel(replace(calibration, time_coefficients=c))
+
+    # The optimizer's per-parameter work and the per-step bookkeeping do not happen
+    # at inference; per-layer dispatch does.
+    for per_step in ("params", "one"):
+        dropped = only(per_step).lane_cost(lane, CTX)
+        assert dropped.time > 0 and dropped.inference_time == 0, per_step
+    assert only("layers").lane_cost(lane, CTX).inference_time > 0
+    # A fit of FLOPs alone prices one image's forward FLOPs as it prices the step's.
+    flops = only("train_flops").lane_cost(lane, CTX)
+    assert flops.time == pytest.approx(1e-9 * flops.train_flops * calibration.speed)
+    assert flops.inference_time == pytest.approx(1e-9 * flops.inference_flops * calibration.speed)

@@ -51,6 +51,9 @@ def test_trial_note_reads_back_through_optuna_dashboard(pareto_study: Made, tmp_
     assert f"**accuracy** {trial.values[0]:.4g}" in note
     assert "#### Architecture" in note and trial.user_attrs["lane_mix"] in note
     assert "#### Placement (buckets" in note and "| K80:0 |" in note
+    assert "predicted training step" in note and "predicted inference" in note
+    measured = [line for line in note.splitlines() if line.startswith("measured:")]
+    assert all("inference" not in line for line in measured)  # the proxy measured none
     assert "#### Validation accuracy per epoch" in note
     curve = trial.user_attrs["training"]["val_accuracy_per_epoch"]
     assert " | ".join(f"{a:.4f}" for a in curve) in note

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from nasmlcn.costs import CostContext, get_cost_model
+from nasmlcn.costs import CostContext, HeadCost, get_cost_model
+from nasmlcn.costs._analytic import AnalyticCostModel
 from nasmlcn.errors import DeviceError, PlacementError
 from nasmlcn.hardware import parse_devices
 from nasmlcn.planning import (
@@ -97,3 +100,29 @@ def test_plan_names_the_lane_that_does_not_fit() -> None:
     spec = MLCNSpec.from_lanes("mlcn1:1x1,mlcn1:5x5")
     with pytest.raises(PlacementError, match=r"mlcn1:5x5 \(lane 1\) needs .* largest free memory"):
         plan_model(spec, parse_devices("2xK80", mem="100MiB"))
+
+
+class _ClassifyingHead(AnalyticCostModel):
+    """The analytic model with a head that takes 1 ms to classify (the analytic head
+    is element-wise work only, 0 FLOPs), so that the test sees it added."""
+
+    def head_cost(self, num_lanes: int, ctx: CostContext) -> HeadCost:
+        return replace(super().head_cost(num_lanes, ctx), inference_time=1e-3)
+
+
+def test_inference_latency_is_the_parallel_lanes_plus_the_head() -> None:
+    spec = MLCNSpec.from_lanes("mlcn1:4x2,mlcn2:2x1,mlcn2:2x3,3*mlcn1:2x4,mlcn1:5x5")
+    devices = parse_devices("1xK80,1xM40,1xP100,1xV100")
+    plan = plan_model(spec, devices, cost_model=_ClassifyingHead())
+    data = plan.to_dict()
+    forward = data["lane_inference_times"]
+    assert forward == [c.inference_time for c in plan.costs.lanes] and min(forward) > 0
+    spans = [sum(forward[i] for i in d["lanes"]) / d["speed"] for d in data["devices"]]
+    assert [d["inference_time"] for d in data["devices"]] == pytest.approx(spans)
+    assert data["inference_makespan"] == pytest.approx(max(spans))
+    assert data["inference_latency"] == pytest.approx(max(spans) + 1e-3 / devices[0].speed)
+    assert data["inference_batch_size"] == 1
+    # the devices run in parallel: far less than all lanes one after the other
+    assert data["inference_makespan"] < sum(forward) / max(d.speed for d in devices)
+    # the same placement as training, and an image costs less than a training step
+    assert data["inference_latency"] < data["makespan"]

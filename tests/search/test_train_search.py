@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 
 import nasmlcn.hardware
+from nasmlcn.dashboard._notes import trial_note
 from nasmlcn.search import SearchConfig, run_search
 from nasmlcn.search._study_access import load_existing_study
+from tests.conftest import run_cli
 
 
 def test_real_search_trains_measures_and_stores(data_dir: Path, tmp_path: Path) -> None:
@@ -67,3 +71,44 @@ def test_a_model_too_large_for_the_run_on_device_fails_its_trial_with_the_reason
     (trial,) = result.run_trials
     assert trial.state == "FAIL" and trial.reason is not None
     assert "to train at batch 20; this machine (cpu) has 1 MiB available" in trial.reason
+
+
+def test_a_trained_trial_measures_its_inference_latency(tmp_path: Path) -> None:
+    config = SearchConfig(
+        devices="2xK80",
+        mem="12GB",
+        flops="0.25x",
+        objectives=("accuracy", "inference"),
+        evaluator="train",
+        dataset="synthetic",
+        epochs=1,
+        train_limit=20,
+        val_limit=8,  # fewer than the passes: the images are cycled
+        trials=1,
+        storage=f"sqlite:///{tmp_path / 's.db'}",
+        run_on="cpu",
+    )
+    result = run_search(config)
+    assert [t.state for t in result.run_trials] == ["COMPLETE"]
+    study = load_existing_study(result.study, config.storage)
+    (trial,) = study.trials
+    training, predicted = trial.user_attrs["training"], trial.user_attrs["predicted"]
+    measured = training["measured_inference_latency_s"]
+    assert 0 < measured < training["step_seconds"]  # one image, forward only
+    assert training["measured_inference_device"] == training["device"] == "cpu"
+    assert training["measured_inference_batch_size"] == 1
+    assert training["extra"]["measured_inference"]["passes"] == 20
+    assert trial.values is not None and trial.values[1] == predicted["inference_latency_s"] > 0
+
+    best = run_cli("best", "--storage", config.storage, "--json")
+    assert best.returncode == 0, best.stderr
+    (row,) = json.loads(best.stdout)["best"]
+    assert row["predicted"]["inference_latency_s"] == trial.values[1]
+    assert row["measured"] == {
+        "measured_inference_latency_s": measured,
+        "measured_inference_device": "cpu",
+        "measured_inference_batch_size": 1,
+    }
+    note = trial_note(trial, study.metric_names or [])
+    assert "predicted inference" in note
+    assert re.search(r"measured: .* inference [0-9.]+ ms/image at batch 1", note), note
