@@ -56,6 +56,7 @@ def main() -> None:
             seed=0,
             run_on="cpu",
             storage=f"sqlite:///{Path(tmp) / 'pruning.db'}",
+            prune=False,  # the baseline; pruning is on by default
             prune_threshold=args.threshold,
             prune_min_trials=args.min_trials,
         )

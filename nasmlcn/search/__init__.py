@@ -29,7 +29,15 @@ from nasmlcn.search._evaluator import (
 )
 from nasmlcn.search._objectives import OBJECTIVES, Objective
 from nasmlcn.search._proxy import ProxyEvaluator, proxy_accuracy
-from nasmlcn.search._results import TrialSummary, best_trials, is_feasible, summarize
+from nasmlcn.search._results import (
+    CorrelationReport,
+    TrialSummary,
+    best_trials,
+    completed_curves,
+    correlation_report,
+    is_feasible,
+    summarize,
+)
 from nasmlcn.search._runner import (
     SearchObserver,
     SearchResult,
@@ -49,6 +57,7 @@ __all__ = [
     "OBJECTIVES",
     "SAMPLERS",
     "CorrelationPruner",
+    "CorrelationReport",
     "EpochCallback",
     "EpochCorrelation",
     "EpochReport",
@@ -66,6 +75,8 @@ __all__ = [
     "TrialOutcome",
     "TrialSummary",
     "best_trials",
+    "completed_curves",
+    "correlation_report",
     "epoch_correlations",
     "first_epoch_reaching",
     "is_feasible",

@@ -62,7 +62,9 @@ class SearchConfig:
         batch_size: Training batch size (the space may search it instead).
         trials: Total trials the study should reach (re-running continues to it).
         timeout: Stop starting trials after this many seconds (None: no limit).
-        prune: Correlation-gated pruning of weak trials.
+        prune: Correlation-gated pruning of weak trials (on unless ``--no-prune``). Not
+            part of the identity: a study made with it off continues with it on (its
+            first trials, run in full, measure the correlation the pruner needs).
         prune_threshold: Spearman rho an epoch must reach before it may prune.
         prune_percentile: Prune trials below this percentile of the others.
         prune_min_trials: Completed trials needed before pruning starts.
@@ -91,7 +93,7 @@ class SearchConfig:
     batch_size: int = 100
     trials: int = 20
     timeout: float | None = None
-    prune: bool = False
+    prune: bool = True
     prune_threshold: float = 0.9
     prune_percentile: float = 50.0
     prune_min_trials: int = 5

@@ -87,6 +87,22 @@ class CorrelationPruner:
     percentile: float = 50.0
     min_trials: int = 5
 
+    def allows(self, epoch: int, correlations: Sequence[EpochCorrelation]) -> bool:
+        """Whether the gate is open at ``epoch``: it is not the last epoch, enough
+        trials have finished, and their Spearman rho at ``epoch`` reaches the threshold.
+
+        ``correlations`` are :func:`epoch_correlations` of the finished trials; a
+        trial is pruned only where this holds and it is below the percentile.
+        """
+        if not 1 <= epoch < len(correlations):  # the last epoch is the result itself
+            return False
+        c = correlations[epoch - 1]
+        return (
+            c.trials >= self.min_trials
+            and math.isfinite(c.spearman)
+            and c.spearman >= self.threshold
+        )
+
     def decide(self, epoch: int, accuracy: float, curves: Sequence[Sequence[float]]) -> str | None:
         """The reason to prune a trial at ``epoch`` with ``accuracy``, or None.
 
@@ -96,11 +112,9 @@ class CorrelationPruner:
         if len(curves) < self.min_trials:
             return None
         correlations = epoch_correlations(curves)
-        if epoch >= len(correlations):
+        if not self.allows(epoch, correlations):
             return None
         rho = correlations[epoch - 1].spearman
-        if not (math.isfinite(rho) and rho >= self.threshold):
-            return None
         others = [c[epoch - 1] for c in curves if len(c) >= epoch]
         cut = percentile(others, self.percentile)
         if accuracy >= cut:
