@@ -74,7 +74,7 @@ def measure_plain_optuna(
     for i in range(trials):
         start = time.perf_counter()
         trial = study.ask(distributions)
-        values = [float(trial.params["lane0_width"])] + [float(i % 7)] * (len(objectives) - 1)
+        values = [float(trial.params["fill"])] + [float(i % 7)] * (len(objectives) - 1)
         study.tell(trial, values)
         times.append(time.perf_counter() - start)
     return {**_stats(times), "trials": trials}

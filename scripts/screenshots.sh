@@ -3,7 +3,7 @@
 # report and optuna-dashboard (nasmlcn's figures, a trial's note) on one study.
 #
 #   scripts/screenshots.sh                # on a fresh 500-trial proxy study (~1 min;
-#                                         # latency budget 26 ms, so some are infeasible)
+#                                         # latency budget 15 ms, so some are infeasible)
 #   STORAGE=sqlite:///studies/nasmlcn.db STUDY=<name> scripts/screenshots.sh
 #
 # Needs Debian's chromium and the dev extra (playwright); downloads nothing.
@@ -22,7 +22,7 @@ if [[ -z "${STORAGE:-}" ]]; then
   STUDY=nasmlcn-8xK80-proxy
   echo "making a 500-trial proxy study ..." >&2
   "$PY" -m nasmlcn search --evaluator proxy --trials 500 --epochs 5 --devices 8xK80 \
-    --objectives accuracy,latency,memory --latency-budget 0.026 --sampler nsga2 --seed 0 \
+    --objectives accuracy,latency,memory --latency-budget 0.015 --sampler nsga2 --seed 0 \
     --storage "$STORAGE" --study "$STUDY" -q >/dev/null
 fi
 : "${STUDY:?set STUDY to the study name}"

@@ -452,7 +452,7 @@ def param_importances(data: ReportData, compact: bool = False) -> go.Figure | No
         fig.update_xaxes(
             title_text="importance", range=[0, 1.02], tickvals=[0, 0.5, 1], row=1, col=i + 1
         )
-    return _layout(fig, "Parameter importances", 120 + 24 * len(params))
+    return _layout(fig, "Parameter importances", max(300, 120 + 24 * len(params)))
 
 
 @_figure(

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import nasmlcn
 from nasmlcn._storage_url import redact_url
+from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.errors import SearchError, TrainingError
 from nasmlcn.planning import Plan, plan_model
 from nasmlcn.search._config import SearchConfig
@@ -40,7 +41,7 @@ from nasmlcn.search._evaluator import (
     Evaluator,
     PruneTrial,
 )
-from nasmlcn.search._results import best_trials, summarize
+from nasmlcn.search._results import best_trials, completed_curves, correlation_report, summarize
 from nasmlcn.search._samplers import SAMPLERS
 from nasmlcn.search._setup import SearchSetup, setup_search
 from nasmlcn.search._storage import HEARTBEAT_SECONDS, open_storage
@@ -129,6 +130,9 @@ class SearchResult:
     directions: list[str] = field(default_factory=list)
     mean_values: dict[str, float] = field(default_factory=dict)
     completed: int = 0
+    # per epoch: EpochCorrelation.to_dict() over the study's completed trials, and
+    # "prunes": whether this run's pruner may stop a trial at that epoch now
+    correlation: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def failures(self) -> list[TrialOutcome]:
@@ -157,6 +161,7 @@ class SearchResult:
                 for t in self.pruned
             ],
             "seconds_saved_by_pruning": sum(t.seconds_saved for t in self.pruned),
+            "correlation": self.correlation,
         }
 
 
@@ -302,17 +307,6 @@ def _finished(study: optuna.Study) -> int:
     if hasattr(storage, "count_trials"):
         return int(storage.count_trials(study._study_id, states))
     return len(study.get_trials(deepcopy=False, states=states))
-
-
-def _completed_curves(study: optuna.Study) -> list[list[float]]:
-    from optuna.trial import TrialState
-
-    curves = []
-    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        curve = (t.user_attrs.get("training") or {}).get("val_accuracy_per_epoch")
-        if curve:
-            curves.append(list(curve))
-    return curves
 
 
 def _failure_reason(err: BaseException) -> str:
@@ -461,6 +455,11 @@ def _run_search(
             for i, name in enumerate(setup.metric_names)
         }
     result.best = [summarize(t, setup.metric_names).to_dict() for t in best_trials(study)]
+    correlations = correlation_report(study).correlations
+    result.correlation = [
+        {**c.to_dict(), "prunes": pruner is not None and pruner.allows(c.epoch, correlations)}
+        for c in correlations
+    ]
     result.seconds = time.perf_counter() - started
     return result
 
@@ -550,7 +549,7 @@ def _run_trial(
             cost_model=setup.cost_model,
             batch_size=batch_size,
             assignment=candidate.assignment,
-            strategy="buckets" if setup.space.kind == "buckets" else "greedy",
+            strategy="buckets" if setup.space.kind in ("buckets", "thesis") else "greedy",
         )
     except Exception as err:  # a space that cannot build: recorded, the search goes on
         reason = _failure_reason(err)
@@ -573,7 +572,8 @@ def _run_trial(
 
     evaluation: Evaluation | None = None
     if setup.needs_training:
-        curves = _completed_curves(study) if pruner is not None else []
+        # one epoch leaves nothing to prune (the last epoch is the result)
+        curves = completed_curves(study) if pruner is not None and config.epochs > 1 else []
         single = len(setup.directions) == 1
         job = EvalJob(
             spec=candidate.spec,
@@ -685,6 +685,7 @@ def _record_plan(trial: optuna.Trial, candidate: Candidate, plan: Plan, setup: S
                     "time": d.time,
                     "memory_bytes": d.memory_bytes,
                     "memory_limit_bytes": d.memory_limit,
+                    "inference_time": d.inference_time,
                 }
                 for d in plan.per_device
             ],
@@ -695,6 +696,8 @@ def _record_plan(trial: optuna.Trial, candidate: Candidate, plan: Plan, setup: S
         {
             "latency": plan.makespan,
             "step_time": plan.step_time,
+            "inference_latency_s": plan.inference_latency,
+            "inference_batch_size": INFERENCE_BATCH_SIZE,
             "time_unit": plan.time_unit,
             "imbalance": plan.imbalance,
             "peak_memory_bytes": plan.peak_memory_bytes,
@@ -705,6 +708,7 @@ def _record_plan(trial: optuna.Trial, candidate: Candidate, plan: Plan, setup: S
     )
     if candidate.repairs:
         trial.set_user_attr("repairs", list(candidate.repairs))
+        trial.set_user_attr("repaired_lanes", candidate.repaired_lanes)
     # Feasible when <= 0: the fullest device's memory over its limit, relative.
     memory = max((d.memory_bytes - d.memory_limit) / d.memory_limit for d in plan.per_device)
     if not candidate.feasible:

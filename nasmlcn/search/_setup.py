@@ -83,6 +83,7 @@ def setup_search(config: SearchConfig) -> SearchSetup:
         config, devices, flops, space, cost_model, objectives, dataset, space_context
     )
     _check_some_lane_fits(setup)
+    space.prepare(space_context)  # its choices for these devices (fixed for the study)
     _check_run_on(config.run_on)
     _check_data(setup)
     return setup

@@ -31,7 +31,7 @@ def test_export_writes_every_file(exported: Path, pareto_study: Made) -> None:
         rows = list(csv.DictReader(f))
     study = pareto_study.load()
     assert len(rows) == len(study.trials)
-    assert rows[0]["accuracy"] and rows[0]["lane_mix"] and rows[0]["param:lane0_width"]
+    assert rows[0]["accuracy"] and rows[0]["lane_mix"] and rows[0]["param:lane0"]
     data = json.loads((exported / "trials.json").read_text())
     assert data["study"] == pareto_study.name and len(data["trials"]) == len(study.trials)
 
@@ -65,6 +65,7 @@ def test_report_is_self_contained(exported: Path) -> None:
         assert f'id="fig-{spec.name}"' in page, spec.name
     assert 'id="correlation_table"' in page and "Spearman" in page
     assert "proxy evaluator" in page  # the proxy accuracy is labelled as such
+    assert ">inference predicted</th>" in page and ">inference measured</th>" in page
 
 
 def test_single_objective_export_leaves_out_pareto_figures(

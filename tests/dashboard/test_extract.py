@@ -171,14 +171,18 @@ def test_trial_table_and_records(pareto_study: Made) -> None:
         "latency_s",
         "memory_MiB",
         "constraint:latency",
-        "param:lane0_width",
+        "param:lane0",
         "lane_mix",
         "predicted:latency",
+        "predicted:inference_latency_s",
         "training:accuracy",
+        "training:measured_inference_latency_s",
         "accuracy_epoch_4",
     ):
         assert column in columns, column
     assert all(set(r) <= set(columns) for r in rows)
+    assert all(r["predicted:inference_latency_s"] > 0 for r in rows if r["state"] == "COMPLETE")
+    assert all(r["training:measured_inference_latency_s"] is None for r in rows)  # proxy
     records = trial_records(data)
     text = json.dumps(records, allow_nan=False)
     back = json.loads(text)

@@ -54,6 +54,8 @@ class Candidate:
         assignment: Lane -> device, when the space places lanes itself (buckets).
         training: Training settings the space searched (``lr``, ``batch_size``).
         repairs: What was changed to make the model fit, in words.
+        repaired_lanes: How many of the model's lanes come from a repair (a lane
+            outside the sampled parameters, or one changed to fit).
         feasible: False when the model cannot fit (spaces without repair).
         reason: Why it is infeasible.
     """
@@ -62,6 +64,7 @@ class Candidate:
     assignment: tuple[int, ...] | None = None
     training: Mapping[str, Any] = field(default_factory=dict)
     repairs: tuple[str, ...] = ()
+    repaired_lanes: int = 0
     feasible: bool = True
     reason: str = ""
 
@@ -90,6 +93,11 @@ class SearchSpace(ABC):
         if self.decoder not in DECODERS:
             raise SearchError(f"{origin}: decoder must be one of {', '.join(DECODERS)}")
         self.training = _training_dimensions(data.get("training", {}), origin)
+
+    def prepare(self, ctx: SpaceContext) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Called once per search, before :meth:`distributions` is read, with the
+        study's devices (fixed for its whole life): a space whose choices depend on
+        them (the lanes that fit, say) works them out here."""
 
     @abstractmethod
     def model_distributions(self) -> dict[str, BaseDistribution]:
