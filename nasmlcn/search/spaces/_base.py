@@ -9,6 +9,7 @@ how parameters become a model (:meth:`SearchSpace.build`).
 
 from __future__ import annotations
 
+import itertools
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -18,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from nasmlcn.costs import CostContext, CostModel
 from nasmlcn.errors import SearchError
 from nasmlcn.hardware import DeviceSpec
-from nasmlcn.planning import FlopsLimit
+from nasmlcn.planning import Bucket, FlopsLimit, make_buckets
 from nasmlcn.registry import Registry
-from nasmlcn.specs import DECODERS, DEFAULT_ROUTING, ROUTINGS, MLCNSpec
+from nasmlcn.specs import DECODERS, DEFAULT_ROUTING, ROUTINGS, LaneSpec, MLCNSpec
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -281,4 +282,27 @@ def lane_ranges(
         lane_types(data, origin),
         int_range(data, "width", origin, (1, 5)),
         int_range(data, "depth", origin, (1, 5)),
+    )
+
+
+def lanes_in_ranges(
+    types: tuple[str, ...], width: tuple[int, int], depth: tuple[int, int]
+) -> tuple[LaneSpec, ...]:
+    """Every lane of the given types, width range and depth range, in a fixed order."""
+    return tuple(
+        LaneSpec(t, w, d)
+        for t, w, d in itertools.product(
+            types, range(width[0], width[1] + 1), range(depth[0], depth[1] + 1)
+        )
+    )
+
+
+def space_buckets(ctx: SpaceContext) -> list[Bucket]:
+    """Fresh buckets of ``ctx``'s devices (thesis Algorithm 4), the head's memory kept back."""
+    return make_buckets(
+        ctx.devices,
+        ctx.flops,
+        ctx.cost_model,
+        ctx.cost_context,
+        reserved_memory=ctx.reserved_memory,
     )

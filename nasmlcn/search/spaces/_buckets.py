@@ -59,21 +59,22 @@ Why these parameters, and what was weighed:
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.costs import LaneCost
 from nasmlcn.errors import SearchError
-from nasmlcn.planning import Bucket, make_buckets
+from nasmlcn.planning import Bucket
 from nasmlcn.search.spaces._base import (
     SPACE_KINDS,
     Candidate,
     SearchSpace,
     SpaceContext,
     lane_ranges,
+    lanes_in_ranges,
     positive_int,
+    space_buckets,
 )
 from nasmlcn.specs import LaneSpec, parse_lanes
 
@@ -106,14 +107,7 @@ class BucketSpace(SearchSpace):
     @cached_property
     def all_lanes(self) -> tuple[LaneSpec, ...]:
         """Every lane of the space's ranges."""
-        return tuple(
-            LaneSpec(t, w, d)
-            for t, w, d in itertools.product(
-                self.lane_types,
-                range(self.width[0], self.width[1] + 1),
-                range(self.depth[0], self.depth[1] + 1),
-            )
-        )
+        return lanes_in_ranges(self.lane_types, self.width, self.depth)
 
     def prepare(self, ctx: SpaceContext) -> None:
         self._choices = self.palette_choices(ctx)
@@ -124,7 +118,7 @@ class BucketSpace(SearchSpace):
         Raises:
             SearchError: None fits (one line: raise ``--mem`` or ``--flops``).
         """
-        buckets = _buckets(ctx)
+        buckets = space_buckets(ctx)
         costs = [ctx.cost_model.lane_cost(lane, ctx.cost_context) for lane in self.all_lanes]
         fitting = [c for c in costs if all(b.fits(c) for b in buckets)]
         if not fitting:
@@ -152,7 +146,7 @@ class BucketSpace(SearchSpace):
 
     def build(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
         model, c = ctx.cost_model, ctx.cost_context
-        buckets = _buckets(ctx)
+        buckets = space_buckets(ctx)
         repairs: list[str] = []
         palette: list[LaneCost] = []
         shares: list[float] = []
@@ -207,16 +201,6 @@ class BucketSpace(SearchSpace):
         info = super().describe()
         info["palette_choices"] = [str(lane) for lane in (self._choices or self.all_lanes)]
         return info
-
-
-def _buckets(ctx: SpaceContext) -> list[Bucket]:
-    return make_buckets(
-        ctx.devices,
-        ctx.flops,
-        ctx.cost_model,
-        ctx.cost_context,
-        reserved_memory=ctx.reserved_memory,
-    )
 
 
 def _compose(

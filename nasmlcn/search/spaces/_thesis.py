@@ -58,21 +58,21 @@ models, which is the point of this baseline (use ``buckets`` for TPE/NSGA-II).
 
 from __future__ import annotations
 
-import itertools
 import random
 from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.errors import SearchError
-from nasmlcn.planning import make_buckets
 from nasmlcn.search.spaces._base import (
     SPACE_KINDS,
     Candidate,
     SearchSpace,
     SpaceContext,
     lane_ranges,
+    lanes_in_ranges,
     positive_int,
+    space_buckets,
 )
 from nasmlcn.specs import LaneSpec
 
@@ -103,22 +103,13 @@ class ThesisSpace(SearchSpace):
     @cached_property
     def all_lanes(self) -> tuple[LaneSpec, ...]:
         """Every lane of the space's ranges, in a fixed order."""
-        return tuple(
-            LaneSpec(t, w, d)
-            for t, w, d in itertools.product(
-                self.lane_types,
-                range(self.width[0], self.width[1] + 1),
-                range(self.depth[0], self.depth[1] + 1),
-            )
-        )
+        return lanes_in_ranges(self.lane_types, self.width, self.depth)
 
     def build(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
         model, c = ctx.cost_model, ctx.cost_context
         rng = random.Random(int(params[SEED_PARAM]))
         costs = [model.lane_cost(lane, c) for lane in self.all_lanes]
-        buckets = make_buckets(
-            ctx.devices, ctx.flops, model, c, reserved_memory=ctx.reserved_memory
-        )
+        buckets = space_buckets(ctx)
         # Algorithm 5, line 5: the devices to fill (one that fits nothing is full already).
         open_devices = [j for j, b in enumerate(buckets) if not b.is_full(costs)]
         if not open_devices:
