@@ -1,0 +1,110 @@
+"""``benchmarks/search_quality.py --quick``: every run, sane curves, its files and its cache."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+
+SCRIPT = ROOT / "benchmarks" / "search_quality.py"
+RUNS = {
+    "accuracy/random/mlcn-thesis",
+    "accuracy/random/mlcn-buckets",
+    "accuracy/tpe/mlcn-buckets",
+    "accuracy/nsga2/mlcn-buckets",
+    "accuracy+latency/random/mlcn-thesis",
+    "accuracy+latency/random/mlcn-buckets",
+    "accuracy+latency/nsga2/mlcn-buckets",
+}
+
+
+def run_quick(out: Path, cache: Path, data_dir: Path) -> dict[str, Any]:
+    args = ["--quick", "--json", "--out", str(out), "--cache", str(cache)]
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+        env={**os.environ, "NASMLCN_DATA_DIR": str(data_dir)},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "estimate:" in proc.stderr
+    assert "[accuracy/tpe/mlcn-buckets, seed 1] trial 6/6: accuracy" in proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.slow
+def test_quick_run_reports_every_run_and_reuses_its_cache(data_dir: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache.json"
+    first = run_quick(tmp_path / "out", cache, data_dir)
+
+    settings = first["settings"]
+    seeds, trials = settings["seeds"], settings["trials"]
+    assert len(seeds) == 2 and trials == 6 and settings["epochs"] == 1
+    assert first["pruning"] is False
+    assert set(first["runs"]) == RUNS
+    for key, run in first["runs"].items():
+        assert sorted(run["seeds"]) == sorted(str(s) for s in seeds), key
+        for seed, result in run["seeds"].items():
+            states = [t["state"] for t in result["trials"]]
+            assert [t["number"] for t in result["trials"]] == list(range(trials)), (key, seed)
+            assert states == ["COMPLETE"] * trials, (key, seed, states)
+        for curve in run["curves"]["best_accuracy"]:
+            assert len(curve) == trials
+            assert all(0.0 < v <= 1.0 for v in curve)
+            assert all(b >= a for a, b in itertools.pairwise(curve)), (key, curve)
+        if "latency" in run["objectives"]:
+            for curve in run["curves"]["hypervolume"]:
+                assert len(curve) == trials
+                assert all(0.0 <= v <= 1.0 for v in curve)
+                assert all(b >= a for a, b in itertools.pairwise(curve)), (key, curve)
+                assert curve[-1] > 0.0  # some model beats chance below the reference latency
+        else:
+            assert "hypervolume" not in run["curves"]
+        for n in settings["checkpoints"]:
+            assert run["at"][str(n)]["best_accuracy"]["runs"] == len(seeds)
+
+    # The best-so-far figure after the last trial is the best of that seed's trials.
+    baseline = first["runs"]["accuracy/random/mlcn-thesis"]
+    best = [max(t["accuracy"] for t in s["trials"]) for s in baseline["seeds"].values()]
+    assert baseline["at"][str(trials)]["best_accuracy"]["values"] == best
+
+    goals = first["goals"]
+    assert isinstance(goals["tpe_vs_random"]["holds"], bool)
+    assert isinstance(goals["nsga2_vs_random"]["holds"], bool)
+    assert goals["tpe_vs_random"]["target"]["runs"] == len(seeds)
+
+    reference = first["reference_point"]
+    assert reference["accuracy"] == pytest.approx(0.1)  # chance on ten classes
+    assert 0 < reference["max_latency_seen"] <= reference["latency_bound"] < reference["latency"]
+
+    for name in ("search_quality.html", "search_quality.png"):
+        path = tmp_path / "out" / name
+        assert str(path) in first["files"] and path.stat().st_size > 10_000
+
+    # Random sampling proposes the same models whatever the objectives, so the
+    # accuracy+latency random runs are served by the cache within the first invocation.
+    counts = first["cache"]
+    assert counts["trials_evaluated"] == len(RUNS) * len(seeds) * trials
+    assert counts["trials_served"] + counts["trained"] == counts["trials_evaluated"]
+    for key in ("accuracy+latency/random/mlcn-thesis", "accuracy+latency/random/mlcn-buckets"):
+        assert all(s["served_by_cache"] == trials for s in first["runs"][key]["seeds"].values())
+    assert counts["entries"] == counts["trained"]
+    assert json.loads(cache.read_text())["schema_version"] == 1
+
+    # A second invocation with the same cache trains nothing and reports the same figures.
+    second = run_quick(tmp_path / "out2", cache, data_dir)
+    assert second["cache"]["trained"] == 0
+    assert second["cache"]["trials_served"] == counts["trials_evaluated"]
+    assert second["estimate"]["trainings"] == dict.fromkeys(RUNS, 0)  # the dry run knew
+    for key in RUNS:
+        assert second["runs"][key]["curves"] == first["runs"][key]["curves"]
