@@ -166,6 +166,21 @@ class Settings:
         """The TPE goal's budget: half the trials (15 of 30)."""
         return max(self.trials // 2, 1)
 
+    def search_config(self, seed: int) -> Any:
+        """The settings every search and trainer of this benchmark shares, for ``seed``."""
+        from nasmlcn.search import SearchConfig
+
+        return SearchConfig(
+            devices=self.devices,
+            mem=self.mem,
+            dataset=self.dataset,
+            train_limit=self.train_limit,
+            val_limit=self.val_limit,
+            seed=seed,
+            run_on=self.run_on,
+            prune=False,  # every trial's accuracy is a full-length figure
+        )
+
     def training(self) -> dict[str, Any]:
         """Everything besides the job that decides a trained result (the cache key)."""
         return {
@@ -381,27 +396,19 @@ def search(
     started: float | None = None,
 ) -> list[TrialRecord]:
     """One search; its trials in order. Progress on stderr when ``started`` is given."""
-    from nasmlcn.search import SearchConfig, SearchObserver, run_search
+    from nasmlcn.search import SearchObserver, run_search
 
     run, seed = task
-    config = SearchConfig(
-        devices=settings.devices,
-        mem=settings.mem,
+    config = settings.search_config(seed).with_overrides(
         flops=settings.flops,
         space=run.space,
         sampler=run.sampler,
         objectives=run.objectives,
         evaluator="proxy" if proxy else "train",
-        dataset=settings.dataset,
         epochs=settings.epochs,
-        train_limit=settings.train_limit,
-        val_limit=settings.val_limit,
         trials=settings.trials,
         storage=storage,
         study=f"{run.key}/seed-{seed}",
-        seed=seed,
-        run_on=settings.run_on,
-        prune=False,  # every trial's accuracy is a full-length figure
     )
     observer = (
         make_observer(run.key, seed, settings.trials, evaluator, started)
@@ -449,19 +456,11 @@ def run_task(
     import torch
 
     from nasmlcn.data import DATASETS
-    from nasmlcn.search import EVALUATORS, SearchConfig
+    from nasmlcn.search import EVALUATORS
 
     if task.seed not in _TRAINERS:
         _TRAINERS[task.seed] = EVALUATORS.get("train")(
-            config=SearchConfig(
-                devices=settings.devices,
-                mem=settings.mem,
-                dataset=settings.dataset,
-                train_limit=settings.train_limit,
-                val_limit=settings.val_limit,
-                seed=task.seed,
-                run_on=settings.run_on,
-            ),
+            config=settings.search_config(task.seed),
             dataset=DATASETS.get(settings.dataset),
         )
     meta = {

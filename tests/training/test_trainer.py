@@ -119,16 +119,8 @@ def test_existing_checkpoint_is_never_overwritten_without_resume(tmp_path: Path)
     before = (tmp_path / "checkpoint.pt").read_bytes()
     with pytest.raises(CheckpointError, match="already holds a checkpoint"):
         run_training(_tiny_job(tmp_path, epochs=1))
-    other = TrainJob(
-        MLCNSpec("mlcn1:2x1"),
-        dataset="synthetic",
-        train_limit=50,
-        config=TrainConfig(epochs=2),
-        out_dir=str(tmp_path),
-        resume=True,
-    )
     with pytest.raises(CheckpointError, match="is for mlcn1:1x1,mlcn2:1x2, not mlcn1:2x1"):
-        run_training(other)
+        run_training(_resume_of_another_model(tmp_path))
     assert (tmp_path / "checkpoint.pt").read_bytes() == before
 
 
@@ -195,19 +187,23 @@ def test_arch_file_must_match_dataset() -> None:
         run_training(job)
 
 
-def test_resume_of_another_model_writes_nothing(tmp_path: Path) -> None:
-    run_training(_tiny_job(tmp_path, epochs=1))
-    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    other = TrainJob(
+def _resume_of_another_model(out_dir: Path) -> TrainJob:
+    """A --resume of ``out_dir`` (made by ``_tiny_job``) with other lanes."""
+    return TrainJob(
         MLCNSpec("mlcn1:2x1"),
         dataset="synthetic",
         train_limit=50,
         config=TrainConfig(epochs=2),
-        out_dir=str(tmp_path),
+        out_dir=str(out_dir),
         resume=True,
     )
+
+
+def test_resume_of_another_model_writes_nothing(tmp_path: Path) -> None:
+    run_training(_tiny_job(tmp_path, epochs=1))
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     with pytest.raises(CheckpointError, match="is for mlcn1:1x1,mlcn2:1x2, not mlcn1:2x1"):
-        run_training(other)
+        run_training(_resume_of_another_model(tmp_path))
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # arch.json too
 
 
