@@ -82,6 +82,78 @@ def test_primary_capsule_counts_follow_the_thesis() -> None:
     assert CapsNetSpec().layout.num_primary == 1152
 
 
+@pytest.mark.parametrize(
+    ("lane_type", "capsule_dim", "caps_28", "caps_32"),
+    [
+        # the text's Mlcn2 capsule count: 9x9/2 conv with 16w filters on the 6x6 grid
+        # (20x20 after the 9x9 conv; 8x8 on 32x32): 6*6*2w = 72w, 8*8*2w = 128w
+        ("mlcn2-72", 8, 72, 128),
+        # reference code: 9x9 -> 20x20 (24x24), 6x6/2 -> 8x8 (10x10), 2w 16-D channels
+        ("mlcn1-ref", 16, 8 * 8 * 2, 10 * 10 * 2),
+        # reference code: 6x6 separable -> 23x23 (27x27), 6x6/2 -> 9x9 (11x11)
+        ("mlcn2-ref", 16, 9 * 9 * 2, 11 * 11 * 2),
+    ],
+)
+def test_capsule_layouts_of_the_other_lane_types(
+    lane_type: str, capsule_dim: int, caps_28: int, caps_32: int
+) -> None:
+    for w, d in ((1, 1), (4, 1), (2, 3)):
+        lane = LaneSpec(lane_type, w, d)
+        for shape, per_width in (((1, 28, 28), caps_28), ((3, 32, 32), caps_32)):
+            layout = lane.layout(shape)
+            assert (layout.num_primary, layout.capsule_dim) == (per_width * w, capsule_dim)
+
+
+def test_lane_syntax_parses_the_other_lane_types() -> None:
+    lanes = parse_lanes("2*mlcn2-72:4x1,mlcn1-ref:2,mlcn2-ref:1x3")
+    assert lanes == [
+        LaneSpec("mlcn2-72", 4, 1),
+        LaneSpec("mlcn2-72", 4, 1),
+        LaneSpec("mlcn1-ref", 2, 1),
+        LaneSpec("mlcn2-ref", 1, 3),
+    ]
+    assert parse_lanes(format_lanes(lanes)) == lanes
+    spec = MLCNSpec("2*mlcn2-72:4x1,mlcn2-ref:1x1")
+    assert arch_from_json(arch_to_json(spec)) == spec
+
+
+def test_mlcn2_ref_is_the_reference_lane_at_depth_1() -> None:
+    """1x1 -> separable 6x6 (depthwise, no bias; pointwise) -> three 3x3 -> capsules;
+    depth d gives d + 2 of the 3x3 convolutions."""
+    convs = LaneSpec("mlcn2-ref", 2, 1).layout((1, 28, 28)).convs
+    pointwise, depthwise, separable_pointwise, *rest, capsules = convs
+    assert (pointwise.in_channels, pointwise.out_channels, pointwise.kernel) == (1, 32, 1)
+    assert not pointwise.relu
+    assert (depthwise.kernel, depthwise.groups, depthwise.bias, depthwise.relu) == (
+        6,
+        32,
+        False,
+        False,
+    )
+    assert (separable_pointwise.kernel, separable_pointwise.relu) == (1, True)
+    assert [(c.kernel, c.padding) for c in rest] == [(3, 1)] * 3
+    assert (capsules.kernel, capsules.stride, capsules.out_channels) == (6, 2, 64)
+    deeper = LaneSpec("mlcn2-ref", 2, 3).layout((1, 28, 28)).convs
+    assert sum(c.kernel == 3 for c in deeper) == 5
+
+
+def test_grouped_convolutions_are_validated_and_never_folded() -> None:
+    from nasmlcn.specs import ConvSpec
+    from nasmlcn.specs._layers import can_fold, executed_convs
+
+    with pytest.raises(SpecError, match=r"ConvSpec\.groups 3 must divide in_channels 8"):
+        ConvSpec(8, 8, 3, groups=3)
+    depthwise = ConvSpec(8, 8, 3, groups=8, bias=False)
+    assert (depthwise.weights, depthwise.params) == (8 * 9, 8 * 9)
+    assert ConvSpec(8, 4, 3, groups=2).params == 4 * 4 * 9 + 4
+    widening = ConvSpec(1, 8, 1, relu=False)
+    assert can_fold(widening, ConvSpec(8, 8, 3))
+    assert not can_fold(widening, depthwise)
+    assert not can_fold(widening, ConvSpec(8, 8, 3, bias=False))
+    convs = LaneSpec("mlcn2-ref", 1, 1).layout((1, 28, 28)).convs
+    assert executed_convs(convs) == list(convs)
+
+
 def test_depth_adds_same_size_convolutions() -> None:
     shallow = LaneSpec("mlcn1", 2, 1).layout((1, 28, 28))
     deep = LaneSpec("mlcn1", 2, 4).layout((1, 28, 28))

@@ -43,6 +43,12 @@ def train(
         "--lr-policy",
         help="exponential (x0.9/epoch), fixed, one-cycle or warm-restarts.",
     ),
+    augment: str = typer.Option(
+        "none",
+        "--augment",
+        help="Training-batch augmentation: none, or shift (up to 2 px each way, zero fill; "
+        "Sabour et al.).",
+    ),
     routing: str | None = typer.Option(
         None, "--routing", help="Lane routing: vector or classwise."
     ),
@@ -152,7 +158,13 @@ def train(
                 raise SpecError("--routing and --lane-dropout apply to MLCN models only")
             spec = replace(spec, **overrides)
     config = TrainConfig(
-        epochs=epochs, batch_size=batch_size, lr=lr, lr_policy=lr_policy, seed=seed, device=device
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        lr_policy=lr_policy,
+        seed=seed,
+        device=device,
+        augment=augment,
     )
     if out_dir is None:
         out_dir = Path("runs") / time.strftime(f"train-%Y%m%d-%H%M%S-{dataset}")
@@ -176,6 +188,8 @@ def train(
     if other_rank:
         quiet = True  # rank 0 reports for the whole job
     title = f"training {spec.describe()} on {dataset}, {epochs} epochs, batch {batch_size}"
+    if augment != "none":
+        title += f", augment {augment}"
     with contextlib.ExitStack() as stack:
         callbacks = [] if quiet else [stack.enter_context(TrainProgress(err, title))]
         if parallel:

@@ -4,9 +4,13 @@ Counts follow how :mod:`nasmlcn.models` executes a lane, so they agree with
 ``torch.utils.flop_counter.FlopCounterMode`` (which counts 2 FLOPs per
 multiply-add of convolutions and matrix products, nothing for element-wise ops):
 
-* a convolution costs ``2 * C_in * C_out * k^2 * H_out * W_out`` per image
+* a convolution costs ``2 * C_in/groups * C_out * k^2 * H_out * W_out`` per image
   forward; backward computes the weight gradient (same again) and, except for the
-  first layer (the image needs no gradient), the input gradient (same again);
+  first layer (the image needs no gradient), the input gradient (same again).
+  These are the multiply-adds done. ``FlopCounterMode`` (torch 2.x) counts the
+  weight gradient of a grouped convolution ``groups`` times over (it drops the
+  groups from that formula); we count what is computed, and the tests correct
+  the counter for it (``tests/costs/test_analytic.py``);
 * mlcn2's linear 1x1 layer is folded into the 9x9 one after it (see
   ``nasmlcn.specs._layers.can_fold``): the convolution reads the image's channels,
   and the kernel product costs ``2*O*M*k^2*C + 2*O*M`` per step (not per image),
@@ -73,9 +77,7 @@ def lane_profile(lane: LaneSpec, ctx: CostContext) -> LaneProfile:
     k_out = ctx.num_classes
     d = layout.capsule_dim
     n = layout.num_primary
-    params = sum(
-        c.in_channels * c.out_channels * c.kernel**2 + c.out_channels for c in layout.convs
-    )
+    params = sum(c.params for c in layout.convs)
     params += n * d * k_out
 
     channels, h, w = ctx.input_shape
@@ -88,7 +90,7 @@ def lane_profile(lane: LaneSpec, ctx: CostContext) -> LaneProfile:
     for i, conv in enumerate(executed_convs(layout.convs)):
         h, w = conv.output_size(h), conv.output_size(w)
         out = conv.out_channels * h * w
-        f = 2 * conv.in_channels * conv.out_channels * conv.kernel**2 * h * w
+        f = 2 * conv.weights * h * w
         forward += f
         backward += f + (f if i > 0 else 0)
         saved += out

@@ -18,14 +18,14 @@ from nasmlcn.specs._layers import can_fold
 class PointwiseConv2d(nn.Conv2d):
     """A 1x1 convolution computed as a matrix product over channels.
 
-    Same parameters as ``nn.Conv2d(c_in, c_out, 1)``, so checkpoints and FLOP
+    Same parameters as ``nn.Conv2d(c_in, c_out, 1, bias=bias)``, so checkpoints and FLOP
     counts are unchanged; on channels-last input the product needs no copy, and it
     is 6x faster than oneDNN's 1x1 convolution for mlcn2's first layer on a
     1-channel image.
     """
 
-    def __init__(self, in_channels: int, out_channels: int) -> None:
-        super().__init__(in_channels, out_channels, kernel_size=1)
+    def __init__(self, in_channels: int, out_channels: int, bias: bool = True) -> None:
+        super().__init__(in_channels, out_channels, kernel_size=1, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.weight.view(self.out_channels, self.in_channels)
@@ -71,12 +71,18 @@ def conv_layers(convs: tuple[ConvSpec, ...] | list[ConvSpec]) -> nn.Sequential:
             layers.append(FoldedConv2d(convs[i], conv))
             i += 2
         else:
-            if conv.kernel == 1 and conv.stride == 1 and conv.padding == 0:
-                layers.append(PointwiseConv2d(conv.in_channels, conv.out_channels))
+            if conv.kernel == 1 and conv.stride == 1 and conv.padding == 0 and conv.groups == 1:
+                layers.append(PointwiseConv2d(conv.in_channels, conv.out_channels, conv.bias))
             else:
                 layers.append(
                     nn.Conv2d(
-                        conv.in_channels, conv.out_channels, conv.kernel, conv.stride, conv.padding
+                        conv.in_channels,
+                        conv.out_channels,
+                        conv.kernel,
+                        conv.stride,
+                        conv.padding,
+                        groups=conv.groups,
+                        bias=conv.bias,
                     )
                 )
             i += 1

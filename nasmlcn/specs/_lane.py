@@ -16,7 +16,7 @@ class LaneSpec:
     """One lane: its type, width and depth.
 
     Attributes:
-        type: A registered lane type (``mlcn1`` or ``mlcn2``).
+        type: A registered lane type (``mlcn1``, ``mlcn2``, ...; see ``LANE_TYPES``).
         width: Filter multiplier, >= 1 (more filters, more primary capsules).
         depth: Number of feature convolutions before the capsule convolution, >= 1.
     """

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nasmlcn.errors import SpecError
+
 
 @dataclass(frozen=True)
 class ConvSpec:
@@ -20,6 +22,12 @@ class ConvSpec:
         stride: Stride in both directions.
         padding: Zero padding on each side.
         relu: Whether a ReLU follows the convolution.
+        groups: Channel groups, as in ``nn.Conv2d``: each output channel reads
+            ``in_channels // groups`` input channels. ``groups == in_channels ==
+            out_channels`` is a depthwise convolution (the first half of a
+            separable one).
+        bias: Whether the convolution adds a bias (a separable convolution's
+            depthwise half has none).
     """
 
     in_channels: int
@@ -28,10 +36,30 @@ class ConvSpec:
     stride: int = 1
     padding: int = 0
     relu: bool = True
+    groups: int = 1
+    bias: bool = True
+
+    def __post_init__(self) -> None:
+        if self.groups < 1 or self.in_channels % self.groups or self.out_channels % self.groups:
+            raise SpecError(
+                f"ConvSpec.groups {self.groups} must divide in_channels {self.in_channels} "
+                f"and out_channels {self.out_channels}"
+            )
 
     def output_size(self, size: int) -> int:
         """Spatial output size for a square input of side ``size``."""
         return (size + 2 * self.padding - self.kernel) // self.stride + 1
+
+    @property
+    def weights(self) -> int:
+        """Kernel weights: each output channel has a ``k x k`` kernel per channel
+        of its group. Also the multiply-adds per output position."""
+        return self.out_channels * (self.in_channels // self.groups) * self.kernel**2
+
+    @property
+    def params(self) -> int:
+        """Trainable parameters: kernel weights and biases."""
+        return self.weights + (self.out_channels if self.bias else 0)
 
 
 @dataclass(frozen=True)
@@ -60,6 +88,13 @@ def can_fold(first: ConvSpec, second: ConvSpec) -> bool:
     when the 1x1 layer widens its input, as mlcn2's does on 1- or 3-channel
     images. (With padding the fold would be wrong at the borders, where the 1x1
     layer's output is its bias, not zero.)
+
+    Only plain layers fold: the kernel product of
+    :class:`~nasmlcn.models._conv.FoldedConv2d` is that of two dense (ungrouped)
+    kernels, and its folded bias is built from both layers' biases. (A 1x1 layer
+    before a depthwise one, as in mlcn2-ref, would fold into a dense convolution
+    too, with a different product; it would save only the small 1x1 layer, as the
+    folded layer does the depthwise layer's arithmetic.)
     """
     return (
         first.kernel == 1
@@ -68,6 +103,9 @@ def can_fold(first: ConvSpec, second: ConvSpec) -> bool:
         and not first.relu
         and second.padding == 0
         and first.in_channels < first.out_channels
+        and first.groups == second.groups == 1
+        and first.bias
+        and second.bias
     )
 
 

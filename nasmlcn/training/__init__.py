@@ -1,20 +1,24 @@
 """Training: configuration, the loop, callbacks, checkpoints and whole jobs.
 
-``TrainConfig``, ``EpochResult``, ``Callback`` and the LR policy registry are pure
-Python; the loop itself (``train``, ``evaluate``, ``run_training``, checkpoints)
-imports torch when first used.
+``TrainConfig``, ``EpochResult``, ``Callback`` and the registries of LR policies
+and augmentations are pure Python; the loop itself (``train``, ``evaluate``,
+``run_training``, checkpoints) and the augmentations' code import torch when
+first used.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from nasmlcn.training._augment import AUGMENTATIONS, Augmentation, random_shift
 from nasmlcn.training._callbacks import Callback, TrainStart
 from nasmlcn.training._config import EpochResult, TrainConfig
 from nasmlcn.training._schedules import LR_POLICIES, LRPolicy
 
 __all__ = [
+    "AUGMENTATIONS",
     "LR_POLICIES",
+    "Augmentation",
     "Callback",
     "EpochResult",
     "LRPolicy",
@@ -27,6 +31,7 @@ __all__ = [
     "evaluate",
     "load_checkpoint",
     "load_model",
+    "random_shift",
     "resolve_device",
     "run_training",
     "save_checkpoint",

@@ -26,6 +26,8 @@ class TrainConfig:
         seed: Seeds initialisation, shuffling and lane dropout.
         device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
         eval_batch_size: Batch size for validation and test passes.
+        augment: A registered augmentation of the training batches (``none`` by
+            default, or ``shift``; see :data:`nasmlcn.training.AUGMENTATIONS`).
     """
 
     epochs: int = 10
@@ -37,6 +39,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "cpu"
     eval_batch_size: int = 500
+    augment: str = "none"
 
     def __post_init__(self) -> None:
         check_int("TrainConfig", "epochs", self.epochs, 1)
@@ -55,6 +58,13 @@ class TrainConfig:
 
         if self.lr_policy not in LR_POLICIES:
             raise SpecError(f"TrainConfig.lr_policy: {LR_POLICIES.unknown_message(self.lr_policy)}")
+        from nasmlcn.training._augment import AUGMENTATIONS
+
+        if self.augment not in AUGMENTATIONS:
+            raise SpecError(
+                f"TrainConfig.augment: unknown augmentation {self.augment!r}; "
+                f"choose one of: {', '.join(AUGMENTATIONS.names())}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,5 +1,5 @@
-"""The training loop: Adam, a learning-rate policy, per-epoch validation,
-callbacks and resumable checkpoints."""
+"""The training loop: Adam, a learning-rate policy, training-batch augmentation,
+per-epoch validation, callbacks and resumable checkpoints."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from nasmlcn.data._splits import DataSplits, Split
 from nasmlcn.errors import TrainingError
 from nasmlcn.models import capsule_loss, count_parameters
 from nasmlcn.specs import ArchSpec
+from nasmlcn.training._augment import AUGMENTATIONS
 from nasmlcn.training._callbacks import Callback, TrainStart
 from nasmlcn.training._checkpoint import check_same_arch, load_checkpoint, save_checkpoint
 from nasmlcn.training._config import EpochResult, TrainConfig
@@ -76,8 +77,15 @@ def evaluate(
 
 def _epoch_seed(seed: int, epoch: int) -> int:
     # Every epoch reseeds from (seed, epoch), so a resumed run sees the same
-    # shuffles and lane-dropout masks as an uninterrupted one.
+    # shuffles, lane-dropout masks and augmentations as an uninterrupted one.
     return (seed * 1_000_003 + epoch * 7_919) % (2**63)
+
+
+def _augment_seed(epoch_seed: int) -> int:
+    # A generator of its own: augmenting leaves the shuffle and the lane-dropout
+    # masks (global RNG) as they are without it, so runs with and without
+    # augmentation differ in nothing else.
+    return (epoch_seed + 0x5DEECE66D) % (2**63)
 
 
 def train(
@@ -99,7 +107,8 @@ def train(
             then it stays where it is and batches go to that device.
         arch: Its spec, stored in checkpoints.
         splits: Training and validation data (the test split is not touched).
-        config: Epochs, batch size, learning rate, seed, device.
+        config: Epochs, batch size, learning rate, augmentation (training
+            batches only), seed, device.
         callbacks: Receive progress; ``on_epoch_end`` may raise to stop.
         checkpoint_path: Written atomically after every epoch when given.
         resume: Continue from ``checkpoint_path`` if it exists; its architecture
@@ -119,6 +128,7 @@ def train(
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     batches = math.ceil(len(splits.train) / config.batch_size)
     policy = LR_POLICIES.get(config.lr_policy)
+    augment = AUGMENTATIONS.get(config.augment).apply
     scheduler = policy.make(optimizer, config, batches)
     history: list[EpochResult] = []
     first_epoch = 1
@@ -151,12 +161,15 @@ def train(
         seed = _epoch_seed(config.seed, epoch)
         torch.manual_seed(seed)
         generator = torch.Generator().manual_seed(seed)
+        augment_generator = torch.Generator().manual_seed(_augment_seed(seed))
         lr = optimizer.param_groups[0]["lr"]
         model.train()
         loss_sum, correct, seen = 0.0, 0, 0
         t0 = time.perf_counter()
         for i, (x, y) in enumerate(splits.train.batches(config.batch_size, generator=generator)):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            if augment is not None:
+                x = augment(x, augment_generator)  # the decoder reconstructs the shifted image
             out = model(x, y)
             loss = capsule_loss(
                 out.lengths, out.reconstruction, x, y, config.reconstruction_weight

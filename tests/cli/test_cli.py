@@ -155,6 +155,7 @@ def _bad_arch_files(tmp_path: Path) -> dict[str, Path]:
         (("--epochs", "0"), "Invalid value for '--epochs'"),
         (("--model", "capsnett"), "unknown model 'capsnett'; did you mean 'capsnet'"),
         (("--lr-policy", "cosine"), "unknown learning-rate policy 'cosine'"),
+        (("--augment", "flip"), "unknown augmentation 'flip'; choose one of: none, shift"),
         (
             ("--lanes", "mlcn1:1x1", "--model", "capsnet"),
             "give only one of --lanes, --arch, --model",

@@ -10,14 +10,17 @@ from torch import nn
 
 from nasmlcn.models import MLCN, build_model, capsule_loss, count_parameters, create_model
 from nasmlcn.models._conv import PointwiseConv2d
-from nasmlcn.specs import ARCHITECTURES, CapsNetSpec, MLCNSpec
+from nasmlcn.models._lane import Lane
+from nasmlcn.specs import ARCHITECTURES, CapsNetSpec, MLCNSpec, parse_lane
 
 
 def _analytic_lane_params(spec: MLCNSpec) -> int:
     total = 0
     for layout in spec.lane_layouts:
         total += sum(
-            c.kernel**2 * c.in_channels * c.out_channels + c.out_channels for c in layout.convs
+            c.kernel**2 * (c.in_channels // c.groups) * c.out_channels
+            + (c.out_channels if c.bias else 0)
+            for c in layout.convs
         )
         total += layout.num_primary * layout.capsule_dim * spec.num_classes
     return total
@@ -38,7 +41,11 @@ def test_capsnet_matches_sabour_parameter_count() -> None:
 
 @pytest.mark.parametrize(
     ("lanes", "input_shape"),
-    [("mlcn1:1x1,mlcn2:2x2,mlcn1:1x3", (1, 28, 28)), ("mlcn2:1x1,mlcn1:2x2", (3, 32, 32))],
+    [
+        ("mlcn1:1x1,mlcn2:2x2,mlcn1:1x3", (1, 28, 28)),
+        ("mlcn2:1x1,mlcn1:2x2", (3, 32, 32)),
+        ("mlcn2-ref:1x1,mlcn1-ref:1x2,mlcn2-72:2x1", (3, 32, 32)),
+    ],
 )
 def test_heterogeneous_lanes_shapes_and_parameters(
     lanes: str, input_shape: tuple[int, int, int]
@@ -60,6 +67,56 @@ def test_heterogeneous_lanes_shapes_and_parameters(
         10 * spec.num_lanes, math.prod(input_shape)
     )
     assert count_parameters(model) == expected
+
+
+@pytest.mark.parametrize(
+    ("lane", "expected"),
+    [
+        # 9x9 1->64: 64*81 + 64 = 5,248; 9x9/2 64->64: 64*64*81 + 64 = 331,840;
+        # 6*6 positions * 8 capsule channels = 288 capsules * 8-D * 10 classes = 23,040
+        ("mlcn1:4x1", 360_128),
+        # 1x1 1->16: 16 + 16 = 32; 9x9 16->32: 32*16*81 + 32 = 41,504;
+        # 9x9/2 32->32: 32*32*81 + 32 = 82,976; 36 * 4 = 144 capsules * 8 * 10 = 11,520
+        ("mlcn2:4x1", 136_032),
+        # as mlcn2 but 9x9/2 32->64: 64*32*81 + 64 = 165,952; 288 capsules * 8 * 10 = 23,040
+        ("mlcn2-72:4x1", 230_528),
+        # 9x9 1->64: 5,248; 6x6/2 64->128: 128*64*36 + 128 = 295,040;
+        # 8*8 positions * 8 channels = 512 capsules * 16-D * 10 classes = 81,920
+        ("mlcn1-ref:4x1", 382_208),
+        # 1x1 1->64: 128; depthwise 6x6, one 1-channel filter per channel, no bias:
+        # 64*36 = 2,304; pointwise 64->64: 4,096 + 64 = 4,160 (Keras's SeparableConv2D:
+        # 6,464); three 3x3 64->64: 3 * (64*64*9 + 64) = 110,784; 6x6/2 64->128: 295,040;
+        # 9*9 positions * 8 channels = 648 capsules * 16-D * 10 classes = 103,680
+        ("mlcn2-ref:4x1", 516_096),
+    ],
+)
+def test_one_lane_parameter_counts_by_hand(lane: str, expected: int) -> None:
+    module = Lane(parse_lane(lane), (1, 28, 28), 10, "vector", 3)
+    assert count_parameters(module) == expected
+
+
+def test_mlcn2_ref_builds_a_separable_convolution() -> None:
+    convs = Lane(parse_lane("mlcn2-ref:4x1"), (1, 28, 28), 10, "vector", 3).convs
+    grouped = [m for m in convs if isinstance(m, nn.Conv2d) and m.groups > 1]
+    assert len(grouped) == 1
+    depthwise = grouped[0]
+    assert depthwise.weight.shape == (64, 1, 6, 6) and depthwise.bias is None
+
+
+@pytest.mark.parametrize(
+    "lanes", ["2*mlcn2-ref:1x1", "2*mlcn1-ref:1x2", "mlcn2-72:1x2,mlcn2-ref:1x1"]
+)
+def test_the_other_lane_types_train(lanes: str) -> None:
+    torch.manual_seed(0)
+    spec = MLCNSpec(lanes, routing="classwise")
+    model = build_model(spec)
+    x, y = torch.rand(3, 1, 28, 28), torch.randint(0, 10, (3,))
+    out = model(x, y)
+    assert out.class_capsules.shape == (3, 10, spec.num_lanes)
+    assert torch.isfinite(out.lengths).all()
+    capsule_loss(out.lengths, out.reconstruction, x, y).total.backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, name
 
 
 def test_gradients_reach_every_lane() -> None:

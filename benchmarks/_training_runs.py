@@ -1,0 +1,253 @@
+"""What ``lane_variants.py`` and ``thesis_table.py`` share: training overrides written
+as ``key=value``, the results file that makes them resumable, and their progress lines.
+
+Overrides name a training option (a :class:`~nasmlcn.training.TrainConfig` field:
+``augment``, ``batch_size``, ``eval_batch_size``, ``lr``, ``lr_decay``, ``lr_policy``,
+``reconstruction_weight``) or a model option (a field of the architecture spec:
+``decoder``, ``lane_dropout``, ``routing``, ``routing_iterations``). Values are
+converted to the field's type and checked by the config and spec themselves, so a
+bad one fails before any training, with the library's message.
+
+The results file is one JSON object: finished runs under ``runs`` (keyed by what
+decides their numbers: the variant as written, the data settings, the epochs and the
+seed, and the model's parameter count, so that a changed lane definition is trained
+anew) and the last epoch reached by unfinished ones under ``progress``. It is
+rewritten atomically after every change, so a killed benchmark loses at most the
+epoch in flight (its checkpoint holds the others). One invocation per file at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+from nasmlcn.errors import NasmlcnError
+from nasmlcn.specs import MLCNSpec, write_text_atomic
+from nasmlcn.training import Callback, EpochResult, TrainConfig, TrainStart
+
+RESULTS_SCHEMA_VERSION = 1
+
+TRAIN_KEYS = (
+    "augment",
+    "batch_size",
+    "eval_batch_size",
+    "lr",
+    "lr_decay",
+    "lr_policy",
+    "reconstruction_weight",
+)
+"""Overridable TrainConfig fields (epochs, seed and device are the script's options)."""
+
+ARCH_KEYS = ("decoder", "lane_dropout", "routing", "routing_iterations")
+"""Overridable spec fields; a spec without one (CapsNet has no ``routing``) ignores it."""
+
+
+def _defaults() -> dict[str, Any]:
+    config = TrainConfig()
+    values = {key: getattr(config, key) for key in TRAIN_KEYS}
+    spec_defaults = {f.name: f.default for f in fields(MLCNSpec)}
+    values.update({key: spec_defaults[key] for key in ARCH_KEYS})
+    return values
+
+
+def parse_overrides(tokens: Iterable[str], origin: str) -> dict[str, Any]:
+    """``["augment=shift", "lr=2e-3"]`` -> ``{"augment": "shift", "lr": 0.002}``, sorted.
+
+    Raises:
+        SystemExit: Not ``key=value``, an unknown or repeated key, or a value that is
+            not of the key's type; the message names ``origin``.
+    """
+    defaults = _defaults()
+    overrides: dict[str, Any] = {}
+    for token in tokens:
+        key, sep, text = token.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key or not text.strip():
+            raise SystemExit(f"{origin}: {token!r} is not key=value (e.g. augment=shift)")
+        if key not in defaults:
+            raise SystemExit(
+                f"{origin}: unknown option {key!r}; known: {', '.join(sorted(defaults))}"
+            )
+        if key in overrides:
+            raise SystemExit(f"{origin}: {key} is given twice")
+        kind = type(defaults[key])
+        try:
+            overrides[key] = kind(text.strip())
+        except ValueError:
+            what = "an integer" if kind is int else "a number"
+            raise SystemExit(f"{origin}: {key}={text!r} is not {what}") from None
+    return dict(sorted(overrides.items()))
+
+
+def format_overrides(overrides: Mapping[str, Any]) -> str:
+    return " ".join(f"{key}={value}" for key, value in overrides.items())
+
+
+def apply_overrides(
+    arch: Any, config: TrainConfig, overrides: Mapping[str, Any], origin: str
+) -> tuple[Any, TrainConfig, dict[str, Any]]:
+    """``arch`` and ``config`` with ``overrides`` applied, and the overrides that applied.
+
+    Raises:
+        SystemExit: The config or the spec refuses a value (the library's message).
+    """
+    names = {f.name for f in fields(arch) if f.init}
+    train = {k: v for k, v in overrides.items() if k in TRAIN_KEYS}
+    model = {k: v for k, v in overrides.items() if k in ARCH_KEYS and k in names}
+    try:
+        return replace(arch, **model), replace(config, **train), {**train, **model}
+    except NasmlcnError as err:
+        raise SystemExit(f"{origin}: {err}") from None
+
+
+def run_key(data: Mapping[str, Any]) -> str:
+    """The canonical text of what decides a run's numbers (the results file's key)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def model_params(arch: Any) -> int:
+    """Parameters of ``arch``'s model, built on the meta device (no memory, no weights).
+
+    Part of every run's key: a lane type whose layers change between library
+    versions makes new runs instead of serving the old ones' results."""
+    import torch
+
+    from nasmlcn.models import build_model, count_parameters
+
+    with torch.device("meta"):
+        return count_parameters(build_model(arch))
+
+
+def short_hash(key: str) -> str:
+    """A folder name for the run of ``key`` (its checkpoint)."""
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def mean_sd(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for a single value)."""
+    mean = statistics.fmean(values)
+    return mean, statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def run_facts(device: str) -> dict[str, Any]:
+    """Where and when a run trained (stored with its result; timings depend on it)."""
+    import torch
+
+    return {
+        "device": device,
+        "threads": torch.get_num_threads(),
+        "host": platform.node(),
+        "torch": torch.__version__,
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def history_figures(history: list[EpochResult]) -> dict[str, Any]:
+    """Per-epoch validation accuracy, final and best of it, and the training speed."""
+    accuracies = [h.val_accuracy for h in history]
+    best = max(range(len(accuracies)), key=accuracies.__getitem__)
+    seconds = sum(h.seconds for h in history)
+    images = sum(h.images_per_second * h.seconds for h in history)
+    return {
+        "epochs": len(history),
+        "val_accuracy_per_epoch": accuracies,
+        "final_val_accuracy": accuracies[-1],
+        "best_val_accuracy": accuracies[best],
+        "best_epoch": best + 1,
+        "seconds_per_epoch": seconds / len(history),
+        "images_per_second": images / seconds if seconds > 0 else 0.0,
+    }
+
+
+class ResultsFile:
+    """Finished runs and the progress of unfinished ones, in one JSON file."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        self.path = path
+        self.kind = kind
+        self.runs: dict[str, dict[str, Any]] = {}
+        self.progress: dict[str, dict[str, Any]] = {}
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as err:
+                raise SystemExit(f"--results {str(path)!r} is not readable JSON: {err}") from None
+            if (
+                not isinstance(data, dict)
+                or data.get("kind") != kind
+                or data.get("schema_version") != RESULTS_SCHEMA_VERSION
+            ):
+                raise SystemExit(
+                    f"--results {str(path)!r} is not a {kind} results file of schema "
+                    f"{RESULTS_SCHEMA_VERSION}; give another path"
+                )
+            self.runs = dict(data.get("runs", {}))
+            self.progress = dict(data.get("progress", {}))
+
+    def finished(self, key: str) -> dict[str, Any] | None:
+        return self.runs.get(key)
+
+    def record(self, key: str, entry: dict[str, Any]) -> None:
+        self.runs[key] = entry
+        self.progress.pop(key, None)
+        self._save()
+
+    def record_progress(self, key: str, data: dict[str, Any]) -> None:
+        self.progress[key] = data
+        self._save()
+
+    def _save(self) -> None:
+        data = {
+            "schema_version": RESULTS_SCHEMA_VERSION,
+            "kind": self.kind,
+            "runs": self.runs,
+            "progress": self.progress,
+        }
+        write_text_atomic(self.path, json.dumps(data, indent=1) + "\n")
+
+
+class EpochLog(Callback):
+    """A progress line per epoch on stderr, and the epoch reached in the results file."""
+
+    def __init__(self, label: str, results: ResultsFile, key: str) -> None:
+        self.label = label
+        self.results = results
+        self.key = key
+        self.epochs = 0
+
+    def on_train_start(self, start: TrainStart) -> None:
+        self.epochs = start.epochs
+        if start.first_epoch > 1:
+            say(f"[{self.label}] resuming from its checkpoint after epoch {start.first_epoch - 1}")
+
+    def on_epoch_end(self, result: EpochResult) -> None:
+        # Recorded before the line is printed: whoever sees the line finds the file
+        # (and the checkpoint, written before callbacks run) up to date.
+        self.results.record_progress(
+            self.key,
+            {
+                "label": self.label,
+                "epochs_done": result.epoch,
+                "epochs": self.epochs,
+                "val_accuracy": result.val_accuracy,
+                "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            },
+        )
+        say(
+            f"[{self.label}] epoch {result.epoch}/{self.epochs}: val accuracy "
+            f"{result.val_accuracy:.4f}, {result.seconds:.1f} s, "
+            f"{result.images_per_second:.0f} images/s"
+        )
+
+
+def say(line: str) -> None:
+    """Progress goes to stderr; results to stdout."""
+    print(line, file=sys.stderr, flush=True)

@@ -1,0 +1,301 @@
+"""What closes the gap to the thesis, by measurement: MLCN variants trained side by side.
+
+Each variant is a lane string and optional training or model overrides, written as
+one argument: ``'2*mlcn2:4x1'``, ``'2*mlcn2:4x1 augment=shift'``,
+``'2*mlcn2:4x1 batch_size=50 lr=2e-3'``, ``'2*mlcn2:4x1 routing=classwise'`` (the
+keys: see ``benchmarks/_training_runs.py``). Every variant trains on the same
+Fashion-MNIST training split with the same seeds, and is judged on the validation
+split held out of the training set (10 %, chosen by the seed): the test set is never
+loaded into a run nor evaluated, so picking the best variant here leaves it unseen.
+
+Printed, one row per variant (mean and sample sd over ``--seeds`` seeds 0..N-1):
+parameters, validation accuracy per epoch, final and best validation accuracy (and
+the best epoch), seconds per training epoch and training images per second.
+
+Resumable: every finished run (variant x settings x seed) is stored in ``--results``
+(default ``~/.cache/nasmlcn/lane-variants/results.json``) at once, and a rerun with
+the same settings trains only what is missing. A run that is killed resumes from its
+checkpoint (written after every epoch under ``<results folder>/runs/``, deleted when
+the run is stored). Run it in the background, and again after it is killed::
+
+    python benchmarks/lane_variants.py                 # the 4 default variants, 5 epochs
+    python benchmarks/lane_variants.py --variant '2*mlcn2:4x1' \\
+        --variant '2*mlcn2:4x1 augment=shift' --variant '2*mlcn2:4x1 batch_size=50' \\
+        --epochs 10 --seeds 2 --threads 2
+    python benchmarks/lane_variants.py --quick --json  # 1 epoch on 300/100 images
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from _training_runs import (
+    EpochLog,
+    ResultsFile,
+    apply_overrides,
+    format_overrides,
+    history_figures,
+    mean_sd,
+    model_params,
+    parse_overrides,
+    run_facts,
+    run_key,
+    say,
+    short_hash,
+)
+
+from nasmlcn.data import DATASETS
+from nasmlcn.errors import NasmlcnError
+from nasmlcn.specs import MLCNSpec
+from nasmlcn.training import TrainConfig, arch_for_dataset
+
+DEFAULT_VARIANTS = (
+    "2*mlcn2:4x1",
+    "2*mlcn2:4x1 augment=shift",
+    "2*mlcn2:4x1 batch_size=50",
+    "2*mlcn2:4x1 routing=classwise",
+)
+DEFAULT_RESULTS = Path.home() / ".cache" / "nasmlcn" / "lane-variants" / "results.json"
+QUICK = {"epochs": 1, "train_limit": 300, "val_limit": 100}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A variant as written, and the model and training configuration it means."""
+
+    text: str  # canonical: the spec's lane string, then the overrides sorted by key
+    arch: MLCNSpec
+    config: TrainConfig
+    overrides: dict[str, Any]
+    params: int
+
+    @classmethod
+    def parse(cls, text: str, dataset: str) -> Variant:
+        origin = f"--variant {text!r}"
+        tokens = shlex.split(text)
+        if not tokens:
+            raise SystemExit(f"{origin}: give the lanes first, e.g. '2*mlcn2:4x1 augment=shift'")
+        overrides = parse_overrides(tokens[1:], origin)
+        try:
+            base = MLCNSpec.from_lanes(tokens[0])
+        except NasmlcnError as err:
+            raise SystemExit(f"{origin}: {err}") from None
+        arch = arch_for_dataset(base, DATASETS.get(dataset), strict=False)
+        arch, config, _ = apply_overrides(arch, TrainConfig(), overrides, origin)
+        canonical = " ".join(filter(None, [arch.describe(), format_overrides(overrides)]))
+        return cls(canonical, arch, config, overrides, model_params(arch))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every run shares (with the seed and the variant, the results file's key)."""
+
+    dataset: str
+    epochs: int
+    train_limit: int | None
+    val_limit: int | None
+    val_fraction: float
+
+    def key(self, variant: Variant, seed: int) -> str:
+        data = {"variant": variant.text, "params": variant.params, "seed": seed}
+        return run_key({**data, **vars(self)})
+
+
+def train_variant(
+    variant: Variant,
+    seed: int,
+    settings: Settings,
+    *,
+    data_dir: str | None,
+    device: str,
+    checkpoint: Path,
+    log: EpochLog,
+) -> dict[str, Any]:
+    """Trains one variant with one seed; validation only, the test split stays out."""
+    import torch
+
+    from nasmlcn.data import DataSplits, Split, load_splits
+    from nasmlcn.models import build_model, count_parameters
+    from nasmlcn.training import check_training_memory, resolve_device, train
+
+    config = replace(variant.config, epochs=settings.epochs, seed=seed, device=device)
+    where = str(resolve_device(device))
+    loaded = load_splits(
+        settings.dataset,
+        data_dir,
+        val_fraction=settings.val_fraction,
+        seed=seed,
+        train_limit=settings.train_limit,
+        val_limit=settings.val_limit,
+    )
+    # Selection happens on validation: the runs get an empty test split.
+    empty = Split(loaded.val.images[:0], loaded.val.labels[:0])
+    splits = DataSplits(loaded.train, loaded.val, empty)
+    check_training_memory(variant.arch, min(config.batch_size, len(splits.train)), where)
+    torch.manual_seed(seed)
+    model = build_model(variant.arch)
+    history = train(
+        model,
+        variant.arch,
+        splits,
+        config,
+        callbacks=[log],
+        checkpoint_path=checkpoint,
+        resume=True,
+    )
+    return {
+        "variant": variant.text,
+        "seed": seed,
+        "lanes": variant.arch.describe(),
+        "overrides": variant.overrides,
+        "arch": variant.arch.to_dict(),
+        "train_config": config.to_dict(),
+        "params": count_parameters(model),
+        "train_images": len(splits.train),
+        "val_images": len(splits.val),
+        **history_figures(history),
+        **run_facts(where),
+    }
+
+
+def summarise(variant: Variant, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One variant's runs (one per seed) as means and sds."""
+    figures: dict[str, Any] = {
+        "variant": variant.text,
+        "params": runs[0]["params"],
+        "seeds": [r["seed"] for r in runs],
+    }
+    for name in ("final_val_accuracy", "best_val_accuracy", "seconds_per_epoch"):
+        figures[name], figures[f"{name}_sd"] = mean_sd([r[name] for r in runs])
+    figures["images_per_second"] = mean_sd([r["images_per_second"] for r in runs])[0]
+    figures["best_epoch"] = [r["best_epoch"] for r in runs]
+    curves = [r["val_accuracy_per_epoch"] for r in runs]
+    figures["val_accuracy_per_epoch"] = [mean_sd(list(e))[0] for e in zip(*curves, strict=True)]
+    figures["devices"] = sorted({f"{r['device']} ({r['threads']} threads)" for r in runs})
+    return figures
+
+
+def render(report: dict[str, Any]) -> str:
+    s = report["settings"]
+    limits = f"{s['train_limit'] or 'all'} training / {s['val_limit'] or 'all'} validation images"
+    lines = [
+        f"{s['dataset']}, {s['epochs']} epochs, {limits} (validation only: no test accuracy)",
+        "",
+        f"{'variant':<34} {'params':>10} {'final val':>16} {'best val':>16} {'best ep':>8} "
+        f"{'s/epoch':>8} {'images/s':>9}  val accuracy per epoch (mean)",
+    ]
+
+    def pm(mean: float, sd: float) -> str:
+        return f"{mean:.4f} ± {sd:.4f}"
+
+    for v in report["variants"]:
+        curve = " ".join(f"{a:.4f}" for a in v["val_accuracy_per_epoch"])
+        lines.append(
+            f"{v['variant']:<34} {v['params']:>10,} "
+            f"{pm(v['final_val_accuracy'], v['final_val_accuracy_sd']):>16} "
+            f"{pm(v['best_val_accuracy'], v['best_val_accuracy_sd']):>16} "
+            f"{','.join(map(str, v['best_epoch'])):>8} {v['seconds_per_epoch']:>8.1f} "
+            f"{v['images_per_second']:>9.0f}  {curve}"
+        )
+    seeds = report["variants"][0]["seeds"] if report["variants"] else []
+    devices = sorted({d for v in report["variants"] for d in v["devices"]})
+    lines += [
+        "",
+        f"seeds {seeds} (± is the sd over seeds); trained on {', '.join(devices)}",
+        f"runs: {report['trained']} trained now, {report['from_results']} from {report['results']}",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument(
+        "--variant",
+        action="append",
+        dest="variants",
+        metavar="'LANES [KEY=VALUE ...]'",
+        help=f"a variant (repeat; default: {'; '.join(DEFAULT_VARIANTS)})",
+    )
+    parser.add_argument("--dataset", default="fashion-mnist")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--train-limit", type=int, default=None, help="N training images")
+    parser.add_argument("--val-limit", type=int, default=None, help="N validation images")
+    parser.add_argument("--val-fraction", type=float, default=0.1)
+    parser.add_argument("--seeds", type=int, default=1, help="repeat with seeds 0..N-1")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    parser.add_argument("--quick", action="store_true", help="1 epoch on 300/100 images")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    if args.quick:
+        for name, value in QUICK.items():
+            setattr(args, name, value)
+    for name in ("epochs", "seeds", "threads", "train_limit", "val_limit"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise SystemExit(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    variants = [Variant.parse(t, args.dataset) for t in args.variants or DEFAULT_VARIANTS]
+    settings = Settings(
+        args.dataset, args.epochs, args.train_limit, args.val_limit, args.val_fraction
+    )
+    results = ResultsFile(args.results, "lane-variants")
+    runs_dir = args.results.parent / "runs"
+    trained = reused = 0
+    summaries = []
+    for variant in variants:
+        runs = []
+        for seed in range(args.seeds):
+            label = f"{variant.text}, seed {seed}"
+            key = settings.key(variant, seed)
+            entry = results.finished(key)
+            if entry is not None:
+                say(f"[{label}] from the results file")
+                reused += 1
+            else:
+                checkpoint = runs_dir / short_hash(key) / "checkpoint.pt"
+                try:
+                    entry = train_variant(
+                        variant,
+                        seed,
+                        settings,
+                        data_dir=args.data_dir,
+                        device=args.device,
+                        checkpoint=checkpoint,
+                        log=EpochLog(label, results, key),
+                    )
+                except NasmlcnError as err:
+                    raise SystemExit(f"[{label}] {err}") from None
+                results.record(key, entry)
+                checkpoint.unlink(missing_ok=True)
+                checkpoint.parent.rmdir()
+                trained += 1
+            runs.append(entry)
+        summaries.append(summarise(variant, runs))
+    report = {
+        "settings": {**vars(settings), "seeds": args.seeds},
+        "variants": summaries,
+        "trained": trained,
+        "from_results": reused,
+        "results": str(args.results),
+    }
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(render(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

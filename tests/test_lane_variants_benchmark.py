@@ -1,0 +1,174 @@
+"""``benchmarks/lane_variants.py``: its table, its results file (a rerun trains nothing,
+a killed run resumes from its checkpoint) and no test split anywhere."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+
+SCRIPT = ROOT / "benchmarks" / "lane_variants.py"
+SMALL = ("--epochs", "1", "--train-limit", "200", "--val-limit", "50")
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    return {**os.environ, "NASMLCN_DATA_DIR": str(data_dir), "OMP_NUM_THREADS": "1"}
+
+
+def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env=_env(data_dir),
+    )
+
+
+@pytest.fixture
+def script(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The script as a module, run in this process (no torch import per run)."""
+    monkeypatch.setenv("NASMLCN_DATA_DIR", str(data_dir))
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))
+    return importlib.import_module("lane_variants")
+
+
+def run_json(
+    script: Any, capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[dict[str, Any], str]:
+    assert script.main([*args, "--json"]) == 0
+    captured = capsys.readouterr()
+    return json.loads(captured.out), captured.err
+
+
+def _keys(data: Any) -> set[str]:
+    """Every key of every object in ``data``."""
+    if isinstance(data, dict):
+        return set(data) | {k for v in data.values() for k in _keys(v)}
+    if isinstance(data, list):
+        return {k for v in data for k in _keys(v)}
+    return set()
+
+
+def test_variants_seeds_and_a_rerun_that_trains_nothing(
+    script: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    results = tmp_path / "results.json"
+    variants = ("--variant", "mlcn1:1x1", "--variant", "mlcn1:1x1 augment=shift lr=2e-3")
+    args = (*SMALL, "--seeds", "2", "--results", str(results), *variants)
+    first, stderr = run_json(script, capsys, *args)
+    assert first["trained"] == 4 and first["from_results"] == 0
+    assert [v["variant"] for v in first["variants"]] == [
+        "mlcn1:1x1",
+        "mlcn1:1x1 augment=shift lr=0.002",
+    ]
+    for v in first["variants"]:
+        assert v["seeds"] == [0, 1] and len(v["val_accuracy_per_epoch"]) == 1
+        assert 0.0 <= v["final_val_accuracy"] <= 1.0 and v["final_val_accuracy_sd"] >= 0.0
+        assert v["params"] > 0 and v["seconds_per_epoch"] > 0 and v["images_per_second"] > 0
+    assert "[mlcn1:1x1 augment=shift lr=0.002, seed 1] epoch 1/1" in stderr
+    stored = json.loads(results.read_text())
+    shifted = [
+        r for r in stored["runs"].values() if r["overrides"] == {"augment": "shift", "lr": 0.002}
+    ]
+    assert len(shifted) == 2 and all(r["train_config"]["augment"] == "shift" for r in shifted)
+    assert all(r["val_images"] == 50 and r["train_images"] == 200 for r in stored["runs"].values())
+    # The key holds the model's size (counted on the meta device): that of the trained model.
+    assert all(json.loads(k)["params"] == r["params"] for k, r in stored["runs"].items())
+    # Selection happens on validation: no test figure in the report or the stored runs.
+    assert not any("test" in k for k in _keys(first) | _keys(stored))
+
+    second, stderr = run_json(script, capsys, *args)
+    assert second["trained"] == 0 and second["from_results"] == 4
+    assert stderr.count("from the results file") == 4 and "epoch 1/1" not in stderr
+    assert second["variants"] == first["variants"]
+    # Other settings are other runs (the last --val-limit counts).
+    other = (*SMALL, "--val-limit", "40", "--seeds", "2", "--results", str(results))
+    third, _ = run_json(script, capsys, *other, "--variant", "mlcn1:1x1")
+    assert third["trained"] == 2 and third["from_results"] == 0
+
+
+def test_a_killed_run_resumes_from_its_checkpoint(
+    script: Any, capsys: pytest.CaptureFixture[str], data_dir: Path, tmp_path: Path
+) -> None:
+    results = tmp_path / "results.json"
+    # Epochs of about a second: the kill lands well before the second one ends.
+    args: tuple[str, ...] = ("--epochs", "2", "--train-limit", "2000", "--val-limit", "50")
+    args += ("--results", str(results), "--variant", "mlcn1:1x1")
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), *args, "--threads", "1", "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=_env(data_dir),
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "epoch 1/2" in line:  # printed after the epoch's checkpoint is written
+            proc.kill()
+            break
+    proc.wait(timeout=60)
+    progress = json.loads(results.read_text())["progress"]
+    assert [p["epochs_done"] for p in progress.values()] == [1]
+
+    resumed, stderr = run_json(script, capsys, *args)
+    assert "resuming from its checkpoint after epoch 1" in stderr
+    assert "epoch 2/2" in stderr and "epoch 1/2" not in stderr
+    assert resumed["trained"] == 1 and len(resumed["variants"][0]["val_accuracy_per_epoch"]) == 2
+    stored = json.loads(results.read_text())
+    assert stored["progress"] == {} and len(stored["runs"]) == 1
+    assert not list((tmp_path / "runs").glob("*/checkpoint.pt"))  # deleted once stored
+
+
+@pytest.mark.parametrize(
+    ("variant", "message"),
+    [
+        ("2*mlcn2:4x1 augmnt=shift", "unknown option 'augmnt'; known: augment,"),
+        ("2*mlcn2:4x1 augment=flip", "unknown augmentation 'flip'; choose one of: none, shift"),
+        ("2*mlcn2:4x1 batch_size=big", "batch_size='big' is not an integer"),
+        ("2*mlcn2:4x1 routing=both", "routing"),
+        ("2*mlcn9:4x1", "unknown lane type 'mlcn9'"),
+    ],
+)
+def test_a_bad_variant_is_one_line_before_any_training(
+    script: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path, variant: str, message: str
+) -> None:
+    results = tmp_path / "r.json"
+    with pytest.raises(SystemExit) as exc:
+        script.main([*SMALL, "--results", str(results), "--variant", variant])
+    text = str(exc.value)
+    assert message in text and repr(variant) in text and "\n" not in text
+    assert capsys.readouterr().err == "" and not results.exists()
+
+
+def test_the_cli_refuses_a_bad_variant_with_one_line(data_dir: Path, tmp_path: Path) -> None:
+    proc = run(data_dir, "--results", str(tmp_path / "r.json"), "--variant", "mlcn1:1x1 lr=-1")
+    assert proc.returncode != 0 and proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == (
+        "--variant 'mlcn1:1x1 lr=-1': TrainConfig.lr must be a positive number, got -1.0"
+    )
+
+
+def test_quick_default_variants(data_dir: Path, tmp_path: Path) -> None:
+    proc = run(data_dir, "--quick", "--threads", "1", "--results", str(tmp_path / "r.json"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for variant in (
+        "2*mlcn2:4x1 ",
+        "2*mlcn2:4x1 augment=shift",
+        "2*mlcn2:4x1 batch_size=50",
+        "2*mlcn2:4x1 routing=classwise",
+    ):
+        assert variant in proc.stdout
+    table, footer = proc.stdout.split("\nruns: ")
+    assert footer.startswith("4 trained now, 0 from")
+    assert "test" not in table.replace("(validation only: no test accuracy)", "")

@@ -1,0 +1,144 @@
+"""Training-batch augmentation: ``shift`` is a pure zero-filled translation of at most
+2 px, reproducible from the seed, and only training batches see it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from nasmlcn.data import DataSplits, load_splits
+from nasmlcn.errors import SpecError
+from nasmlcn.models import build_model
+from nasmlcn.specs import MLCNSpec
+from nasmlcn.training import (
+    AUGMENTATIONS,
+    EpochResult,
+    TrainConfig,
+    _augment,
+    evaluate,
+    random_shift,
+    train,
+)
+
+CENTRE = (14, 14)
+
+
+def _translated(image: torch.Tensor, dy: int, dx: int) -> torch.Tensor:
+    """The oracle: ``image`` (H, W) moved by (dy, dx) one pixel at a time, zero fill."""
+    h, w = image.shape
+    out = torch.zeros_like(image)
+    for i in range(h):
+        for j in range(w):
+            if 0 <= i - dy < h and 0 <= j - dx < w:
+                out[i, j] = image[i - dy, j - dx]
+    return out
+
+
+def _marked_batch(n: int) -> torch.Tensor:
+    """Channel 0: random pixels; channel 1: one lit pixel at the centre (finds the shift)."""
+    x = torch.rand(n, 2, 28, 28, generator=torch.Generator().manual_seed(1))
+    x[:, 1] = 0.0
+    x[:, 1, CENTRE[0], CENTRE[1]] = 0.75
+    return x
+
+
+def test_registry_lists_none_and_shift() -> None:
+    assert AUGMENTATIONS.names() == ["none", "shift"]
+    assert AUGMENTATIONS.get("none").apply is None
+
+
+def test_shift_is_a_zero_filled_translation_of_at_most_two_pixels() -> None:
+    x = _marked_batch(200)
+    shifted = AUGMENTATIONS.get("shift").apply(x, torch.Generator().manual_seed(0))  # type: ignore[misc]
+    assert shifted.shape == x.shape and shifted.dtype == x.dtype
+    assert not torch.equal(shifted, x)
+    seen = set()
+    for image, out in zip(x, shifted, strict=True):
+        lit = (out[1] != 0).nonzero()
+        assert len(lit) == 1  # the marker moved, whole, and nothing else lit up
+        dy, dx = int(lit[0, 0]) - CENTRE[0], int(lit[0, 1]) - CENTRE[1]
+        assert abs(dy) <= 2 and abs(dx) <= 2
+        assert float(out[1, lit[0, 0], lit[0, 1]]) == 0.75
+        assert torch.equal(out[0], _translated(image[0], dy, dx))
+        seen.add((dy, dx))
+    assert len(seen) == 25  # every shift in [-2, 2]^2 is drawn
+
+
+def test_a_pixel_shifted_out_is_dropped() -> None:
+    x = _marked_batch(100)
+    x[:, 0] = 0.0
+    x[:, 0, 0, 0] = 1.0  # a corner pixel: gone whenever the image moves up or left
+    shifted = random_shift(x, 2, torch.Generator().manual_seed(3))
+    dropped = 0
+    for out in shifted:
+        lit = (out[1] != 0).nonzero()[0]
+        dy, dx = int(lit[0]) - CENTRE[0], int(lit[1]) - CENTRE[1]
+        if dy < 0 or dx < 0:
+            assert not out[0].any()
+            dropped += 1
+        else:
+            assert (out[0] != 0).nonzero().tolist() == [[dy, dx]] and out[0, dy, dx] == 1.0
+    assert 0 < dropped < 100
+
+
+def test_same_seed_same_shifts_other_seed_other_shifts() -> None:
+    x = _marked_batch(50)
+    a = random_shift(x, 2, torch.Generator().manual_seed(5))
+    b = random_shift(x, 2, torch.Generator().manual_seed(5))
+    c = random_shift(x, 2, torch.Generator().manual_seed(6))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    assert torch.equal(random_shift(x, 0, torch.Generator()), x)
+
+
+def test_unknown_augmentation_names_the_value_and_the_choices() -> None:
+    with pytest.raises(SpecError, match=r"unknown augmentation 'flip'; choose one of: none, shift"):
+        TrainConfig(augment="flip")
+    assert TrainConfig().augment == "none"
+    assert TrainConfig(augment="shift").to_dict()["augment"] == "shift"
+
+
+def _train(
+    config: TrainConfig, checkpoint: Path | None = None, resume: bool = False
+) -> tuple[torch.nn.Module, list[EpochResult], DataSplits]:
+    spec = MLCNSpec.from_lanes("mlcn1:1x1")
+    splits = load_splits("synthetic", train_limit=40, val_limit=25)
+    torch.manual_seed(config.seed)
+    model = build_model(spec)
+    history = train(model, spec, splits, config, checkpoint_path=checkpoint, resume=resume)
+    return model, history, splits
+
+
+def test_only_training_batches_are_shifted(monkeypatch: pytest.MonkeyPatch) -> None:
+    sizes: list[int] = []
+    original = _augment.random_shift
+
+    def spy(images: torch.Tensor, max_pixels: int, generator: torch.Generator) -> torch.Tensor:
+        sizes.append(len(images))
+        return original(images, max_pixels, generator)
+
+    monkeypatch.setattr(_augment, "random_shift", spy)
+    config = TrainConfig(epochs=2, batch_size=10, eval_batch_size=25, augment="shift")
+    model, history, splits = _train(config)
+    assert sizes == [10] * 8  # 4 training batches per epoch; the 25 validation images never
+    # The reported validation figures are those of the plain validation images.
+    assert history[-1].val_loss == pytest.approx(
+        evaluate(model, splits.val, batch_size=25)[0], rel=1e-6
+    )
+
+
+def test_shift_training_is_reproducible_and_resumable(tmp_path: Path) -> None:
+    config = TrainConfig(epochs=2, batch_size=10, augment="shift", seed=4)
+    first, history, _ = _train(config)
+    _, history_again, _ = _train(config)
+    _, history_plain, _ = _train(TrainConfig(epochs=2, batch_size=10, seed=4))
+    assert [h.train_loss for h in history] == [h.train_loss for h in history_again]
+    assert history[0].train_loss != history_plain[0].train_loss
+    # 1 epoch, then resumed for the second: the same shifts as in one go.
+    checkpoint = tmp_path / "checkpoint.pt"
+    _train(TrainConfig(epochs=1, batch_size=10, augment="shift", seed=4), checkpoint)
+    resumed, history_resumed, _ = _train(config, checkpoint, resume=True)
+    assert [h.train_loss for h in history_resumed] == [h.train_loss for h in history]
+    for a, b in zip(first.state_dict().values(), resumed.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
