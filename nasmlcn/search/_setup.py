@@ -78,7 +78,10 @@ def setup_search(config: SearchConfig) -> SearchSetup:
         batch_size=config.batch_size,
     )
     head = cost_model.head_cost(MAX_HEAD_LANES, ctx).memory_bytes
-    space_context = SpaceContext(devices, cost_model, ctx, flops, (head,))
+    rewards_cost = config.latency_budget is not None or any(
+        o.direction == "minimize" for o in objectives
+    )
+    space_context = SpaceContext(devices, cost_model, ctx, flops, (head,), rewards_cost)
     setup = SearchSetup(
         config, devices, flops, space, cost_model, objectives, dataset, space_context
     )

@@ -27,12 +27,18 @@ DEVICE_MIXES = [
 
 
 def _context(
-    devices: str, mem: str | None, flops: str = "1x", cost: str = "analytic"
+    devices: str,
+    mem: str | None,
+    flops: str = "1x",
+    cost: str = "analytic",
+    rewards_cost: bool = True,
 ) -> SpaceContext:
     model = get_cost_model(cost)
     ctx = CostContext()
     head = model.head_cost(256, ctx).memory_bytes
-    return SpaceContext(parse_devices(devices, mem=mem), model, ctx, parse_flops(flops), (head,))
+    return SpaceContext(
+        parse_devices(devices, mem=mem), model, ctx, parse_flops(flops), (head,), rewards_cost
+    )
 
 
 def _sample(distributions: dict[str, Any], rng: random.Random) -> dict[str, Any]:
@@ -79,6 +85,20 @@ def test_every_sampled_model_fits_every_device(name: str, devices: str, mem: str
         )
         for device in plan.per_device:
             assert device.memory_bytes <= device.device.memory_bytes, (params, device)
+
+
+@pytest.mark.parametrize("name", sorted(available_spaces()))
+def test_builtin_spaces_draw_only_the_thesis_lane_types(name: str) -> None:
+    """A registered lane type (mlcn2-72, the -ref types) enters a space only when
+    the space file names it in ``lane_types``; the built-in files do not."""
+    ctx = _context("2xK80", "12GB")
+    space = _prepared(name, ctx)
+    rng = random.Random(name)
+    types: set[str] = set()
+    for _ in range(10):
+        candidate = space.build(_sample(space.distributions(), rng), ctx)
+        types |= {lane.type for lane in candidate.spec.lanes}
+    assert types and types <= {"mlcn1", "mlcn2"}
 
 
 def test_parameters_are_the_same_whatever_the_devices() -> None:
@@ -210,10 +230,17 @@ def test_user_space_files_and_errors(tmp_path: Path) -> None:
         load_space(str(bad))
 
 
-def _bucket_models(devices: str, flops: str, n: int, seed: int) -> list[tuple[Any, Any, Any]]:
+def _bucket_models(
+    devices: str,
+    flops: str,
+    n: int,
+    seed: int,
+    rewards_cost: bool = True,
+    space: str = "mlcn-buckets",
+) -> list[tuple[Any, Any, Any]]:
     """``n`` (params, candidate, plan) of seeded random parameter vectors."""
-    ctx = _context(devices, "12GB", flops)
-    space = _prepared("mlcn-buckets", ctx)
+    ctx = _context(devices, "12GB", flops, rewards_cost=rewards_cost)
+    space = _prepared(space, ctx)
     rng = random.Random(seed)
     out = []
     for _ in range(n):
@@ -239,8 +266,30 @@ def test_bucket_models_span_a_trade_off(devices: str) -> None:
     assert statistics.correlation(fills, latency) > 0.7
 
 
-def test_bucket_devices_hold_different_lane_groups() -> None:
-    models = _bucket_models("8xK80", "1x", 150, seed=2)
+def test_accuracy_only_studies_fill_every_bucket(tmp_path: Path) -> None:
+    """Without a cost objective there is no ``fill`` parameter and every model
+    fills its buckets (the thesis's setting); ``accuracy_fill = "searched"`` keeps it."""
+    searched = _bucket_models("8xK80", "1x", 60, seed=3)
+    full = _bucket_models("8xK80", "1x", 60, seed=3, rewards_cost=False)
+    assert all("fill" in params for params, _, _ in searched)
+    assert not any("fill" in params for params, _, _ in full)
+    top = max(plan.makespan for _, _, plan in searched)
+    # small palettes can stop short of the limit (lanes per device are capped)
+    full_median = statistics.median(p.makespan for _, _, p in full)
+    assert full_median >= 0.9 * top
+    assert full_median > 2 * statistics.median(p.makespan for _, _, p in searched)
+    space = tmp_path / "s.toml"
+    space.write_text('kind = "buckets"\naccuracy_fill = "searched"\n')
+    kept = _bucket_models("8xK80", "1x", 5, seed=3, rewards_cost=False, space=str(space))
+    assert all("fill" in params for params, _, _ in kept)
+    space.write_text('kind = "buckets"\naccuracy_fill = 0\n')
+    with pytest.raises(SearchError, match=r"accuracy_fill must be a number in \(0, 1\]"):
+        load_space(str(space))
+
+
+@pytest.mark.parametrize("rewards_cost", [True, False])
+def test_bucket_devices_hold_different_lane_groups(rewards_cost: bool) -> None:
+    models = _bucket_models("8xK80", "1x", 150, seed=2, rewards_cost=rewards_cost)
     different = 0
     for _, candidate, plan in models:
         names = [str(lane) for lane in candidate.spec.lanes]

@@ -37,6 +37,10 @@ class SpaceContext:
         cost_context: Input shape, classes, batch size.
         flops: Per-device load limit (bucket spaces).
         reserved_memory: Per device, bytes kept back (the head, on device 0).
+        rewards_cost: Whether the study rewards a cheaper model: an objective to
+            minimise (latency, inference, memory, params) or a latency budget.
+            An accuracy-only study does not, and bucket spaces then fill every
+            bucket (the thesis's setting) instead of searching how full.
     """
 
     devices: tuple[DeviceSpec, ...]
@@ -44,6 +48,7 @@ class SpaceContext:
     cost_context: CostContext
     flops: FlopsLimit
     reserved_memory: tuple[int, ...] = ()
+    rewards_cost: bool = True
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@ with the model's size searched: small/fast to large/slow models on the same devi
 Parameters (fixed for a study; the devices are part of its identity)::
 
     fill                     share of every bucket's load limit the model aims at
+                             (studies that reward a cheaper model; accuracy-only
+                             studies fill to ``accuracy_fill``, 1.0 by default)
     lane0, lane1, ...        the palette: ``kinds`` lane kinds, each one of the
                              space's lanes that fits every device's empty bucket
     lane0_share, ...         the share of the model's load each kind takes
@@ -32,7 +34,12 @@ Why these parameters, and what was weighed:
   thesis's Algorithm 5, and the previous version of this space) gives every model
   the same step time, so an accuracy/latency study has no front. With ``fill``
   the predicted step time spans about 10x and memory several times over, and the
-  samplers learn where on that range the accuracy pays off.
+  samplers learn where on that range the accuracy pays off. It is a parameter
+  only when the study rewards a cheaper model (``SpaceContext.rewards_cost``); an
+  accuracy-only study fills every bucket (``accuracy_fill``, 1.0: the thesis's
+  setting). Searching it there too was measured (``benchmarks/search_quality.py``,
+  real training): TPE spent trials on small models and its best after 30 trials
+  stayed below the thesis's random search.
 - Balance is limited by the smallest lane of the space: at ``--flops 0.25x`` and a
   low fill a device holds one or two lanes, and no lane is small enough to even
   them out to 5 % (``benchmarks/spaces.py``; tests hold 1x and above to 5 %).
@@ -101,6 +108,8 @@ class BucketSpace(SearchSpace):
         if self.kinds > 16:
             raise SearchError(f"{origin}: kinds must be <= 16, got {self.kinds}")
         self.fill = _fill_range(data.get("fill", list(DEFAULT_FILL)), origin)
+        self.accuracy_fill = _accuracy_fill(data.get("accuracy_fill", 1.0), origin)
+        self._search_fill = True
         self.balance = _fraction(data.get("balance", DEFAULT_BALANCE), "balance", origin)
         self._choices: tuple[LaneSpec, ...] | None = None
 
@@ -111,6 +120,12 @@ class BucketSpace(SearchSpace):
 
     def prepare(self, ctx: SpaceContext) -> None:
         self._choices = self.palette_choices(ctx)
+        self._search_fill = self.searches_fill(ctx)
+
+    def searches_fill(self, ctx: SpaceContext) -> bool:
+        """Whether ``fill`` is a parameter of studies in ``ctx``: when they reward a
+        cheaper model, or when the space sets ``accuracy_fill = "searched"``."""
+        return ctx.rewards_cost or self.accuracy_fill is None
 
     def palette_choices(self, ctx: SpaceContext) -> tuple[LaneSpec, ...]:
         """The lanes of the space that fit every device's empty bucket, cheapest first.
@@ -136,9 +151,9 @@ class BucketSpace(SearchSpace):
         from optuna.distributions import CategoricalDistribution, FloatDistribution
 
         choices = tuple(str(lane) for lane in (self._choices or self.all_lanes))
-        out: dict[str, BaseDistribution] = {
-            "fill": FloatDistribution(self.fill[0], self.fill[1], log=True)
-        }
+        out: dict[str, BaseDistribution] = {}
+        if self._search_fill:
+            out["fill"] = FloatDistribution(self.fill[0], self.fill[1], log=True)
         for k in range(self.kinds):
             out[f"lane{k}"] = CategoricalDistribution(choices)
             out[f"lane{k}_share"] = FloatDistribution(0.0, 1.0)
@@ -173,7 +188,9 @@ class BucketSpace(SearchSpace):
         # composing keeps a slot per device (per speed unit) for balancing
         reserve = [max(1, round(b.device.speed / slowest)) for b in buckets]
         compose_caps = [max(1, cap - r) for cap, r in zip(caps, reserve, strict=True)]
-        _compose(palette, shares, float(params["fill"]), buckets, compose_caps, placed)
+        fill = float(params["fill"]) if self.searches_fill(ctx) else self.accuracy_fill
+        assert fill is not None
+        _compose(palette, shares, fill, buckets, compose_caps, placed)
         _pad(buckets, compose_caps, placed, sorted(palette, key=lambda x: -x.time))
         topped = 0
         if _imbalance(buckets) > self.balance:
@@ -333,6 +350,17 @@ def _fill_range(value: Any, origin: str) -> tuple[float, float]:
             f"{origin}: fill must be [low, high] with 0 < low <= high <= 1, got {value!r}"
         )
     return float(value[0]), float(value[1])
+
+
+def _accuracy_fill(value: Any, origin: str) -> float | None:
+    """``accuracy_fill``: a level in (0, 1], or None for ``"searched"``."""
+    if value == "searched":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise SearchError(
+            f'{origin}: accuracy_fill must be a number in (0, 1] or "searched", got {value!r}'
+        )
+    return float(value)
 
 
 def _fraction(value: Any, key: str, origin: str) -> float:
