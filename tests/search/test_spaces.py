@@ -326,6 +326,16 @@ def test_bucket_models_stay_balanced_and_faithful(devices: str, flops: str, limi
     assert repaired / lanes <= 0.05
 
 
+def test_accuracy_only_models_stay_balanced() -> None:
+    """Filling every bucket can leave one device ahead (a large lane near its limit,
+    the others at their lane cap); such models are rebuilt at a lower fill, recorded.
+    (Without the rebuild 3 of these 300 vectors ended 7-19 % above the ideal.)"""
+    models = _bucket_models("8xK80", "1x", 300, seed=5, rewards_cost=False)
+    assert max(plan.imbalance for _, _, plan in models) <= 0.05 + 1e-9
+    rebuilt = [c for _, c, _ in models if any("instead of 1" in r for r in c.repairs)]
+    assert 0 < len(rebuilt) <= 0.05 * len(models)
+
+
 def test_palette_choices_fit_every_bucket() -> None:
     from nasmlcn.planning import make_buckets
 
