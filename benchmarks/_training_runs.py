@@ -58,6 +58,18 @@ def _defaults() -> dict[str, Any]:
     return values
 
 
+def settle_args(args: Any, quick: Mapping[str, Any], positive: Iterable[str]) -> None:
+    """Applies ``--quick``'s values to ``args`` and refuses a value below 1 of any
+    option in ``positive`` (one line, naming the option)."""
+    if args.quick:
+        for name, value in quick.items():
+            setattr(args, name, value)
+    for name in positive:
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise SystemExit(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+
+
 def parse_overrides(tokens: Iterable[str], origin: str) -> dict[str, Any]:
     """``["augment=shift", "lr=2e-3"]`` -> ``{"augment": "shift", "lr": 0.002}``, sorted.
 

@@ -46,6 +46,7 @@ from _training_runs import (
     run_facts,
     run_key,
     say,
+    settle_args,
     short_hash,
 )
 
@@ -234,13 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1 epoch on 300/100 images")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    if args.quick:
-        for name, value in QUICK.items():
-            setattr(args, name, value)
-    for name in ("epochs", "seeds", "threads", "train_limit", "val_limit"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise SystemExit(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    settle_args(args, QUICK, ("epochs", "seeds", "threads", "train_limit", "val_limit"))
 
     import torch
 

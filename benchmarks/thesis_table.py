@@ -54,6 +54,7 @@ from _training_runs import (
     run_facts,
     run_key,
     say,
+    settle_args,
     short_hash,
 )
 
@@ -263,13 +264,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1 epoch, 500 training images")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    if args.quick:
-        for name, value in QUICK.items():
-            setattr(args, name, value)
-    for name in ("epochs", "capsnet_epochs", "threads", "train_limit", "val_limit", "test_limit"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise SystemExit(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    settle_args(
+        args,
+        QUICK,
+        ("epochs", "capsnet_epochs", "threads", "train_limit", "val_limit", "test_limit"),
+    )
     selected = [n.strip() for n in args.rows.split(",") if n.strip()]
     unknown = [n for n in selected if n not in names]
     if unknown or not selected:

@@ -3,7 +3,6 @@ a killed run resumes from its checkpoint) and no test split anywhere."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests._benchmark_scripts import load_script, run_json
 from tests.conftest import ROOT
 
 SCRIPT = ROOT / "benchmarks" / "lane_variants.py"
@@ -37,17 +37,7 @@ def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def script(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """The script as a module, run in this process (no torch import per run)."""
-    monkeypatch.setenv("NASMLCN_DATA_DIR", str(data_dir))
-    monkeypatch.syspath_prepend(str(SCRIPT.parent))
-    return importlib.import_module("lane_variants")
-
-
-def run_json(
-    script: Any, capsys: pytest.CaptureFixture[str], *args: str
-) -> tuple[dict[str, Any], str]:
-    assert script.main([*args, "--json"]) == 0
-    captured = capsys.readouterr()
-    return json.loads(captured.out), captured.err
+    return load_script("lane_variants", data_dir, monkeypatch)
 
 
 def _keys(data: Any) -> set[str]:

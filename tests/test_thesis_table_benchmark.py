@@ -3,7 +3,6 @@ trains nothing, a killed row resumes from its checkpoint) and its overrides."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests._benchmark_scripts import load_script, run_json
 from tests.conftest import ROOT
 
 SCRIPT = ROOT / "benchmarks" / "thesis_table.py"
@@ -22,17 +22,7 @@ ROWS = ["capsnet", "mlcn1-2x4", "mlcn1-8x4", "mlcn2-2x4", "mlcn2-8x4"]
 @pytest.fixture
 def script(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """The script as a module, run in this process (no torch import per run)."""
-    monkeypatch.setenv("NASMLCN_DATA_DIR", str(data_dir))
-    monkeypatch.syspath_prepend(str(SCRIPT.parent))
-    return importlib.import_module("thesis_table")
-
-
-def run_json(
-    script: Any, capsys: pytest.CaptureFixture[str], *args: str
-) -> tuple[dict[str, Any], str]:
-    assert script.main([*args, "--json"]) == 0
-    captured = capsys.readouterr()
-    return json.loads(captured.out), captured.err
+    return load_script("thesis_table", data_dir, monkeypatch)
 
 
 def test_one_row_beside_the_thesis_and_a_rerun_that_trains_nothing(
