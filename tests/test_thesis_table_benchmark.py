@@ -44,6 +44,10 @@ def test_one_row_beside_the_thesis_and_a_rerun_that_trains_nothing(
     assert row["overrides"] == {"augment": "shift", "routing": "classwise"}
     assert row["train_config"]["augment"] == "shift" and row["arch"]["routing"] == "classwise"
     assert 0.0 <= row["test_accuracy"] <= 1.0 and row["params"] > 0
+    # Tested after every epoch too: after the last one, that is the figure itself.
+    assert row["test_accuracy_per_epoch"] == [row["test_accuracy"]]
+    assert row["test_accuracy_at_best_val"] == row["test_accuracy"]
+    assert (row["max_test_accuracy"], row["max_test_epoch"]) == (row["test_accuracy"], 1)
     assert row["thesis"] == {
         "model": "Mlcn2, 2 lanes, width 4",
         "params": 3_655_376,
@@ -112,6 +116,10 @@ def test_a_killed_row_resumes_from_its_checkpoint(
     assert "resuming from its checkpoint after epoch 1" in stderr and "epoch 1/2" not in stderr
     (row,) = resumed["rows"]
     assert row["epochs"] == 2 and len(row["val_accuracy_per_epoch"]) == 2
+    # Epoch 1's test accuracy was kept in the results file across the kill.
+    first, last = row["test_accuracy_per_epoch"]
+    assert first is not None and last == row["test_accuracy"]
+    assert row["max_test_accuracy"] == max(first, last)
     assert not list((tmp_path / "runs").glob("*/checkpoint.pt"))
 
 

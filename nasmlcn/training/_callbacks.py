@@ -3,7 +3,8 @@ are both callbacks. Library code never prints."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from nasmlcn.training._config import EpochResult
 
@@ -19,6 +20,9 @@ class TrainStart:
         train_images: Images per training epoch.
         params: Trainable parameters.
         device: Where the model trains.
+        model: The module being trained, for callbacks that evaluate it after an
+            epoch (on data of their own); they must leave it as they found it
+            (``nasmlcn.training.evaluate`` does).
     """
 
     epochs: int
@@ -27,6 +31,7 @@ class TrainStart:
     train_images: int
     params: int
     device: str
+    model: Any = field(default=None, repr=False, compare=False)
 
 
 class Callback:

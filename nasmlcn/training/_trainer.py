@@ -151,6 +151,7 @@ def train(
         train_images=len(splits.train),
         params=count_parameters(model),
         device=str(device),
+        model=model,
     )
     for cb in callbacks:
         cb.on_train_start(start)
