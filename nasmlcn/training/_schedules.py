@@ -17,12 +17,18 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class LRPolicy:
-    """``make(optimizer, config, steps_per_epoch)`` builds the scheduler."""
+    """``make(optimizer, config, steps_per_epoch)`` builds the scheduler.
+
+    ``planned``: the schedule is laid out over the whole run (its length is
+    ``epochs x steps per epoch``), so a checkpoint can only be resumed with the
+    epochs and batch size it was started with.
+    """
 
     name: str
     per_batch: bool
     make: Callable[[torch.optim.Optimizer, Any, int], Any]
     description: str
+    planned: bool = False
 
 
 LR_POLICIES: Registry[LRPolicy] = Registry("learning-rate policy")
@@ -69,7 +75,9 @@ LR_POLICIES.register(
 LR_POLICIES.register("fixed", LRPolicy("fixed", False, _fixed, "constant lr"))
 LR_POLICIES.register(
     "one-cycle",
-    LRPolicy("one-cycle", True, _one_cycle, "up to lr and back, then anneal (FasTrCaps)"),
+    LRPolicy(
+        "one-cycle", True, _one_cycle, "up to lr and back, then anneal (FasTrCaps)", planned=True
+    ),
 )
 LR_POLICIES.register(
     "warm-restarts",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -69,14 +70,14 @@ def test_real_fashion_mnist_training_beats_chance(data_dir: Path) -> None:
     assert result["params"] == sum(p.numel() for p in build_model(report.arch).parameters())
 
 
-def _tiny_job(tmp_path: Path, epochs: int, resume: bool = False) -> TrainJob:
+def _tiny_job(tmp_path: Path, epochs: int, resume: bool = False, **config: Any) -> TrainJob:
     return TrainJob(
         MLCNSpec("mlcn1:1x1,mlcn2:1x2", lane_dropout=0.2),
         dataset="synthetic",
         train_limit=200,
         val_limit=50,
         test_limit=50,
-        config=TrainConfig(epochs=epochs, batch_size=50, seed=7),
+        config=TrainConfig(**{"epochs": epochs, "batch_size": 50, "seed": 7, **config}),
         out_dir=str(tmp_path),
         resume=resume,
     )
@@ -108,6 +109,41 @@ def test_resume_equals_uninterrupted_training(tmp_path: Path) -> None:
     run_training(_tiny_job(tmp_path / "b", epochs=1))
     resumed = run_training(_tiny_job(tmp_path / "b", epochs=2, resume=True))
     assert [h.epoch for h in resumed.history] == [1, 2]
+    assert resumed.history[1].val_accuracy == straight.history[1].val_accuracy
+    a = load_checkpoint(tmp_path / "a" / "checkpoint.pt")["model"]
+    b = load_checkpoint(tmp_path / "b" / "checkpoint.pt")["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+class _StopAfter(Callback):
+    """Stops training after ``epoch`` (as a kill would, the checkpoint is written first)."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def on_epoch_end(self, result: EpochResult) -> None:
+        if result.epoch == self.epoch:
+            raise KeyboardInterrupt
+
+
+def test_a_one_cycle_run_resumes_exactly_but_only_at_its_planned_length(tmp_path: Path) -> None:
+    straight = run_training(_tiny_job(tmp_path / "a", epochs=2, lr_policy="one-cycle"))
+    with pytest.raises(KeyboardInterrupt):
+        run_training(_tiny_job(tmp_path / "b", epochs=2, lr_policy="one-cycle"), [_StopAfter(1)])
+    before = {p.name: p.read_bytes() for p in (tmp_path / "b").iterdir()}
+    # The schedule was laid out for 2 epochs of 4 batches: another length is refused,
+    # and so is another policy, with nothing written.
+    for changed, message in (
+        ({"epochs": 3}, "laid out for epochs 2, so it cannot go on with 3; resume with --epochs 2"),
+        ({"epochs": 2, "batch_size": 25}, "batch size 50, so it cannot go on with 25"),
+        ({"epochs": 2, "lr_policy": "exponential"}, "lr policy 'one-cycle', not 'exponential'"),
+    ):
+        config = {"lr_policy": "one-cycle", **changed}
+        with pytest.raises(CheckpointError, match=message):
+            run_training(_tiny_job(tmp_path / "b", resume=True, **config))
+        assert {p.name: p.read_bytes() for p in (tmp_path / "b").iterdir()} == before
+    resumed = run_training(_tiny_job(tmp_path / "b", epochs=2, resume=True, lr_policy="one-cycle"))
+    assert [h.lr for h in resumed.history] == [h.lr for h in straight.history]
     assert resumed.history[1].val_accuracy == straight.history[1].val_accuracy
     a = load_checkpoint(tmp_path / "a" / "checkpoint.pt")["model"]
     b = load_checkpoint(tmp_path / "b" / "checkpoint.pt")["model"]
