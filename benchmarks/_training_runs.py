@@ -9,9 +9,9 @@ converted to the field's type and checked by the config and spec themselves, so 
 bad one fails before any training, with the library's message.
 
 The results file is one JSON object: finished runs under ``runs`` (keyed by what
-decides their numbers: the variant as written, the data settings, the epochs and the
-seed, and the model's parameter count, so that a changed lane definition is trained
-anew) and the last epoch reached by unfinished ones under ``progress``. It is
+decides their numbers: the variant as written, every training and model setting as
+used (defaults included), the data settings, the epochs and the seed, and the model's
+parameter count, so that a changed lane definition or default is trained anew) and the last epoch reached by unfinished ones under ``progress``. It is
 rewritten atomically after every change, so a killed benchmark loses at most the
 epoch in flight (its checkpoint holds the others). One invocation per file at a time.
 """
@@ -118,6 +118,16 @@ def apply_overrides(
         return replace(arch, **model), replace(config, **train), {**train, **model}
     except NasmlcnError as err:
         raise SystemExit(f"{origin}: {err}") from None
+
+
+def effective_settings(arch: Any, config: TrainConfig) -> dict[str, Any]:
+    """Every overridable setting as the run uses it, defaults included.
+
+    Part of every run's key: when a library default changes (the lr policy, say),
+    runs that relied on the old one are trained anew instead of served."""
+    values = {key: getattr(config, key) for key in TRAIN_KEYS}
+    values.update({key: getattr(arch, key) for key in ARCH_KEYS if hasattr(arch, key)})
+    return values
 
 
 def run_key(data: Mapping[str, Any]) -> str:

@@ -38,6 +38,7 @@ from _training_runs import (
     EpochLog,
     ResultsFile,
     apply_overrides,
+    effective_settings,
     format_overrides,
     history_figures,
     mean_sd,
@@ -103,7 +104,12 @@ class Settings:
     val_fraction: float
 
     def key(self, variant: Variant, seed: int) -> str:
-        data = {"variant": variant.text, "params": variant.params, "seed": seed}
+        data = {
+            "variant": variant.text,
+            "params": variant.params,
+            "settings": effective_settings(variant.arch, variant.config),
+            "seed": seed,
+        }
         return run_key({**data, **vars(self)})
 
 

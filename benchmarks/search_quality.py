@@ -79,6 +79,14 @@ if TYPE_CHECKING:
     from nasmlcn.search import EpochCallback, EvalJob, Evaluation, Evaluator, TrialOutcome
 
 DEFAULT_OUT = Path("dashboards/exports/search-quality")
+
+
+def _default_lr_policy() -> str:
+    from nasmlcn.training import TrainConfig
+
+    return TrainConfig().lr_policy
+
+
 DEFAULT_CACHE = Path.home() / ".cache" / "nasmlcn" / "search-quality" / "cache.json"
 CACHE_SCHEMA_VERSION = 1
 CHECKPOINTS = (5, 10, 15, 20, 30)
@@ -188,6 +196,8 @@ class Settings:
             "train_limit": self.train_limit,
             "val_limit": self.val_limit,
             "run_on": self.run_on,
+            # The trainer's defaults decide the result too (the lr policy changed once).
+            "lr_policy": _default_lr_policy(),
             "nasmlcn": importlib.metadata.version("nasmlcn"),
             "torch": importlib.metadata.version("torch"),
         }

@@ -59,6 +59,10 @@ def test_one_row_beside_the_thesis_and_a_rerun_that_trains_nothing(
     assert "[mlcn2-2x4] epoch 1/1" in stderr
     (key,) = json.loads((tmp_path / "r.json").read_text())["runs"]
     assert json.loads(key)["params"] == row["params"]
+    # Every setting as used is in the key, defaults too: a changed default trains anew.
+    settings = json.loads(key)["settings"]
+    assert settings["augment"] == "shift" and settings["routing"] == "classwise"
+    assert settings["lr_policy"] == row["train_config"]["lr_policy"] == "one-cycle"
     out = Path(row["out_dir"])
     assert (out / "result.json").is_file() and not (out / "checkpoint.pt").exists()
 

@@ -39,9 +39,10 @@ def train(
     batch_size: int = typer.Option(100, "--batch-size", min=1, help="Training batch size."),
     lr: float = typer.Option(1e-3, "--lr", help="Initial Adam learning rate."),
     lr_policy: str = typer.Option(
-        "exponential",
+        "one-cycle",
         "--lr-policy",
-        help="exponential (x0.9/epoch), fixed, one-cycle or warm-restarts.",
+        help="one-cycle (FasTrCaps; a run resumes but cannot be extended), exponential "
+        "(x0.9/epoch, the thesis), fixed or warm-restarts.",
     ),
     augment: str = typer.Option(
         "none",

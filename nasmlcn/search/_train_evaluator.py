@@ -2,7 +2,8 @@
 
 The dataset is loaded once per search (a seeded train/validation split; the test
 set is never touched during a search). Each candidate is built, trained with the
-thesis's settings (Adam, lr x0.9 per epoch) for the configured epochs, and
+default :class:`~nasmlcn.training.TrainConfig` (Adam 1e-3, one-cycle schedule,
+batch ``--batch-size``) for the configured epochs, and
 validated after every epoch. Measured alongside: the step time, images per second
 and peak training memory (``torch.cuda.max_memory_allocated`` on a GPU; on a CPU
 the peak of the process's resident memory above where the trial started, sampled

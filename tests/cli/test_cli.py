@@ -121,6 +121,8 @@ def test_resume_through_the_cli(tmp_path: Path) -> None:
         str(tmp_path),
         "--json",
         "--quiet",
+        "--lr-policy",
+        "exponential",  # extended below, which the default one-cycle schedule refuses
     )
     assert run_cli(*common, "--epochs", "1").returncode == 0
     refused = run_cli(*common, "--epochs", "2")

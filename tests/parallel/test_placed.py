@@ -51,7 +51,7 @@ def _job(out: Path, *, resume: bool = False) -> TrainJob:
     return TrainJob(
         MLCNSpec.from_lanes("4*mlcn2:1x1"),
         dataset="synthetic",
-        config=TrainConfig(epochs=1, batch_size=32, seed=3),
+        config=TrainConfig(epochs=1, batch_size=32, seed=3, lr_policy="exponential"),
         train_limit=64,
         val_limit=32,
         test_limit=32,
@@ -76,7 +76,8 @@ def test_placed_job_equals_the_plain_job_and_resumes(tmp_path: Path) -> None:
     from dataclasses import replace
 
     more = replace(
-        _job(tmp_path / "placed", resume=True), config=TrainConfig(epochs=2, batch_size=32, seed=3)
+        _job(tmp_path / "placed", resume=True),
+        config=TrainConfig(epochs=2, batch_size=32, seed=3, lr_policy="exponential"),
     )
     resumed = run_placed_training(more, ["cpu"] * 4)
     assert [h.epoch for h in resumed.report.history] == [1, 2]

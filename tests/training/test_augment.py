@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -129,7 +130,8 @@ def test_only_training_batches_are_shifted(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_shift_training_is_reproducible_and_resumable(tmp_path: Path) -> None:
-    config = TrainConfig(epochs=2, batch_size=10, augment="shift", seed=4)
+    # Extended from 1 epoch to 2 below, which only a per-epoch lr policy allows.
+    config = TrainConfig(epochs=2, batch_size=10, augment="shift", seed=4, lr_policy="exponential")
     first, history, _ = _train(config)
     _, history_again, _ = _train(config)
     _, history_plain, _ = _train(TrainConfig(epochs=2, batch_size=10, seed=4))
@@ -137,7 +139,7 @@ def test_shift_training_is_reproducible_and_resumable(tmp_path: Path) -> None:
     assert history[0].train_loss != history_plain[0].train_loss
     # 1 epoch, then resumed for the second: the same shifts as in one go.
     checkpoint = tmp_path / "checkpoint.pt"
-    _train(TrainConfig(epochs=1, batch_size=10, augment="shift", seed=4), checkpoint)
+    _train(replace(config, epochs=1), checkpoint)
     resumed, history_resumed, _ = _train(config, checkpoint, resume=True)
     assert [h.train_loss for h in history_resumed] == [h.train_loss for h in history]
     for a, b in zip(first.state_dict().values(), resumed.state_dict().values(), strict=True):
