@@ -190,10 +190,11 @@ def summarise(variant: Variant, runs: list[dict[str, Any]]) -> dict[str, Any]:
 def render(report: dict[str, Any]) -> str:
     s = report["settings"]
     limits = f"{s['train_limit'] or 'all'} training / {s['val_limit'] or 'all'} validation images"
+    width = max([34, *(len(v["variant"]) for v in report["variants"])])
     lines = [
         f"{s['dataset']}, {s['epochs']} epochs, {limits} (validation only: no test accuracy)",
         "",
-        f"{'variant':<34} {'params':>10} {'final val':>16} {'best val':>16} {'best ep':>8} "
+        f"{'variant':<{width}} {'params':>10} {'final val':>16} {'best val':>16} {'best ep':>8} "
         f"{'s/epoch':>8} {'images/s':>9}  val accuracy per epoch (mean)",
     ]
 
@@ -203,7 +204,7 @@ def render(report: dict[str, Any]) -> str:
     for v in report["variants"]:
         curve = " ".join(f"{a:.4f}" for a in v["val_accuracy_per_epoch"])
         lines.append(
-            f"{v['variant']:<34} {v['params']:>10,} "
+            f"{v['variant']:<{width}} {v['params']:>10,} "
             f"{pm(v['final_val_accuracy'], v['final_val_accuracy_sd']):>16} "
             f"{pm(v['best_val_accuracy'], v['best_val_accuracy_sd']):>16} "
             f"{','.join(map(str, v['best_epoch'])):>8} {v['seconds_per_epoch']:>8.1f} "
