@@ -11,9 +11,10 @@ bad one fails before any training, with the library's message.
 The results file is one JSON object: finished runs under ``runs`` (keyed by what
 decides their numbers: the variant as written, every training and model setting as
 used (defaults included), the data settings, the epochs and the seed, and the model's
-parameter count, so that a changed lane definition or default is trained anew) and the last epoch reached by unfinished ones under ``progress``. It is
-rewritten atomically after every change, so a killed benchmark loses at most the
-epoch in flight (its checkpoint holds the others). One invocation per file at a time.
+parameter count, so that a changed lane definition or default is trained anew) and
+the last epoch reached by unfinished ones under ``progress``. It is rewritten
+atomically after every change, so a killed benchmark loses at most the epoch in
+flight (its checkpoint holds the others). One invocation per file at a time.
 """
 
 from __future__ import annotations

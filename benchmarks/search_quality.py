@@ -79,14 +79,6 @@ if TYPE_CHECKING:
     from nasmlcn.search import EpochCallback, EvalJob, Evaluation, Evaluator, TrialOutcome
 
 DEFAULT_OUT = Path("dashboards/exports/search-quality")
-
-
-def _default_lr_policy() -> str:
-    from nasmlcn.training import TrainConfig
-
-    return TrainConfig().lr_policy
-
-
 DEFAULT_CACHE = Path.home() / ".cache" / "nasmlcn" / "search-quality" / "cache.json"
 CACHE_SCHEMA_VERSION = 1
 CHECKPOINTS = (5, 10, 15, 20, 30)
@@ -151,6 +143,13 @@ RUNS = (
     Run(PARETO, "random", "mlcn-buckets", reuses=_BUCKETS),
     Run(PARETO, "nsga2", "mlcn-buckets", reuses=_BUCKETS),
 )
+
+
+def _default_lr_policy() -> str:
+    """The trainer's default lr policy (a cache key part: it decides the results)."""
+    from nasmlcn.training import TrainConfig
+
+    return TrainConfig().lr_policy
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -15,6 +16,9 @@ from torch import nn
 from nasmlcn.errors import CheckpointError, SpecError
 from nasmlcn.specs import ArchSpec, arch_from_json, arch_to_json
 from nasmlcn.specs._io import atomic_path
+
+if TYPE_CHECKING:
+    from nasmlcn.training._config import TrainConfig
 
 CHECKPOINT_VERSION = 1
 _REQUIRED = ("version", "arch", "model", "epoch")
@@ -97,6 +101,39 @@ def check_same_arch(path: str | os.PathLike[str], saved: ArchSpec, arch: ArchSpe
             f"checkpoint {str(path)!r} is for {saved.describe()}, not {arch.describe()}; "
             "resume with the same model or use another --out"
         )
+
+
+def check_same_schedule(
+    path: str | os.PathLike[str], saved: Mapping[str, Any], config: TrainConfig
+) -> None:
+    """Refuses to resume a checkpoint under another learning-rate schedule.
+
+    A checkpoint's scheduler state only means something under its own policy, and a
+    planned policy (one-cycle) was laid out for the run's epochs and batch size.
+    Checkpoints that predate ``train_config`` are not checked.
+
+    Raises:
+        CheckpointError: The policy, or a planned policy's length, differs.
+    """
+    policy = saved.get("lr_policy")
+    if policy is not None and policy != config.lr_policy:
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} was trained with lr policy {policy!r}, not "
+            f"{config.lr_policy!r}; resume with --lr-policy {policy}"
+        )
+    from nasmlcn.training._schedules import LR_POLICIES
+
+    if not LR_POLICIES.get(config.lr_policy).planned:
+        return
+    for name, option in (("epochs", "--epochs"), ("batch_size", "--batch-size")):
+        value = saved.get(name)
+        if value is not None and value != getattr(config, name):
+            raise CheckpointError(
+                f"checkpoint {str(path)!r} follows a {config.lr_policy} schedule laid out "
+                f"for {name.replace('_', ' ')} {value}, so it cannot go on with "
+                f"{getattr(config, name)}; resume with {option} {value}, or train anew "
+                "(--lr-policy exponential runs can be extended)"
+            )
 
 
 def load_model(

@@ -130,8 +130,8 @@ def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None,
 
     Raises:
         CheckpointError: ``--out`` holds a checkpoint and ``resume`` is off, or the
-            checkpoint to resume is unreadable or for another model; ``--out`` is
-            a file.
+            checkpoint to resume is unreadable, for another model or under another
+            lr schedule; ``--out`` is a file.
         SpecError: ``resume`` where the kind of job cannot resume.
     """
     out = Path(job.out_dir) if job.out_dir else None
@@ -148,9 +148,15 @@ def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None,
             f"{str(out)!r} already holds a checkpoint; pass --resume to continue it or choose another --out"
         )
     if checkpoint is not None and job.resume and checkpoint.exists():
-        from nasmlcn.training._checkpoint import check_same_arch, load_checkpoint
+        from nasmlcn.training._checkpoint import (
+            check_same_arch,
+            check_same_schedule,
+            load_checkpoint,
+        )
 
-        check_same_arch(checkpoint, load_checkpoint(checkpoint)["arch"], job.arch)
+        payload = load_checkpoint(checkpoint)
+        check_same_arch(checkpoint, payload["arch"], job.arch)
+        check_same_schedule(checkpoint, payload["train_config"], job.config)
     return out, checkpoint
 
 

@@ -6,20 +6,24 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
 
 from nasmlcn.data._splits import DataSplits, Split
-from nasmlcn.errors import CheckpointError, TrainingError
+from nasmlcn.errors import TrainingError
 from nasmlcn.models import capsule_loss, count_parameters
 from nasmlcn.specs import ArchSpec
 from nasmlcn.training._augment import AUGMENTATIONS
 from nasmlcn.training._callbacks import Callback, TrainStart
-from nasmlcn.training._checkpoint import check_same_arch, load_checkpoint, save_checkpoint
+from nasmlcn.training._checkpoint import (
+    check_same_arch,
+    check_same_schedule,
+    load_checkpoint,
+    save_checkpoint,
+)
 from nasmlcn.training._config import EpochResult, TrainConfig
 from nasmlcn.training._schedules import LR_POLICIES
 
@@ -74,35 +78,6 @@ def evaluate(
     finally:
         model.train(was_training)
     return total_loss / max(seen, 1), correct / max(seen, 1)
-
-
-def check_same_schedule(path: str | Path, saved: Mapping[str, Any], config: TrainConfig) -> None:
-    """Refuses to resume a checkpoint under another learning-rate schedule.
-
-    A checkpoint's scheduler state only means something under its own policy, and a
-    planned policy (one-cycle) was laid out for the run's epochs and batch size.
-    Checkpoints that predate ``train_config`` are not checked.
-
-    Raises:
-        CheckpointError: The policy, or a planned policy's length, differs.
-    """
-    policy = saved.get("lr_policy")
-    if policy is not None and policy != config.lr_policy:
-        raise CheckpointError(
-            f"checkpoint {str(path)!r} was trained with lr policy {policy!r}, not "
-            f"{config.lr_policy!r}; resume with --lr-policy {policy}"
-        )
-    if not LR_POLICIES.get(config.lr_policy).planned:
-        return
-    for name, option in (("epochs", "--epochs"), ("batch_size", "--batch-size")):
-        value = saved.get(name)
-        if value is not None and value != getattr(config, name):
-            raise CheckpointError(
-                f"checkpoint {str(path)!r} follows a {config.lr_policy} schedule laid out "
-                f"for {name.replace('_', ' ')} {value}, so it cannot go on with "
-                f"{getattr(config, name)}; resume with {option} {value}, or train anew "
-                "(--lr-policy exponential runs can be extended)"
-            )
 
 
 def _epoch_seed(seed: int, epoch: int) -> int:
