@@ -150,6 +150,19 @@ def _hover(rows: Sequence[TrialRow]) -> list[str]:
     return [r.label for r in rows]
 
 
+def dominated_shade(rows: Sequence[TrialRow]) -> tuple[list[int], str]:
+    """The colour values of dominated trials and what they are.
+
+    NSGA-II generations when the trials span more than one (one generation, as in
+    a study shorter than NSGA-II's population, would colour every point alike);
+    trial numbers otherwise.
+    """
+    generations = {r.generation for r in rows if r.generation is not None}
+    if len(generations) > 1:
+        return [r.number if r.generation is None else r.generation for r in rows], "generation"
+    return [r.number for r in rows], "trial"
+
+
 # -- figures ------------------------------------------------------------------
 
 
@@ -182,12 +195,7 @@ def pareto_front(data: ReportData, compact: bool = False) -> go.Figure | None:
     front = sorted((r for r in done if r.pareto), key=lambda r: r.values or ())
     dominated = [r for r in done if r.feasible and not r.pareto]
     infeasible = [r for r in done if not r.feasible]
-    by_generation = any(r.generation is not None for r in dominated)
-    shade = [
-        (r.generation if by_generation and r.generation is not None else r.number)
-        for r in dominated
-    ]
-    shade_name = "generation" if by_generation else "trial"
+    shade, shade_name = dominated_shade(dominated)
     kinds: list[str] = []
     for k, (a, b) in enumerate(pairs):
         row, col = k // cols + 1, k % cols + 1
