@@ -9,23 +9,26 @@ converted to the field's type and checked by the config and spec themselves, so 
 bad one fails before any training, with the library's message.
 
 The results file is one JSON object: finished runs under ``runs`` (keyed by what
-decides their numbers: the variant as written, every training and model setting as
-used (defaults included), the data settings, the epochs and the seed, and the model's
-parameter count, so that a changed lane definition or default is trained anew) and
-the last epoch reached by unfinished ones under ``progress``. It is rewritten
-atomically after every change, so a killed benchmark loses at most the epoch in
-flight (its checkpoint holds the others). One invocation per file at a time.
+decides their numbers: the model, every training and model setting as used
+(defaults included, however they were asked for), the data settings, the epochs and
+the seed, and the model's parameter count, so that a changed lane definition or
+default is trained anew) and the last epoch reached by unfinished ones under
+``progress``. It is rewritten atomically after every change, so a killed benchmark
+loses at most the epoch in flight (its checkpoint holds the others); invocations
+may share it (saves merge under a lock), each training other runs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import platform
 import statistics
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
@@ -191,31 +194,46 @@ def history_figures(history: list[EpochResult]) -> dict[str, Any]:
 
 
 class ResultsFile:
-    """Finished runs and the progress of unfinished ones, in one JSON file."""
+    """Finished runs and the progress of unfinished ones, in one JSON file.
+
+    Several invocations may share the file (a slow row in the background beside
+    the others): every save re-reads it under a lock and merges, so no process
+    drops what another recorded, and :meth:`finished` sees runs other processes
+    finished since this one started.
+    """
 
     def __init__(self, path: Path, kind: str) -> None:
         self.path = path
         self.kind = kind
         self.runs: dict[str, dict[str, Any]] = {}
         self.progress: dict[str, dict[str, Any]] = {}
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as err:
-                raise SystemExit(f"--results {str(path)!r} is not readable JSON: {err}") from None
-            if (
-                not isinstance(data, dict)
-                or data.get("kind") != kind
-                or data.get("schema_version") != RESULTS_SCHEMA_VERSION
-            ):
-                raise SystemExit(
-                    f"--results {str(path)!r} is not a {kind} results file of schema "
-                    f"{RESULTS_SCHEMA_VERSION}; give another path"
-                )
-            self.runs = dict(data.get("runs", {}))
-            self.progress = dict(data.get("progress", {}))
+        self._merge_disk()
+
+    def _merge_disk(self) -> None:
+        """Adds what the file holds (this process's own entries win)."""
+        if not self.path.is_file():
+            return
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise SystemExit(f"--results {str(self.path)!r} is not readable JSON: {err}") from None
+        if (
+            not isinstance(data, dict)
+            or data.get("kind") != self.kind
+            or data.get("schema_version") != RESULTS_SCHEMA_VERSION
+        ):
+            raise SystemExit(
+                f"--results {str(self.path)!r} is not a {self.kind} results file of schema "
+                f"{RESULTS_SCHEMA_VERSION}; give another path"
+            )
+        self.runs = {**data.get("runs", {}), **self.runs}
+        progress = {**data.get("progress", {}), **self.progress}
+        self.progress = {k: v for k, v in progress.items() if k not in self.runs}
 
     def finished(self, key: str) -> dict[str, Any] | None:
+        if key not in self.runs:
+            with self._lock():
+                self._merge_disk()
         return self.runs.get(key)
 
     def record(self, key: str, entry: dict[str, Any]) -> None:
@@ -227,14 +245,26 @@ class ResultsFile:
         self.progress[key] = data
         self._save()
 
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_name(self.path.name + ".lock"), "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
     def _save(self) -> None:
-        data = {
-            "schema_version": RESULTS_SCHEMA_VERSION,
-            "kind": self.kind,
-            "runs": self.runs,
-            "progress": self.progress,
-        }
-        write_text_atomic(self.path, json.dumps(data, indent=1) + "\n")
+        with self._lock():
+            self._merge_disk()
+            data = {
+                "schema_version": RESULTS_SCHEMA_VERSION,
+                "kind": self.kind,
+                "runs": self.runs,
+                "progress": self.progress,
+            }
+            write_text_atomic(self.path, json.dumps(data, indent=1) + "\n")
 
 
 class EpochLog(Callback):

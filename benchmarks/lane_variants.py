@@ -105,7 +105,9 @@ class Settings:
 
     def key(self, variant: Variant, seed: int) -> str:
         data = {
-            "variant": variant.text,
+            # the model and every setting as used, not the variant's text: a default
+            # spelled out (``lr_policy=one-cycle``) finds the runs made without it
+            "lanes": variant.arch.describe(),
             "params": variant.params,
             "settings": effective_settings(variant.arch, variant.config),
             "seed": seed,

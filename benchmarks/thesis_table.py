@@ -129,7 +129,8 @@ def plan_rows(args: argparse.Namespace) -> list[Planned]:
                 "row": row.name,
                 "model": model_name(arch),
                 "params": model_params(arch),
-                "overrides": applied,
+                # every setting as used (not how it was asked for): a default
+                # spelled out in --train finds the run made without it
                 "settings": effective_settings(arch, config),
                 "epochs": epochs,
                 "seed": args.seed,

@@ -81,10 +81,14 @@ def test_variants_seeds_and_a_rerun_that_trains_nothing(
     assert second["trained"] == 0 and second["from_results"] == 4
     assert stderr.count("from the results file") == 4 and "epoch 1/1" not in stderr
     assert second["variants"] == first["variants"]
+    # A default spelled out is the same run: the key holds the settings as used.
+    spelled = (*SMALL, "--seeds", "2", "--results", str(results))
+    third, _ = run_json(script, capsys, *spelled, "--variant", "mlcn1:1x1 lr_policy=one-cycle")
+    assert third["trained"] == 0 and third["from_results"] == 2
     # Other settings are other runs (the last --val-limit counts).
     other = (*SMALL, "--val-limit", "40", "--seeds", "2", "--results", str(results))
-    third, _ = run_json(script, capsys, *other, "--variant", "mlcn1:1x1")
-    assert third["trained"] == 2 and third["from_results"] == 0
+    fourth, _ = run_json(script, capsys, *other, "--variant", "mlcn1:1x1")
+    assert fourth["trained"] == 2 and fourth["from_results"] == 0
 
 
 def test_a_killed_run_resumes_from_its_checkpoint(
@@ -162,3 +166,17 @@ def test_quick_default_variants(data_dir: Path, tmp_path: Path) -> None:
     table, footer = proc.stdout.split("\nruns: ")
     assert footer.startswith("4 trained now, 0 from")
     assert "test" not in table.replace("(validation only: no test accuracy)", "")
+
+
+def test_two_invocations_share_a_results_file_without_losing_entries(
+    script: Any, tmp_path: Path
+) -> None:
+    path = tmp_path / "r.json"
+    a, b = (script.ResultsFile(path, "lane-variants") for _ in range(2))
+    a.record_progress("one", {"epoch": 1})
+    b.record("two", {"acc": 0.5})  # b loaded before a wrote: a's entry must survive
+    a.record("one", {"acc": 0.7})  # and b's must survive a's save
+    stored = json.loads(path.read_text())
+    assert stored["runs"] == {"one": {"acc": 0.7}, "two": {"acc": 0.5}}
+    assert stored["progress"] == {}  # a finished run leaves no progress entry behind
+    assert b.finished("one") == {"acc": 0.7}  # finished by another process since b started

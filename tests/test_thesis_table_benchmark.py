@@ -70,6 +70,10 @@ def test_one_row_beside_the_thesis_and_a_rerun_that_trains_nothing(
     assert second["trained"] == 0 and second["from_results"] == 1
     assert "[mlcn2-2x4] from the results file" in stderr and "epoch" not in stderr
     assert second["rows"] == first["rows"]
+    # A default spelled out is the same run: the key holds the settings as used.
+    spelled = (*args[:-1], "augment=shift routing=classwise lr_policy=one-cycle batch_size=100")
+    third, _ = run_json(script, capsys, *spelled)
+    assert third["trained"] == 0 and third["from_results"] == 1
     # --mlcn2-type goes to the lane parser as it is.
     with pytest.raises(SystemExit, match=r"^row mlcn2-2x4: .*unknown lane type 'mlcn9'"):
         script.main([*args, "--mlcn2-type", "mlcn9"])
