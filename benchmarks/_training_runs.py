@@ -177,19 +177,22 @@ def run_facts(device: str) -> dict[str, Any]:
 
 
 def history_figures(history: list[EpochResult]) -> dict[str, Any]:
-    """Per-epoch validation accuracy, final and best of it, and the training speed."""
+    """Per-epoch validation accuracy, final and best of it, and the training speed.
+
+    The speed is the median over epochs: an epoch that shared the cores with other
+    work (or spanned a stop and resume) would pull a mean up, not a median.
+    """
     accuracies = [h.val_accuracy for h in history]
     best = max(range(len(accuracies)), key=accuracies.__getitem__)
-    seconds = sum(h.seconds for h in history)
-    images = sum(h.images_per_second * h.seconds for h in history)
     return {
         "epochs": len(history),
         "val_accuracy_per_epoch": accuracies,
         "final_val_accuracy": accuracies[-1],
         "best_val_accuracy": accuracies[best],
         "best_epoch": best + 1,
-        "seconds_per_epoch": seconds / len(history),
-        "images_per_second": images / seconds if seconds > 0 else 0.0,
+        "seconds_per_epoch": statistics.median(h.seconds for h in history),
+        "seconds_per_epoch_each": [h.seconds for h in history],
+        "images_per_second": statistics.median(h.images_per_second for h in history),
     }
 
 

@@ -19,8 +19,8 @@ epoch's weights, so that last figure is the like-for-like (optimistic) compariso
 table prints the epochs of every row, since they may differ.
 
 Printed per row, ours beside the thesis's (Table 4.1, NVIDIA P100): parameters, test
-accuracy, seconds per training epoch and the speed ratio to CapsNet (CapsNet's
-s/epoch / the row's). Our ratio uses the CapsNet run with the same settings from
+accuracy, seconds per training epoch (the median over epochs) and the speed ratio to
+CapsNet (CapsNet's s/epoch / the row's). Our ratio uses the CapsNet run with the same settings from
 the results file, which should be measured on the same machine and threads (the
 table prints where each row trained).
 
@@ -269,6 +269,7 @@ def render(report: dict[str, Any]) -> str:
         "how the",
         "  thesis's code picks its model (it validates on the test set), so optimistic, shown "
         "to compare like with like.",
+        "s/epoch: ours is the median over the row's epochs (training only, no evaluation).",
         "x CapsNet = CapsNet's s/epoch / the row's (ours: CapsNet's run at these settings, "
         f"trained on {report['capsnet_measured_on'] or 'no CapsNet run yet'}).",
         f"rows: {report['trained']} trained now, {report['from_results']} from {report['results']}",

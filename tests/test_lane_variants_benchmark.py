@@ -180,3 +180,17 @@ def test_two_invocations_share_a_results_file_without_losing_entries(
     assert stored["runs"] == {"one": {"acc": 0.7}, "two": {"acc": 0.5}}
     assert stored["progress"] == {}  # a finished run leaves no progress entry behind
     assert b.finished("one") == {"acc": 0.7}  # finished by another process since b started
+
+
+def test_speed_is_the_median_epoch_so_one_contended_epoch_does_not_move_it(script: Any) -> None:
+    from nasmlcn.training import EpochResult
+
+    def epoch(n: int, seconds: float, acc: float) -> EpochResult:
+        return EpochResult(n, 0.1, 0.9, 0.1, acc, seconds, 1.0, 1000 / seconds, 1e-3)
+
+    # the third epoch shared the cores with other work and took 5x as long
+    figures = script.history_figures([epoch(1, 10, 0.5), epoch(2, 12, 0.7), epoch(3, 60, 0.6)])
+    assert figures["seconds_per_epoch"] == 12 and figures["images_per_second"] == 1000 / 12
+    assert figures["seconds_per_epoch_each"] == [10, 12, 60]
+    assert (figures["best_val_accuracy"], figures["best_epoch"]) == (0.7, 2)
+    assert figures["final_val_accuracy"] == 0.6
