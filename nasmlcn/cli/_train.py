@@ -12,13 +12,15 @@ from typing import Any
 import typer
 
 from nasmlcn.cli._console import err, out
+from nasmlcn.specs import DEFAULT_LANES
 
 
 def train(
     lanes: str | None = typer.Option(
         None,
         "--lanes",
-        help="Lanes in the compact syntax, e.g. '2*mlcn2:4x1' or 'mlcn1:4x2,mlcn2:2x1'.",
+        help="Lanes in the compact syntax, e.g. '8*mlcn2:4x1' or 'mlcn1:4x2,mlcn2:2x1' "
+        f"[default without --arch or --model: {DEFAULT_LANES}].",
     ),
     arch: Path | None = typer.Option(None, "--arch", help="Architecture JSON file."),
     model: str | None = typer.Option(
@@ -123,7 +125,7 @@ def train(
     from nasmlcn.cli._progress import TrainProgress
     from nasmlcn.data import DATASETS
     from nasmlcn.errors import SpecError
-    from nasmlcn.specs import DEFAULT_LANES, MLCNSpec, create_arch, load_arch
+    from nasmlcn.specs import MLCNSpec, create_arch, load_arch
     from nasmlcn.training import TrainConfig, TrainJob, arch_for_dataset, run_training
 
     given = [

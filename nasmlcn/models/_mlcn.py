@@ -12,9 +12,10 @@ capsule, as the reference code does; the routing softmax over one capsule is
 always 1, so it is ``squash(sum of votes)`` and the lane's K outputs compete for
 length inside one squash. ``classwise`` routes each lane to K 1-D capsules with a
 softmax over classes, so routing by agreement really happens. The default is
-``vector``: measured on Fashion-MNIST (``benchmarks/routing_variants.py``), it
-was both more accurate after the same epochs and faster per image; the numbers
-are in the README.
+``vector``: on Fashion-MNIST, ``2*mlcn2:4x1`` reached 0.9002 validation accuracy
+after 10 epochs with it and 0.8967 with ``classwise`` (``python
+benchmarks/lane_variants.py --epochs 10 --variant '2*mlcn2:4x1 routing=classwise'``,
+seed 0; the README has the table).
 """
 
 from __future__ import annotations
