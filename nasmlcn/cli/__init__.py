@@ -1,12 +1,14 @@
 """The ``nasmlcn`` command line: a thin Typer layer over the library API.
 
 :func:`main` runs the app and turns every user error into one red line on stderr
-and a non-zero exit code (``--debug`` shows the traceback instead).
+and a non-zero exit code (``--debug`` shows the traceback instead, with any
+database password masked like everything else the command prints).
 """
 
 from __future__ import annotations
 
 import sys
+import traceback
 
 import typer
 
@@ -33,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(getattr(exc, "exit_code", EXIT_USER_ERROR)) or EXIT_USER_ERROR
     except NasmlcnError as exc:
         if debug:
-            raise
+            return _print_traceback(exc, EXIT_USER_ERROR)
         print_error(str(exc))
         return EXIT_USER_ERROR
     except (KeyboardInterrupt, typer.Abort):
@@ -41,7 +43,15 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except Exception as exc:
         if debug:
-            raise
+            return _print_traceback(exc, EXIT_FAILURE)
         print_error(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)")
         return EXIT_FAILURE
     return result if isinstance(result, int) else 0
+
+
+def _print_traceback(exc: BaseException, code: int) -> int:
+    """Writes ``exc``'s traceback to stderr, passwords masked; returns ``code``."""
+    from nasmlcn._storage_url import scrub
+
+    sys.stderr.write(scrub("".join(traceback.format_exception(exc))))
+    return code

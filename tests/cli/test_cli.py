@@ -198,3 +198,23 @@ def test_models_and_data_listings() -> None:
     }
     prepared = run_cli("data", "prepare", "synthetic")
     assert prepared.returncode == 0 and "nothing to prepare" in prepared.stdout
+
+
+def test_debug_tracebacks_mask_passwords(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import nasmlcn.cli
+    from nasmlcn._storage_url import redact_url
+
+    url = "postgresql://user:pw-debug-0451@db.example/nas"
+    redact_url(url)  # as every command does with --storage: the password is now known
+
+    class Failing:
+        def main(self, **_: object) -> None:
+            raise RuntimeError(f"driver said: could not connect to {url} (password pw-debug-0451)")
+
+    monkeypatch.setattr(nasmlcn.cli.typer.main, "get_command", lambda _app: Failing())
+    assert nasmlcn.cli.main(["--debug", "best"]) == nasmlcn.cli.EXIT_FAILURE
+    stderr = capsys.readouterr().err
+    assert "Traceback" in stderr and "RuntimeError: driver said" in stderr
+    assert "pw-debug-0451" not in stderr and "user:***@db.example" in stderr
