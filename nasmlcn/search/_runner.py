@@ -226,6 +226,7 @@ def open_study(
                 + f". Restore {setup.space.source!r} to continue it, or use another --study"
             )
         study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
+        _redact_stored_url(study, stored)
         return study, True
     study = optuna.create_study(
         study_name=name,
@@ -255,6 +256,17 @@ def open_study(
         },
     )
     return study, False
+
+
+def _redact_stored_url(study: optuna.Study, stored: dict[str, Any]) -> None:
+    """Hides the password of a storage URL that a study made before nasmlcn hid
+    them kept in its stored config; continuing the study cleans it."""
+    config = stored.get("config")
+    url = config.get("storage") if isinstance(config, dict) else None
+    if isinstance(config, dict) and isinstance(url, str) and redact_url(url) != url:
+        study.set_user_attr(
+            STUDY_ATTR, {**stored, "config": {**config, "storage": redact_url(url)}}
+        )
 
 
 @contextmanager

@@ -402,3 +402,17 @@ def test_no_prune_runs_every_trial_in_full_and_the_study_continues_pruned(
     continued = run_search(_config(tmp_path, trials=20, epochs=4, sampler="random"))
     assert continued.study == result.study and continued.n_trials == 20
     assert any(r["prunes"] for r in continued.correlation)
+
+
+def test_continuing_an_old_study_hides_the_password_it_stored(tmp_path: Path) -> None:
+    config = _config(tmp_path, study="old", trials=1)
+    run_search(config)
+    # A study made before passwords were hidden kept the URL as given.
+    study = optuna.load_study(study_name="old", storage=config.storage)
+    info = study.user_attrs["nasmlcn"]
+    raw = "postgresql://nas:pw-old-study-77@db.example/nas"
+    study.set_user_attr("nasmlcn", {**info, "config": {**info["config"], "storage": raw}})
+    run_search(config.with_overrides(trials=2))
+    stored = load_existing_study("old", config.storage).user_attrs["nasmlcn"]
+    assert stored["config"]["storage"] == "postgresql://nas:***@db.example/nas"
+    assert stored["identity"] == info["identity"] and stored["space"] == info["space"]
