@@ -60,7 +60,32 @@ def search(
         help="Trials the study should reach; re-running continues [default: 20].",
     ),
     timeout: float | None = typer.Option(
-        None, "--timeout", min=0.0, help="Start no trial after this many seconds."
+        None,
+        "--timeout",
+        min=0.0,
+        help="Stop the search after this many seconds: no new trial, and the running one "
+        "stops at its next epoch boundary (PRUNED, with the reason).",
+    ),
+    trial_timeout: float | None = typer.Option(
+        None,
+        "--trial-timeout",
+        min=0.0,
+        help="Stop a trial at the first epoch boundary after this many seconds (PRUNED, "
+        "with the reason; its epochs are kept).",
+    ),
+    grace: float | None = typer.Option(
+        None,
+        "--grace",
+        min=1.0,
+        help="Seconds without a heartbeat after which a running trial's worker counts as "
+        "dead: its trial is failed and queued again [default: 120].",
+    ),
+    max_retries: int | None = typer.Option(
+        None,
+        "--max-retries",
+        min=0,
+        help="Times a trial whose worker died (or that Ctrl-C stopped) is queued again "
+        "[default: 3].",
     ),
     prune: bool | None = typer.Option(
         None, "--prune/--no-prune", help="Correlation-gated pruning of weak trials."
@@ -130,6 +155,9 @@ def search(
         "batch_size": batch_size,
         "trials": trials,
         "timeout": timeout,
+        "trial_timeout": trial_timeout,
+        "grace": grace,
+        "max_retries": max_retries,
         "prune": prune,
         "prune_threshold": prune_threshold,
         "prune_percentile": prune_percentile,
@@ -243,10 +271,16 @@ def _print_result(data: dict[str, Any]) -> None:
     _print_pruning(data)
     if data["stopped"] == "interrupted":
         out.print(
-            "[yellow]interrupted: the running trial is marked FAIL; re-run the same command to continue[/]"
+            "[yellow]interrupted: the running trial is marked FAIL and queued again; re-run "
+            "the same command to continue (it resumes that trial)[/]"
         )
     elif data["stopped"] == "timeout":
         out.print("stopped by --timeout; re-run the same command to continue")
+    elif data["stopped"] == "failures":
+        out.print(
+            "[yellow]stopped: the last trials all failed (see the reasons above); failed "
+            "trials do not count toward --trials[/]"
+        )
 
 
 def _print_pruning(data: dict[str, Any]) -> None:

@@ -49,6 +49,8 @@ class BufferedStorage(_CachedStorage):
     """
 
     hide_dashboard = False
+    lock: Any = None
+    """The database's :class:`~nasmlcn.search._lock.StorageLock` (set by ``open_storage``)."""
 
     def __init__(self, backend: RDBStorage) -> None:
         super().__init__(backend)

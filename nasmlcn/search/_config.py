@@ -61,7 +61,15 @@ class SearchConfig:
         val_limit: Validation images (None: all).
         batch_size: Training batch size (the space may search it instead).
         trials: Total trials the study should reach (re-running continues to it).
-        timeout: Stop starting trials after this many seconds (None: no limit).
+        timeout: Stop the search after this many seconds (None: no limit): no trial
+            starts after it, and the running one stops at its next epoch boundary
+            (recorded PRUNED with the reason).
+        trial_timeout: Stop a trial at the first epoch boundary after this many
+            seconds (recorded PRUNED with the reason, its epochs kept).
+        grace: Seconds without a heartbeat after which a running trial's worker is
+            taken for dead: the trial is failed and retried.
+        max_retries: Times a trial whose worker died (or that Ctrl-C stopped) is
+            queued again.
         prune: Correlation-gated pruning of weak trials (on unless ``--no-prune``). Not
             part of the identity: a study made with it off continues with it on (its
             first trials, run in full, measure the correlation the pruner needs).
@@ -93,6 +101,9 @@ class SearchConfig:
     batch_size: int = 100
     trials: int = 20
     timeout: float | None = None
+    trial_timeout: float | None = None
+    grace: float = 120.0
+    max_retries: int = 3
     prune: bool = True
     prune_threshold: float = 0.9
     prune_percentile: float = 50.0
@@ -121,7 +132,13 @@ class SearchConfig:
                 _check_positive_int(name, getattr(self, name))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise SearchError(f"seed must be an integer >= 0, got {self.seed!r}")
-        for name in ("timeout", "latency_budget"):
+        if (
+            isinstance(self.max_retries, bool)
+            or not isinstance(self.max_retries, int)
+            or (self.max_retries < 0)
+        ):
+            raise SearchError(f"max_retries must be an integer >= 0, got {self.max_retries!r}")
+        for name in ("timeout", "trial_timeout", "grace", "latency_budget"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and value > 0):
                 raise SearchError(f"{name} must be a number > 0, got {value!r}")
@@ -179,7 +196,14 @@ def _check_positive_int(name: str, value: Any) -> None:
 
 
 _FIELD_NAMES = {f.name for f in fields(SearchConfig) if f.name != "extra"}
-_FLOAT_FIELDS = {"timeout", "latency_budget", "prune_threshold", "prune_percentile"}
+_FLOAT_FIELDS = {
+    "timeout",
+    "trial_timeout",
+    "grace",
+    "latency_budget",
+    "prune_threshold",
+    "prune_percentile",
+}
 
 
 def config_from_mapping(

@@ -22,7 +22,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ from nasmlcn._storage_url import redact_url
 from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.errors import SearchError, TrainingError
 from nasmlcn.planning import Plan, plan_model
+from nasmlcn.search._claim import claim, finished
 from nasmlcn.search._config import SearchConfig
 from nasmlcn.search._correlation import CorrelationPruner
 from nasmlcn.search._evaluator import (
@@ -41,10 +42,13 @@ from nasmlcn.search._evaluator import (
     Evaluator,
     PruneTrial,
 )
+from nasmlcn.search._heartbeat import heartbeat
+from nasmlcn.search._optuna_compat import storage_of, trial_id_of
+from nasmlcn.search._recovery import retry
 from nasmlcn.search._results import best_trials, completed_curves, correlation_report, summarize
 from nasmlcn.search._samplers import SAMPLERS
 from nasmlcn.search._setup import SearchSetup, setup_search
-from nasmlcn.search._storage import HEARTBEAT_SECONDS, open_storage
+from nasmlcn.search._storage import open_storage
 from nasmlcn.search.spaces import Candidate
 from nasmlcn.search.spaces._base import space_changes
 from nasmlcn.specs import format_lane_mix
@@ -270,35 +274,6 @@ def _redact_stored_url(study: optuna.Study, stored: dict[str, Any]) -> None:
 
 
 @contextmanager
-def _heartbeat(storage: Any, trial_id: int) -> Iterator[None]:
-    """Records the trial's heartbeat while it runs, so a dead worker's trial can be
-    told apart from a slow one (``optuna.storages.fail_stale_trials``)."""
-    if not hasattr(storage, "record_heartbeat") or storage.get_heartbeat_interval() is None:
-        yield
-        return
-    if hasattr(storage, "flush"):
-        storage.flush()  # the trial's attributes are visible while it trains
-    stop = threading.Event()
-
-    def beat() -> None:
-        while True:
-            try:
-                storage.record_heartbeat(trial_id)
-            except Exception:  # a missed beat is not worth failing the trial
-                logger.debug("heartbeat failed", exc_info=True)
-            if stop.wait(HEARTBEAT_SECONDS / 2):
-                return
-
-    thread = threading.Thread(target=beat, name=f"heartbeat-{trial_id}", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-
-
-@contextmanager
 def _no_interrupts() -> Iterator[None]:
     """Ignores Ctrl-C while the interrupted trial is written down."""
     if threading.current_thread() is not threading.main_thread():
@@ -309,16 +284,6 @@ def _no_interrupts() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-
-
-def _finished(study: optuna.Study) -> int:
-    from optuna.trial import TrialState
-
-    states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
-    storage = study._storage
-    if hasattr(storage, "count_trials"):
-        return int(storage.count_trials(study._study_id, states))
-    return len(study.get_trials(deepcopy=False, states=states))
 
 
 def _failure_reason(err: BaseException) -> str:
@@ -364,24 +329,23 @@ def run_search(
         return _run_search(config, observer, evaluator)
 
 
+FAILURES_IN_A_ROW = 10
+"""A worker stops after this many trials in a row failed (failures do not count
+toward ``--trials``, so a space where every candidate fails would never end)."""
+
+
 def _run_search(
     config: SearchConfig, observer: SearchObserver | None, evaluator: Evaluator | None
 ) -> SearchResult:
     observer = observer or SearchObserver()
     started = time.perf_counter()
     setup = setup_search(config)
-    storage = open_storage(config.storage)
+    storage = open_storage(config.storage, grace=config.grace)
     storage.hide_dashboard = True  # the samplers need no notes or figures
-    probe_sampler = SAMPLERS.get(config.sampler).make(config.seed, config.trials)
-    study, resumed = open_study(setup, storage, probe_sampler)
-    if resumed:
-        import optuna
-
-        optuna.storages.fail_stale_trials(study)
-    done = _finished(study)
-    # A resumed search reseeds its sampler past the trials already run, so it does
-    # not replay the random proposals of the first run.
-    study.sampler = SAMPLERS.get(config.sampler).make(config.seed + done, config.trials)
+    sampler_entry = SAMPLERS.get(config.sampler)
+    with storage.lock.hold():  # workers started together create the study once
+        study, resumed = open_study(setup, storage, sampler_entry.make(config.seed, config.trials))
+    done = finished(study)
     if evaluator is None:
         evaluator = EVALUATORS.get(config.evaluator)(config=config, dataset=setup.dataset)
     pruner = (
@@ -412,23 +376,50 @@ def _run_search(
         )
     )
     distributions = setup.space.distributions()
+    deadline = started + config.timeout if config.timeout is not None else None
+    poll = min(5.0, max(0.2, config.grace / 8))
     index = 0
+    failed_in_a_row = 0
     while True:
-        if _finished(study) >= config.trials:
-            result.stopped = "trials"
-            break
-        if config.timeout is not None and time.perf_counter() - started >= config.timeout:
+        if deadline is not None and time.perf_counter() >= deadline:
             result.stopped = "timeout"
             break
-        index += 1
+        if failed_in_a_row >= FAILURES_IN_A_ROW:
+            result.stopped = "failures"
+            break
         timings: dict[str, float] = {}
         tick = time.perf_counter()
         trial: optuna.Trial | None = None
         try:
-            trial = study.ask()
-            _sample(study, trial, distributions)
+            taken = claim(
+                study,
+                config,
+                lambda seed: sampler_entry.make(seed, config.trials),
+                lambda t: _sample(study, t, distributions),
+            )
+            if taken.action == "done":
+                result.stopped = "trials"
+                break
+            if taken.action == "wait":  # the target is claimed; a running trial may die
+                time.sleep(poll)
+                continue
+            trial = taken.trial
+            assert trial is not None
+            index += 1
             timings["ask"] = time.perf_counter() - tick
-            outcome = _run_trial(setup, study, trial, evaluator, pruner, observer, index, timings)
+            with heartbeat(storage_of(study), trial_id_of(trial)):
+                outcome = _run_trial(
+                    setup,
+                    study,
+                    trial,
+                    evaluator,
+                    pruner,
+                    observer,
+                    index,
+                    timings,
+                    deadline,
+                    taken.retried,
+                )
             outcome = replace(outcome, timings=timings)
         except KeyboardInterrupt:
             result.stopped = "interrupted"
@@ -438,20 +429,19 @@ def _run_search(
                         _fail_running_of_this_run(study)
                 break
             with _no_interrupts():
-                trial.set_user_attr("fail_reason", "interrupted by the user (Ctrl-C)")
+                reason = "interrupted by the user (Ctrl-C)"
+                trial.set_user_attr("fail_reason", reason)
+                trial.set_user_attr("failure", "interrupted")
                 study.tell(trial, state=_state("FAIL"))
+                # queued again: the next run resumes it (from its last checkpoint)
+                retry(study, storage.get_trial(trial_id_of(trial)), config.max_retries)
                 outcome = TrialOutcome(
-                    trial.number,
-                    "FAIL",
-                    None,
-                    trial.user_attrs.get("lanes", ""),
-                    "interrupted by the user (Ctrl-C)",
-                    0.0,
+                    trial.number, "FAIL", None, trial.user_attrs.get("lanes", ""), reason, 0.0
                 )
                 result.run_trials.append(outcome)
                 observer.on_trial_end(outcome)
-            result.stopped = "interrupted"
             break
+        failed_in_a_row = failed_in_a_row + 1 if outcome.state == "FAIL" else 0
         result.run_trials.append(outcome)
         _dashboard("write_trial_note", study, outcome.number)
         observer.on_trial_end(outcome)
@@ -545,9 +535,12 @@ def _run_trial(
     observer: SearchObserver,
     index: int,
     timings: dict[str, float],
+    deadline: float | None = None,
+    retried: bool = False,
 ) -> TrialOutcome:
     config = setup.config
     start = time.perf_counter()
+    stop_at, stop_why = _trial_deadline(config, start, deadline)
     params = trial.params
     batch_size = int(params.get("batch_size", config.batch_size))
     ctx = setup.space_context
@@ -597,24 +590,34 @@ def _run_trial(
             assignment=tuple(candidate.assignment or plan.placement.assignment),
         )
         seen: list[EpochReport] = []
+        # a retried trial keeps the epochs its failed run reported
+        reported = (
+            set(storage_of(study).get_trial(trial_id_of(trial)).intermediate_values)
+            if retried
+            else set()
+        )
 
         def on_epoch(report: EpochReport) -> None:
             seen.append(report)
-            if single:
+            if single and report.epoch not in reported:
                 trial.report(report.val_accuracy, report.epoch)
             observer.on_epoch(trial.number, report, config.epochs)
+            if stop_at is not None and report.epoch < config.epochs:
+                now = time.perf_counter()
+                if now >= stop_at:
+                    raise PruneTrial(
+                        f"{stop_why}: stopped after epoch {report.epoch} of {config.epochs} "
+                        f"({now - start:.0f} s)",
+                        report.epoch,
+                    )
             if pruner is not None and report.epoch < config.epochs:
                 reason = pruner.decide(report.epoch, report.val_accuracy, curves)
                 if reason is not None:
                     raise PruneTrial(reason, report.epoch)
 
         tick = time.perf_counter()
-        beating = (
-            _heartbeat(study._storage, trial._trial_id) if evaluator.measured else nullcontext()
-        )
         try:
-            with beating:
-                evaluation = evaluator.evaluate(job, on_epoch)
+            evaluation = evaluator.evaluate(job, on_epoch)
         except PruneTrial as pruned:
             per_epoch = seen[-1].seconds / len(seen) if seen else 0.0
             saved = per_epoch * (config.epochs - pruned.epoch)
@@ -731,9 +734,21 @@ def _record_plan(trial: optuna.Trial, candidate: Candidate, plan: Plan, setup: S
 
 
 def _set_constraint(trial: optuna.Trial, key: str, value: float) -> None:
-    """``trial.set_constraint`` without its read-back of the trial's system
-    attributes (which would cost a database round trip per constraint): the runner
-    sets each constraint once, on a fresh trial."""
-    from optuna.study._constrained_optimization import _CONSTRAINTS_KEY
+    with warnings.catch_warnings():
+        # a retried trial has its constraints already (the same values): Optuna warns
+        warnings.filterwarnings("ignore", message="The constraint value is ignored")
+        trial.set_constraint(key, float(value))
 
-    trial.storage.set_trial_system_attr(trial._trial_id, f"{_CONSTRAINTS_KEY}:{key}", float(value))
+
+def _trial_deadline(
+    config: SearchConfig, start: float, search_deadline: float | None
+) -> tuple[float | None, str]:
+    """When the trial starting at ``start`` must stop (at an epoch boundary), and why."""
+    limits = []
+    if config.trial_timeout is not None:
+        limits.append((start + config.trial_timeout, f"--trial-timeout {config.trial_timeout:g} s"))
+    if search_deadline is not None:
+        limits.append((search_deadline, f"the search's --timeout {config.timeout:g} s"))
+    if not limits:
+        return None, ""
+    return min(limits)

@@ -22,6 +22,7 @@ driver messages are scrubbed (:mod:`nasmlcn._storage_url`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import shlex
@@ -50,8 +51,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_STORAGE",
     "GRACE_SECONDS",
-    "HEARTBEAT_SECONDS",
     "STORAGE_ENV",
+    "heartbeat_interval",
     "open_storage",
     "resolve_storage",
     "sqlite_path",
@@ -64,10 +65,15 @@ logger = logging.getLogger(__name__)
 OPTUNA_TABLES = ("studies", "version_info")
 """Tables every Optuna RDB schema has; a database without them is not a study database."""
 
-HEARTBEAT_SECONDS = 60
-GRACE_SECONDS = 600
-"""A RUNNING trial whose process sent no heartbeat for this long is failed as
-stale when a search starts (its worker died)."""
+GRACE_SECONDS = 120
+"""A RUNNING trial whose worker sent no heartbeat for this long is failed as stale
+(its worker died) by the next worker that looks, and retried (``--grace``)."""
+
+
+def heartbeat_interval(grace: float) -> int:
+    """Seconds between a trial's heartbeats: a quarter of the grace period (at most
+    20 s), so a live worker misses several beats before its trial looks dead."""
+    return int(max(1, min(20, grace // 4)))
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -91,7 +97,12 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 def open_storage(
-    url: str, *, create: bool = True, heartbeat: bool = True, read_only: bool = False
+    url: str,
+    *,
+    create: bool = True,
+    heartbeat: bool = True,
+    read_only: bool = False,
+    grace: float = GRACE_SECONDS,
 ) -> BufferedStorage:
     """An Optuna RDB storage for ``url``.
 
@@ -102,6 +113,10 @@ def open_storage(
         heartbeat: Record trial heartbeats so a dead worker's trials can be failed.
         read_only: Never write (implies ``create=False``): for commands that only
             read, such as ``nasmlcn best``.
+        grace: Seconds without a heartbeat after which a RUNNING trial is stale.
+
+    The storage's ``lock`` (:class:`~nasmlcn.search._lock.StorageLock`) is held
+    while the schema is created, so workers started together never race there.
 
     Raises:
         StorageError: The URL is malformed, its driver is missing, the database
@@ -142,9 +157,16 @@ def open_storage(
             _check_schema(engine_url, engine_kwargs, shown)
     options: dict[str, Any] = {}
     if heartbeat:
-        options = {"heartbeat_interval": HEARTBEAT_SECONDS, "grace_period": GRACE_SECONDS}
+        options = {
+            "heartbeat_interval": heartbeat_interval(grace),
+            "grace_period": int(max(1, round(grace))),
+        }
+    from nasmlcn.search._lock import StorageLock
+
+    lock = StorageLock(engine_url, path, engine_kwargs=engine_kwargs)
     try:
-        with warnings.catch_warnings():
+        # Creating the schema is a check-then-create: workers take turns.
+        with lock.hold() if create else contextlib.nullcontext(), warnings.catch_warnings():
             # heartbeats are "experimental" in Optuna; they are what fails stale trials
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             storage = optuna.storages.RDBStorage(
@@ -152,12 +174,15 @@ def open_storage(
             )
     except Exception as err:  # SQLAlchemy's URL, connection and schema errors
         raise _open_error(shown, err) from None
+    lock.engine = storage.engine
     if path is not None and not read_only:
         event.listen(storage.engine, "connect", _sqlite_pragmas)
         storage.engine.dispose()  # later connections get the pragmas
     from nasmlcn.search._buffered_storage import BufferedStorage
 
-    return BufferedStorage(storage)
+    buffered = BufferedStorage(storage)
+    buffered.lock = lock
+    return buffered
 
 
 def _open_error(shown: str, err: BaseException) -> StorageError:

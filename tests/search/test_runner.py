@@ -104,7 +104,8 @@ def test_failures_are_recorded_and_the_search_goes_on(tmp_path: Path) -> None:
     config = _config(tmp_path, trials=6)
     result = run_search(config, evaluator=_Flaky())
     states = [t.state for t in result.run_trials]
-    assert states.count("FAIL") == 3 and states.count("COMPLETE") == 3
+    # failures do not count toward --trials: the study still reaches 6 finished
+    assert states.count("FAIL") == 3 and states.count("COMPLETE") == 6
     reasons = {t.number: t.reason for t in result.failures}
     assert reasons[1].startswith("diverged: loss became nan")
     assert reasons[2].startswith("out of memory")  # "CUDA out of memory" in a RuntimeError
@@ -127,10 +128,16 @@ def test_ctrl_c_fails_the_running_trial_and_leaves_the_study_usable(tmp_path: Pa
     result = run_search(config, evaluator=_Interrupting())
     assert result.stopped == "interrupted"
     study = load_existing_study(result.study, config.storage)
-    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2 + [TrialState.FAIL]
+    states = [t.state for t in study.trials]
+    assert states == [TrialState.COMPLETE] * 2 + [TrialState.FAIL, TrialState.WAITING]
     assert "Ctrl-C" in study.trials[2].user_attrs["fail_reason"]
-    resumed = run_search(config)  # continues to 5 trials
-    assert resumed.n_trials == 5 and all(t.state == "COMPLETE" for t in resumed.run_trials)
+    assert study.trials[2].user_attrs["failure"] == "interrupted"
+    queued = study.trials[3]  # the interrupted trial, queued again as it was
+    assert queued.params == study.trials[2].params and "fail_reason" not in queued.user_attrs
+    resumed = run_search(config)  # continues to 5 finished trials, the queued one first
+    assert [t.number for t in resumed.run_trials] == [3, 4, 5]
+    assert all(t.state == "COMPLETE" for t in resumed.run_trials)
+    assert resumed.n_trials == 6 and resumed.completed == 5
 
 
 def test_correlation_gated_pruning_in_a_multi_objective_study(tmp_path: Path) -> None:

@@ -1,0 +1,120 @@
+"""Taking the next trial: many workers on one study, no overshoot, no twins.
+
+A worker takes its next trial holding the storage's lock (:mod:`nasmlcn.search._lock`):
+
+1. it fails the stale trials of dead workers and queues them again
+   (:mod:`nasmlcn.search._recovery`);
+2. a queued (WAITING) trial is taken first;
+3. otherwise a new trial is started only while the finished (COMPLETE, PRUNED)
+   plus running trials are fewer than ``--trials``. At the target with trials
+   still running elsewhere, the worker waits (one of them may die and need a
+   retry); with none running, the study is done. So the study ends with exactly
+   ``--trials`` finished trials, however many workers start at once.
+
+The sampler of a new trial is seeded from ``--seed`` and the trial's number, which
+is unique: workers given the same command never replay each other's proposals,
+and one worker with one ``--seed`` is reproducible. The seed is stored on the
+trial (``sampler_seed``), with the worker (``host:pid``) that ran it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nasmlcn.search._optuna_compat import (
+    record_heartbeat,
+    storage_of,
+    study_id_of,
+    trial_id_of,
+)
+from nasmlcn.search._recovery import fail_stale_trials
+
+if TYPE_CHECKING:
+    import optuna
+
+    from nasmlcn.search._config import SearchConfig
+
+
+def worker_name() -> str:
+    """``host:pid``: which process ran a trial."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def trial_seed(seed: int, number: int) -> int:
+    """The sampler seed of trial ``number`` in a search seeded ``seed``."""
+    return (seed * 1_000_003 + number * 7_919 + 17) % 2**32
+
+
+def count(study: optuna.Study, *states: str) -> int:
+    """Trials of ``study`` in ``states`` (``COMPLETE``...), counted by the database."""
+    from optuna.trial import TrialState
+
+    wanted = [TrialState[s] for s in states] if states else list(TrialState)
+    storage = storage_of(study)
+    if hasattr(storage, "count_trials"):
+        return int(storage.count_trials(study_id_of(study), wanted))
+    return len(study.get_trials(deepcopy=False, states=tuple(wanted)))
+
+
+def finished(study: optuna.Study) -> int:
+    """Trials that count toward ``--trials``: COMPLETE and PRUNED."""
+    return count(study, "COMPLETE", "PRUNED")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a worker may do next.
+
+    Attributes:
+        action: ``run`` (``trial`` is its own, RUNNING, heartbeat recorded),
+            ``wait`` (the target is claimed but trials still run elsewhere) or
+            ``done``.
+        trial: The trial to run.
+        retried: The trial is a queued retry (its parameters are fixed).
+        failed_stale: Numbers of the dead workers' trials this claim failed.
+    """
+
+    action: str
+    trial: optuna.Trial | None = None
+    retried: bool = False
+    failed_stale: tuple[int, ...] = ()
+
+
+def claim(study: optuna.Study, config: SearchConfig, make_sampler: Any, sample: Any) -> Claim:
+    """Takes the next trial of ``study`` (see the module docstring).
+
+    Args:
+        study: The study (its storage opened by ``open_storage``).
+        config: The search (``trials``, ``seed``, ``grace``, ``max_retries``).
+        make_sampler: ``make_sampler(seed)`` -> an Optuna sampler.
+        sample: ``sample(trial)`` suggests every parameter of a new trial.
+    """
+    storage = storage_of(study)
+    lock = getattr(storage, "lock", None)
+    import contextlib
+
+    with lock.hold() if lock is not None else contextlib.nullcontext():
+        stale = tuple(fail_stale_trials(study, config.grace, config.max_retries))
+        waiting = count(study, "WAITING")
+        if not waiting and count(study, "COMPLETE", "PRUNED", "RUNNING") >= config.trials:
+            action = "wait" if count(study, "RUNNING") else "done"
+            return Claim(action, failed_stale=stale)
+        number = count(study)  # the number a new trial gets
+        seed = trial_seed(config.seed, number)
+        if not waiting:
+            study.sampler = make_sampler(seed)
+        trial = study.ask()
+        retried = trial.number != number
+        if not retried:
+            trial.set_user_attr("sampler_seed", seed)
+        trial.set_user_attr("worker", worker_name())
+        sample(trial)
+        # visible and alive before the lock is let go: a worker that dies from here
+        # on leaves a trial the others see go stale
+        record_heartbeat(storage, trial_id_of(trial))
+        if hasattr(storage, "flush"):
+            storage.flush()
+        return Claim("run", trial, retried, stale)

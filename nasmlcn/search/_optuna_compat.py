@@ -1,0 +1,88 @@
+"""Every use of Optuna's internals in nasmlcn, in one place.
+
+Optuna's public API has no way to reach a study's storage and ids, to list the
+stale trials that :func:`optuna.storages.fail_stale_trials` would fail, or to
+record a heartbeat from a thread of one's own; the functions here do, and are
+the one place to change when Optuna does. The batching storage
+(:mod:`nasmlcn.search._buffered_storage`) builds on Optuna's cached RDB storage
+and its SQLAlchemy models through :func:`rdb_internals`.
+"""
+
+from __future__ import annotations
+
+import datetime
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.storages import BaseStorage
+
+
+def storage_of(study: optuna.Study) -> BaseStorage:
+    """The storage object a study reads and writes through."""
+    return study._storage
+
+
+def study_id_of(study: optuna.Study) -> int:
+    return int(study._study_id)
+
+
+def trial_id_of(trial: optuna.Trial) -> int:
+    return int(trial._trial_id)
+
+
+def rdb_internals() -> SimpleNamespace:
+    """Optuna's RDB storage internals: ``models`` (SQLAlchemy tables),
+    ``scoped_session`` (its session context manager) and ``CachedStorage``."""
+    from optuna.storages._cached_storage import _CachedStorage
+    from optuna.storages._rdb import models
+    from optuna.storages._rdb.storage import _create_scoped_session
+
+    return SimpleNamespace(
+        models=models, scoped_session=_create_scoped_session, CachedStorage=_CachedStorage
+    )
+
+
+def record_heartbeat(storage: Any, trial_id: int) -> bool:
+    """Records a heartbeat of ``trial_id``; False when the storage keeps none."""
+    if not hasattr(storage, "record_heartbeat") or storage.get_heartbeat_interval() is None:
+        return False
+    storage.record_heartbeat(trial_id)
+    return True
+
+
+def stale_trial_ids(storage: Any, study_id: int, grace: float) -> list[int]:
+    """RUNNING trials whose worker is gone: no heartbeat for ``grace`` seconds (as
+    Optuna's ``fail_stale_trials`` sees them), and trials started over ``grace``
+    seconds ago that never recorded a heartbeat (made by a worker that died while
+    creating them, or by a nasmlcn before every trial had heartbeats)."""
+    if not hasattr(storage, "_get_stale_trial_ids") or storage.get_heartbeat_interval() is None:
+        return []
+    stale = list(storage._get_stale_trial_ids(study_id))
+    rdb = rdb_internals()
+    backend = getattr(storage, "_backend", storage)
+    trial, beat = rdb.models.TrialModel, rdb.models.TrialHeartbeatModel
+    from optuna.trial import TrialState
+
+    # Optuna 5 stores naive UTC start times (column ``_datetime_start_utc``);
+    # earlier versions naive local time (``datetime_start``).
+    utc = hasattr(trial, "_datetime_start_utc")
+    started = trial._datetime_start_utc if utc else trial.datetime_start
+    with rdb.scoped_session(backend.scoped_session) as session:
+        rows = (
+            session.query(trial.trial_id, started)
+            .outerjoin(beat, beat.trial_id == trial.trial_id)
+            .filter(trial.study_id == study_id)
+            .filter(trial.state == TrialState.RUNNING)
+            .filter(beat.trial_heartbeat_id.is_(None))
+            .all()
+        )
+    now = (
+        datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+        if utc
+        else datetime.datetime.now()
+    )
+    cutoff = now - datetime.timedelta(seconds=grace)
+    stale += [int(tid) for tid, start in rows if start is not None and start < cutoff]
+    return sorted(set(stale))

@@ -1,0 +1,169 @@
+"""Many workers on one study, for real: separate processes started at the same
+instant on SQLite and on a private PostgreSQL server, workers killed with -9,
+time limits."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+from optuna.trial import TrialState
+
+from nasmlcn.search import run_search
+from nasmlcn.search._claim import trial_seed
+from nasmlcn.search._study_access import load_existing_study
+from tests._postgres import PostgresServer
+from tests.search._worker_script import SlowProxy, config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _start_workers(n: int, url: str, study: str, trials: int) -> list[subprocess.Popen[str]]:
+    args = [
+        sys.executable,
+        "-m",
+        "nasmlcn",
+        "search",
+        "--evaluator",
+        "proxy",
+        "--devices",
+        "4xK80",
+        "--mem",
+        "12GB",
+        "--epochs",
+        "2",
+        "--trials",
+        str(trials),
+        "--storage",
+        url,
+        "--study",
+        study,
+        "--quiet",
+        "--json",
+    ]
+    return [
+        subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        for _ in range(n)
+    ]
+
+
+def _check_study(url: str, study_name: str, trials: int, workers: int) -> None:
+    study = load_existing_study(study_name, url)
+    states = [t.state for t in study.trials]
+    finished = [s for s in states if s in (TrialState.COMPLETE, TrialState.PRUNED)]
+    assert len(finished) == trials, states  # no overshoot, nothing missing
+    assert TrialState.RUNNING not in states and TrialState.WAITING not in states
+    params = [tuple(sorted(t.params.items())) for t in study.trials]
+    assert len(set(params)) == len(params)  # no two workers proposed the same model
+    seeds = [t.user_attrs["sampler_seed"] for t in study.trials]
+    assert seeds == [trial_seed(0, t.number) for t in study.trials]
+    assert len({t.user_attrs["worker"] for t in study.trials}) > 1  # they shared the work
+
+
+def _wait_all(procs: list[subprocess.Popen[str]]) -> None:
+    for p in procs:
+        _, stderr = p.communicate(timeout=300)
+        assert p.returncode == 0, stderr[-2000:]
+
+
+def test_four_workers_started_together_on_a_fresh_sqlite_file(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    _wait_all(_start_workers(4, url, "s", 16))
+    _check_study(url, "s", 16, 4)
+
+
+def test_eight_workers_on_an_empty_then_an_existing_postgresql_database(
+    postgres: PostgresServer,
+) -> None:
+    url = postgres.create_database().url
+    _wait_all(_start_workers(8, url, "pg", 16))
+    _check_study(url, "pg", 16, 8)
+    # the schema and the study exist now: 8 more workers continue the study
+    _wait_all(_start_workers(8, url, "pg", 24))
+    _check_study(url, "pg", 24, 8)
+
+
+def test_one_worker_with_one_seed_is_reproducible(tmp_path: Path) -> None:
+    params = []
+    for name in ("a", "b"):
+        c = config(f"sqlite:///{tmp_path / name}.db", "s", 4, 120)
+        run_search(c)
+        params.append([t.params for t in load_existing_study("s", c.storage).trials])
+    assert params[0] == params[1]
+
+
+def test_a_killed_worker_s_trial_is_failed_with_its_reason_and_retried(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'kill.db'}"
+    grace = 1.0
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tests.search._worker_script", url, "s", "3", str(grace), "5"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert worker.stdout is not None
+    assert worker.stdout.readline().startswith("trial 0 epoch 1")  # mid-trial
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.wait()
+    study = load_existing_study("s", url)
+    assert [t.state for t in study.trials] == [TrialState.RUNNING]
+    killed = study.trials[0]
+    # a live worker takes new trials while the dead one's trial may still be alive,
+    # then waits for it to go stale, fails it with the reason and runs the retry
+    result = run_search(config(url, "s", 3, grace), evaluator=SlowProxy(0.0))
+    assert result.stopped == "trials"
+    study = load_existing_study("s", url)
+    trials = study.trials
+    failed = trials[0]
+    assert failed.state == TrialState.FAIL
+    assert failed.user_attrs["failure"] == "crash"
+    assert "no heartbeat for over 1 s" in failed.user_attrs["fail_reason"]
+    retries = [t for t in trials if t.system_attrs.get("failed_trial") == 0]
+    assert len(retries) == 1 and retries[0].state == TrialState.COMPLETE
+    assert retries[0].params == killed.params
+    assert "fail_reason" not in retries[0].user_attrs
+    states = [t.state for t in trials]
+    assert states.count(TrialState.COMPLETE) == 3  # the crash did not count toward --trials
+
+
+def test_a_trial_without_any_heartbeat_goes_stale_after_the_grace(tmp_path: Path) -> None:
+    """A RUNNING trial left by a worker that died before its first heartbeat (or by
+    a nasmlcn whose proxy trials had none) is failed and retried too."""
+    c = config(f"sqlite:///{tmp_path / 'old.db'}", "s", 2, 1.0)
+    run_search(c.with_overrides(trials=1))
+    storage = optuna.storages.RDBStorage(c.storage)  # no heartbeats: a foreign worker
+    study = optuna.load_study(study_name="s", storage=storage)
+    orphan = study.ask()
+    orphan.suggest_int("num_lanes", 2, 2)
+    time.sleep(1.5)
+    run_search(c)
+    trials = load_existing_study("s", c.storage).trials
+    assert trials[orphan.number].state == TrialState.FAIL
+    assert trials[orphan.number].user_attrs["failure"] == "crash"
+
+
+def test_trial_timeout_prunes_at_an_epoch_boundary_keeping_its_epochs(tmp_path: Path) -> None:
+    c = config(f"sqlite:///{tmp_path / 't.db'}", "s", 2, 120).with_overrides(trial_timeout=0.7)
+    result = run_search(c, evaluator=SlowProxy(0.5))
+    assert [t.state for t in result.run_trials] == ["PRUNED", "PRUNED"]
+    study = load_existing_study("s", c.storage)
+    for trial in study.trials:
+        assert trial.user_attrs["prune_reason"].startswith(
+            "--trial-timeout 0.7 s: stopped after epoch 2 of 3"
+        )
+        assert len(trial.user_attrs["training"]["val_accuracy_per_epoch"]) == 2
+
+
+def test_the_search_timeout_stops_the_running_trial_too(tmp_path: Path) -> None:
+    c = config(f"sqlite:///{tmp_path / 'to.db'}", "s", 5, 120)
+    result = run_search(c.with_overrides(timeout=1.5, epochs=10), evaluator=SlowProxy(0.5))
+    assert result.stopped == "timeout"
+    assert [t.state for t in result.run_trials] == ["PRUNED"]
+    assert "the search's --timeout 1.5 s: stopped after epoch" in (
+        result.run_trials[0].reason or ""
+    )
