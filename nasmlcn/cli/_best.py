@@ -22,6 +22,21 @@ def best(
     export_arch: Path | None = typer.Option(
         None, "--export-arch", help="Write the best architecture (highest first objective) as JSON."
     ),
+    export: Path | None = typer.Option(
+        None,
+        "--export",
+        help="Write the best trial's (or --trial's) arch.json and trained weights "
+        "(checkpoint.pt) into this folder.",
+    ),
+    trial_number: int | None = typer.Option(
+        None, "--trial", min=0, help="The trial --export writes [default: the best]."
+    ),
+    artifacts: Path | None = typer.Option(
+        None,
+        "--artifacts",
+        help="The search's artifact folder [default: artifacts/ beside a SQLite study "
+        "file, else studies/artifacts].",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """The best trials of a study (single objective) or its Pareto front."""
@@ -41,6 +56,9 @@ def best(
                 f"study {loaded.study_name!r} has no completed feasible trial to export"
             )
         save_arch(arch_from_dict(trials[0].user_attrs["arch"]), export_arch)
+    exported = None
+    if export is not None:
+        exported = _export_trial(loaded, trials, trial_number, storage, artifacts, export)
     if as_json:
         print(
             json.dumps(
@@ -52,6 +70,7 @@ def best(
                     "n_trials": len(loaded.trials),
                     "best": rows,
                     "exported_arch": str(export_arch) if export_arch else None,
+                    "exported": exported,
                 }
             )
         )
@@ -59,6 +78,73 @@ def best(
     _print_best(loaded.study_name, names, rows, len(loaded.directions) > 1)
     if export_arch is not None:
         out.print(f"wrote {export_arch} (train it: nasmlcn train --arch {export_arch})")
+    if exported is not None:
+        out.print(
+            f"wrote trial {exported['trial']}'s {exported['arch']} and {exported['weights']}; "
+            f"test it: {exported['command']}",
+            markup=False,
+            soft_wrap=True,
+        )
+
+
+def _export_trial(
+    study: Any,
+    best: list[Any],
+    number: int | None,
+    storage: str,
+    artifacts: Path | None,
+    folder: Path,
+) -> dict[str, Any]:
+    """``--export``: the trial's arch.json and weights, and the command that tests them."""
+    import shlex
+
+    from nasmlcn.errors import SearchError
+    from nasmlcn.search._artifacts import artifacts_dir, export_trial, open_store
+    from nasmlcn.search._study_access import study_info
+
+    if number is None:
+        if not best:
+            raise SearchError(f"study {study.study_name!r} has no completed feasible trial")
+        trial = best[0]
+    else:
+        trials = study.get_trials(deepcopy=False)
+        if number >= len(trials):
+            raise SearchError(
+                f"--trial {number}: study {study.study_name!r} has trials 0-{len(trials) - 1}"
+            )
+        trial = trials[number]
+    folder_of_artifacts = artifacts_dir(storage, str(artifacts) if artifacts else None)
+    if not folder_of_artifacts.is_dir():
+        raise SearchError(
+            f"no artifact folder {str(folder_of_artifacts)!r}; give the search's with --artifacts"
+        )
+    paths = export_trial(trial, open_store(folder_of_artifacts), folder)
+    config = study_info(study).get("config", {})
+    # the schedule the trial was laid out for (a pruned trial's resumes to its end)
+    epochs = config.get("epochs", 10)
+    command = [
+        "nasmlcn",
+        "train",
+        "--arch",
+        str(paths["arch"]),
+        "--out",
+        str(folder),
+        "--resume",
+        "--epochs",
+        str(epochs),
+        "--batch-size",
+        str(int(trial.params.get("batch_size", config.get("batch_size", 100)))),
+        "--dataset",
+        str(config.get("dataset", "fashion-mnist")),
+    ]
+    if "lr" in trial.params:
+        command += ["--lr", repr(float(trial.params["lr"]))]
+    return {
+        "trial": trial.number,
+        "arch": str(paths["arch"]),
+        "weights": str(paths["weights"]),
+        "command": shlex.join(command),
+    }
 
 
 def _print_best(study: str, names: list[str], rows: list[dict[str, Any]], multi: bool) -> None:

@@ -24,13 +24,21 @@ def dashboard(
         help="Rewrite nasmlcn's figures and trial notes in every study before serving "
         "(by default only studies that lack them get them).",
     ),
+    artifacts: Path | None = typer.Option(
+        None,
+        "--artifacts",
+        help="The searches' artifact folder, to list trial weights [default: artifacts/ "
+        "beside a SQLite study file, else studies/artifacts].",
+    ),
 ) -> None:
     """Start optuna-dashboard on the study storage (Ctrl-C stops it)."""
     from nasmlcn.dashboard._live import make_dashboard_server
 
     storage = resolve_storage(storage)
     err.print(f"opening {redact_url(storage)} ...", markup=False, soft_wrap=True)
-    server = make_dashboard_server(storage, host, port, refresh=refresh)
+    server = make_dashboard_server(
+        storage, host, port, refresh=refresh, artifacts=str(artifacts) if artifacts else None
+    )
     shown_host = f"[{host}]" if ":" in host else host
     # The URL is the command's result (stdout), so scripts can read where it listens.
     out.print(

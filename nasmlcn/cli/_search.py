@@ -87,6 +87,17 @@ def search(
         help="Times a trial whose worker died (or that Ctrl-C stopped) is queued again "
         "[default: 3].",
     ),
+    artifacts: Path | None = typer.Option(
+        None,
+        "--artifacts",
+        help="Folder for trial checkpoints and weights (Optuna artifacts) [default: "
+        "artifacts/ beside a SQLite study file, else studies/artifacts].",
+    ),
+    keep_weights: str | None = typer.Option(
+        None,
+        "--keep-weights",
+        help="Which finished trials keep their weights: all, pareto or best:K [default: all].",
+    ),
     prune: bool | None = typer.Option(
         None, "--prune/--no-prune", help="Correlation-gated pruning of weak trials."
     ),
@@ -158,6 +169,8 @@ def search(
         "trial_timeout": trial_timeout,
         "grace": grace,
         "max_retries": max_retries,
+        "artifacts": str(artifacts) if artifacts else None,
+        "keep_weights": keep_weights,
         "prune": prune,
         "prune_threshold": prune_threshold,
         "prune_percentile": prune_percentile,

@@ -127,9 +127,18 @@ class _ThreadedServer(ThreadingMixIn, WSGIServer):
 
 
 def make_dashboard_server(
-    url: str, host: str = "127.0.0.1", port: int = 8080, *, refresh: bool = False
+    url: str,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    *,
+    refresh: bool = False,
+    artifacts: str | None = None,
 ) -> WSGIServer:
     """A bound (not yet serving) optuna-dashboard server on ``url``.
+
+    The trials' artifacts (trained weights) are listed and downloadable when the
+    search's artifact folder (``artifacts``, or the search's default for ``url``)
+    exists.
 
     ``port`` 0 picks a free port (``server.server_port`` says which). Call
     ``serve_forever()`` on the result; ``shutdown()`` from another thread stops it.
@@ -142,7 +151,10 @@ def make_dashboard_server(
 
     storage = open_dashboard_storage(url)
     prepare_studies(storage, refresh=refresh)
-    app = optuna_dashboard.wsgi(storage)
+    from nasmlcn.search._artifacts import artifacts_dir, open_store
+
+    folder = artifacts_dir(url, artifacts)
+    app = optuna_dashboard.wsgi(storage, open_store(folder) if folder.is_dir() else None)
     if host not in LOOPBACK:
         logger.warning(
             "the dashboard listens on %s: anyone who can reach it can edit and delete studies",

@@ -70,6 +70,10 @@ class SearchConfig:
             taken for dead: the trial is failed and retried.
         max_retries: Times a trial whose worker died (or that Ctrl-C stopped) is
             queued again.
+        artifacts: Folder of the artifact store for checkpoints and weights (None:
+            ``artifacts/`` beside a SQLite study file, else ``studies/artifacts``).
+        keep_weights: Which finished trials keep their weights: ``all``, ``pareto``
+            or ``best:K``.
         prune: Correlation-gated pruning of weak trials (on unless ``--no-prune``). Not
             part of the identity: a study made with it off continues with it on (its
             first trials, run in full, measure the correlation the pruner needs).
@@ -104,6 +108,8 @@ class SearchConfig:
     trial_timeout: float | None = None
     grace: float = 120.0
     max_retries: int = 3
+    artifacts: str | None = None
+    keep_weights: str = "all"
     prune: bool = True
     prune_threshold: float = 0.9
     prune_percentile: float = 50.0
@@ -138,6 +144,9 @@ class SearchConfig:
             or (self.max_retries < 0)
         ):
             raise SearchError(f"max_retries must be an integer >= 0, got {self.max_retries!r}")
+        from nasmlcn.search._artifacts import parse_keep
+
+        parse_keep(self.keep_weights)
         for name in ("timeout", "trial_timeout", "grace", "latency_budget"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and value > 0):

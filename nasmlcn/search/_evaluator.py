@@ -31,12 +31,16 @@ class EvalJob:
 
     Attributes:
         spec: The model.
-        trial: Trial number (seeds training together with ``seed``).
+        trial: Trial number (seeds training together with ``seed``; a retried trial
+            gives the number of the trial it retries, so it trains identically).
         seed: The search's seed.
         epochs: Epochs to train.
         batch_size: Training batch size.
         lr: Initial learning rate.
         assignment: Lane -> target device index (for lane-parallel training).
+        checkpoint_path: Where to write a checkpoint after every epoch (evaluators
+            with ``checkpoints = True``; None: nowhere).
+        resume: Go on from the checkpoint at ``checkpoint_path`` (a retried trial).
     """
 
     spec: MLCNSpec
@@ -46,6 +50,8 @@ class EvalJob:
     batch_size: int = 100
     lr: float = 1e-3
     assignment: tuple[int, ...] = ()
+    checkpoint_path: str | None = None
+    resume: bool = False
 
 
 @dataclass(frozen=True)

@@ -86,3 +86,18 @@ def stale_trial_ids(storage: Any, study_id: int, grace: float) -> list[int]:
     cutoff = now - datetime.timedelta(seconds=grace)
     stale += [int(tid) for tid, start in rows if start is not None and start < cutoff]
     return sorted(set(stale))
+
+
+def forget_trial_artifact(storage: Any, trial_id: int, artifact_id: str) -> None:
+    """Deletes the record of artifact ``artifact_id`` from a finished trial (whose
+    attributes Optuna no longer lets anyone change), after its file was removed, so
+    optuna-dashboard does not list a file that is gone."""
+    from optuna.artifacts._upload import ARTIFACTS_ATTR_PREFIX
+
+    rdb = rdb_internals()
+    backend = getattr(storage, "_backend", storage)
+    model = rdb.models.TrialSystemAttributeModel
+    with rdb.scoped_session(backend.scoped_session) as session:
+        session.query(model).filter(model.trial_id == trial_id).filter(
+            model.key == f"{ARTIFACTS_ATTR_PREFIX}{artifact_id}"
+        ).delete()

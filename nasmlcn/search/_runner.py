@@ -17,6 +17,7 @@ import logging
 import math
 import platform
 import signal
+import tempfile
 import threading
 import time
 import traceback
@@ -24,6 +25,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import nasmlcn
@@ -31,6 +33,7 @@ from nasmlcn._storage_url import redact_url
 from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.errors import SearchError, TrainingError
 from nasmlcn.planning import Plan, plan_model
+from nasmlcn.search._artifacts import TrialFiles, artifacts_dir, open_store, prune_weights
 from nasmlcn.search._claim import claim, finished
 from nasmlcn.search._config import SearchConfig
 from nasmlcn.search._correlation import CorrelationPruner
@@ -377,6 +380,12 @@ def _run_search(
     )
     distributions = setup.space.distributions()
     deadline = started + config.timeout if config.timeout is not None else None
+    store = (
+        open_store(artifacts_dir(config.storage, config.artifacts))
+        if getattr(evaluator, "checkpoints", False)
+        else None
+    )
+    workdir = tempfile.TemporaryDirectory(prefix="nasmlcn-trial-")
     poll = min(5.0, max(0.2, config.grace / 8))
     index = 0
     failed_in_a_row = 0
@@ -408,6 +417,7 @@ def _run_search(
             index += 1
             timings["ask"] = time.perf_counter() - tick
             with heartbeat(storage_of(study), trial_id_of(trial)):
+                files = TrialFiles(store, trial, Path(workdir.name)) if store else None
                 outcome = _run_trial(
                     setup,
                     study,
@@ -419,7 +429,13 @@ def _run_search(
                     timings,
                     deadline,
                     taken.retried,
+                    files,
                 )
+            if files is not None:
+                files.close()
+                if config.keep_weights != "all":
+                    with storage.lock.hold():
+                        prune_weights(study, files.store, config.keep_weights)
             outcome = replace(outcome, timings=timings)
         except KeyboardInterrupt:
             result.stopped = "interrupted"
@@ -445,6 +461,7 @@ def _run_search(
         result.run_trials.append(outcome)
         _dashboard("write_trial_note", study, outcome.number)
         observer.on_trial_end(outcome)
+    workdir.cleanup()
     _dashboard("write_study_figures", study)
     result.n_trials = len(study.get_trials(deepcopy=False))
     complete = [
@@ -537,6 +554,7 @@ def _run_trial(
     timings: dict[str, float],
     deadline: float | None = None,
     retried: bool = False,
+    files: TrialFiles | None = None,
 ) -> TrialOutcome:
     config = setup.config
     start = time.perf_counter()
@@ -582,12 +600,15 @@ def _run_trial(
         single = len(setup.directions) == 1
         job = EvalJob(
             spec=candidate.spec,
-            trial=trial.number,
+            # a retry trains with its original's seeds, so resuming changes nothing
+            trial=_original_number(trial) if retried else trial.number,
             seed=config.seed,
             epochs=config.epochs,
             batch_size=batch_size,
             lr=float(params.get("lr", 1e-3)),
             assignment=tuple(candidate.assignment or plan.placement.assignment),
+            checkpoint_path=str(files.path) if files is not None else None,
+            resume=files is not None and files.resumed_epoch > 0,
         )
         seen: list[EpochReport] = []
         # a retried trial keeps the epochs its failed run reported
@@ -599,6 +620,8 @@ def _run_trial(
 
         def on_epoch(report: EpochReport) -> None:
             seen.append(report)
+            if files is not None:
+                files.saved(report.epoch)  # a retry of this trial resumes from here
             if single and report.epoch not in reported:
                 trial.report(report.val_accuracy, report.epoch)
             observer.on_epoch(trial.number, report, config.epochs)
@@ -632,6 +655,8 @@ def _run_trial(
             )
             trial.set_user_attr("prune_reason", pruned.reason)
             trial.set_user_attr("seconds_saved", saved)
+            if files is not None:
+                files.keep()
             study.tell(trial, state=_state("PRUNED"))
             return TrialOutcome(
                 trial.number,
@@ -658,6 +683,8 @@ def _run_trial(
                     },
                 )
             study.tell(trial, state=_state("FAIL"))
+            if files is not None:
+                files.close()
             return TrialOutcome(
                 trial.number, "FAIL", None, lanes, reason, time.perf_counter() - start
             )
@@ -673,6 +700,8 @@ def _run_trial(
         trial.set_user_attr("fail_reason", reason)
         study.tell(trial, state=_state("FAIL"))
         return TrialOutcome(trial.number, "FAIL", None, lanes, reason, time.perf_counter() - start)
+    if files is not None:
+        files.keep()
     study.tell(trial, list(values))
     timings["tell"] = time.perf_counter() - tick
     return TrialOutcome(trial.number, "COMPLETE", values, lanes, None, time.perf_counter() - start)
@@ -738,6 +767,15 @@ def _set_constraint(trial: optuna.Trial, key: str, value: float) -> None:
         # a retried trial has its constraints already (the same values): Optuna warns
         warnings.filterwarnings("ignore", message="The constraint value is ignored")
         trial.set_constraint(key, float(value))
+
+
+def _original_number(trial: optuna.Trial) -> int:
+    """The number of the trial that ``trial`` retries (itself if none)."""
+    from optuna.storages import RetryHeartbeatStaleTrialCallback
+
+    frozen = storage_of(trial.study).get_trial(trial_id_of(trial))
+    original = RetryHeartbeatStaleTrialCallback.retried_trial_number(frozen)
+    return int(original) if original is not None else trial.number
 
 
 def _trial_deadline(

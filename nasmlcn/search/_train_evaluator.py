@@ -96,6 +96,7 @@ class TrainEvaluator:
 
     name = "train"
     measured = True
+    checkpoints = True  # writes job.checkpoint_path after every epoch; resumes from it
 
     def __init__(self, config: SearchConfig, dataset: DatasetInfo, **_: Any) -> None:
         from nasmlcn.parallel import parse_run_on
@@ -185,11 +186,11 @@ class TrainEvaluator:
         if cuda:
             torch.cuda.reset_peak_memory_stats(device)
             before = torch.cuda.memory_allocated(device)
-            history = train(model, job.spec, splits, config, callbacks=[relay])
+            history = train(model, job.spec, splits, config, callbacks=[relay], **_files(job))
             peak = torch.cuda.max_memory_allocated(device) - before
         else:
             with _RssPeak() as rss:
-                history = train(model, job.spec, splits, config, callbacks=[relay])
+                history = train(model, job.spec, splits, config, callbacks=[relay], **_files(job))
             peak = rss.peak
         inference = _measure_inference(model, splits, device, [device], device)
         return _evaluation(
@@ -231,7 +232,7 @@ class TrainEvaluator:
                 seed=seed,
                 device=str(placed.input_device),
             )
-            history = train(placed, job.spec, splits, config, callbacks=[relay])
+            history = train(placed, job.spec, splits, config, callbacks=[relay], **_files(job))
         per_device = {d: torch.cuda.max_memory_allocated(d) - before[d] for d in cuda}
         if rss is not None:
             per_device["cpu"] = rss.peak
@@ -253,6 +254,11 @@ class TrainEvaluator:
                 "peak_memory_bytes_per_device": per_device,
             },
         )
+
+
+def _files(job: EvalJob) -> dict[str, Any]:
+    """``train``'s checkpoint arguments for ``job``."""
+    return {"checkpoint_path": job.checkpoint_path, "resume": job.resume}
 
 
 def _measure_inference(

@@ -1,0 +1,225 @@
+"""A trained trial's checkpoints and weights, kept as Optuna artifacts.
+
+The train evaluator writes a checkpoint after every epoch (model, optimizer,
+schedule, history: ``nasmlcn.training``'s format); the runner copies it into the
+study's artifact store and records where on the trial (user attribute
+``checkpoint``: artifact id and epoch). When the trial's worker dies, the retried
+copy of the trial carries that attribute, downloads the checkpoint and goes on
+from the epoch after it, with the same per-epoch seeds: its result is the one an
+uninterrupted run gives.
+
+A finished trial (COMPLETE or PRUNED) keeps its final checkpoint as its weights,
+uploaded with :func:`optuna.artifacts.upload_artifact` (so optuna-dashboard lists
+it on the trial) and named by the user attribute ``weights``;
+``--keep-weights`` may keep only the Pareto front or the best K.
+``nasmlcn best --export DIR`` writes a trial's ``arch.json`` and weights.
+
+The store is Optuna's :class:`~optuna.artifacts.FileSystemArtifactStore` under
+``--artifacts DIR`` (default: ``artifacts/`` beside a SQLite study file, else
+``studies/artifacts``); give every worker of a many-machine study a shared folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nasmlcn.errors import SearchError
+from nasmlcn.search._optuna_compat import forget_trial_artifact, storage_of
+from nasmlcn.search._storage import sqlite_path
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.artifacts._protocol import ArtifactStore
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ARTIFACTS = "studies/artifacts"
+KEEP_POLICIES = ("all", "pareto", "best:K")
+
+
+def artifacts_dir(storage_url: str, given: str | None) -> Path:
+    """``--artifacts``, else ``artifacts/`` beside a SQLite file, else the default."""
+    if given:
+        return Path(given)
+    path = sqlite_path(storage_url)
+    return path.parent / "artifacts" if path is not None else Path(DEFAULT_ARTIFACTS)
+
+
+def open_store(folder: Path) -> ArtifactStore:
+    from optuna.artifacts import FileSystemArtifactStore
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise SearchError(
+            f"--artifacts: cannot create {str(folder)!r}: {err.strerror or err}"
+        ) from None
+    return FileSystemArtifactStore(str(folder))
+
+
+def parse_keep(policy: str) -> tuple[str, int]:
+    """``all`` | ``pareto`` | ``best:K`` -> (kind, K).
+
+    Raises:
+        SearchError: Anything else (naming what is accepted).
+    """
+    text = policy.strip().lower()
+    if text in ("all", "pareto"):
+        return text, 0
+    if text.startswith("best:"):
+        count = text[5:]
+        if count.isdigit() and int(count) >= 1:
+            return "best", int(count)
+    raise SearchError(
+        f"--keep-weights {policy!r}: use all, pareto or best:K with K >= 1 (e.g. best:5)"
+    )
+
+
+class TrialFiles:
+    """One running trial's checkpoint file and its copies in the store.
+
+    Args:
+        store: The artifact store.
+        trial: The running trial.
+        workdir: A local folder for the checkpoint file.
+    """
+
+    def __init__(self, store: ArtifactStore, trial: optuna.Trial, workdir: Path) -> None:
+        self.store = store
+        self.trial = trial
+        self.path = workdir / f"trial-{trial.number}.pt"
+        previous = trial.user_attrs.get("checkpoint")
+        self._current: str | None = previous.get("artifact_id") if previous else None
+        self.resumed_epoch = 0
+        if previous:
+            self.resumed_epoch = self._download(previous)
+
+    def _download(self, previous: dict[str, Any]) -> int:
+        from optuna.artifacts.exceptions import ArtifactNotFound
+
+        try:
+            with self.store.open_reader(previous["artifact_id"]) as reader:
+                self.path.write_bytes(reader.read())
+        except (ArtifactNotFound, OSError):
+            logger.warning(
+                "trial %d: the checkpoint of its failed run is gone; it starts over",
+                self.trial.number,
+            )
+            self._current = None
+            return 0
+        return int(previous.get("epoch", 0))
+
+    def saved(self, epoch: int) -> None:
+        """Copies the checkpoint of ``epoch`` into the store (called after every epoch)."""
+        if not self.path.is_file():
+            return
+        artifact_id = f"checkpoint-{uuid.uuid4()}"
+        with self.path.open("rb") as body:
+            self.store.write(artifact_id, body)
+        self.trial.set_user_attr("checkpoint", {"artifact_id": artifact_id, "epoch": epoch})
+        storage = self.trial.storage
+        if hasattr(storage, "flush"):
+            storage.flush()  # recorded before the older copy goes
+        self._drop(self._current)
+        self._current = artifact_id
+
+    def keep(self) -> str | None:
+        """Uploads the final checkpoint as the trial's weights (before it is told);
+        the artifact id, or None when nothing was trained."""
+        from optuna.artifacts import upload_artifact
+
+        if not self.path.is_file():
+            return None
+        artifact_id = upload_artifact(
+            artifact_store=self.store, file_path=str(self.path), study_or_trial=self.trial
+        )
+        self.trial.set_user_attr("weights", {"artifact_id": artifact_id, "file": self.path.name})
+        return artifact_id
+
+    def close(self) -> None:
+        """Drops the working checkpoint (the weights, if kept, are a copy of it)."""
+        self._drop(self._current)
+        self._current = None
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+
+    def _drop(self, artifact_id: str | None) -> None:
+        if artifact_id is None:
+            return
+        with contextlib.suppress(Exception):
+            self.store.remove(artifact_id)
+
+
+def prune_weights(study: optuna.Study, store: ArtifactStore, policy: str) -> list[int]:
+    """Removes the weights of finished trials outside ``policy``'s set; the numbers
+    of the trials whose weights went. Call it holding the storage's lock."""
+    from optuna.trial import TrialState
+
+    from nasmlcn.search._results import best_trials
+
+    kind, count = parse_keep(policy)
+    if kind == "all":
+        return []
+    # several objectives: the Pareto front; one: the best (pareto) or the best K
+    kept = {t.number for t in best_trials(study, top=count if kind == "best" else 1)}
+    removed = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
+        weights = trial.user_attrs.get("weights")
+        if not weights or trial.number in kept or not has_weights(trial):
+            continue
+        with contextlib.suppress(Exception):
+            store.remove(weights["artifact_id"])
+        forget_trial_artifact(storage_of(study), trial._trial_id, weights["artifact_id"])
+        removed.append(trial.number)
+    return removed
+
+
+def has_weights(trial: Any) -> bool:
+    """Whether ``trial`` still has its weights (``--keep-weights`` may remove them)."""
+    weights = trial.user_attrs.get("weights")
+    return bool(weights) and f"artifacts:{weights['artifact_id']}" in trial.system_attrs
+
+
+def export_trial(trial: Any, store: ArtifactStore, out_dir: Path) -> dict[str, Path]:
+    """Writes ``arch.json`` and ``checkpoint.pt`` (the trial's weights: the file
+    ``nasmlcn train --arch OUT/arch.json --out OUT --resume`` continues and tests)
+    into ``out_dir``; the paths written.
+
+    Raises:
+        SearchError: The trial has no architecture or no weights (never trained,
+            trained before weights were kept, or removed by ``--keep-weights``).
+    """
+    from optuna.artifacts.exceptions import ArtifactNotFound
+
+    from nasmlcn.specs import arch_from_dict, save_arch
+    from nasmlcn.specs._io import atomic_path
+
+    if "arch" not in trial.user_attrs:
+        raise SearchError(f"trial {trial.number} has no architecture to export")
+    weights = trial.user_attrs.get("weights")
+    if not weights or not has_weights(trial):
+        why = "they were removed (--keep-weights)" if weights else "it kept none"
+        raise SearchError(
+            f"trial {trial.number} has no weights to export: {why}; only trials trained by "
+            "this version's train evaluator keep them"
+        )
+    try:
+        with store.open_reader(weights["artifact_id"]) as reader:
+            body = reader.read()
+    except (ArtifactNotFound, OSError):
+        raise SearchError(
+            f"trial {trial.number}: its weights {weights['artifact_id']!r} are not in the "
+            "artifact store; give the folder they were saved to with --artifacts"
+        ) from None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    from nasmlcn.training._job import ARCH_NAME, CHECKPOINT_NAME
+
+    arch_path, weights_path = out_dir / ARCH_NAME, out_dir / CHECKPOINT_NAME
+    save_arch(arch_from_dict(trial.user_attrs["arch"]), arch_path)
+    with atomic_path(weights_path) as tmp:
+        tmp.write_bytes(body)
+    return {"arch": arch_path, "weights": weights_path}

@@ -1,0 +1,195 @@
+"""Checkpoints and weights of trained trials as Optuna artifacts: a trial stopped
+mid-training resumes from its last epoch with the result of an uninterrupted run;
+finished trials keep their weights; ``--keep-weights`` keeps fewer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from optuna.artifacts import get_all_artifact_meta
+from optuna.trial import TrialState
+
+from nasmlcn.errors import SearchError
+from nasmlcn.search import EpochCallback, EpochReport, EvalJob, Evaluation, SearchConfig, run_search
+from nasmlcn.search._artifacts import artifacts_dir, has_weights, parse_keep
+from nasmlcn.search._study_access import load_existing_study
+from nasmlcn.search._train_evaluator import TrainEvaluator
+from nasmlcn.training import load_checkpoint
+
+
+def _config(data_dir: Path, tmp_path: Path, name: str, **kw: Any) -> SearchConfig:
+    base: dict[str, Any] = {
+        "devices": "2xK80",
+        "mem": "12GB",
+        "flops": "0.25x",
+        "evaluator": "train",
+        "dataset": "fashion-mnist",
+        "data_dir": str(data_dir),
+        "epochs": 3,
+        "train_limit": 300,
+        "val_limit": 200,
+        "trials": 1,
+        "sampler": "random",
+        "storage": f"sqlite:///{tmp_path / name / 'study.db'}",  # artifacts/ beside it
+        "study": "s",
+        "run_on": "cpu",
+        "seed": 3,
+        "prune": False,
+    }
+    base.update(kw)
+    return SearchConfig(**base)
+
+
+class _StopAfter(TrainEvaluator):
+    """Ctrl-C after ``epoch`` epochs (the epoch's checkpoint is stored by then)."""
+
+    def __init__(self, epoch: int, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.epoch = epoch
+
+    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+        def stop(report: EpochReport) -> None:
+            on_epoch(report)
+            if report.epoch == self.epoch:
+                raise KeyboardInterrupt
+
+        return super().evaluate(job, stop)
+
+
+def _weights(config: SearchConfig, trial: Any) -> dict[str, torch.Tensor]:
+    weights = trial.user_attrs["weights"]
+    path = artifacts_dir(config.storage, None) / weights["artifact_id"]
+    return load_checkpoint(path)["model"]
+
+
+def test_a_stopped_trial_resumes_from_its_checkpoint_with_identical_results(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    whole = _config(data_dir, tmp_path, "whole")
+    run_search(whole)
+    (reference,) = load_existing_study("s", whole.storage).trials
+
+    cut = _config(data_dir, tmp_path, "cut")
+    stopped = run_search(cut, evaluator=_StopAfter(2, config=cut, dataset=_dataset()))
+    assert stopped.stopped == "interrupted"
+    study = load_existing_study("s", cut.storage)
+    _failed, queued = study.trials
+    assert queued.state == TrialState.WAITING
+    assert queued.user_attrs["checkpoint"]["epoch"] == 2  # what the retry resumes from
+    assert queued.params == reference.params
+    resumed = run_search(cut)
+    (outcome,) = resumed.run_trials
+    assert outcome.number == queued.number and outcome.state == "COMPLETE"
+    done = load_existing_study("s", cut.storage).trials[queued.number]
+    training = done.user_attrs["training"]
+    # epochs 1-2 come from the checkpoint, epoch 3 was trained after resuming
+    assert [e["epoch"] for e in training["extra"]["per_epoch"]] == [1, 2, 3]
+    assert (
+        training["val_accuracy_per_epoch"]
+        == reference.user_attrs["training"]["val_accuracy_per_epoch"]
+    )
+    assert done.value == reference.value
+    ours, theirs = _weights(cut, done), _weights(whole, reference)
+    assert ours.keys() == theirs.keys()
+    assert all(torch.equal(ours[k], theirs[k]) for k in ours)
+    # the working checkpoints are gone; the weights are listed on the trial
+    files = {p.name for p in artifacts_dir(cut.storage, None).iterdir()}
+    assert files == {done.user_attrs["weights"]["artifact_id"]}
+    metas = get_all_artifact_meta(done, storage=load_existing_study("s", cut.storage)._storage)
+    assert [m.artifact_id for m in metas] == [done.user_attrs["weights"]["artifact_id"]]
+
+
+def _dataset() -> Any:
+    from nasmlcn.data import DATASETS
+
+    return DATASETS.get("fashion-mnist")
+
+
+def test_keep_weights_best_k_removes_the_others(data_dir: Path, tmp_path: Path) -> None:
+    config = _config(
+        data_dir, tmp_path, "keep", trials=3, epochs=1, train_limit=200, keep_weights="best:1"
+    )
+    run_search(config)
+    trials = load_existing_study("s", config.storage).trials
+    kept = [t.number for t in trials if has_weights(t)]
+    best = max(trials, key=lambda t: t.value or 0.0)
+    assert kept == [best.number]
+    files = {p.name for p in artifacts_dir(config.storage, None).iterdir()}
+    assert files == {best.user_attrs["weights"]["artifact_id"]}
+
+
+@pytest.mark.parametrize("bad", ["some", "best:0", "best:x", ""])
+def test_a_bad_keep_policy_is_refused_naming_what_is_accepted(bad: str) -> None:
+    with pytest.raises(SearchError, match="use all, pareto or best:K"):
+        parse_keep(bad)
+
+
+def test_best_export_writes_arch_and_weights_that_train_resume_tests(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    import json
+    import shlex
+
+    from tests.conftest import run_cli
+
+    config = _config(data_dir, tmp_path, "export", epochs=2, train_limit=200)
+    run_search(config)
+    folder = tmp_path / "best"
+    result = run_cli("best", "--storage", config.storage, "--export", str(folder), "--json")
+    assert result.returncode == 0, result.stderr
+    exported = json.loads(result.stdout)["exported"]
+    assert exported["trial"] == 0
+    assert {p.name for p in folder.iterdir()} == {"arch.json", "checkpoint.pt"}
+    (trial,) = load_existing_study("s", config.storage).trials
+    theirs = _weights(config, trial)
+    ours = load_checkpoint(folder / "checkpoint.pt")["model"]
+    assert all(torch.equal(ours[k], theirs[k]) for k in theirs)
+    # the printed command continues the checkpoint (nothing left to train) and tests it
+    command = shlex.split(exported["command"])[1:]
+    assert command[:3] == ["train", "--arch", str(folder / "arch.json")]
+    limits = ["--data-dir", str(data_dir), "--test-limit", "200", "-q", "--json"]
+    trained = run_cli(*command, *limits, "--train-limit", "200", "--val-limit", "200")
+    assert trained.returncode == 0, trained.stderr
+    report = json.loads(trained.stdout)
+    assert report["epochs"] == 2 and report["val_accuracy_per_epoch"][-1] == trial.value
+    assert 0.0 <= report["test_accuracy"] <= 1.0
+    # a trial without weights (and a bad number) get one clear line each
+    missing = run_cli("best", "--storage", config.storage, "--export", str(folder), "--trial", "5")
+    assert missing.returncode != 0
+    assert missing.stderr.strip().splitlines() == ["error: --trial 5: study 's' has trials 0-0"]
+
+
+def test_optuna_dashboard_lists_and_serves_a_trial_s_weights(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    import json
+    import threading
+    import urllib.request
+
+    from nasmlcn.dashboard._live import make_dashboard_server
+
+    config = _config(data_dir, tmp_path, "dash", epochs=1, train_limit=200)
+    run_search(config)
+    study = load_existing_study("s", config.storage)
+    (trial,) = study.trials
+    study_id = study._study_id
+    weights = trial.user_attrs["weights"]["artifact_id"]
+    server = make_dashboard_server(config.storage, port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_port}"
+        with urllib.request.urlopen(f"{base}/api/studies/{study_id}?after=0") as r:
+            listed = json.load(r)["trials"][0]["artifacts"]
+        assert [a["artifact_id"] for a in listed] == [weights]
+        url = f"{base}/artifacts/{study_id}/{trial._trial_id}/{weights}"
+        with urllib.request.urlopen(url) as r:
+            body = r.read()
+        path = artifacts_dir(config.storage, None) / weights
+        assert body == path.read_bytes()
+    finally:
+        server.shutdown()
+        server.server_close()
