@@ -141,6 +141,20 @@ def search(
     calibration: Path | None = typer.Option(
         None, "--calibration", help="Calibration file of the calibrated cost model."
     ),
+    workers: int = typer.Option(
+        1,
+        "--workers",
+        min=1,
+        help="Worker processes on this machine, sharing the study (with --gpus-per-trial: "
+        "[default: GPUs / K]; on CPU they split the cores).",
+    ),
+    gpus_per_trial: int | None = typer.Option(
+        None,
+        "--gpus-per-trial",
+        min=1,
+        help="Give each worker its own K GPUs (CUDA_VISIBLE_DEVICES): 8 GPUs run 8 one-GPU "
+        "or 2 four-GPU lane-parallel trials at once.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live display."),
 ) -> int:
@@ -198,7 +212,8 @@ def search(
 
         for c in configs:  # a bad sweep value is refused before the first study is made
             setup_search(c)
-    results = [_run_one(c, as_json=as_json, quiet=quiet) for c in configs]
+    pool = {"workers": workers, "gpus_per_trial": gpus_per_trial}
+    results = [_run_one(c, as_json=as_json, quiet=quiet, pool=pool) for c in configs]
     if as_json:
         payload = results[0] if len(results) == 1 else {"sweep": results}
         print(json.dumps(payload))
@@ -224,23 +239,31 @@ def _expand_sweep(base: Any, sweep: dict[str, list[Any]]) -> list[Any]:
     return configs
 
 
-def _run_one(config: Any, *, as_json: bool, quiet: bool) -> dict[str, Any]:
+def _run_one(config: Any, *, as_json: bool, quiet: bool, pool: dict[str, Any]) -> dict[str, Any]:
+    import functools
     import warnings
 
     import optuna
 
     from nasmlcn.cli._search_progress import SearchProgress
-    from nasmlcn.search import run_search
+    from nasmlcn.search import run_search, run_workers
+
+    run: Any = run_search
+    if pool["workers"] > 1 or pool["gpus_per_trial"] is not None:
+        workers = (
+            None if pool["gpus_per_trial"] is not None and pool["workers"] == 1 else pool["workers"]
+        )
+        run = functools.partial(run_workers, workers=workers, gpus_per_trial=pool["gpus_per_trial"])
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         warnings.filterwarnings("ignore", message="Heartbeat of storage")
         if quiet:
-            result = run_search(config)
+            result = run(config)
         else:
             with SearchProgress(err) as progress:
-                result = run_search(config, progress)
+                result = run(config, progress)
     data = result.to_dict()
     data["config"] = config.to_dict()
     if not as_json:
@@ -276,6 +299,16 @@ def _print_result(data: dict[str, Any]) -> None:
             f"{predicted.get('imbalance', 0):.1%}",
         )
     out.print(table)
+    if data["workers"]:
+        each = data["workers"][0]
+        where = (
+            f"GPUs {', '.join(','.join(w['gpus']) for w in data['workers'])}"
+            if each["gpus"] is not None
+            else f"{each['threads']} CPU thread(s) each"
+        )
+        out.print(f"{len(data['workers'])} workers ({where})", highlight=False)
+    for error in data["errors"]:
+        out.print(f"[yellow]{error}[/]", highlight=False, soft_wrap=True)
     failures = data["failures"]
     if failures:
         out.print(f"{len(failures)} failed trial(s):")

@@ -28,6 +28,7 @@ from nasmlcn.search._evaluator import (
     PruneTrial,
 )
 from nasmlcn.search._objectives import OBJECTIVES, Objective
+from nasmlcn.search._pool import run_workers
 from nasmlcn.search._proxy import ProxyEvaluator, proxy_accuracy
 from nasmlcn.search._results import (
     CorrelationReport,
@@ -85,6 +86,7 @@ __all__ = [
     "open_study",
     "proxy_accuracy",
     "run_search",
+    "run_workers",
     "setup_search",
     "summarize",
     "unknown_study",

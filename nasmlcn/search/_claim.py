@@ -24,6 +24,7 @@ import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn.search._lock import hold
 from nasmlcn.search._optuna_compat import (
     record_heartbeat,
     storage_of,
@@ -93,10 +94,7 @@ def claim(study: optuna.Study, config: SearchConfig, make_sampler: Any, sample: 
         sample: ``sample(trial)`` suggests every parameter of a new trial.
     """
     storage = storage_of(study)
-    lock = getattr(storage, "lock", None)
-    import contextlib
-
-    with lock.hold() if lock is not None else contextlib.nullcontext():
+    with hold(storage):
         stale = tuple(fail_stale_trials(study, config.grace, config.max_retries))
         waiting = count(study, "WAITING")
         if not waiting and count(study, "COMPLETE", "PRUNED", "RUNNING") >= config.trials:

@@ -110,6 +110,12 @@ class StorageLock:
             stack.callback(_unlock, connection, "SELECT RELEASE_LOCK(:key)", LOCK_NAME)
 
 
+def hold(storage: Any) -> contextlib.AbstractContextManager[None]:
+    """Holds ``storage``'s lock (storages not opened by ``open_storage`` have none)."""
+    lock = getattr(storage, "lock", None)
+    return lock.hold() if isinstance(lock, StorageLock) else contextlib.nullcontext()
+
+
 def _unlock(connection: Any, statement: str, key: Any) -> None:
     from sqlalchemy import text
 

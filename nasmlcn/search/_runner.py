@@ -46,6 +46,7 @@ from nasmlcn.search._evaluator import (
     PruneTrial,
 )
 from nasmlcn.search._heartbeat import heartbeat
+from nasmlcn.search._lock import hold
 from nasmlcn.search._optuna_compat import storage_of, trial_id_of
 from nasmlcn.search._recovery import retry
 from nasmlcn.search._results import best_trials, completed_curves, correlation_report, summarize
@@ -140,6 +141,9 @@ class SearchResult:
     # per epoch: EpochCorrelation.to_dict() over the study's completed trials, and
     # "prunes": whether this run's pruner may stop a trial at that epoch now
     correlation: list[dict[str, Any]] = field(default_factory=list)
+    # --workers: each worker's GPUs, threads and why it stopped; what went wrong
+    workers: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
     @property
     def failures(self) -> list[TrialOutcome]:
@@ -169,6 +173,8 @@ class SearchResult:
             ],
             "seconds_saved_by_pruning": sum(t.seconds_saved for t in self.pruned),
             "correlation": self.correlation,
+            "workers": self.workers,
+            "errors": self.errors,
         }
 
 
@@ -337,17 +343,31 @@ FAILURES_IN_A_ROW = 10
 toward ``--trials``, so a space where every candidate fails would never end)."""
 
 
+def open_search(config: SearchConfig) -> tuple[SearchSetup, optuna.Study, bool]:
+    """Checks ``config``, opens its storage and creates or loads its study (taking
+    turns with workers started at the same moment); also whether it existed.
+
+    Raises:
+        NasmlcnError: Invalid configuration or storage (before anything is written).
+    """
+    setup = setup_search(config)
+    storage = open_storage(config.storage, grace=config.grace)
+    storage.hide_dashboard = True  # the samplers need no notes or figures
+    with hold(storage):  # workers started together create the study once
+        study, resumed = open_study(
+            setup, storage, SAMPLERS.get(config.sampler).make(config.seed, config.trials)
+        )
+    return setup, study, resumed
+
+
 def _run_search(
     config: SearchConfig, observer: SearchObserver | None, evaluator: Evaluator | None
 ) -> SearchResult:
     observer = observer or SearchObserver()
     started = time.perf_counter()
-    setup = setup_search(config)
-    storage = open_storage(config.storage, grace=config.grace)
-    storage.hide_dashboard = True  # the samplers need no notes or figures
+    setup, study, resumed = open_search(config)
+    storage = storage_of(study)
     sampler_entry = SAMPLERS.get(config.sampler)
-    with storage.lock.hold():  # workers started together create the study once
-        study, resumed = open_study(setup, storage, sampler_entry.make(config.seed, config.trials))
     done = finished(study)
     if evaluator is None:
         evaluator = EVALUATORS.get(config.evaluator)(config=config, dataset=setup.dataset)
@@ -434,7 +454,7 @@ def _run_search(
             if files is not None:
                 files.close()
                 if config.keep_weights != "all":
-                    with storage.lock.hold():
+                    with hold(storage):
                         prune_weights(study, files.store, config.keep_weights)
             outcome = replace(outcome, timings=timings)
         except KeyboardInterrupt:
@@ -463,6 +483,14 @@ def _run_search(
         observer.on_trial_end(outcome)
     workdir.cleanup()
     _dashboard("write_study_figures", study)
+    summarize_study(study, setup, result)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def summarize_study(study: optuna.Study, setup: SearchSetup, result: SearchResult) -> None:
+    """Fills ``result``'s study-wide figures: trials, means, best trials, correlation."""
+    config = setup.config
     result.n_trials = len(study.get_trials(deepcopy=False))
     complete = [
         t.values for t in study.get_trials(deepcopy=False, states=(_state("COMPLETE"),)) if t.values
@@ -474,13 +502,16 @@ def _run_search(
             for i, name in enumerate(setup.metric_names)
         }
     result.best = [summarize(t, setup.metric_names).to_dict() for t in best_trials(study)]
+    pruner = (
+        CorrelationPruner(config.prune_threshold, config.prune_percentile, config.prune_min_trials)
+        if config.prune
+        else None
+    )
     correlations = correlation_report(study).correlations
     result.correlation = [
         {**c.to_dict(), "prunes": pruner is not None and pruner.allows(c.epoch, correlations)}
         for c in correlations
     ]
-    result.seconds = time.perf_counter() - started
-    return result
 
 
 def _sample(study: optuna.Study, trial: optuna.Trial, distributions: dict[str, Any]) -> None:

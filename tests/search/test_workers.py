@@ -167,3 +167,38 @@ def test_the_search_timeout_stops_the_running_trial_too(tmp_path: Path) -> None:
     assert "the search's --timeout 1.5 s: stopped after epoch" in (
         result.run_trials[0].reason or ""
     )
+
+
+def test_workers_option_runs_a_pool_on_one_study(tmp_path: Path) -> None:
+    import json
+
+    from tests.conftest import run_cli
+
+    url = f"sqlite:///{tmp_path / 'pool.db'}"
+    result = run_cli(
+        *("search", "--evaluator", "proxy", "--devices", "4xK80", "--mem", "12GB"),
+        *("--epochs", "2", "--trials", "12", "--storage", url, "--study", "p"),
+        *("--workers", "2", "--json", "-q"),
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert [w["index"] for w in data["workers"]] == [0, 1]
+    assert all(w["gpus"] is None and w["threads"] >= 1 for w in data["workers"])
+    assert data["run_trials"] == 12 and data["errors"] == []
+    _check_study(url, "p", 12, 2)
+
+
+def test_more_gpus_per_trial_than_the_machine_has_is_one_clear_error(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    url = f"sqlite:///{tmp_path / 'gpu.db'}"
+    result = run_cli(
+        *("search", "--evaluator", "proxy", "--storage", url, "--gpus-per-trial", "64"),
+        env={"CUDA_VISIBLE_DEVICES": "0,1"},
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: --gpus-per-trial 64: this machine has 2 GPU(s) (0,1); use fewer, or leave "
+        "the option out to run on the CPU"
+    ]
+    assert not (tmp_path / "gpu.db").exists()  # refused before the study was made

@@ -1,0 +1,245 @@
+"""``--workers N``: N worker processes on one study, on this machine.
+
+The parent process creates (or checks) the study, then starts N workers (fresh
+interpreters, ``multiprocessing`` spawn) that each run :func:`run_search` on it;
+the study's lock and trial claiming (:mod:`nasmlcn.search._claim`) share the
+trials out, exactly as with workers started by hand or on other machines.
+
+Devices: with ``--gpus-per-trial K``, worker ``i`` sees only GPUs ``iK .. iK+K-1``
+(``CUDA_VISIBLE_DEVICES``), so 8 GPUs run 8 one-GPU trials or 2 four-GPU
+lane-parallel trials at once. Without it, the workers split this machine's CPU
+cores (``torch.set_num_threads`` and ``OMP_NUM_THREADS``).
+
+The parent relays each worker's finished trials to the observer (the CLI's live
+display) and returns one :class:`SearchResult` for the whole run. Ctrl-C reaches
+every worker: each fails and queues its running trial, and the run stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import queue
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from nasmlcn.errors import SearchError
+from nasmlcn.search._config import SearchConfig
+from nasmlcn.search._runner import (
+    SearchObserver,
+    SearchResult,
+    SearchStart,
+    TrialOutcome,
+    open_search,
+    run_search,
+    summarize_study,
+)
+
+
+@dataclass(frozen=True)
+class WorkerSlot:
+    """What one worker process gets: its index, its GPUs (None: leave
+    ``CUDA_VISIBLE_DEVICES`` as it is) and its CPU threads."""
+
+    index: int
+    gpus: tuple[str, ...] | None
+    threads: int
+
+
+def plan_workers(workers: int | None, gpus_per_trial: int | None) -> list[WorkerSlot]:
+    """Splits this machine's GPUs or CPU cores over the workers.
+
+    Raises:
+        SearchError: More GPUs asked for than this machine has, or none at all.
+    """
+    if workers is not None and workers < 1:
+        raise SearchError(f"--workers must be >= 1, got {workers}")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = max(1, cores or 1)
+    if gpus_per_trial is None:
+        n = workers or 1
+        return [WorkerSlot(i, None, max(1, cores // n)) for i in range(n)]
+    if gpus_per_trial < 1:
+        raise SearchError(f"--gpus-per-trial must be >= 1, got {gpus_per_trial}")
+    gpus = visible_gpus()
+    if len(gpus) < gpus_per_trial:
+        raise SearchError(
+            f"--gpus-per-trial {gpus_per_trial}: this machine has {len(gpus)} GPU(s)"
+            + (f" ({','.join(gpus)})" if gpus else "")
+            + "; use fewer, or leave the option out to run on the CPU"
+        )
+    n = workers or len(gpus) // gpus_per_trial
+    if n * gpus_per_trial > len(gpus):
+        raise SearchError(
+            f"--workers {n} x --gpus-per-trial {gpus_per_trial} needs {n * gpus_per_trial} "
+            f"GPUs; this machine has {len(gpus)}: use --workers {len(gpus) // gpus_per_trial}"
+        )
+    return [
+        WorkerSlot(
+            i,
+            tuple(gpus[i * gpus_per_trial : (i + 1) * gpus_per_trial]),
+            max(1, cores // n),
+        )
+        for i in range(n)
+    ]
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use: ``CUDA_VISIBLE_DEVICES`` if set, else all."""
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given is not None:
+        return [g.strip() for g in given.split(",") if g.strip() and g.strip() != "-1"]
+    try:
+        import torch
+
+        return [str(i) for i in range(torch.cuda.device_count())]
+    except Exception:  # pragma: no cover - torch missing
+        return []
+
+
+class _Relay(SearchObserver):
+    """A worker's observer: sends finished trials to the parent."""
+
+    def __init__(self, channel: Any, index: int) -> None:
+        self.channel = channel
+        self.index = index
+
+    def on_trial_end(self, outcome: TrialOutcome) -> None:
+        self.channel.put(("trial", self.index, outcome))
+
+
+def _worker(config: SearchConfig, slot: WorkerSlot, channel: Any) -> None:
+    """One worker process (a fresh interpreter: the environment is set before torch
+    is imported)."""
+    if slot.gpus is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(slot.gpus)
+    os.environ["OMP_NUM_THREADS"] = str(slot.threads)
+    try:
+        import torch
+
+        torch.set_num_threads(slot.threads)
+    except ImportError:  # pragma: no cover - the proxy evaluator needs no torch
+        pass
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        result = run_search(config, _Relay(channel, slot.index))
+    except KeyboardInterrupt:
+        channel.put(("done", slot.index, "interrupted"))
+        return
+    except Exception as err:
+        channel.put(("error", slot.index, f"{type(err).__name__}: {err}"))
+        return
+    channel.put(("done", slot.index, result.stopped))
+
+
+def run_workers(
+    config: SearchConfig,
+    observer: SearchObserver | None = None,
+    *,
+    workers: int | None = None,
+    gpus_per_trial: int | None = None,
+) -> SearchResult:
+    """Runs the search of ``config`` with a pool of worker processes (see the module
+    docstring); one result for the whole run.
+
+    Raises:
+        NasmlcnError: Invalid configuration, storage or device request (before any
+            worker starts), or every worker failed.
+    """
+    observer = observer or SearchObserver()
+    started = time.perf_counter()
+    slots = plan_workers(workers, gpus_per_trial)
+    setup, study, resumed = open_search(config)  # errors here, before any worker starts
+    from nasmlcn._storage_url import redact_url
+    from nasmlcn.search._claim import finished
+
+    done = finished(study)
+    shown = redact_url(config.storage)
+    observer.on_start(
+        SearchStart(
+            study.study_name,
+            shown,
+            resumed,
+            done,
+            config.trials,
+            config.epochs,
+            config.evaluator,
+            config.sampler,
+            tuple(setup.directions),
+            tuple(setup.metric_names),
+        )
+    )
+    result = SearchResult(
+        study.study_name,
+        shown,
+        done,
+        metric_names=setup.metric_names,
+        directions=setup.directions,
+    )
+    context = multiprocessing.get_context("spawn")
+    channel = context.Queue()
+    processes = [
+        context.Process(target=_worker, args=(config, slot, channel), name=f"worker-{slot.index}")
+        for slot in slots
+    ]
+    for process in processes:
+        process.start()
+    stops: dict[int, str] = {}
+    errors: list[str] = []
+    interrupted = False
+    while len(stops) + len(errors) < len(processes):
+        try:
+            kind, index, payload = channel.get(timeout=0.5)
+        except queue.Empty:
+            dead = [
+                i
+                for i, p in enumerate(processes)
+                if not p.is_alive() and i not in stops and p.exitcode not in (0, None)
+            ]
+            for i in dead:
+                # killed (-9, out of memory): its trial goes stale and is retried
+                stops[i] = f"exit code {processes[i].exitcode}"
+                errors.append(f"worker {i} died (exit code {processes[i].exitcode})")
+            continue
+        except KeyboardInterrupt:  # the workers got it too: wait for them to write down
+            interrupted = True
+            continue
+        if kind == "trial":
+            result.run_trials.append(payload)
+            observer.on_trial_end(payload)
+        elif kind == "done":
+            stops[index] = payload
+        else:
+            errors.append(f"worker {index}: {payload}")
+            stops[index] = "error"
+    for process in processes:
+        with contextlib.suppress(KeyboardInterrupt):
+            process.join()
+    if errors and all(s in ("error",) or s.startswith("exit code") for s in stops.values()):
+        raise SearchError("every worker failed: " + "; ".join(errors))
+    values = set(stops.values())
+    if interrupted or "interrupted" in values:
+        result.stopped = "interrupted"
+    elif "timeout" in values:
+        result.stopped = "timeout"
+    elif "failures" in values and "trials" not in values:
+        result.stopped = "failures"
+    else:
+        result.stopped = "trials"
+    result.workers = [
+        {
+            "index": s.index,
+            "gpus": list(s.gpus) if s.gpus is not None else None,
+            "threads": s.threads,
+            "stopped": stops.get(s.index),
+        }
+        for s in slots
+    ]
+    result.errors = errors
+    summarize_study(study, setup, result)
+    result.seconds = time.perf_counter() - started
+    return result
