@@ -37,6 +37,7 @@ NASMLCN = [sys.executable, "-m", "nasmlcn"]
 
 
 def make_study(folder: Path, trials: int) -> tuple[str, str, float]:
+    from nasmlcn.dashboard import DashboardObserver
     from nasmlcn.search import SearchConfig, run_search
 
     url = f"sqlite:///{folder / 'bench.db'}"
@@ -53,7 +54,7 @@ def make_study(folder: Path, trials: int) -> tuple[str, str, float]:
     tick = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = run_search(config)
+        result = run_search(config, observers=[DashboardObserver()])  # as the CLI does
     return url, result.study, time.perf_counter() - tick
 
 

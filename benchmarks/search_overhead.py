@@ -24,6 +24,7 @@ from typing import Any
 
 import optuna
 
+from nasmlcn.dashboard import DashboardObserver
 from nasmlcn.search import SearchConfig, run_search
 from nasmlcn.search._samplers import SAMPLERS
 from nasmlcn.search.spaces import load_space
@@ -51,7 +52,7 @@ def measure_nasmlcn(
         devices="8xK80",
         mem="12GB",
     )
-    result = run_search(config)
+    result = run_search(config, observers=[DashboardObserver()])  # as the CLI does
     per_trial = [sum(t.timings.values()) for t in result.run_trials]
     phases = {
         phase: statistics.median(t.timings.get(phase, 0.0) for t in result.run_trials) * 1e3

@@ -246,9 +246,10 @@ def _run_one(config: Any, *, as_json: bool, quiet: bool, pool: dict[str, Any]) -
     import optuna
 
     from nasmlcn.cli._search_progress import SearchProgress
+    from nasmlcn.dashboard import DashboardObserver
     from nasmlcn.search import run_search, run_workers
 
-    run: Any = run_search
+    run: Any = functools.partial(run_search, observers=[DashboardObserver()])
     if pool["workers"] > 1 or pool["gpus_per_trial"] is not None:
         workers = (
             None if pool["gpus_per_trial"] is not None and pool["workers"] == 1 else pool["workers"]

@@ -49,6 +49,7 @@ from nasmlcn.dashboard._extract import (
 )
 from nasmlcn.dashboard._figures import FIGURES, FigureSpec, build_figures, figure_specs
 from nasmlcn.dashboard._live import DashboardError, make_dashboard_server
+from nasmlcn.dashboard._observer import DashboardObserver
 
 if TYPE_CHECKING:
     import optuna
@@ -58,6 +59,7 @@ __all__ = [
     "FORMATS",
     "HYPERVOLUME_MARGIN",
     "DashboardError",
+    "DashboardObserver",
     "DevicePlacement",
     "ExportError",
     "ExportResult",

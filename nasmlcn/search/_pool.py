@@ -22,6 +22,7 @@ import multiprocessing
 import os
 import queue
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,7 +111,12 @@ class _Relay(SearchObserver):
         self.channel.put(("trial", self.index, outcome))
 
 
-def _worker(config: SearchConfig, slot: WorkerSlot, channel: Any) -> None:
+def _worker(
+    config: SearchConfig,
+    slot: WorkerSlot,
+    channel: Any,
+    observer_factories: Sequence[Callable[[], SearchObserver]],
+) -> None:
     """One worker process (a fresh interpreter: the environment is set before torch
     is imported)."""
     if slot.gpus is not None:
@@ -126,7 +132,8 @@ def _worker(config: SearchConfig, slot: WorkerSlot, channel: Any) -> None:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
-        result = run_search(config, _Relay(channel, slot.index))
+        observers = [make() for make in observer_factories]
+        result = run_search(config, _Relay(channel, slot.index), observers=observers)
     except KeyboardInterrupt:
         channel.put(("done", slot.index, "interrupted"))
         return
@@ -142,9 +149,18 @@ def run_workers(
     *,
     workers: int | None = None,
     gpus_per_trial: int | None = None,
+    worker_observers: Sequence[Callable[[], SearchObserver]] = (),
 ) -> SearchResult:
     """Runs the search of ``config`` with a pool of worker processes (see the module
     docstring); one result for the whole run.
+
+    Args:
+        config: The search.
+        observer: Receives the run's start and every worker's finished trials.
+        workers: Worker processes (None: one per ``gpus_per_trial`` GPUs, else 1).
+        gpus_per_trial: GPUs of each worker (None: no GPUs assigned; CPU cores split).
+        worker_observers: Picklable factories of observers each worker attaches
+            (``nasmlcn.dashboard.DashboardObserver``: the dashboard's notes).
 
     Raises:
         NasmlcnError: Invalid configuration, storage or device request (before any
@@ -183,7 +199,11 @@ def run_workers(
     context = multiprocessing.get_context("spawn")
     channel = context.Queue()
     processes = [
-        context.Process(target=_worker, args=(config, slot, channel), name=f"worker-{slot.index}")
+        context.Process(
+            target=_worker,
+            args=(config, slot, channel, tuple(worker_observers)),
+            name=f"worker-{slot.index}",
+        )
         for slot in slots
     ]
     for process in processes:

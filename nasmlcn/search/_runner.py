@@ -22,7 +22,7 @@ import threading
 import time
 import traceback
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -108,7 +108,12 @@ class SearchStart:
 
 
 class SearchObserver:
-    """Progress hooks (the CLI's live display is one); all no-ops here."""
+    """Hooks into a search (the CLI's live display and the dashboard's notes are
+    observers the CLI attaches); all no-ops here. An observer that raises stops
+    nothing: the runner logs it and goes on."""
+
+    def on_study(self, study: optuna.Study) -> None:
+        """The study, once it is created or loaded (before ``on_start``)."""
 
     def on_start(self, start: SearchStart) -> None:
         pass
@@ -121,6 +126,48 @@ class SearchObserver:
 
     def on_trial_end(self, outcome: TrialOutcome) -> None:
         pass
+
+    def on_end(self, result: SearchResult) -> None:
+        """After the last trial of this run (also after Ctrl-C or a time limit)."""
+
+
+class Observers(SearchObserver):
+    """Several observers as one; an observer that fails is logged and skipped
+    (the search never stops for a display or a note)."""
+
+    def __init__(self, observers: Sequence[SearchObserver]) -> None:
+        self.observers = list(observers)
+
+    def _each(self, hook: str, *args: Any) -> None:
+        for observer in self.observers:
+            try:
+                getattr(observer, hook)(*args)
+            except KeyboardInterrupt:
+                raise
+            except Exception:
+                logger.warning(
+                    "observer %s failed in %s", type(observer).__name__, hook, exc_info=True
+                )
+
+    def on_study(self, study: optuna.Study) -> None:
+        self._each("on_study", study)
+
+    def on_start(self, start: SearchStart) -> None:
+        self._each("on_start", start)
+
+    def on_trial_start(self, number: int, index: int, lanes: str, plan: Plan) -> None:
+        self._each("on_trial_start", number, index, lanes, plan)
+
+    def on_epoch(self, number: int, report: EpochReport, epochs: int) -> None:
+        # not guarded: an epoch callback may stop the trial on purpose
+        for observer in self.observers:
+            observer.on_epoch(number, report, epochs)
+
+    def on_trial_end(self, outcome: TrialOutcome) -> None:
+        self._each("on_trial_end", outcome)
+
+    def on_end(self, result: SearchResult) -> None:
+        self._each("on_end", result)
 
 
 @dataclass
@@ -313,6 +360,7 @@ def run_search(
     config: SearchConfig,
     observer: SearchObserver | None = None,
     *,
+    observers: Sequence[SearchObserver] = (),
     evaluator: Evaluator | None = None,
 ) -> SearchResult:
     """Runs (or continues) the search of ``config``.
@@ -320,6 +368,8 @@ def run_search(
     Args:
         config: The search.
         observer: Receives progress.
+        observers: More observers (e.g. ``nasmlcn.dashboard.DashboardObserver``,
+            which writes the dashboard's trial notes and figures).
         evaluator: Overrides the configured evaluator (tests).
 
     Returns:
@@ -335,7 +385,8 @@ def run_search(
         # Optuna; they are what this runner is built on, so the warnings say nothing.
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         warnings.filterwarnings("ignore", message="Heartbeat of storage")
-        return _run_search(config, observer, evaluator)
+        every = Observers([o for o in (observer, *observers) if o is not None])
+        return _run_search(config, every, evaluator)
 
 
 FAILURES_IN_A_ROW = 10
@@ -361,11 +412,11 @@ def open_search(config: SearchConfig) -> tuple[SearchSetup, optuna.Study, bool]:
 
 
 def _run_search(
-    config: SearchConfig, observer: SearchObserver | None, evaluator: Evaluator | None
+    config: SearchConfig, observer: SearchObserver, evaluator: Evaluator | None
 ) -> SearchResult:
-    observer = observer or SearchObserver()
     started = time.perf_counter()
     setup, study, resumed = open_search(config)
+    observer.on_study(study)
     storage = storage_of(study)
     sampler_entry = SAMPLERS.get(config.sampler)
     done = finished(study)
@@ -479,12 +530,11 @@ def _run_search(
             break
         failed_in_a_row = failed_in_a_row + 1 if outcome.state == "FAIL" else 0
         result.run_trials.append(outcome)
-        _dashboard("write_trial_note", study, outcome.number)
         observer.on_trial_end(outcome)
     workdir.cleanup()
-    _dashboard("write_study_figures", study)
     summarize_study(study, setup, result)
     result.seconds = time.perf_counter() - started
+    observer.on_end(result)
     return result
 
 
@@ -544,17 +594,6 @@ def _sample(study: optuna.Study, trial: optuna.Trial, distributions: dict[str, A
         raise SearchError(
             f"trial {trial.number} of study {study.study_name!r}: {reason}; it is marked FAIL"
         ) from None
-
-
-def _dashboard(hook: str, study: optuna.Study, *args: Any) -> None:
-    """Calls a :mod:`nasmlcn.dashboard` hook; a failing note or figure is logged,
-    never allowed to stop the search."""
-    import nasmlcn.dashboard
-
-    try:
-        getattr(nasmlcn.dashboard, hook)(study, *args)
-    except Exception:
-        logger.warning("could not write the dashboard's %s", hook, exc_info=True)
 
 
 def _fail_running_of_this_run(study: optuna.Study) -> None:

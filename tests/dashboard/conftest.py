@@ -10,6 +10,7 @@ from typing import NamedTuple
 import optuna
 import pytest
 
+from nasmlcn.dashboard import DashboardObserver
 from nasmlcn.search import SearchConfig, run_search
 from nasmlcn.search._study_access import load_existing_study
 
@@ -40,7 +41,7 @@ def _make(folder: Path, **kw: object) -> Made:
             **kw,
         }
     )
-    result = run_search(config)
+    result = run_search(config, observers=[DashboardObserver()])  # as the CLI does
     return Made(config.storage, result.study, path)
 
 

@@ -248,10 +248,11 @@ def test_only_predicted_objectives_need_no_training(tmp_path: Path) -> None:
 
 
 def test_samplers_do_not_read_the_dashboards_notes(tmp_path: Path) -> None:
+    from nasmlcn.dashboard import DashboardObserver
     from nasmlcn.search import open_storage
 
     config = _config(tmp_path, sampler="nsga2", trials=4, study="notes")
-    run_search(config)
+    run_search(config, observers=[DashboardObserver()])  # as the CLI does
     storage = open_storage(config.storage)
     study_id = storage.get_study_id_from_name("notes")
     everything = storage.get_study_system_attrs(study_id)
@@ -423,3 +424,32 @@ def test_continuing_an_old_study_hides_the_password_it_stored(tmp_path: Path) ->
     stored = load_existing_study("old", config.storage).user_attrs["nasmlcn"]
     assert stored["config"]["storage"] == "postgresql://nas:***@db.example/nas"
     assert stored["identity"] == info["identity"] and stored["space"] == info["space"]
+
+
+def test_the_search_package_never_imports_the_dashboard(tmp_path: Path) -> None:
+    """The dashboard observes a search (the CLI attaches it); nasmlcn.search itself,
+    running a whole search, imports nothing of nasmlcn.dashboard."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from nasmlcn.search import SearchConfig, run_search\n"
+        f"run_search(SearchConfig(evaluator='proxy', trials=2, epochs=1, "
+        f"storage='sqlite:///{tmp_path / 'alone.db'}'))\n"
+        "assert 'nasmlcn.dashboard' not in sys.modules, sorted(sys.modules)\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
+def test_a_failing_observer_never_stops_the_search(tmp_path: Path) -> None:
+    from nasmlcn.search import SearchObserver
+
+    class Broken(SearchObserver):
+        def on_trial_end(self, outcome: object) -> None:
+            raise RuntimeError("the display broke")
+
+    result = run_search(_config(tmp_path, trials=3), observers=[Broken()])
+    assert [t.state for t in result.run_trials] == ["COMPLETE"] * 3

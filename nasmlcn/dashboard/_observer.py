@@ -1,0 +1,34 @@
+"""The dashboard as an observer of a search: the CLI attaches it to every
+``nasmlcn search``; the library's ``run_search`` writes no notes unless asked."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from nasmlcn.search import SearchObserver, SearchResult, TrialOutcome
+
+if TYPE_CHECKING:
+    import optuna
+
+
+class DashboardObserver(SearchObserver):
+    """Writes each finished trial's note and, at the end of a run, the study's
+    figures, where optuna-dashboard shows them."""
+
+    def __init__(self) -> None:
+        self.study: optuna.Study | None = None
+
+    def on_study(self, study: optuna.Study) -> None:
+        self.study = study
+
+    def on_trial_end(self, outcome: TrialOutcome) -> None:
+        from nasmlcn.dashboard import write_trial_note
+
+        if self.study is not None:
+            write_trial_note(self.study, outcome.number)
+
+    def on_end(self, result: SearchResult) -> None:
+        from nasmlcn.dashboard import write_study_figures
+
+        if self.study is not None:
+            write_study_figures(self.study)
