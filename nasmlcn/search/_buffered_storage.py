@@ -56,10 +56,32 @@ class BufferedStorage(_CachedStorage):
         super().__init__(backend)
         self._buffer: list[_Op] = []
         self._buffer_lock = threading.RLock()
+        # trials known to accept writes (made or started here, or checked once), so a
+        # write to a missing or finished trial raises at once, as Optuna's own does
+        self._writable: set[int] = set()
         self._batching = all(
             hasattr(backend, name)
             for name in ("_set_trial_param_without_commit", "_set_trial_attr_without_commit")
         )
+
+    def __getstate__(self) -> dict[str, Any]:
+        self.flush()
+        state = super().__getstate__()
+        state.pop("_buffer_lock", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self._buffer_lock = threading.RLock()
+
+    def _check_writable(self, trial_id: int) -> None:
+        """Raises now what the write would raise at flush: KeyError for a trial that
+        does not exist, UpdateFinishedTrialError for a finished one."""
+        if trial_id in self._writable:
+            return
+        trial = self._backend.get_trial(trial_id)
+        self._backend.check_trial_is_updatable(trial_id, trial.state)
+        self._writable.add(trial_id)
 
     # -- buffered writes -------------------------------------------------------
 
@@ -73,6 +95,19 @@ class BufferedStorage(_CachedStorage):
         if not self._batching:
             super().set_trial_param(trial_id, param_name, param_value_internal, distribution)
             return
+        from optuna.distributions import check_distribution_compatibility
+
+        self._check_writable(trial_id)
+        with self._lock:
+            ids = self._trial_id_to_study_id_and_number.get(trial_id)
+            known = self._studies[ids[0]].param_distribution.get(param_name) if ids else None
+        if known is None:
+            # A name this storage has not seen yet: written through, where Optuna
+            # checks it against the study's earlier trials (once per name).
+            self.flush()
+            super().set_trial_param(trial_id, param_name, param_value_internal, distribution)
+            return
+        check_distribution_compatibility(known, distribution)  # ValueError now, as Optuna
         with self._buffer_lock:
             self._buffer.append(("param", trial_id, param_name, param_value_internal, distribution))
 
@@ -80,6 +115,7 @@ class BufferedStorage(_CachedStorage):
         if not self._batching:
             super().set_trial_user_attr(trial_id, key, value)
             return
+        self._check_writable(trial_id)
         with self._buffer_lock:
             self._buffer.append(("user", trial_id, key, value, None))
 
@@ -87,6 +123,7 @@ class BufferedStorage(_CachedStorage):
         if not self._batching:
             super().set_trial_system_attr(trial_id, key, value)
             return
+        self._check_writable(trial_id)
         with self._buffer_lock:
             self._buffer.append(("system", trial_id, key, value, None))
 
@@ -228,7 +265,12 @@ class BufferedStorage(_CachedStorage):
         self, trial_id: int, state: TrialState, values: Sequence[float] | None = None
     ) -> bool:
         self.flush()
-        return super().set_trial_state_values(trial_id, state, values)
+        changed = super().set_trial_state_values(trial_id, state, values)
+        if changed and state.is_finished():
+            self._writable.discard(trial_id)
+        elif changed:
+            self._writable.add(trial_id)
+        return changed
 
     def set_trial_intermediate_value(
         self, trial_id: int, step: int, intermediate_value: float
@@ -238,7 +280,10 @@ class BufferedStorage(_CachedStorage):
 
     def create_new_trial(self, study_id: int, template_trial: FrozenTrial | None = None) -> int:
         self.flush()
-        return super().create_new_trial(study_id, template_trial)
+        trial_id = super().create_new_trial(study_id, template_trial)
+        if template_trial is None or not template_trial.state.is_finished():
+            self._writable.add(trial_id)
+        return trial_id
 
     def delete_study(self, study_id: int) -> None:
         self.flush()

@@ -56,6 +56,10 @@ class StorageLock:
         self._release: contextlib.ExitStack | None = None
         self.dialect = "sqlite" if sqlite_file is not None else _dialect(url)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy in another process makes its own engine and holds nothing yet
+        return {**self.__dict__, "engine": None, "_depth": 0, "_release": None}
+
     @contextlib.contextmanager
     def hold(self) -> Iterator[None]:
         """Holds the lock for the ``with`` block (nested holds are free)."""
