@@ -50,6 +50,7 @@ from nasmlcn.dashboard._extract import (
 from nasmlcn.dashboard._figures import FIGURES, FigureSpec, build_figures, figure_specs
 from nasmlcn.dashboard._live import DashboardError, make_dashboard_server
 from nasmlcn.dashboard._observer import DashboardObserver
+from nasmlcn.search._optuna_compat import storage_of, study_id_of, trial_id_of
 
 if TYPE_CHECKING:
     import optuna
@@ -125,8 +126,8 @@ def write_trial_note(study: optuna.Study, trial_number: int) -> None:
     """
     from nasmlcn.dashboard._notes import trial_note, write_note
 
-    storage = study._storage
-    study_id = study._study_id
+    storage = storage_of(study)
+    study_id = study_id_of(study)
     trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, trial_number)
     trial = storage.get_trial(trial_id)
     write_note(storage, study_id, trial_id, trial_note(trial, _metric_names(study)))
@@ -168,8 +169,8 @@ def refresh_study(study: optuna.Study, *, notes: str = "missing") -> list[str]:
 
     data = extract_report(study, importances=False)
     figures = dashboard_figures(data)
-    storage = study._storage
-    study_id = study._study_id
+    storage = storage_of(study)
+    study_id = study_id_of(study)
     # Every system attribute, notes and figures included (the search's storage
     # hides them from samplers; its backend does not).
     system = getattr(storage, "_backend", storage).get_study_system_attrs(study_id)
@@ -186,10 +187,10 @@ def refresh_study(study: optuna.Study, *, notes: str = "missing") -> list[str]:
     if notes != "none":
         names = _metric_names(study)
         for trial in study.get_trials(deepcopy=False):
-            version, body, chunks = read_note(system, trial._trial_id)
+            version, body, chunks = read_note(system, trial_id_of(trial))
             if notes == "missing" and version:
                 continue
-            items += note_items(trial._trial_id, trial_note(trial, names), version + 1, chunks)
+            items += note_items(trial_id_of(trial), trial_note(trial, names), version + 1, chunks)
     set_study_system_attrs(storage, study_id, items)
     logger.info("saved %d figures in study %s", len(figures), study.study_name)
     return list(figures)

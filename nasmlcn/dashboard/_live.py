@@ -95,12 +95,13 @@ def prepare_studies(storage: BaseStorage, *, refresh: bool = False) -> list[str]
     import optuna
 
     from nasmlcn.dashboard import GRAPH_ID_PREFIX, PLOT_DATA_PREFIX, refresh_study
+    from nasmlcn.search._optuna_compat import frozen_study_id
 
     done = []
     for frozen in storage.get_all_studies():
         if "nasmlcn" not in frozen.user_attrs:
             continue
-        system = storage.get_study_system_attrs(frozen._study_id)
+        system = storage.get_study_system_attrs(frozen_study_id(frozen))
         has_figures = any(k.startswith(PLOT_DATA_PREFIX + GRAPH_ID_PREFIX) for k in system)
         if has_figures and not refresh:
             continue

@@ -97,8 +97,10 @@ def set_study_system_attrs(
         return
     import json
 
-    from optuna.storages._rdb import models
-    from optuna.storages._rdb.storage import _create_scoped_session
+    from nasmlcn.search._optuna_compat import rdb_internals
+
+    rdb = rdb_internals()
+    models, _create_scoped_session = rdb.models, rdb.scoped_session
     from sqlalchemy.dialects import postgresql, sqlite
 
     model = models.StudySystemAttributeModel

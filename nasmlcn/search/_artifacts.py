@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.errors import SearchError
-from nasmlcn.search._optuna_compat import forget_trial_artifact, storage_of
+from nasmlcn.search._optuna_compat import forget_trial_artifact, storage_of, trial_id_of
 from nasmlcn.search._storage import sqlite_path
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ def prune_weights(study: optuna.Study, store: ArtifactStore, policy: str) -> lis
             continue
         with contextlib.suppress(Exception):
             store.remove(weights["artifact_id"])
-        forget_trial_artifact(storage_of(study), trial._trial_id, weights["artifact_id"])
+        forget_trial_artifact(storage_of(study), trial_id_of(trial), weights["artifact_id"])
         removed.append(trial.number)
     return removed
 

@@ -20,12 +20,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Container, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optuna.distributions import BaseDistribution
 from optuna.storages import RDBStorage
-from optuna.storages._cached_storage import _CachedStorage
 from optuna.trial import FrozenTrial, TrialState
+
+from nasmlcn.search._optuna_compat import rdb_internals
+
+_rdb = rdb_internals()
+if TYPE_CHECKING:
+    from optuna.storages._cached_storage import _CachedStorage
+else:
+    _CachedStorage = _rdb.CachedStorage
 
 _Op = tuple[str, int, str, Any, Any]
 
@@ -139,15 +146,14 @@ class BufferedStorage(_CachedStorage):
                 return
             ops, self._buffer = self._buffer, []
             from optuna.distributions import check_distribution_compatibility, distribution_to_json
-            from optuna.storages._rdb import models
-            from optuna.storages._rdb.storage import _create_scoped_session
 
+            models, _create_scoped_session = _rdb.models, _rdb.scoped_session
             backend = self._backend
             attrs: dict[tuple[str, int, str], Any] = {}
             with _create_scoped_session(backend.scoped_session, True) as session:
                 for trial_id in dict.fromkeys(op[1] for op in ops):
                     trial = models.TrialModel.find_or_raise_by_id(trial_id, session)
-                    backend.check_trial_is_updatable(trial_id, trial.state)  # type: ignore[arg-type]
+                    backend.check_trial_is_updatable(trial_id, trial.state)
                 for kind, trial_id, key, value, distribution in ops:
                     if kind != "param":
                         attrs[(kind, trial_id, key)] = value
@@ -178,7 +184,7 @@ class BufferedStorage(_CachedStorage):
     def _write_attrs(self, session: Any, attrs: dict[tuple[str, int, str], Any]) -> None:
         import json
 
-        from optuna.storages._rdb import models
+        models = _rdb.models
 
         backend = self._backend
         for kind, model in (
@@ -211,8 +217,7 @@ class BufferedStorage(_CachedStorage):
         """Trials of the study in ``states``, counted by the database (one cheap
         query, where ``get_n_trials`` would load every unfinished trial)."""
         self.flush()
-        from optuna.storages._rdb import models
-        from optuna.storages._rdb.storage import _create_scoped_session
+        models, _create_scoped_session = _rdb.models, _rdb.scoped_session
         from sqlalchemy import func
 
         with _create_scoped_session(self._backend.scoped_session) as session:
@@ -228,8 +233,7 @@ class BufferedStorage(_CachedStorage):
             return super().get_study_system_attrs(study_id)
         import json
 
-        from optuna.storages._rdb import models
-        from optuna.storages._rdb.storage import _create_scoped_session
+        models, _create_scoped_session = _rdb.models, _rdb.scoped_session
 
         model = models.StudySystemAttributeModel
         with _create_scoped_session(self._backend.scoped_session) as session:

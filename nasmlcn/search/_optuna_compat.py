@@ -28,8 +28,13 @@ def study_id_of(study: optuna.Study) -> int:
     return int(study._study_id)
 
 
-def trial_id_of(trial: optuna.Trial) -> int:
+def trial_id_of(trial: optuna.Trial | optuna.trial.FrozenTrial) -> int:
     return int(trial._trial_id)
+
+
+def frozen_study_id(study: Any) -> int:
+    """The id of a ``FrozenStudy`` (``storage.get_all_studies()``)."""
+    return int(study._study_id)
 
 
 def rdb_internals() -> SimpleNamespace:
