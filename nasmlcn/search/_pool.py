@@ -21,6 +21,7 @@ import contextlib
 import multiprocessing
 import os
 import queue
+import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -208,6 +209,35 @@ def run_workers(
     ]
     for process in processes:
         process.start()
+
+    def forward(signum: int, frame: Any) -> None:  # a scheduler stops the parent only
+        for process in processes:
+            if process.is_alive() and process.pid is not None:
+                with contextlib.suppress(OSError):
+                    os.kill(process.pid, signal.SIGTERM)
+
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, forward) if main else None
+    try:
+        return _collect(config, observer, slots, processes, channel, setup, study, result, started)
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _collect(
+    config: SearchConfig,
+    observer: SearchObserver,
+    slots: list[WorkerSlot],
+    processes: list[Any],
+    channel: Any,
+    setup: Any,
+    study: Any,
+    result: SearchResult,
+    started: float,
+) -> SearchResult:
     stops: dict[int, str] = {}
     errors: list[str] = []
     interrupted = False

@@ -331,15 +331,41 @@ def _redact_stored_url(study: optuna.Study, stored: dict[str, Any]) -> None:
 
 @contextmanager
 def _no_interrupts() -> Iterator[None]:
-    """Ignores Ctrl-C while the interrupted trial is written down."""
+    """Ignores Ctrl-C and SIGTERM while the interrupted trial is written down."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a batch scheduler ending the job, ``kill``): handled as Ctrl-C."""
+
+    def __str__(self) -> str:
+        return "stopped by SIGTERM"
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Turns SIGTERM into :class:`Terminated` for the block (main thread only), so a
+    scheduler's stop fails and queues the running trial, as Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _failure_reason(err: BaseException) -> str:
@@ -386,7 +412,8 @@ def run_search(
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         warnings.filterwarnings("ignore", message="Heartbeat of storage")
         every = Observers([o for o in (observer, *observers) if o is not None])
-        return _run_search(config, every, evaluator)
+        with sigterm_as_interrupt():
+            return _run_search(config, every, evaluator)
 
 
 FAILURES_IN_A_ROW = 10
@@ -508,7 +535,7 @@ def _run_search(
                     with hold(storage):
                         prune_weights(study, files.store, config.keep_weights)
             outcome = replace(outcome, timings=timings)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             result.stopped = "interrupted"
             if trial is None:  # Ctrl-C while sampling: Optuna may have left a RUNNING trial
                 if config.storage.startswith("sqlite"):  # one machine: it can only be ours
@@ -516,7 +543,11 @@ def _run_search(
                         _fail_running_of_this_run(study)
                 break
             with _no_interrupts():
-                reason = "interrupted by the user (Ctrl-C)"
+                reason = (
+                    "stopped by SIGTERM"
+                    if isinstance(stop, Terminated)
+                    else "interrupted by the user (Ctrl-C)"
+                )
                 trial.set_user_attr("fail_reason", reason)
                 trial.set_user_attr("failure", "interrupted")
                 study.tell(trial, state=_state("FAIL"))

@@ -202,3 +202,21 @@ def test_more_gpus_per_trial_than_the_machine_has_is_one_clear_error(tmp_path: P
         "the option out to run on the CPU"
     ]
     assert not (tmp_path / "gpu.db").exists()  # refused before the study was made
+
+
+def test_sigterm_fails_and_queues_the_running_trial_like_ctrl_c(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'term.db'}"
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tests.search._worker_script", url, "s", "3", "120", "2"],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert worker.stdout is not None
+    assert worker.stdout.readline().startswith("trial 0 epoch 1")
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=60) == 0  # it wrote the trial down and returned
+    trials = load_existing_study("s", url).trials
+    assert [t.state for t in trials] == [TrialState.FAIL, TrialState.WAITING]
+    assert trials[0].user_attrs["fail_reason"] == "stopped by SIGTERM"
+    assert trials[0].user_attrs["failure"] == "interrupted"
