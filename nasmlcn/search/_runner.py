@@ -516,6 +516,8 @@ def _run_search(
             timings["ask"] = time.perf_counter() - tick
             with heartbeat(storage_of(study), trial_id_of(trial)):
                 files = TrialFiles(store, trial, Path(workdir.name)) if store else None
+                if files is not None and files.resumed_epoch:
+                    trial.set_user_attr("resumed_from_epoch", files.resumed_epoch)
                 outcome = _run_trial(
                     setup,
                     study,

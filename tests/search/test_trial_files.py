@@ -85,6 +85,7 @@ def test_a_stopped_trial_resumes_from_its_checkpoint_with_identical_results(
     assert outcome.number == queued.number and outcome.state == "COMPLETE"
     done = load_existing_study("s", cut.storage).trials[queued.number]
     training = done.user_attrs["training"]
+    assert done.user_attrs["resumed_from_epoch"] == 2
     # epochs 1-2 come from the checkpoint, epoch 3 was trained after resuming
     assert [e["epoch"] for e in training["extra"]["per_epoch"]] == [1, 2, 3]
     assert (
