@@ -55,7 +55,8 @@ def _start(command: list[str], log: Path) -> subprocess.Popen[bytes]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import optuna
-    from optuna.trial import TrialState
+
+    from nasmlcn.search._record import TrialRecord
 
     rng = random.Random(args.seed)
     folder = Path(tempfile.mkdtemp(prefix="nasmlcn-kill-"))
@@ -82,16 +83,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.load_study(study_name="kill", storage=url)
-    trials = study.get_trials(deepcopy=False)
-    done = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
-    crashed = [t for t in trials if t.user_attrs.get("failure") == "crash"]
+    frozen = study.get_trials(deepcopy=False)
+    trials = [TrialRecord.of(t) for t in frozen]
+    history = {t.number: t.system_attrs.get("retry_history") for t in frozen}
+    done = [t for t in trials if t.state in ("COMPLETE", "PRUNED")]
+    crashed = [t for t in trials if t.failure == "crash"]
     retries: dict[int, list[Any]] = {}
     for t in trials:
-        if "failed_trial" in t.system_attrs:
-            retries.setdefault(t.system_attrs["retry_history"][-1], []).append(t)
+        if t.retry_of is not None:  # keyed by the trial it directly retries
+            retries.setdefault(history[t.number][-1], []).append(t)
     unretried = [t.number for t in crashed if t.number not in retries]
     params = [tuple(sorted(t.params.items())) for t in done]
-    resumed = [t for t in done if t.user_attrs.get("resumed_from_epoch")]
+    resumed = [t for t in done if t.resumed_from_epoch]
     with sqlite3.connect(db) as connection:
         integrity = connection.execute("PRAGMA integrity_check").fetchone()[0]
     return {
@@ -100,15 +103,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "finished": len(done),
         "finished_twice": len(params) - len(set(params)),
         "failed_by_crash": len(crashed),
-        "crash_reasons": sorted({t.user_attrs.get("fail_reason", "") for t in crashed}),
+        "crash_reasons": sorted({t.fail_reason or "" for t in crashed}),
         "crashed_not_retried": unretried,
         # crashed trials whose retry chain ended in a finished trial
         "retried_and_finished": sum(1 for t in crashed if _chain_finished(t.number, retries)),
         "resumed_from_checkpoint": len(resumed),
-        "resumed_epochs": sorted(t.user_attrs["resumed_from_epoch"] for t in resumed),
-        "running_or_waiting_left": sum(
-            1 for t in trials if t.state in (TrialState.RUNNING, TrialState.WAITING)
-        ),
+        "resumed_epochs": sorted(t.resumed_from_epoch or 0 for t in resumed),
+        "running_or_waiting_left": sum(1 for t in trials if t.state in ("RUNNING", "WAITING")),
         "integrity_check": integrity,
         "worker_exit_codes": codes,
         "seconds": seconds,
@@ -117,10 +118,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _chain_finished(number: int, retries: dict[int, list[Any]]) -> bool:
-    from optuna.trial import TrialState
-
     for retry in retries.get(number, []):
-        if retry.state in (TrialState.COMPLETE, TrialState.PRUNED):
+        if retry.state in ("COMPLETE", "PRUNED"):
             return True
         if _chain_finished(retry.number, retries):
             return True

@@ -65,10 +65,10 @@ def main() -> None:
         from nasmlcn.search._study_access import load_existing_study
 
         study = load_existing_study("no-prune", base.storage)
+        from nasmlcn.search._record import TrialRecord
+
         curves = [
-            t.user_attrs["training"]["val_accuracy_per_epoch"]
-            for t in study.trials
-            if t.state.name == "COMPLETE"
+            TrialRecord.of(t).accuracy_per_epoch for t in study.trials if t.state.name == "COMPLETE"
         ]
     table = epoch_correlations(curves)
 

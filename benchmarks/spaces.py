@@ -37,6 +37,7 @@ def run(space: str, devices: str, sampler: str, objectives: str, trials: int, se
     import optuna
 
     from nasmlcn.search import SearchConfig, run_search
+    from nasmlcn.search._record import TrialRecord
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp:
@@ -58,7 +59,7 @@ def run(space: str, devices: str, sampler: str, objectives: str, trials: int, se
             warnings.simplefilter("ignore")
             result = run_search(config)
             study = optuna.load_study(study_name=result.study, storage=storage)
-            complete = [t for t in study.trials if t.state.name == "COMPLETE"]
+            complete = [TrialRecord.of(t) for t in study.trials if t.state.name == "COMPLETE"]
             front = (
                 {t.number for t in study.best_trials} if len(objectives.split(",")) > 1 else set()
             )
@@ -66,25 +67,23 @@ def run(space: str, devices: str, sampler: str, objectives: str, trials: int, se
 
 
 def figures(complete: list[Any], front: set[int], identical: bool) -> dict[str, Any]:
-    latency = [t.user_attrs["predicted"]["latency"] for t in complete]
-    memory = [t.user_attrs["predicted"]["peak_memory_bytes"] / MIB for t in complete]
-    imbalance = [t.user_attrs["predicted"]["imbalance"] for t in complete]
-    lanes = sum(t.user_attrs["num_lanes"] for t in complete)
-    repaired = sum(int(t.user_attrs.get("repaired_lanes", 0)) for t in complete)
-    trials_repaired = sum(1 for t in complete if t.user_attrs.get("repairs"))
+    latency = [t.predicted["latency"] for t in complete]
+    memory = [t.predicted["peak_memory_bytes"] / MIB for t in complete]
+    imbalance = [t.predicted["imbalance"] for t in complete]
+    lanes = sum(t.num_lanes for t in complete)
+    repaired = sum(t.repaired_lanes for t in complete)
+    trials_repaired = sum(1 for t in complete if t.repairs)
     over_memory = sum(
         1
         for t in complete
-        if any(d["memory_bytes"] > d["memory_limit_bytes"] for d in t.user_attrs["plan"]["devices"])
+        if any(d["memory_bytes"] > d["memory_limit_bytes"] for d in t.plan["devices"])
     )
     from nasmlcn.specs import parse_lanes
 
     hetero = 0
     for t in complete:
-        names = [str(lane) for lane in parse_lanes(t.user_attrs["lanes"])]
-        groups = {
-            tuple(sorted(names[i] for i in d["lanes"])) for d in t.user_attrs["plan"]["devices"]
-        }
+        names = [str(lane) for lane in parse_lanes(t.lanes)]
+        groups = {tuple(sorted(names[i] for i in d["lanes"])) for d in t.plan["devices"]}
         hetero += len(groups) > 1
     out: dict[str, Any] = {
         "trials": len(complete),
@@ -104,12 +103,8 @@ def figures(complete: list[Any], front: set[int], identical: bool) -> dict[str, 
     if identical:
         out["heterogeneous_share"] = hetero / len(complete)
     if front:
-        fl = [t.user_attrs["predicted"]["latency"] for t in complete if t.number in front]
-        fm = [
-            t.user_attrs["predicted"]["peak_memory_bytes"] / MIB
-            for t in complete
-            if t.number in front
-        ]
+        fl = [t.predicted["latency"] for t in complete if t.number in front]
+        fm = [t.predicted["peak_memory_bytes"] / MIB for t in complete if t.number in front]
         out["front_size"] = len(front)
         out["front_latency_ms"] = [min(fl) * 1e3, max(fl) * 1e3]
         out["front_latency_span"] = max(fl) / min(fl)

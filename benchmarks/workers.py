@@ -31,15 +31,24 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests._postgres: the private PostgreSQL server
 
 
-def _search(url: str, study: str, trials: int, extra: list[str]) -> list[str]:
+def _search(study: str, trials: int, extra: list[str]) -> list[str]:
+    """The worker command; the storage URL goes in ``NASMLCN_STORAGE`` (``_env``), so
+    the PostgreSQL password is in no process list."""
     return [
         sys.executable,
         "-m",
         "nasmlcn",
         "search",
-        *("--storage", url, "--study", study, "--trials", str(trials), "--quiet"),
+        *("--study", study, "--trials", str(trials), "--quiet"),
         *extra,
     ]
+
+
+def _env(url: str, threads: int | None = 1) -> dict[str, str]:
+    env = {**os.environ, "NASMLCN_STORAGE": url}
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
+    return env
 
 
 PROXY = ["--evaluator", "proxy", "--devices", "4xK80", "--mem", "12GB", "--epochs", "3"]
@@ -50,11 +59,10 @@ def _together(n: int, url: str, study: str, trials: int, extra: list[str]) -> di
     import optuna
     from optuna.trial import TrialState
 
-    command = _search(url, study, trials, extra)
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    command = _search(study, trials, extra)
     start = time.perf_counter()
     procs = [
-        subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(url))
         for _ in range(n)
     ]
     errors = [p.communicate()[1].decode(errors="replace").strip() for p in procs]
@@ -142,9 +150,15 @@ def training(runs: int, trials: int) -> dict[str, Any]:
             with tempfile.TemporaryDirectory() as tmp:
                 url = f"sqlite:///{tmp}/train.db"
                 workers = ["--workers", "2"] if label.startswith("2") else []
-                command = _search(url, "train", trials, [*extra, *workers])
+                command = _search("train", trials, [*extra, *workers])
                 start = time.perf_counter()
-                subprocess.run(command, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+                subprocess.run(
+                    command,
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                    cwd=ROOT,
+                    env=_env(url, threads=None),  # the pool splits the cores itself
+                )
                 seconds[label].append(time.perf_counter() - start)
     medians = {k: statistics.median(v) for k, v in seconds.items()}
     return {

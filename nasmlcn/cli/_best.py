@@ -51,11 +51,14 @@ def best(
     trials = best_trials(loaded, top=top)
     rows = [summarize(t, names).to_dict() for t in trials]
     if export_arch is not None:
-        if not trials or "arch" not in trials[0].user_attrs:
+        from nasmlcn.search._record import TrialRecord
+
+        best_arch = TrialRecord.of(trials[0]).arch if trials else {}
+        if not best_arch:
             raise SearchError(
                 f"study {loaded.study_name!r} has no completed feasible trial to export"
             )
-        save_arch(arch_from_dict(trials[0].user_attrs["arch"]), export_arch)
+        save_arch(arch_from_dict(best_arch), export_arch)
     exported = None
     if export is not None:
         exported = _export_trial(loaded, trials, trial_number, storage, artifacts, export)

@@ -196,45 +196,36 @@ def extract_study(study: optuna.Study) -> StudyData:
 
 
 def _row(trial: FrozenTrial) -> TrialRow:
-    from nasmlcn.search._results import CONSTRAINT_PREFIX, is_feasible
+    from nasmlcn.search._record import TrialRecord
 
-    attrs = trial.user_attrs
-    predicted = attrs.get("predicted") or {}
-    training = attrs.get("training") or {}
+    record = TrialRecord.of(trial)
+    predicted = record.predicted
     system = trial.system_attrs
-    constraints = {
-        k[len(CONSTRAINT_PREFIX) :]: float(v)
-        for k, v in system.items()
-        if k.startswith(CONSTRAINT_PREFIX)
-    }
-    legacy = system.get("constraints")  # Optuna < 5 kept one list
-    if not constraints and isinstance(legacy, (list, tuple)):
-        constraints.update({f"c{i}": float(v) for i, v in enumerate(legacy)})
     generation = next((v for k, v in system.items() if k.endswith(":generation")), None)
     duration = trial.duration.total_seconds() if trial.duration is not None else None
     return TrialRow(
         number=trial.number,
         state=trial.state.name,
-        values=tuple(float(v) for v in trial.values) if trial.values is not None else None,
-        feasible=is_feasible(trial),
+        values=record.values,
+        feasible=record.feasible,
         pareto=False,
-        constraints=constraints,
-        params=dict(trial.params),
-        lanes=attrs.get("lanes"),
-        lane_mix=attrs.get("lane_mix"),
-        num_lanes=attrs.get("num_lanes"),
+        constraints=record.constraints,
+        params=record.params,
+        lanes=record.lanes,
+        lane_mix=record.lane_mix,
+        num_lanes=record.num_lanes,
         latency=_number(predicted.get("latency")),
         time_unit=str(predicted.get("time_unit") or "s"),
         peak_memory_bytes=_number(predicted.get("peak_memory_bytes")),
         model_params=predicted.get("params"),
         imbalance=_number(predicted.get("imbalance")),
-        accuracy_per_epoch=tuple(float(a) for a in training.get("val_accuracy_per_epoch") or ()),
+        accuracy_per_epoch=tuple(record.accuracy_per_epoch),
         generation=int(generation) if isinstance(generation, (int, float)) else None,
-        reason=attrs.get("fail_reason") or attrs.get("prune_reason"),
+        reason=record.reason,
         datetime_start=trial.datetime_start.isoformat() if trial.datetime_start else None,
         datetime_complete=trial.datetime_complete.isoformat() if trial.datetime_complete else None,
         duration_s=duration,
-        attrs=attrs,
+        attrs=record.attrs,
     )
 
 

@@ -28,6 +28,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from nasmlcn.errors import DashboardError
 from nasmlcn.search._buffered_storage import BufferedStorage
+from nasmlcn.search._record import CONSTRAINT_PREFIX
 
 if TYPE_CHECKING:
     from optuna.storages import BaseStorage
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-CONSTRAINT_PREFIX = "constraints:"
 
 
 class DashboardStorage(BufferedStorage):
@@ -60,14 +60,14 @@ def _with_constraint_list(trial: FrozenTrial) -> FrozenTrial:
     """``trial`` with ``system_attrs["constraints"]``, the named constraint values in
     name order, when it has named constraints and no such list (a shallow copy:
     the cached trial is left as it is)."""
-    system = trial._system_attrs
+    system = trial.system_attrs
     if "constraints" in system:
         return trial
     named = sorted((k, v) for k, v in system.items() if k.startswith(CONSTRAINT_PREFIX))
     if not named:
         return trial
     clone = copy.copy(trial)
-    clone._system_attrs = {**system, "constraints": [float(v) for _, v in named]}
+    clone.system_attrs = {**system, "constraints": [float(v) for _, v in named]}
     return clone
 
 

@@ -157,12 +157,13 @@ def _cell(text: str) -> str:
 
 def trial_note(trial: FrozenTrial, metric_names: Sequence[str]) -> str:
     """The Markdown note of one trial: result, architecture, placement, curve."""
-    from nasmlcn.search._results import CONSTRAINT_PREFIX, is_feasible
+    from nasmlcn.search._record import TrialRecord
 
-    attrs = trial.user_attrs
-    predicted = attrs.get("predicted") or {}
-    training = attrs.get("training") or {}
-    arch = attrs.get("arch") or {}
+    record = TrialRecord.of(trial)
+    attrs = record.attrs
+    predicted = record.predicted
+    training = record.training
+    arch = record.arch
     lines = [f"### Trial {trial.number}: {trial.state.name.lower()}"]
     if trial.values is not None:
         lines.append(
@@ -170,16 +171,11 @@ def trial_note(trial: FrozenTrial, metric_names: Sequence[str]) -> str:
                 f"**{name}** {_fmt(v)}" for name, v in zip(metric_names, trial.values, strict=False)
             )
         )
-    constraints = {
-        k[len(CONSTRAINT_PREFIX) :]: v
-        for k, v in trial.system_attrs.items()
-        if k.startswith(CONSTRAINT_PREFIX)
-    }
-    if constraints:
-        verdict = "feasible" if is_feasible(trial) else "**infeasible**"
-        detail = ", ".join(f"{k} {_fmt(v, 3)}" for k, v in sorted(constraints.items()))
+    if record.constraints:
+        verdict = "feasible" if record.feasible else "**infeasible**"
+        detail = ", ".join(f"{k} {_fmt(v, 3)}" for k, v in sorted(record.constraints.items()))
         lines += ["", f"{verdict} (constraints, feasible when <= 0: {detail})"]
-    reason = attrs.get("fail_reason") or attrs.get("prune_reason")
+    reason = record.reason
     if reason:
         lines += ["", f"> {reason}"]
 

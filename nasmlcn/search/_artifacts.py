@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from nasmlcn.errors import SearchError
 from nasmlcn.search._optuna_compat import forget_trial_artifact, storage_of, trial_id_of
+from nasmlcn.search._record import TrialRecord
 from nasmlcn.search._storage import sqlite_path
 
 if TYPE_CHECKING:
@@ -168,20 +169,20 @@ def prune_weights(study: optuna.Study, store: ArtifactStore, policy: str) -> lis
     kept = {t.number for t in best_trials(study, top=count if kind == "best" else 1)}
     removed = []
     for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
-        weights = trial.user_attrs.get("weights")
-        if not weights or trial.number in kept or not has_weights(trial):
+        record = TrialRecord.of(trial)
+        if record.weights is None or trial.number in kept or not record.weights_kept:
             continue
+        artifact_id = record.weights["artifact_id"]
         with contextlib.suppress(Exception):
-            store.remove(weights["artifact_id"])
-        forget_trial_artifact(storage_of(study), trial_id_of(trial), weights["artifact_id"])
+            store.remove(artifact_id)
+        forget_trial_artifact(storage_of(study), trial_id_of(trial), artifact_id)
         removed.append(trial.number)
     return removed
 
 
 def has_weights(trial: Any) -> bool:
     """Whether ``trial`` still has its weights (``--keep-weights`` may remove them)."""
-    weights = trial.user_attrs.get("weights")
-    return bool(weights) and f"artifacts:{weights['artifact_id']}" in trial.system_attrs
+    return TrialRecord.of(trial).weights_kept
 
 
 def export_trial(trial: Any, store: ArtifactStore, out_dir: Path) -> dict[str, Path]:
@@ -198,10 +199,11 @@ def export_trial(trial: Any, store: ArtifactStore, out_dir: Path) -> dict[str, P
     from nasmlcn.specs import arch_from_dict, save_arch
     from nasmlcn.specs._io import atomic_path
 
-    if "arch" not in trial.user_attrs:
+    record = TrialRecord.of(trial)
+    if not record.arch:
         raise SearchError(f"trial {trial.number} has no architecture to export")
-    weights = trial.user_attrs.get("weights")
-    if not weights or not has_weights(trial):
+    weights = record.weights
+    if weights is None or not record.weights_kept:
         why = "they were removed (--keep-weights)" if weights else "it kept none"
         raise SearchError(
             f"trial {trial.number} has no weights to export: {why}; only trials trained by "
@@ -219,7 +221,7 @@ def export_trial(trial: Any, store: ArtifactStore, out_dir: Path) -> dict[str, P
     from nasmlcn.training._job import ARCH_NAME, CHECKPOINT_NAME
 
     arch_path, weights_path = out_dir / ARCH_NAME, out_dir / CHECKPOINT_NAME
-    save_arch(arch_from_dict(trial.user_attrs["arch"]), arch_path)
+    save_arch(arch_from_dict(record.arch), arch_path)
     with atomic_path(weights_path) as tmp:
         tmp.write_bytes(body)
     return {"arch": arch_path, "weights": weights_path}

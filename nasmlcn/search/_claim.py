@@ -31,6 +31,7 @@ from nasmlcn.search._optuna_compat import (
     study_id_of,
     trial_id_of,
 )
+from nasmlcn.search._record import RECORD_VERSION, RECORD_VERSION_ATTR
 from nasmlcn.search._recovery import fail_stale_trials
 
 if TYPE_CHECKING:
@@ -109,6 +110,7 @@ def claim(study: optuna.Study, config: SearchConfig, make_sampler: Any, sample: 
         if not retried:
             trial.set_user_attr("sampler_seed", seed)
         trial.set_user_attr("worker", worker_name())
+        trial.set_user_attr(RECORD_VERSION_ATTR, RECORD_VERSION)
         sample(trial)
         # visible and alive before the lock is let go: a worker that dies from here
         # on leaves a trial the others see go stale

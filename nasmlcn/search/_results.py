@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.search._correlation import EpochCorrelation, epoch_correlations
+from nasmlcn.search._record import TrialRecord
 
 if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
 
-CONSTRAINT_PREFIX = "constraints:"
 MEASURED_KEYS = (
     "measured_inference_latency_s",
     "measured_inference_device",
@@ -28,11 +28,7 @@ MEASURED_KEYS = (
 
 def is_feasible(trial: FrozenTrial) -> bool:
     """All of the trial's constraints (``trial.set_constraint``) are <= 0."""
-    values = [v for k, v in trial.system_attrs.items() if k.startswith(CONSTRAINT_PREFIX)]
-    constraints = trial.system_attrs.get("constraints")
-    if isinstance(constraints, (list, tuple)):
-        values.extend(constraints)
-    return all(v <= 0 for v in values)
+    return TrialRecord.of(trial).feasible
 
 
 @dataclass(frozen=True)
@@ -76,25 +72,24 @@ class TrialSummary:
 
 
 def summarize(trial: FrozenTrial, metric_names: list[str] | None) -> TrialSummary:
-    attrs = trial.user_attrs
-    plan = attrs.get("plan") or {}
+    record = TrialRecord.of(trial)
     values = None
-    if trial.values is not None:
-        names = metric_names or [f"objective{i}" for i in range(len(trial.values))]
-        values = dict(zip(names, trial.values, strict=False))
-    training = attrs.get("training") or {}
+    if record.values is not None:
+        names = metric_names or [f"objective{i}" for i in range(len(record.values))]
+        values = dict(zip(names, record.values, strict=False))
+    training = record.training
     return TrialSummary(
-        number=trial.number,
-        state=trial.state.name,
+        number=record.number,
+        state=record.state,
         values=values,
-        lanes=attrs.get("lanes"),
-        lane_mix=attrs.get("lane_mix"),
-        num_lanes=attrs.get("num_lanes"),
-        placement=plan.get("devices", []),
-        predicted=attrs.get("predicted") or {},
-        accuracy_per_epoch=list(training.get("val_accuracy_per_epoch", [])),
-        feasible=is_feasible(trial),
-        reason=attrs.get("fail_reason") or attrs.get("prune_reason"),
+        lanes=record.lanes,
+        lane_mix=record.lane_mix,
+        num_lanes=record.num_lanes,
+        placement=record.plan.get("devices", []),
+        predicted=record.predicted,
+        accuracy_per_epoch=record.accuracy_per_epoch,
+        feasible=record.feasible,
+        reason=record.reason,
         measured={k: training[k] for k in MEASURED_KEYS if training.get(k) is not None},
     )
 
@@ -130,9 +125,9 @@ def completed_curves(study: optuna.Study) -> list[list[float]]:
 
     curves = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        curve = (t.user_attrs.get("training") or {}).get("val_accuracy_per_epoch")
+        curve = TrialRecord.of(t).accuracy_per_epoch
         if curve:
-            curves.append(list(curve))
+            curves.append(curve)
     return curves
 
 
@@ -162,13 +157,11 @@ def correlation_report(study: optuna.Study) -> CorrelationReport:
     """The early-epoch correlation of ``study`` and what its pruned trials saved."""
     from optuna.trial import TrialState
 
-    pruned = [
-        t
-        for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,))
-        if "seconds_saved" in t.user_attrs
+    saved = [
+        r.seconds_saved
+        for r in map(TrialRecord.of, study.get_trials(deepcopy=False, states=(TrialState.PRUNED,)))
+        if r.seconds_saved is not None
     ]
     return CorrelationReport(
-        tuple(epoch_correlations(completed_curves(study))),
-        len(pruned),
-        sum(float(t.user_attrs["seconds_saved"]) for t in pruned),
+        tuple(epoch_correlations(completed_curves(study))), len(saved), float(sum(saved))
     )

@@ -1,0 +1,59 @@
+"""The typed trial record: what the runner writes reads back through one schema,
+and trials written before the schema had a version still read."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import optuna
+from optuna.trial import TrialState
+
+from nasmlcn.search import SearchConfig, run_search
+from nasmlcn.search._claim import trial_seed
+from nasmlcn.search._record import RECORD_VERSION, TrialRecord
+from nasmlcn.search._study_access import load_existing_study
+
+
+def test_the_runner_writes_every_field_of_the_current_record(tmp_path: Path) -> None:
+    config = SearchConfig(
+        evaluator="proxy",
+        storage=f"sqlite:///{tmp_path / 'r.db'}",
+        trials=2,
+        epochs=2,
+        devices="4xK80",
+        mem="12GB",
+        latency_budget=1.0,
+    )
+    run_search(config)
+    for trial in load_existing_study(None, config.storage).trials:
+        record = TrialRecord.of(trial)
+        assert record.version == RECORD_VERSION
+        assert record.state == "COMPLETE" and record.values == (trial.value,)
+        assert record.lanes and record.num_lanes and record.arch["lanes"]
+        assert record.plan["devices"] and "latency" in record.predicted
+        assert len(record.accuracy_per_epoch) == 2
+        assert set(record.constraints) == {"memory", "latency"} and record.feasible
+        assert record.sampler_seed == trial_seed(0, trial.number)
+        assert record.worker and record.worker.endswith(f":{os.getpid()}")
+        assert record.reason is None and not record.crashed
+
+
+def test_a_trial_written_before_the_record_had_a_version_reads_as_version_0(
+    tmp_path: Path,
+) -> None:
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'old.db'}")
+    trial = optuna.trial.create_trial(
+        params={"num_lanes": 2},
+        distributions={"num_lanes": optuna.distributions.IntDistribution(1, 4)},
+        value=0.5,
+        user_attrs={"lanes": "2*mlcn2:4x1", "training": {"val_accuracy_per_epoch": [0.4, 0.5]}},
+        system_attrs={"constraints": [0.1, -1.0]},  # Optuna < 5 kept one list
+        state=TrialState.COMPLETE,
+    )
+    study.add_trial(trial)
+    record = TrialRecord.of(study.trials[0])
+    assert record.version == 0 and record.lanes == "2*mlcn2:4x1"
+    assert record.constraints == {"c0": 0.1, "c1": -1.0} and not record.feasible
+    assert record.accuracy_per_epoch == [0.4, 0.5]
+    assert record.worker is None and record.weights is None and not record.weights_kept
