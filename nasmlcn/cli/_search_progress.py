@@ -70,7 +70,10 @@ class SearchProgress(SearchObserver):
 
     def on_trial_end(self, outcome: TrialOutcome) -> None:
         assert self._start is not None and self._trials is not None
-        seconds = time.perf_counter() - self._trial_started
+        # the outcome's own time: with --workers, trials start in other processes
+        seconds = (
+            outcome.seconds if outcome.seconds > 0 else time.perf_counter() - self._trial_started
+        )
         if outcome.state == "COMPLETE" and outcome.values is not None:
             shown = ", ".join(
                 f"{name} {value:.4g}"

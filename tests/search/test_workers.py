@@ -220,3 +220,21 @@ def test_sigterm_fails_and_queues_the_running_trial_like_ctrl_c(tmp_path: Path) 
     assert [t.state for t in trials] == [TrialState.FAIL, TrialState.WAITING]
     assert trials[0].user_attrs["fail_reason"] == "stopped by SIGTERM"
     assert trials[0].user_attrs["failure"] == "interrupted"
+
+
+def test_the_live_display_of_a_pool_shows_every_trial_with_its_own_time(tmp_path: Path) -> None:
+    import re
+
+    from tests.conftest import run_cli
+
+    url = f"sqlite:///{tmp_path / 'shown.db'}"
+    result = run_cli(
+        *("search", "--evaluator", "proxy", "--devices", "4xK80", "--mem", "12GB"),
+        *("--epochs", "2", "--trials", "6", "--storage", url, "--study", "p", "--workers", "2"),
+        env={"COLUMNS": "200"},
+    )
+    assert result.returncode == 0, result.stderr
+    shown = re.findall(r"trial (\d+): accuracy [\d.]+ \(([\d.]+) s\)", result.stderr)
+    assert sorted(int(n) for n, _ in shown) == list(range(6))
+    assert all(float(s) < 60 for _, s in shown)  # the trial's time, not time since start-up
+    assert re.search(r"2 workers \(\d+ CPU thread\(s\) each\)", result.stdout)
