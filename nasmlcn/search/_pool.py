@@ -32,10 +32,10 @@ from nasmlcn.search._config import SearchConfig
 from nasmlcn.search._runner import (
     SearchObserver,
     SearchResult,
-    SearchStart,
     TrialOutcome,
     open_search,
     run_search,
+    start_run,
     summarize_study,
 )
 
@@ -171,32 +171,9 @@ def run_workers(
     started = time.perf_counter()
     slots = plan_workers(workers, gpus_per_trial)
     setup, study, resumed = open_search(config)  # errors here, before any worker starts
-    from nasmlcn._storage_url import redact_url
     from nasmlcn.search._claim import finished
 
-    done = finished(study)
-    shown = redact_url(config.storage)
-    observer.on_start(
-        SearchStart(
-            study.study_name,
-            shown,
-            resumed,
-            done,
-            config.trials,
-            config.epochs,
-            config.evaluator,
-            config.sampler,
-            tuple(setup.directions),
-            tuple(setup.metric_names),
-        )
-    )
-    result = SearchResult(
-        study.study_name,
-        shown,
-        done,
-        metric_names=setup.metric_names,
-        directions=setup.directions,
-    )
+    result = start_run(config, setup, study, resumed, finished(study), observer)
     context = multiprocessing.get_context("spawn")
     channel = context.Queue()
     processes = [

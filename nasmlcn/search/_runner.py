@@ -438,6 +438,39 @@ def open_search(config: SearchConfig) -> tuple[SearchSetup, optuna.Study, bool]:
     return setup, study, resumed
 
 
+def start_run(
+    config: SearchConfig,
+    setup: SearchSetup,
+    study: optuna.Study,
+    resumed: bool,
+    done: int,
+    observer: SearchObserver,
+) -> SearchResult:
+    """Tells ``observer`` the run starts; the run's (empty) result."""
+    shown = redact_url(config.storage)  # results and progress never show a password
+    observer.on_start(
+        SearchStart(
+            study.study_name,
+            shown,
+            resumed,
+            done,
+            config.trials,
+            config.epochs,
+            config.evaluator,
+            config.sampler,
+            tuple(setup.directions),
+            tuple(setup.metric_names),
+        )
+    )
+    return SearchResult(
+        study.study_name,
+        shown,
+        done,
+        metric_names=setup.metric_names,
+        directions=setup.directions,
+    )
+
+
 def _run_search(
     config: SearchConfig, observer: SearchObserver, evaluator: Evaluator | None
 ) -> SearchResult:
@@ -454,28 +487,7 @@ def _run_search(
         if config.prune
         else None
     )
-    shown_storage = redact_url(config.storage)  # results and progress never show a password
-    result = SearchResult(
-        study.study_name,
-        shown_storage,
-        done,
-        metric_names=setup.metric_names,
-        directions=setup.directions,
-    )
-    observer.on_start(
-        SearchStart(
-            study.study_name,
-            shown_storage,
-            resumed,
-            done,
-            config.trials,
-            config.epochs,
-            config.evaluator,
-            config.sampler,
-            tuple(setup.directions),
-            tuple(setup.metric_names),
-        )
-    )
+    result = start_run(config, setup, study, resumed, done, observer)
     distributions = setup.space.distributions()
     deadline = started + config.timeout if config.timeout is not None else None
     store = (
