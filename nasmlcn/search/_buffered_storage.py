@@ -228,6 +228,22 @@ class BufferedStorage(_CachedStorage):
                 .scalar()
             )
 
+    def count_by_state(self, study_id: int) -> dict[TrialState, int]:
+        """The study's trials per state, in one query (a worker's claim needs them all)."""
+        self.flush()
+        models, _create_scoped_session = _rdb.models, _rdb.scoped_session
+        from sqlalchemy import func
+
+        model = models.TrialModel
+        with _create_scoped_session(self._backend.scoped_session) as session:
+            rows = (
+                session.query(model.state, func.count(model.trial_id))
+                .filter(model.study_id == study_id)
+                .group_by(model.state)
+                .all()
+            )
+        return {TrialState(state): int(n) for state, n in rows}
+
     def get_study_system_attrs(self, study_id: int) -> dict[str, Any]:
         if not self.hide_dashboard:
             return super().get_study_system_attrs(study_id)

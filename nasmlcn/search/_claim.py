@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from nasmlcn.search._lock import hold
 from nasmlcn.search._optuna_compat import (
     record_heartbeat,
+    reseed_sampler,
     storage_of,
     study_id_of,
     trial_id_of,
@@ -59,6 +60,17 @@ def count(study: optuna.Study, *states: str) -> int:
     if hasattr(storage, "count_trials"):
         return int(storage.count_trials(study_id_of(study), wanted))
     return len(study.get_trials(deepcopy=False, states=tuple(wanted)))
+
+
+def counts(study: optuna.Study) -> dict[str, int]:
+    """The study's trials per state name (``COMPLETE``: 12, ...), in one query."""
+    storage = storage_of(study)
+    if hasattr(storage, "count_by_state"):
+        return {s.name: n for s, n in storage.count_by_state(study_id_of(study)).items()}
+    found: dict[str, int] = {}
+    for trial in study.get_trials(deepcopy=False):
+        found[trial.state.name] = found.get(trial.state.name, 0) + 1
+    return found
 
 
 def finished(study: optuna.Study) -> int:
@@ -96,14 +108,20 @@ def claim(study: optuna.Study, config: SearchConfig, make_sampler: Any, sample: 
     """
     storage = storage_of(study)
     with hold(storage):
-        stale = tuple(fail_stale_trials(study, config.grace, config.max_retries))
-        waiting = count(study, "WAITING")
-        if not waiting and count(study, "COMPLETE", "PRUNED", "RUNNING") >= config.trials:
-            action = "wait" if count(study, "RUNNING") else "done"
-            return Claim(action, failed_stale=stale)
-        number = count(study)  # the number a new trial gets
+        now = counts(study)
+        stale: tuple[int, ...] = ()
+        if now.get("RUNNING"):  # only a running trial can have gone stale
+            stale = tuple(fail_stale_trials(study, config.grace, config.max_retries))
+            if stale:
+                now = counts(study)
+        waiting = now.get("WAITING", 0)
+        running = now.get("RUNNING", 0)
+        claimed = now.get("COMPLETE", 0) + now.get("PRUNED", 0) + running
+        if not waiting and claimed >= config.trials:
+            return Claim("wait" if running else "done", failed_stale=stale)
+        number = sum(now.values())  # the number a new trial gets
         seed = trial_seed(config.seed, number)
-        if not waiting:
+        if not waiting and not reseed_sampler(study.sampler, seed):
             study.sampler = make_sampler(seed)
         trial = study.ask()
         retried = trial.number != number

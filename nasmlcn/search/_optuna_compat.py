@@ -106,3 +106,24 @@ def forget_trial_artifact(storage: Any, trial_id: int, artifact_id: str) -> None
         session.query(model).filter(model.trial_id == trial_id).filter(
             model.key == f"{ARTIFACTS_ATTR_PREFIX}{artifact_id}"
         ).delete()
+
+
+def reseed_sampler(sampler: Any, seed: int) -> bool:
+    """Seeds ``sampler``'s random state (and its inner random sampler's) with
+    ``seed``, keeping everything else it has learned and cached (TPE's search-space
+    intersection, computed incrementally: a new sampler per trial would recompute it
+    over every trial, tens of milliseconds at a few hundred trials). False when the
+    sampler keeps its random state elsewhere (then make a new one)."""
+    states = []
+    inner = sampler
+    depth = 0
+    while inner is not None and depth < 4:
+        state = getattr(inner, "_rng", None)
+        if state is None or not hasattr(state, "rng"):
+            return False
+        states.append(state)
+        inner = getattr(inner, "_random_sampler", None)
+        depth += 1
+    for i, state in enumerate(states):
+        state.rng.seed((seed + i * 7_919) % 2**32)
+    return True

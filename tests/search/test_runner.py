@@ -105,7 +105,9 @@ def test_failures_are_recorded_and_the_search_goes_on(tmp_path: Path) -> None:
     result = run_search(config, evaluator=_Flaky())
     states = [t.state for t in result.run_trials]
     # failures do not count toward --trials: the study still reaches 6 finished
-    assert states.count("FAIL") == 3 and states.count("COMPLETE") == 6
+    # (COMPLETE or PRUNED: the default pruner may stop a weak one)
+    assert states.count("FAIL") == 3
+    assert states.count("COMPLETE") + states.count("PRUNED") == 6
     reasons = {t.number: t.reason for t in result.failures}
     assert reasons[1].startswith("diverged: loss became nan")
     assert reasons[2].startswith("out of memory")  # "CUDA out of memory" in a RuntimeError
