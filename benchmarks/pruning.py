@@ -1,13 +1,17 @@
 """Early-epoch correlation and what correlation-gated pruning saves, on real training.
 
-Runs the same real search twice — random sampler, same seed, so both runs propose
-the same architectures in the same order — once without and once with ``--prune``,
-and prints: the no-prune study's correlation table (NASCaps Table 2 style: per
-epoch, Pearson and Spearman between accuracy after n epochs and after the last),
-each run's best validation accuracy and total wall time, and the training time
-pruning saved. Baseline = the run without pruning, measured in the same run.
+Runs the same real search twice per round — random sampler, the round's seed, so
+both runs propose the same architectures in the same order — once without and once
+with ``--prune``, in alternating order over ``--rounds`` rounds (default 2, seeds
+0, 1, ...), and prints: the no-prune studies' correlation table (NASCaps Table 2
+style: per epoch, Pearson and Spearman between accuracy after n epochs and after
+the last, over all rounds' trials), each run's best validation accuracy and total
+wall time, the training time pruning saved, and the time ratio per round and over
+all rounds (total with / total without). Baseline = the runs without pruning,
+measured in the same process, after an untimed warm-up search.
 
-    python benchmarks/pruning.py [--trials 12] [--epochs 4] [--train-limit 2000] [--json]
+    python benchmarks/pruning.py [--trials 12] [--epochs 4] [--train-limit 2000]
+        [--rounds 2] [--json]
 """
 
 from __future__ import annotations
@@ -21,12 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from nasmlcn.search import SearchConfig, epoch_correlations, first_epoch_reaching, run_search
+from nasmlcn.search._record import TrialRecord
+from nasmlcn.search._study_access import load_existing_study
 
 
 def run(config: SearchConfig) -> tuple[Any, float]:
     start = time.perf_counter()
     result = run_search(config)
     return result, time.perf_counter() - start
+
+
+def best(result: Any) -> float:
+    return max((b["values"]["accuracy"] for b in result.best), default=float("nan"))
 
 
 def main() -> None:
@@ -39,6 +49,7 @@ def main() -> None:
     parser.add_argument("--flops", default="0.25x")
     parser.add_argument("--threshold", type=float, default=0.8)
     parser.add_argument("--min-trials", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
@@ -60,35 +71,51 @@ def main() -> None:
             prune_threshold=args.threshold,
             prune_min_trials=args.min_trials,
         )
-        plain, plain_seconds = run(base.with_overrides(study="no-prune"))
-        pruned, pruned_seconds = run(base.with_overrides(study="prune", prune=True))
-        from nasmlcn.search._study_access import load_existing_study
-
-        study = load_existing_study("no-prune", base.storage)
-        from nasmlcn.search._record import TrialRecord
-
-        curves = [
-            TrialRecord.of(t).accuracy_per_epoch for t in study.trials if t.state.name == "COMPLETE"
-        ]
+        # Untimed warm-up: the first search in a process also loads the dataset and
+        # initialises torch (35 s of a 40 s run at smoke-test size), which would
+        # land on whichever side runs first.
+        run(base.with_overrides(study="warm-up", trials=1, epochs=1))
+        rounds = []
+        curves = []
+        for r in range(args.rounds):
+            seeded = base.with_overrides(seed=r)
+            sides = {
+                "no_prune": seeded.with_overrides(study=f"no-prune-{r}"),
+                "prune": seeded.with_overrides(study=f"prune-{r}", prune=True),
+            }
+            order = list(sides) if r % 2 == 0 else list(reversed(sides))
+            found = {side: run(sides[side]) for side in order}
+            study = load_existing_study(f"no-prune-{r}", base.storage)
+            curves += [
+                TrialRecord.of(t).accuracy_per_epoch
+                for t in study.trials
+                if t.state.name == "COMPLETE"
+            ]
+            (plain, plain_seconds), (pruned, pruned_seconds) = found["no_prune"], found["prune"]
+            rounds.append(
+                {
+                    "seed": r,
+                    "order": order,
+                    "no_prune": {"best_accuracy": best(plain), "seconds": plain_seconds},
+                    "prune": {
+                        "best_accuracy": best(pruned),
+                        "seconds": pruned_seconds,
+                        "pruned_trials": len(pruned.pruned),
+                        "seconds_saved_estimate": sum(t.seconds_saved for t in pruned.pruned),
+                    },
+                    "time_ratio": pruned_seconds / plain_seconds,
+                }
+            )
     table = epoch_correlations(curves)
-
-    def best(result: Any) -> float:
-        return max((b["values"]["accuracy"] for b in result.best), default=float("nan"))
-
     report = {
         "trials": args.trials,
         "epochs": args.epochs,
         "train_limit": args.train_limit,
+        "rounds": rounds,
         "correlation": [r.to_dict() for r in table],
         "first_epoch_spearman_0.9": first_epoch_reaching(table, 0.9),
-        "no_prune": {"best_accuracy": best(plain), "seconds": plain_seconds},
-        "prune": {
-            "best_accuracy": best(pruned),
-            "seconds": pruned_seconds,
-            "pruned_trials": len(pruned.pruned),
-            "seconds_saved_estimate": sum(t.seconds_saved for t in pruned.pruned),
-        },
-        "time_ratio": pruned_seconds / plain_seconds,
+        "time_ratio": sum(r["prune"]["seconds"] for r in rounds)
+        / sum(r["no_prune"]["seconds"] for r in rounds),
     }
     if args.json:
         print(json.dumps(report, indent=2))
@@ -99,13 +126,16 @@ def main() -> None:
     print("epoch  Pearson  Spearman   (accuracy after n epochs vs after the last)")
     for r in table:
         print(f"{r.epoch:5d}  {r.pearson:7.3f}  {r.spearman:8.3f}")
-    p = report["prune"]
-    print(
-        f"no pruning: best {report['no_prune']['best_accuracy']:.4f} in {plain_seconds:.0f} s\n"
-        f"pruning:    best {p['best_accuracy']:.4f} in {pruned_seconds:.0f} s "
-        f"({p['pruned_trials']} trials pruned, ~{p['seconds_saved_estimate']:.0f} s of training saved); "
-        f"time x{report['time_ratio']:.2f}"
-    )
+    for r in rounds:
+        p, q = r["prune"], r["no_prune"]
+        print(
+            f"seed {r['seed']} ({' first, '.join(r['order'])} second): "
+            f"no pruning best {q['best_accuracy']:.4f} in {q['seconds']:.0f} s; "
+            f"pruning best {p['best_accuracy']:.4f} in {p['seconds']:.0f} s "
+            f"({p['pruned_trials']} pruned, ~{p['seconds_saved_estimate']:.0f} s of training saved); "
+            f"time x{r['time_ratio']:.2f}"
+        )
+    print(f"time with / without pruning over {len(rounds)} rounds: x{report['time_ratio']:.2f}")
 
 
 if __name__ == "__main__":
