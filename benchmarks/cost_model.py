@@ -30,20 +30,15 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from nasmlcn.costs import CostContext, get_cost_model, lane_profile
-from nasmlcn.costs._calibrated import (
-    MEMORY_METHODS,
-    CalibratedCostModel,
-    LaneSample,
-    calibration_lanes,
-    cross_validated,
-    fit_calibration,
-    score_cost_model,
-    score_predictions,
-)
-from nasmlcn.costs._stats import Agreement, agreement
+from nasmlcn.costs._calibrated import CalibratedCostModel
+from nasmlcn.costs._fit import cross_validated, fit_calibration
+from nasmlcn.costs._host import MEMORY_METHODS
+from nasmlcn.costs._samples import LaneSample, calibration_lanes
+from nasmlcn.costs._scoring import score_cost_model, score_predictions
 from nasmlcn.hardware import detect_devices, load_catalog, usable_cores
 from nasmlcn.measure import LaneStepper, lane_peak_memories, measure_lanes, measure_speeds
 from nasmlcn.specs import LaneSpec
+from nasmlcn.stats import Agreement, agreement
 
 MIB = 2**20
 FLOP_CHECK_LANES = ["mlcn1:1x1", "mlcn1:3x2", "mlcn2:2x3", "mlcn2:5x1"]

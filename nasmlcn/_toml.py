@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nasmlcn._io import read_text_file
 from nasmlcn.errors import NasmlcnError
 
 if sys.version_info >= (3, 11):
@@ -28,13 +29,8 @@ def read_toml(path: str | os.PathLike[str], what: str, error: type[NasmlcnError]
         error: Missing, unreadable or invalid file; the message names it.
     """
     p = Path(path)
+    text = read_text_file(p, what, error, expected="a TOML file")
     try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise error(f"{what} {str(p)!r} does not exist") from None
-    except IsADirectoryError:
-        raise error(f"{what} {str(p)!r} is a directory, expected a TOML file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise error(f"cannot read {what} {str(p)!r}: {err}") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise error(f"{what} {str(p)!r} is not valid TOML: {err}") from None

@@ -12,7 +12,8 @@ import typer
 from nasmlcn.cli._console import err, out
 
 if TYPE_CHECKING:
-    from nasmlcn.costs._calibrated import Calibration, Score
+    from nasmlcn.costs._calibration_file import Calibration
+    from nasmlcn.costs._scoring import Score
     from nasmlcn.hardware import LocalDevice
     from nasmlcn.measure import DeviceSpeeds
 
@@ -72,17 +73,12 @@ def calibrate(
     measurements.
     """
     from nasmlcn.costs import CostContext, get_cost_model
-    from nasmlcn.costs._calibrated import (
-        MEMORY_METHODS,
-        MIN_LANES,
-        CalibratedCostModel,
-        calibration_lanes,
-        cross_validated,
-        default_calibration_path,
-        fit_calibration,
-        score_cost_model,
-        score_predictions,
-    )
+    from nasmlcn.costs._calibrated import CalibratedCostModel
+    from nasmlcn.costs._calibration_file import default_calibration_path
+    from nasmlcn.costs._fit import cross_validated, fit_calibration
+    from nasmlcn.costs._host import MEMORY_METHODS
+    from nasmlcn.costs._samples import MIN_LANES, calibration_lanes
+    from nasmlcn.costs._scoring import score_cost_model, score_predictions
     from nasmlcn.errors import CalibrationError
     from nasmlcn.hardware import detect_devices, load_catalog, usable_cores
     from nasmlcn.specs import DEFAULT_ROUTING

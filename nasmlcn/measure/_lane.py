@@ -55,8 +55,8 @@ from typing import Any
 
 import torch
 
-from nasmlcn.costs._calibrated import LaneSample
 from nasmlcn.costs._context import CostContext
+from nasmlcn.costs._samples import LaneSample
 from nasmlcn.errors import CalibrationError
 from nasmlcn.measure._speed import synchronize
 from nasmlcn.models._lane import Lane

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from nasmlcn.costs._calibrated import relative_speeds
+from nasmlcn.costs._host import relative_speeds
 from nasmlcn.errors import CalibrationError
 from nasmlcn.hardware import Catalog, LocalDevice
 

@@ -196,8 +196,8 @@ def export_trial(trial: Any, store: ArtifactStore, out_dir: Path) -> dict[str, P
     """
     from optuna.artifacts.exceptions import ArtifactNotFound
 
+    from nasmlcn._io import atomic_path
     from nasmlcn.specs import arch_from_dict, save_arch
-    from nasmlcn.specs._io import atomic_path
 
     record = TrialRecord.of(trial)
     if not record.arch:

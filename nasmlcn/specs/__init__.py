@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from nasmlcn._io import write_text_atomic
 from nasmlcn.specs._arch import (
     ARCH_SCHEMA_VERSION,
     DECODERS,
@@ -12,7 +13,7 @@ from nasmlcn.specs._arch import (
     MLCNSpec,
     arch_from_dict,
 )
-from nasmlcn.specs._io import arch_from_json, arch_to_json, load_arch, save_arch, write_text_atomic
+from nasmlcn.specs._io import arch_from_json, arch_to_json, load_arch, save_arch
 from nasmlcn.specs._lane import LaneSpec
 from nasmlcn.specs._lane_types import LANE_TYPES, LaneType
 from nasmlcn.specs._layers import ConvSpec, LaneLayout

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
+from nasmlcn._io import parse_json, read_text_file, write_text_atomic
 from nasmlcn.errors import ArchFileError, SpecError
 from nasmlcn.specs._arch import ArchSpec, arch_from_dict
 
@@ -25,13 +22,7 @@ def arch_from_json(text: str) -> ArchSpec:
     Raises:
         SpecError: The text is not JSON or not a valid architecture.
     """
-    try:
-        data: Any = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise SpecError(
-            f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})"
-        ) from None
-    return arch_from_dict(data)
+    return arch_from_dict(parse_json(text, SpecError))
 
 
 def load_arch(path: str | os.PathLike[str]) -> ArchSpec:
@@ -42,18 +33,7 @@ def load_arch(path: str | os.PathLike[str]) -> ArchSpec:
             architecture; the message starts with the path.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ArchFileError(f"architecture file {str(p)!r} does not exist") from None
-    except IsADirectoryError:
-        raise ArchFileError(
-            f"architecture file {str(p)!r} is a directory, expected a JSON file"
-        ) from None
-    except UnicodeDecodeError:
-        raise ArchFileError(f"architecture file {str(p)!r} is not UTF-8 text") from None
-    except OSError as err:
-        raise ArchFileError(f"cannot read architecture file {str(p)!r}: {err.strerror}") from None
+    text = read_text_file(p, "architecture file", ArchFileError, expected="a JSON file")
     try:
         return arch_from_json(text)
     except SpecError as err:
@@ -65,35 +45,3 @@ def save_arch(spec: ArchSpec, path: str | os.PathLike[str]) -> Path:
     p = Path(path)
     write_text_atomic(p, arch_to_json(spec) + "\n")
     return p
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Writes ``text`` to a temporary file beside ``path``, then renames it over."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-
-
-@contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """A temporary path beside ``path`` that replaces it when the block succeeds.
-
-    A crash or an exception leaves ``path`` as it was. The new file gets the
-    usual permissions (0666 minus the umask), not mkstemp's 0600.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        yield tmp
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from nasmlcn._io import atomic_path
 from nasmlcn.errors import CheckpointError, SpecError
 from nasmlcn.specs import ArchSpec, arch_from_json, arch_to_json
-from nasmlcn.specs._io import atomic_path
 
 if TYPE_CHECKING:
     from nasmlcn.training._config import TrainConfig

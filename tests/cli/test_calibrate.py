@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nasmlcn.costs._calibrated import Calibration
+from nasmlcn.costs._calibration_file import Calibration
 from tests.conftest import run_cli
 
 MODELS = ["analytic", "thesis", "calibrated", "calibrated-cv"]

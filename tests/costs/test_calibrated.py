@@ -13,22 +13,13 @@ from pathlib import Path
 import pytest
 
 from nasmlcn.costs import CostContext, get_cost_model
-from nasmlcn.costs._calibrated import (
-    MEMORY_FEATURES,
-    SCHEMA_VERSION,
-    TIME_FEATURES,
-    CalibratedCostModel,
-    Calibration,
-    LaneSample,
-    calibration_lanes,
-    cross_validated,
-    fit_calibration,
-    fit_samples,
-    memory_features,
-    relative_speeds,
-    score_cost_model,
-    time_features,
-)
+from nasmlcn.costs._calibrated import CalibratedCostModel
+from nasmlcn.costs._calibration_file import SCHEMA_VERSION, Calibration
+from nasmlcn.costs._features import MEMORY_FEATURES, TIME_FEATURES, memory_features, time_features
+from nasmlcn.costs._fit import cross_validated, fit_calibration, fit_samples
+from nasmlcn.costs._host import relative_speeds
+from nasmlcn.costs._samples import LaneSample, calibration_lanes
+from nasmlcn.costs._scoring import score_cost_model
 from nasmlcn.errors import CalibrationError
 from nasmlcn.specs import LaneSpec, MLCNSpec
 

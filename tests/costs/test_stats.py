@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from nasmlcn.costs._stats import (
+from nasmlcn.stats import (
     agreement,
     best_scale,
     fit_relative,

@@ -1,0 +1,98 @@
+"""Checked and atomic file IO: one-line errors that name the file, and writes that
+a crash cannot leave half done.
+
+Every file nasmlcn reads (architectures, calibrations, TOML catalogs and configs)
+goes through :func:`read_text_file`, so a missing, unreadable or non-UTF-8 file
+reads the same whatever it is; every file it writes whole goes through
+:func:`atomic_path`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from nasmlcn.errors import NasmlcnError
+
+
+def read_text_file(
+    path: Path,
+    what: str,
+    error: type[NasmlcnError],
+    *,
+    expected: str = "",
+    missing_hint: str = "",
+) -> str:
+    """The UTF-8 text of ``path``.
+
+    Args:
+        path: The file.
+        what: What the file is, for messages ("architecture file").
+        error: The exception raised on failure.
+        expected: What a directory should have been ("a JSON file"), if said.
+        missing_hint: Appended to the message of a missing file ("run ...").
+
+    Raises:
+        error: Missing, a directory, unreadable or not UTF-8; the message names it.
+    """
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        hint = f"; {missing_hint}" if missing_hint else ""
+        raise error(f"{what} {str(path)!r} does not exist{hint}") from None
+    except IsADirectoryError:
+        instead = f", expected {expected}" if expected else ""
+        raise error(f"{what} {str(path)!r} is a directory{instead}") from None
+    except UnicodeDecodeError:
+        raise error(f"{what} {str(path)!r} is not UTF-8 text") from None
+    except OSError as err:
+        raise error(f"cannot read {what} {str(path)!r}: {err.strerror or err}") from None
+
+
+def parse_json(text: str, error: type[NasmlcnError]) -> Any:
+    """The JSON value of ``text``.
+
+    Raises:
+        error: Not valid JSON (with the line and column).
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise error(f"not valid JSON ({err.msg} at line {err.lineno} column {err.colno})") from None
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Writes ``text`` to a temporary file beside ``path``, then renames it over."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` that replaces it when the block succeeds.
+
+    A crash or an exception leaves ``path`` as it was. The new file gets the
+    usual permissions (0666 minus the umask), not mkstemp's 0600.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
