@@ -61,7 +61,15 @@ def best(
         save_arch(arch_from_dict(best_arch), export_arch)
     exported = None
     if export is not None:
-        exported = _export_trial(loaded, trials, trial_number, storage, artifacts, export)
+        from nasmlcn.search import export_best
+
+        exported = export_best(
+            loaded,
+            export,
+            storage=storage,
+            artifacts=str(artifacts) if artifacts else None,
+            trial=trial_number,
+        ).to_dict()
     if as_json:
         print(
             json.dumps(
@@ -88,66 +96,6 @@ def best(
             markup=False,
             soft_wrap=True,
         )
-
-
-def _export_trial(
-    study: Any,
-    best: list[Any],
-    number: int | None,
-    storage: str,
-    artifacts: Path | None,
-    folder: Path,
-) -> dict[str, Any]:
-    """``--export``: the trial's arch.json and weights, and the command that tests them."""
-    import shlex
-
-    from nasmlcn.errors import SearchError
-    from nasmlcn.search._artifacts import artifacts_dir, export_trial, open_store
-    from nasmlcn.search._study_access import study_info
-
-    if number is None:
-        if not best:
-            raise SearchError(f"study {study.study_name!r} has no completed feasible trial")
-        trial = best[0]
-    else:
-        trials = study.get_trials(deepcopy=False)
-        if number >= len(trials):
-            raise SearchError(
-                f"--trial {number}: study {study.study_name!r} has trials 0-{len(trials) - 1}"
-            )
-        trial = trials[number]
-    folder_of_artifacts = artifacts_dir(storage, str(artifacts) if artifacts else None)
-    if not folder_of_artifacts.is_dir():
-        raise SearchError(
-            f"no artifact folder {str(folder_of_artifacts)!r}; give the search's with --artifacts"
-        )
-    paths = export_trial(trial, open_store(folder_of_artifacts), folder)
-    config = study_info(study).get("config", {})
-    # the schedule the trial was laid out for (a pruned trial's resumes to its end)
-    epochs = config.get("epochs", 10)
-    command = [
-        "nasmlcn",
-        "train",
-        "--arch",
-        str(paths["arch"]),
-        "--out",
-        str(folder),
-        "--resume",
-        "--epochs",
-        str(epochs),
-        "--batch-size",
-        str(int(trial.params.get("batch_size", config.get("batch_size", 100)))),
-        "--dataset",
-        str(config.get("dataset", "fashion-mnist")),
-    ]
-    if "lr" in trial.params:
-        command += ["--lr", repr(float(trial.params["lr"]))]
-    return {
-        "trial": trial.number,
-        "arch": str(paths["arch"]),
-        "weights": str(paths["weights"]),
-        "command": shlex.join(command),
-    }
 
 
 def _print_best(study: str, names: list[str], rows: list[dict[str, Any]], multi: bool) -> None:

@@ -160,7 +160,7 @@ def search(
 ) -> int:
     """Search MLCNs that fit the target devices (Optuna study, SQL storage)."""
     from nasmlcn._storage_url import resolve_storage
-    from nasmlcn.search import SearchConfig, load_recipe
+    from nasmlcn.search import SearchConfig, expand_sweep, load_recipe
 
     options: dict[str, Any] = {
         "devices": devices,
@@ -206,12 +206,7 @@ def search(
     # --storage, else $NASMLCN_STORAGE, else the recipe's, else the default
     options["storage"] = resolve_storage(storage, fallback=base.storage)
     base = base.with_overrides(**options)
-    configs = _expand_sweep(base, sweep)
-    if len(configs) > 1:
-        from nasmlcn.search import setup_search
-
-        for c in configs:  # a bad sweep value is refused before the first study is made
-            setup_search(c)
+    configs = expand_sweep(base, sweep)  # a bad value is refused before any study is made
     pool = {"workers": workers, "gpus_per_trial": gpus_per_trial}
     results = [_run_one(c, as_json=as_json, quiet=quiet, pool=pool) for c in configs]
     if as_json:
@@ -221,22 +216,6 @@ def search(
         _print_sweep(results)
     interrupted = any(r["stopped"] == "interrupted" for r in results)
     return 130 if interrupted else 0
-
-
-def _expand_sweep(base: Any, sweep: dict[str, list[Any]]) -> list[Any]:
-    """One config per value of the recipe's single sweep option (none: just ``base``)."""
-    from nasmlcn.errors import SearchError
-
-    if not sweep:
-        return [base]
-    if len(sweep) > 1:
-        raise SearchError(f"a recipe may sweep one option, got {', '.join(sweep)}")
-    ((name, values),) = sweep.items()
-    configs = []
-    for value in values:
-        study = f"{base.study}-{name}-{value}" if base.study else None
-        configs.append(base.with_overrides(**{name: value, "study": study}))
-    return configs
 
 
 def _run_one(config: Any, *, as_json: bool, quiet: bool, pool: dict[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from nasmlcn.search._evaluator import (
     Evaluator,
     PruneTrial,
 )
+from nasmlcn.search._export import ExportedTrial, export_best
 from nasmlcn.search._objectives import OBJECTIVES, Objective
 from nasmlcn.search._pool import run_workers
 from nasmlcn.search._proxy import ProxyEvaluator, proxy_accuracy
@@ -50,6 +51,7 @@ from nasmlcn.search._runner import (
 from nasmlcn.search._samplers import SAMPLERS
 from nasmlcn.search._setup import SearchSetup, setup_search
 from nasmlcn.search._storage import open_storage, unknown_study
+from nasmlcn.search._sweep import expand_sweep
 
 __all__ = [
     "DEFAULT_STORAGE",
@@ -65,6 +67,7 @@ __all__ = [
     "EvalJob",
     "Evaluation",
     "Evaluator",
+    "ExportedTrial",
     "Objective",
     "ProxyEvaluator",
     "PruneTrial",
@@ -79,6 +82,8 @@ __all__ = [
     "completed_curves",
     "correlation_report",
     "epoch_correlations",
+    "expand_sweep",
+    "export_best",
     "first_epoch_reaching",
     "is_feasible",
     "load_recipe",

@@ -1,0 +1,97 @@
+"""``nasmlcn best --export``: a trial's architecture and weights, and the
+``nasmlcn train`` command that loads and tests them."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from nasmlcn.errors import SearchError
+from nasmlcn.search._artifacts import artifacts_dir, export_trial, open_store
+from nasmlcn.search._results import best_trials
+from nasmlcn.search._study_access import study_info
+
+
+@dataclass(frozen=True)
+class ExportedTrial:
+    """What :func:`export_best` wrote, and the command that continues it."""
+
+    trial: int
+    arch: str
+    weights: str
+    command: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def export_best(
+    study: optuna.Study,
+    out_dir: Path,
+    *,
+    storage: str,
+    artifacts: str | None = None,
+    trial: int | None = None,
+) -> ExportedTrial:
+    """Writes trial ``trial`` (default: the best) of ``study`` into ``out_dir``:
+    ``arch.json`` and ``checkpoint.pt``, from the search's artifact folder
+    (``artifacts``, default beside the study as the search put it).
+
+    Raises:
+        SearchError: No such trial, no completed feasible trial, no artifact
+            folder, or the trial kept no weights.
+    """
+    chosen = _chosen(study, trial)
+    folder = artifacts_dir(storage, artifacts)
+    if not folder.is_dir():
+        raise SearchError(f"no artifact folder {str(folder)!r}; give the search's with --artifacts")
+    paths = export_trial(chosen, open_store(folder), out_dir)
+    return ExportedTrial(
+        trial=chosen.number,
+        arch=str(paths["arch"]),
+        weights=str(paths["weights"]),
+        command=shlex.join(_train_command(study, chosen, paths["arch"], out_dir)),
+    )
+
+
+def _chosen(study: optuna.Study, number: int | None) -> optuna.trial.FrozenTrial:
+    if number is None:
+        best = best_trials(study, top=1)
+        if not best:
+            raise SearchError(f"study {study.study_name!r} has no completed feasible trial")
+        return best[0]
+    trials = study.get_trials(deepcopy=False)
+    if not 0 <= number < len(trials):
+        raise SearchError(
+            f"--trial {number}: study {study.study_name!r} has trials 0-{len(trials) - 1}"
+        )
+    return trials[number]
+
+
+def _train_command(
+    study: optuna.Study, trial: optuna.trial.FrozenTrial, arch: Path, out_dir: Path
+) -> list[str]:
+    config = study_info(study).get("config", {})
+    # the schedule the trial was laid out for (a pruned trial's resumes to its end)
+    command = [
+        "nasmlcn",
+        "train",
+        "--arch",
+        str(arch),
+        "--out",
+        str(out_dir),
+        "--resume",
+        "--epochs",
+        str(config.get("epochs", 10)),
+        "--batch-size",
+        str(int(trial.params.get("batch_size", config.get("batch_size", 100)))),
+        "--dataset",
+        str(config.get("dataset", "fashion-mnist")),
+    ]
+    if "lr" in trial.params:
+        command += ["--lr", repr(float(trial.params["lr"]))]
+    return command
