@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
 from nasmlcn._storage_url import DEFAULT_STORAGE, STORAGE_ENV
+from nasmlcn.costs import COST_MODELS
 
 if TYPE_CHECKING:
     from nasmlcn.costs import CostModel
     from nasmlcn.specs import MLCNSpec
 
+
+def one_of(names: Iterable[str]) -> str:
+    """``a, b or c``: a registry's names for a help text (read from the registry, so a
+    new entry shows up in ``--help`` by itself)."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
 DEVICE_FILE = typer.Option(
     None, "--device-file", help="A TOML device catalog that extends the built-in one."
 )
-COST_MODEL = typer.Option(
-    "analytic", "--cost-model", help="Cost model: analytic, thesis or calibrated."
-)
+COST_MODEL = typer.Option("analytic", "--cost-model", help=f"Cost model: {one_of(COST_MODELS)}.")
 CALIBRATION = typer.Option(
     None,
     "--calibration",

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from nasmlcn.cli._console import out
-from nasmlcn.cli._options import CALIBRATION, COST_MODEL, DEVICE_FILE, format_time
+from nasmlcn.cli._options import CALIBRATION, COST_MODEL, DEVICE_FILE, format_time, one_of
+from nasmlcn.placement import PLACERS
 
 if TYPE_CHECKING:
     from nasmlcn.planning import Plan
@@ -26,9 +27,7 @@ def plan(
         None, "--lanes", help="Lanes in the compact syntax, e.g. 'mlcn1:4x2,2*mlcn2:2x1'."
     ),
     arch: Path | None = typer.Option(None, "--arch", help="Architecture JSON file."),
-    strategy: str = typer.Option(
-        "greedy", "--strategy", help="Placement: greedy, random or optimal."
-    ),
+    strategy: str = typer.Option("greedy", "--strategy", help=f"Placement: {one_of(PLACERS)}."),
     cost_model: str = COST_MODEL,
     calibration: Path | None = CALIBRATION,
     batch_size: int = typer.Option(100, "--batch-size", min=1, help="Training batch size."),
@@ -43,7 +42,6 @@ def plan(
     makespan, the imbalance, and the makespan of the other strategies."""
     from nasmlcn.cli._options import cost_model_from_options, mlcn_from_options
     from nasmlcn.hardware import load_catalog, parse_devices
-    from nasmlcn.placement import PLACERS
     from nasmlcn.planning import plan_model
 
     PLACERS.get(strategy)  # an unknown strategy fails before any work

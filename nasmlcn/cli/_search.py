@@ -9,7 +9,8 @@ from typing import Any
 import typer
 
 from nasmlcn.cli._console import err, out
-from nasmlcn.cli._options import STORAGE
+from nasmlcn.cli._options import STORAGE, one_of
+from nasmlcn.costs import COST_MODELS
 
 
 def search(
@@ -130,7 +131,7 @@ def search(
     ),
     seed: int | None = typer.Option(None, "--seed", min=0, help="Seed [default: 0]."),
     cost_model: str | None = typer.Option(
-        None, "--cost-model", help="analytic, thesis or calibrated [default: analytic]."
+        None, "--cost-model", help=f"{one_of(COST_MODELS)} [default: analytic]."
     ),
     latency_budget: float | None = typer.Option(
         None, "--latency-budget", help="Constraint: predicted step time <= this many seconds."

@@ -12,7 +12,15 @@ from typing import Any
 import typer
 
 from nasmlcn.cli._console import err, out
-from nasmlcn.specs import DEFAULT_LANES
+from nasmlcn.cli._options import one_of
+from nasmlcn.placement import PLACERS
+from nasmlcn.specs import DECODERS, DEFAULT_LANES, ROUTINGS
+from nasmlcn.training._augment import AUGMENTATIONS
+from nasmlcn.training._schedules import LR_POLICIES
+
+
+def _described(registry: Any) -> str:
+    return "; ".join(f"{name}: {registry.get(name).description}" for name in registry)
 
 
 def train(
@@ -43,19 +51,17 @@ def train(
     lr_policy: str = typer.Option(
         "one-cycle",
         "--lr-policy",
-        help="one-cycle (FasTrCaps; a run resumes but cannot be extended), exponential "
-        "(x0.9/epoch, the thesis), fixed or warm-restarts.",
+        help=f"{_described(LR_POLICIES)} (a one-cycle run resumes but cannot be extended).",
     ),
     augment: str = typer.Option(
         "none",
         "--augment",
-        help="Training-batch augmentation: none, or shift (up to 2 px each way, zero fill; "
-        "Sabour et al.).",
+        help=f"Training-batch augmentation: {_described(AUGMENTATIONS)}.",
     ),
     routing: str | None = typer.Option(
-        None, "--routing", help="Lane routing: vector or classwise."
+        None, "--routing", help=f"Lane routing: {one_of(ROUTINGS)}."
     ),
-    decoder: str | None = typer.Option(None, "--decoder", help="Decoder: full, reduced or none."),
+    decoder: str | None = typer.Option(None, "--decoder", help=f"Decoder: {one_of(DECODERS)}."),
     lane_dropout: float | None = typer.Option(
         None, "--lane-dropout", help="Lane dropout probability."
     ),
@@ -84,7 +90,7 @@ def train(
         "--processes for CPU parallelism.",
     ),
     placement: str = typer.Option(
-        "greedy", "--placement", help="Lane placement: greedy, random or optimal."
+        "greedy", "--placement", help=f"Lane placement: {one_of(PLACERS)}."
     ),
     processes: int = typer.Option(
         1,
