@@ -10,12 +10,31 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, TypeVar, overload
 
 from nasmlcn.errors import UnknownNameError
 
 T = TypeVar("T")
+
+
+def did_you_mean(
+    name: str,
+    choices: Iterable[str],
+    *,
+    otherwise: str,
+    cutoff: float = 0.5,
+    fold: Callable[[str], str] = str,
+    most: int = 3,
+) -> str:
+    """The hint after an unknown ``name``: ``did you mean 'a' or 'b'?`` naming the
+    closest ``choices`` (compared after ``fold``, e.g. ``str.lower``), else
+    ``otherwise`` (typically the list of known names)."""
+    by_folded = {fold(c): c for c in choices}
+    close = difflib.get_close_matches(fold(name), list(by_folded), n=most, cutoff=cutoff)
+    if close:
+        return "did you mean " + " or ".join(repr(by_folded[c]) for c in close) + "?"
+    return otherwise
 
 
 class Registry(Generic[T]):
@@ -62,11 +81,7 @@ class Registry(Generic[T]):
 
     def unknown_message(self, name: str) -> str:
         """The one-line message for an unknown ``name``."""
-        close = difflib.get_close_matches(name, list(self._entries), n=3, cutoff=0.5)
-        if close:
-            hint = "did you mean " + " or ".join(repr(c) for c in close) + "?"
-        else:
-            hint = "choose one of: " + ", ".join(sorted(self._entries))
+        hint = did_you_mean(name, self._entries, otherwise="choose one of: " + ", ".join(self))
         return f"unknown {self.kind} {name!r}; {hint}"
 
     def names(self, pattern: str = "*") -> list[str]:

@@ -17,7 +17,8 @@ def test_register_get_and_wildcards() -> None:
     assert reg.get("alpha") == 1
     assert reg.names("beta*") == ["beta-tiny"]
     assert list(reg) == ["alpha", "beta-tiny"]
-    assert "alpha" in reg and len(reg) == 2
+    assert "alpha" in reg
+    assert len(reg) == 2
 
 
 def test_unknown_name_suggests_close_match() -> None:
@@ -37,3 +38,16 @@ def test_duplicate_registration_fails() -> None:
     reg.register("a", 1)
     with pytest.raises(ValueError, match="already registered"):
         reg.register("a", 2)
+
+
+def test_did_you_mean_names_the_closest_or_falls_back() -> None:
+    from nasmlcn.registry import did_you_mean
+
+    assert did_you_mean("tpee", ["tpe", "random", "nsga2"], otherwise="x") == "did you mean 'tpe'?"
+    # folding compares case-insensitively but names the choice as spelt
+    assert did_you_mean("k8o", ["K80", "V100"], otherwise="x", fold=str.lower) == (
+        "did you mean 'K80'?"
+    )
+    assert did_you_mean("zzz", ["tpe", "random"], otherwise="known: tpe, random") == (
+        "known: tpe, random"
+    )

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from nasmlcn.dashboard._extract import StudyData, extract_report, trial_records, trial_table
 from nasmlcn.errors import ExportError
+from nasmlcn.registry import did_you_mean
 
 if TYPE_CHECKING:
     import optuna
@@ -76,7 +77,6 @@ def parse_formats(text: str | Sequence[str]) -> tuple[str, ...]:
     Raises:
         ExportError: An unknown format (with the closest known one).
     """
-    import difflib
 
     items = text.split(",") if isinstance(text, str) else list(text)
     out: list[str] = []
@@ -86,8 +86,9 @@ def parse_formats(text: str | Sequence[str]) -> tuple[str, ...]:
         if item == "all":
             return FORMATS
         if item not in FORMATS:
-            close = difflib.get_close_matches(item, FORMATS, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else "choose from " + ", ".join(FORMATS)
+            hint = did_you_mean(
+                item, FORMATS, otherwise="choose from " + ", ".join(FORMATS), most=1
+            )
             raise ExportError(f"unknown export format {item!r}; {hint}")
         if item not in out:
             out.append(item)

@@ -7,7 +7,6 @@ kinds. Names are matched case-insensitively (``k80`` is ``K80``).
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 from collections.abc import Iterator, Mapping
@@ -18,6 +17,7 @@ from typing import Any
 from nasmlcn._toml import read_toml
 from nasmlcn.errors import DeviceError
 from nasmlcn.hardware._units import parse_size
+from nasmlcn.registry import did_you_mean
 
 #: The built-in device file, a resource of this package (an ``importlib.resources``
 #: Traversable; ``resources.as_file`` gives a path on disk).
@@ -100,11 +100,13 @@ class Catalog(Mapping[str, DeviceKind]):
         return len(self._kinds)
 
     def unknown_message(self, name: str) -> str:
-        close = difflib.get_close_matches(name.lower(), list(self._folded), n=3, cutoff=0.4)
-        if close:
-            hint = "did you mean " + " or ".join(repr(self._folded[c]) for c in close) + "?"
-        else:
-            hint = "known devices: " + ", ".join(self._kinds)
+        hint = did_you_mean(
+            name,
+            self._kinds,
+            otherwise="known devices: " + ", ".join(self._kinds),
+            cutoff=0.4,
+            fold=str.lower,
+        )
         return f"unknown device {name!r}; {hint} (add it with --device-file)"
 
     def merged(self, other: Catalog) -> Catalog:

@@ -17,6 +17,8 @@ class Placer(ABC):
     """
 
     name: str = ""
+    randomised: bool = False
+    """True when results vary with ``seed`` (comparisons then average several draws)."""
 
     def __init__(self, time_limit: float | None = None) -> None:
         # Every placer takes a time limit so callers can build any of them alike;

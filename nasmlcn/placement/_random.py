@@ -40,6 +40,7 @@ class RandomPlacer(Placer):
     """Uniformly random devices (memory respected), seeded."""
 
     name = "random"
+    randomised = True
 
     def place(self, problem: PlacementProblem, *, seed: int = 0) -> Placement:
         start = time.perf_counter()

@@ -232,7 +232,7 @@ def compare_strategies(
         if name == skip:
             continue
         placer = get_placer(name, time_limit=time_limit)
-        if name == "random":
+        if placer.randomised:
             spans = [placer.place(problem, seed=seed + k).makespan for k in range(random_draws)]
             out[name] = {"makespan": statistics.fmean(spans), "draws": random_draws}
         else:

@@ -298,14 +298,11 @@ def study_names(storage: RDBStorage | BufferedStorage) -> list[str]:
 
 def unknown_study(name: str, storage: RDBStorage | BufferedStorage, url: str) -> StorageError:
     """The error for a study ``name`` that ``storage`` does not hold."""
-    import difflib
+    from nasmlcn.registry import did_you_mean
 
     names = study_names(storage)
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-    if close:
-        hint = "did you mean " + " or ".join(repr(c) for c in close) + "?"
-    elif names:
-        hint = "studies there: " + ", ".join(names[:10]) + (" ..." if len(names) > 10 else "")
-    else:
-        hint = "it holds no studies"
+    listed = ", ".join(names[:10]) + (" ..." if len(names) > 10 else "")
+    hint = did_you_mean(
+        name, names, otherwise=f"studies there: {listed}" if names else "it holds no studies"
+    )
     return StorageError(f"no study {name!r} in {redact_url(url)}; {hint}")

@@ -13,13 +13,13 @@ install maps the package to the folder itself. They are found with
 
 from __future__ import annotations
 
-import difflib
 import os
 from importlib import resources
 from pathlib import Path
 
 from nasmlcn._toml import read_toml
 from nasmlcn.errors import SearchError
+from nasmlcn.registry import did_you_mean
 from nasmlcn.search.spaces._base import SPACE_KINDS, SearchSpace
 
 SPACES_ENV = "NASMLCN_SPACES"
@@ -67,11 +67,8 @@ def load_space(name_or_path: str) -> SearchSpace:
     if not (name_or_path.endswith(".toml") or os.sep in name_or_path or path.is_file()):
         spaces = available_spaces()
         if name_or_path not in spaces:
-            close = difflib.get_close_matches(name_or_path, list(spaces), n=3, cutoff=0.5)
-            hint = (
-                "did you mean " + " or ".join(repr(c) for c in close) + "?"
-                if close
-                else "known spaces: " + ", ".join(spaces)
+            hint = did_you_mean(
+                name_or_path, spaces, otherwise="known spaces: " + ", ".join(spaces)
             )
             raise SearchError(
                 f"unknown search space {name_or_path!r}; {hint} (or give a path to a .toml file)"
