@@ -91,7 +91,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     retries: dict[int, list[Any]] = {}
     for t in trials:
         if t.retry_of is not None:  # keyed by the trial it directly retries
-            retries.setdefault(history[t.number][-1], []).append(t)
+            previous = history[t.number]
+            assert previous, f"trial {t.number} retries another but has no retry_history"
+            retries.setdefault(previous[-1], []).append(t)
     unretried = [t.number for t in crashed if t.number not in retries]
     params = [tuple(sorted(t.params.items())) for t in done]
     resumed = [t for t in done if t.resumed_from_epoch]

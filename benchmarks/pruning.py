@@ -75,17 +75,17 @@ def main() -> None:
         # initialises torch (35 s of a 40 s run at smoke-test size), which would
         # land on whichever side runs first.
         run(base.with_overrides(study="warm-up", trials=1, epochs=1))
-        rounds = []
-        curves = []
-        for r in range(args.rounds):
-            seeded = base.with_overrides(seed=r)
+        rounds: list[dict[str, Any]] = []
+        curves: list[list[float]] = []
+        for n in range(args.rounds):
+            seeded = base.with_overrides(seed=n)
             sides = {
-                "no_prune": seeded.with_overrides(study=f"no-prune-{r}"),
-                "prune": seeded.with_overrides(study=f"prune-{r}", prune=True),
+                "no_prune": seeded.with_overrides(study=f"no-prune-{n}"),
+                "prune": seeded.with_overrides(study=f"prune-{n}", prune=True),
             }
-            order = list(sides) if r % 2 == 0 else list(reversed(sides))
+            order = list(sides) if n % 2 == 0 else list(reversed(sides))
             found = {side: run(sides[side]) for side in order}
-            study = load_existing_study(f"no-prune-{r}", base.storage)
+            study = load_existing_study(f"no-prune-{n}", base.storage)
             curves += [
                 TrialRecord.of(t).accuracy_per_epoch
                 for t in study.trials
@@ -94,7 +94,7 @@ def main() -> None:
             (plain, plain_seconds), (pruned, pruned_seconds) = found["no_prune"], found["prune"]
             rounds.append(
                 {
-                    "seed": r,
+                    "seed": n,
                     "order": order,
                     "no_prune": {"best_accuracy": best(plain), "seconds": plain_seconds},
                     "prune": {
@@ -107,7 +107,7 @@ def main() -> None:
                 }
             )
     table = epoch_correlations(curves)
-    report = {
+    report: dict[str, Any] = {
         "trials": args.trials,
         "epochs": args.epochs,
         "train_limit": args.train_limit,
@@ -126,14 +126,14 @@ def main() -> None:
     print("epoch  Pearson  Spearman   (accuracy after n epochs vs after the last)")
     for r in table:
         print(f"{r.epoch:5d}  {r.pearson:7.3f}  {r.spearman:8.3f}")
-    for r in rounds:
-        p, q = r["prune"], r["no_prune"]
+    for done in rounds:
+        p, q = done["prune"], done["no_prune"]
         print(
-            f"seed {r['seed']} ({' first, '.join(r['order'])} second): "
+            f"seed {done['seed']} ({' first, '.join(done['order'])} second): "
             f"no pruning best {q['best_accuracy']:.4f} in {q['seconds']:.0f} s; "
             f"pruning best {p['best_accuracy']:.4f} in {p['seconds']:.0f} s "
             f"({p['pruned_trials']} pruned, ~{p['seconds_saved_estimate']:.0f} s of training saved); "
-            f"time x{r['time_ratio']:.2f}"
+            f"time x{done['time_ratio']:.2f}"
         )
     print(f"time with / without pruning over {len(rounds)} rounds: x{report['time_ratio']:.2f}")
 

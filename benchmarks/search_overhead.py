@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+from optuna.study import StudyDirection
 from sqlalchemy import event
 
 from nasmlcn.dashboard import DashboardObserver
@@ -99,7 +100,7 @@ def run_plain(
     study = optuna.create_study(
         storage=storage,
         sampler=SAMPLERS.get(sampler).make(0, trials),
-        directions=["maximize"] + ["minimize"] * (len(objectives) - 1),
+        directions=[StudyDirection.MAXIMIZE] + [StudyDirection.MINIMIZE] * (len(objectives) - 1),
     )
     ends = []
     start = time.perf_counter()

@@ -513,7 +513,7 @@ def run_all(
     ) as pool:
         while tasks or running:
             while len(running) < workers:
-                task = next(
+                ready: Task | None = next(
                     (
                         t
                         for t in tasks
@@ -521,12 +521,12 @@ def run_all(
                     ),
                     None,
                 )
-                if task is None:
+                if ready is None:
                     break
-                tasks.remove(task)
-                url = storage_url(tmp, task, "run")
-                future = pool.submit(run_task, task, settings, url, cache.detached(), started)
-                running[future] = task
+                tasks.remove(ready)
+                url = storage_url(tmp, ready, "run")
+                future = pool.submit(run_task, ready, settings, url, cache.detached(), started)
+                running[future] = ready
             assert running, f"no task can start: {tasks}"
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
@@ -676,10 +676,10 @@ def hypervolume_so_far(
 
 def at(curves: Sequence[Sequence[float | None]], n: int) -> dict[str, Any]:
     """Mean, sd and count over the runs (seeds) that have a value after ``n`` trials."""
-    values = [c[n - 1] for c in curves if len(c) >= n and c[n - 1] is not None]
+    values = [v for c in curves if len(c) >= n and (v := c[n - 1]) is not None]
     return {
-        "mean": statistics.fmean(values) if values else None,  # type: ignore[arg-type]
-        "sd": statistics.stdev(values) if len(values) > 1 else None,  # type: ignore[arg-type]
+        "mean": statistics.fmean(values) if values else None,
+        "sd": statistics.stdev(values) if len(values) > 1 else None,
         "runs": len(values),
         "values": values,
     }
@@ -763,7 +763,16 @@ def plot_curves(runs: Mapping[str, Any]) -> list[Curve]:
                 low.append(min(values))
                 high.append(max(values))
         out.append(
-            Curve(panel, key, run["label"], *map(tuple, (n, mean, low, high)), len(curves))  # type: ignore[arg-type]
+            Curve(
+                panel,
+                key,
+                run["label"],
+                tuple(n),
+                tuple(mean),
+                tuple(low),
+                tuple(high),
+                len(curves),
+            )
         )
     return out
 
