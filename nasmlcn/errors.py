@@ -36,6 +36,10 @@ class TrainingError(NasmlcnError, RuntimeError):
     """Training cannot go on (for example, the loss became NaN)."""
 
 
+class DivergedError(TrainingError):
+    """The training loss became NaN or infinite."""
+
+
 class DeviceError(NasmlcnError, ValueError):
     """A device specification, memory size or device catalog is invalid."""
 

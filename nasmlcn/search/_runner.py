@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import nasmlcn
 from nasmlcn._storage_url import redact_url
 from nasmlcn.costs import INFERENCE_BATCH_SIZE
-from nasmlcn.errors import SearchError, TrainingError
+from nasmlcn.errors import DivergedError, SearchError, TrainingError
 from nasmlcn.planning import Plan, plan_model
 from nasmlcn.search._artifacts import TrialFiles, artifacts_dir, open_store, prune_weights
 from nasmlcn.search._claim import claim, finished
@@ -369,9 +369,10 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _failure_reason(err: BaseException) -> str:
+    if isinstance(err, DivergedError):
+        return f"diverged: {err}"
     if isinstance(err, TrainingError):
-        text = str(err)
-        return f"diverged: {text}" if "loss became" in text else text
+        return str(err)
     name = type(err).__name__
     first = str(err).splitlines()[0] if str(err) else ""
     # torch.OutOfMemoryError on GPUs (a RuntimeError in older torch); the CPU
@@ -658,6 +659,22 @@ def _state(name: str) -> Any:
     return TrialState[name]
 
 
+class _Ended(Exception):
+    """Ends a trial early as FAIL or PRUNED (raised inside :func:`_run_trial`)."""
+
+    def __init__(
+        self,
+        state: str,
+        reason: str,
+        *,
+        seen: Sequence[EpochReport] | None = None,
+        saved: float = 0.0,
+    ) -> None:
+        super().__init__(reason)
+        self.state, self.reason, self.saved = state, reason, saved
+        self.seen = seen  # the epochs reported before an evaluation ended (None: none ran)
+
+
 def _run_trial(
     setup: SearchSetup,
     study: optuna.Study,
@@ -671,9 +688,49 @@ def _run_trial(
     retried: bool = False,
     files: TrialFiles | None = None,
 ) -> TrialOutcome:
-    config = setup.config
+    """Builds, places, evaluates and tells one trial. Every early end (cannot be
+    built, does not fit, pruned, failed, values not finite) goes through
+    :class:`_Ended` to one place that records it."""
     start = time.perf_counter()
-    stop_at, stop_why = _trial_deadline(config, start, deadline)
+    lanes = ""
+    try:
+        candidate, plan = _build_and_place(setup, trial)
+        lanes = candidate.spec.describe()
+        tick = time.perf_counter()
+        timings["build"] = tick - start
+        _record_plan(trial, candidate, plan, setup)
+        timings["record"] = time.perf_counter() - tick
+        observer.on_trial_start(trial.number, index, lanes, plan)
+        if not candidate.feasible:
+            raise _Ended("PRUNED", f"does not fit the devices: {candidate.reason}")
+        evaluation: Evaluation | None = None
+        if setup.needs_training:
+            tick = time.perf_counter()
+            evaluation = _evaluate(
+                setup, study, trial, evaluator, pruner, observer, candidate, plan, start,
+                deadline, retried, files,
+            )  # fmt: skip
+            timings["evaluate"] = time.perf_counter() - tick
+            trial.set_user_attr(
+                "training",
+                {**evaluation.to_dict(), "evaluator": evaluator.name, "versions": versions()},
+            )
+        tick = time.perf_counter()
+        values = tuple(float(o.value(plan, evaluation)) for o in setup.objectives)
+        if not all(math.isfinite(v) for v in values):
+            raise _Ended("FAIL", f"objective values not finite: {values}")
+    except _Ended as ended:
+        return _end(study, trial, ended, lanes, start, evaluator, files)
+    if files is not None:
+        files.keep()
+    study.tell(trial, list(values))
+    timings["tell"] = time.perf_counter() - tick
+    return TrialOutcome(trial.number, "COMPLETE", values, lanes, None, time.perf_counter() - start)
+
+
+def _build_and_place(setup: SearchSetup, trial: optuna.Trial) -> tuple[Candidate, Plan]:
+    """The trial's architecture from its parameters, and its plan on the devices."""
+    config = setup.config
     params = trial.params
     batch_size = int(params.get("batch_size", config.batch_size))
     ctx = setup.space_context
@@ -687,139 +744,132 @@ def _run_trial(
             cost_model=setup.cost_model,
             batch_size=batch_size,
             assignment=candidate.assignment,
-            strategy="buckets" if setup.space.kind in ("buckets", "thesis") else "greedy",
+            strategy=setup.space.placement,
         )
     except Exception as err:  # a space that cannot build: recorded, the search goes on
-        reason = _failure_reason(err)
-        trial.set_user_attr("fail_reason", reason)
-        study.tell(trial, state=_state("FAIL"))
-        return TrialOutcome(trial.number, "FAIL", None, "", reason, time.perf_counter() - start)
-    lanes = candidate.spec.describe()
-    tick = time.perf_counter()
-    timings["build"] = tick - start
-    _record_plan(trial, candidate, plan, setup)
-    timings["record"] = time.perf_counter() - tick
-    observer.on_trial_start(trial.number, index, lanes, plan)
-    if not candidate.feasible:
-        reason = f"does not fit the devices: {candidate.reason}"
-        trial.set_user_attr("prune_reason", reason)
-        study.tell(trial, state=_state("PRUNED"))
-        return TrialOutcome(
-            trial.number, "PRUNED", None, lanes, reason, time.perf_counter() - start
-        )
+        raise _Ended("FAIL", _failure_reason(err)) from err
+    return candidate, plan
 
-    evaluation: Evaluation | None = None
-    if setup.needs_training:
-        # one epoch leaves nothing to prune (the last epoch is the result)
-        curves = completed_curves(study) if pruner is not None and config.epochs > 1 else []
-        single = len(setup.directions) == 1
-        job = EvalJob(
-            spec=candidate.spec,
-            # a retry trains with its original's seeds, so resuming changes nothing
-            trial=_original_number(trial) if retried else trial.number,
-            seed=config.seed,
-            epochs=config.epochs,
-            batch_size=batch_size,
-            lr=float(params.get("lr", 1e-3)),
-            assignment=tuple(candidate.assignment or plan.placement.assignment),
-            checkpoint_path=str(files.path) if files is not None else None,
-            resume=files is not None and files.resumed_epoch > 0,
-        )
-        seen: list[EpochReport] = []
-        # a retried trial keeps the epochs its failed run reported
-        reported = (
-            set(storage_of(study).get_trial(trial_id_of(trial)).intermediate_values)
-            if retried
-            else set()
-        )
 
-        def on_epoch(report: EpochReport) -> None:
-            seen.append(report)
-            if files is not None:
-                files.saved(report.epoch)  # a retry of this trial resumes from here
-            if single and report.epoch not in reported:
-                trial.report(report.val_accuracy, report.epoch)
-            observer.on_epoch(trial.number, report, config.epochs)
-            if stop_at is not None and report.epoch < config.epochs:
-                now = time.perf_counter()
-                if now >= stop_at:
-                    raise PruneTrial(
-                        f"{stop_why}: stopped after epoch {report.epoch} of {config.epochs} "
-                        f"({now - start:.0f} s)",
-                        report.epoch,
-                    )
-            if pruner is not None and report.epoch < config.epochs:
-                reason = pruner.decide(report.epoch, report.val_accuracy, curves)
-                if reason is not None:
-                    raise PruneTrial(reason, report.epoch)
+def _evaluate(
+    setup: SearchSetup,
+    study: optuna.Study,
+    trial: optuna.Trial,
+    evaluator: Evaluator,
+    pruner: CorrelationPruner | None,
+    observer: SearchObserver,
+    candidate: Candidate,
+    plan: Plan,
+    start: float,
+    deadline: float | None,
+    retried: bool,
+    files: TrialFiles | None,
+) -> Evaluation:
+    """Trains the candidate, reporting every epoch; pruning and failures end the
+    trial through :class:`_Ended`."""
+    config = setup.config
+    params = trial.params
+    stop_at, stop_why = _trial_deadline(config, start, deadline)
+    # one epoch leaves nothing to prune (the last epoch is the result)
+    curves = completed_curves(study) if pruner is not None and config.epochs > 1 else []
+    single = len(setup.directions) == 1
+    job = EvalJob(
+        spec=candidate.spec,
+        # a retry trains with its original's seeds, so resuming changes nothing
+        trial=_original_number(trial) if retried else trial.number,
+        seed=config.seed,
+        epochs=config.epochs,
+        batch_size=int(params.get("batch_size", config.batch_size)),
+        lr=float(params.get("lr", 1e-3)),
+        assignment=tuple(candidate.assignment or plan.placement.assignment),
+        checkpoint_path=str(files.path) if files is not None else None,
+        resume=files is not None and files.resumed_epoch > 0,
+    )
+    seen: list[EpochReport] = []
+    # a retried trial keeps the epochs its failed run reported
+    reported = (
+        set(storage_of(study).get_trial(trial_id_of(trial)).intermediate_values)
+        if retried
+        else set()
+    )
 
-        tick = time.perf_counter()
-        try:
-            evaluation = evaluator.evaluate(job, on_epoch)
-        except PruneTrial as pruned:
-            per_epoch = seen[-1].seconds / len(seen) if seen else 0.0
-            saved = per_epoch * (config.epochs - pruned.epoch)
-            trial.set_user_attr(
-                "training",
-                {
-                    "val_accuracy_per_epoch": [r.val_accuracy for r in seen],
-                    "epochs_run": len(seen),
-                    "seconds": seen[-1].seconds if seen else 0.0,
-                    "evaluator": evaluator.name,
-                },
-            )
-            trial.set_user_attr("prune_reason", pruned.reason)
-            trial.set_user_attr("seconds_saved", saved)
-            if files is not None:
-                files.keep()
-            study.tell(trial, state=_state("PRUNED"))
-            return TrialOutcome(
-                trial.number,
-                "PRUNED",
-                None,
-                lanes,
-                pruned.reason,
-                time.perf_counter() - start,
-                saved,
-            )
-        except KeyboardInterrupt:
-            raise
-        except Exception as err:  # NaN, out of memory, anything: recorded, the search goes on
-            reason = _failure_reason(err)
-            logger.warning("trial %d failed: %s", trial.number, reason)
-            trial.set_user_attr("fail_reason", reason)
-            trial.set_user_attr("traceback", traceback.format_exc(limit=8)[-4000:])
-            if seen:
-                trial.set_user_attr(
-                    "training",
-                    {
-                        "val_accuracy_per_epoch": [r.val_accuracy for r in seen],
-                        "evaluator": evaluator.name,
-                    },
+    def on_epoch(report: EpochReport) -> None:
+        seen.append(report)
+        if files is not None:
+            files.saved(report.epoch)  # a retry of this trial resumes from here
+        if single and report.epoch not in reported:
+            trial.report(report.val_accuracy, report.epoch)
+        observer.on_epoch(trial.number, report, config.epochs)
+        if stop_at is not None and report.epoch < config.epochs:
+            now = time.perf_counter()
+            if now >= stop_at:
+                raise PruneTrial(
+                    f"{stop_why}: stopped after epoch {report.epoch} of {config.epochs} "
+                    f"({now - start:.0f} s)",
+                    report.epoch,
                 )
-            study.tell(trial, state=_state("FAIL"))
-            if files is not None:
-                files.close()
-            return TrialOutcome(
-                trial.number, "FAIL", None, lanes, reason, time.perf_counter() - start
-            )
-        timings["evaluate"] = time.perf_counter() - tick
-        trial.set_user_attr(
-            "training",
-            {**evaluation.to_dict(), "evaluator": evaluator.name, "versions": versions()},
-        )
-    tick = time.perf_counter()
-    values = tuple(float(o.value(plan, evaluation)) for o in setup.objectives)
-    if not all(math.isfinite(v) for v in values):
-        reason = f"objective values not finite: {values}"
-        trial.set_user_attr("fail_reason", reason)
-        study.tell(trial, state=_state("FAIL"))
-        return TrialOutcome(trial.number, "FAIL", None, lanes, reason, time.perf_counter() - start)
+        if pruner is not None and report.epoch < config.epochs:
+            reason = pruner.decide(report.epoch, report.val_accuracy, curves)
+            if reason is not None:
+                raise PruneTrial(reason, report.epoch)
+
+    try:
+        return evaluator.evaluate(job, on_epoch)
+    except PruneTrial as pruned:
+        per_epoch = seen[-1].seconds / len(seen) if seen else 0.0
+        saved = per_epoch * (config.epochs - pruned.epoch)
+        raise _Ended("PRUNED", pruned.reason, seen=seen, saved=saved) from None
+    except KeyboardInterrupt:
+        raise
+    except Exception as err:  # NaN, out of memory, anything: recorded, the search goes on
+        reason = _failure_reason(err)
+        logger.warning("trial %d failed: %s", trial.number, reason)
+        trial.set_user_attr("traceback", traceback.format_exc(limit=8)[-4000:])
+        raise _Ended("FAIL", reason, seen=seen) from err
+
+
+def _end(
+    study: optuna.Study,
+    trial: optuna.Trial,
+    ended: _Ended,
+    lanes: str,
+    start: float,
+    evaluator: Evaluator,
+    files: TrialFiles | None,
+) -> TrialOutcome:
+    """Records a trial that ended early (the one FAIL and PRUNED path) and tells it."""
+    seen = ended.seen
+    pruned = ended.state == "PRUNED"
+    evaluated = seen is not None
+    if seen or (evaluated and pruned):
+        training: dict[str, Any] = {
+            "val_accuracy_per_epoch": [r.val_accuracy for r in seen or ()],
+            "evaluator": evaluator.name,
+        }
+        if pruned:
+            training |= {
+                "epochs_run": len(seen or ()),
+                "seconds": seen[-1].seconds if seen else 0.0,
+            }
+        trial.set_user_attr("training", training)
+    trial.set_user_attr("prune_reason" if pruned else "fail_reason", ended.reason)
+    if pruned and evaluated:
+        trial.set_user_attr("seconds_saved", ended.saved)
     if files is not None:
-        files.keep()
-    study.tell(trial, list(values))
-    timings["tell"] = time.perf_counter() - tick
-    return TrialOutcome(trial.number, "COMPLETE", values, lanes, None, time.perf_counter() - start)
+        if pruned:
+            files.keep()  # a pruned trial's weights are kept as a finished one's
+        else:
+            files.close()
+    study.tell(trial, state=_state(ended.state))
+    return TrialOutcome(
+        trial.number,
+        ended.state,
+        None,
+        lanes,
+        ended.reason,
+        time.perf_counter() - start,
+        ended.saved,
+    )
 
 
 def _record_plan(trial: optuna.Trial, candidate: Candidate, plan: Plan, setup: SearchSetup) -> None:

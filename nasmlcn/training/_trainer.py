@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from nasmlcn.data._splits import DataSplits, Split
-from nasmlcn.errors import TrainingError
+from nasmlcn.errors import DivergedError, TrainingError
 from nasmlcn.models import capsule_loss, count_parameters
 from nasmlcn.specs import ArchSpec
 from nasmlcn.training._augment import AUGMENTATIONS
@@ -120,7 +120,7 @@ def train(
             must equal ``arch``.
 
     Raises:
-        TrainingError: The loss became NaN or infinite.
+        DivergedError: The loss became NaN or infinite.
         CheckpointError: ``resume`` and the checkpoint belongs to another model.
     """
     device = resolve_device(config.device)
@@ -183,7 +183,7 @@ def train(
             ).total
             value = float(loss.detach())
             if not math.isfinite(value):
-                raise TrainingError(f"loss became {value} at epoch {epoch}, batch {i + 1}")
+                raise DivergedError(f"loss became {value} at epoch {epoch}, batch {i + 1}")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

@@ -11,7 +11,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from nasmlcn.errors import SearchError, TrainingError
+from nasmlcn.errors import DivergedError, SearchError
 from nasmlcn.search import (
     CorrelationPruner,
     EpochCallback,
@@ -43,12 +43,16 @@ def _config(tmp_path: Path, **kw: object) -> SearchConfig:
 def test_sqlite_round_trip_attributes_and_resume(tmp_path: Path) -> None:
     config = _config(tmp_path, objectives=("accuracy", "latency", "memory"), sampler="nsga2")
     first = run_search(config)
-    assert first.n_trials == 6 and len(first.run_trials) == 6 and first.best
+    assert first.n_trials == 6
+    assert len(first.run_trials) == 6
+    assert first.best
     study = load_existing_study(first.study, config.storage)
     assert study.metric_names == ["accuracy", "latency_s", "memory_MiB"]
     info = study.user_attrs["nasmlcn"]
-    assert info["evaluator"] == "proxy" and info["accuracy_is_proxy"] is True
-    assert info["config"]["devices"] == "4xK80" and info["cost_model"] == "analytic"
+    assert info["evaluator"] == "proxy"
+    assert info["accuracy_is_proxy"] is True
+    assert info["config"]["devices"] == "4xK80"
+    assert info["cost_model"] == "analytic"
     trial = study.trials[0]
     for key in ("lanes", "arch", "plan", "predicted", "training"):
         assert key in trial.user_attrs, key
@@ -58,7 +62,9 @@ def test_sqlite_round_trip_attributes_and_resume(tmp_path: Path) -> None:
     assert trial.system_attrs["constraints:memory"] <= 0
     # re-running with a higher target continues the same study
     second = run_search(config.with_overrides(trials=9))
-    assert second.study == first.study and second.n_trials == 9 and len(second.run_trials) == 3
+    assert second.study == first.study
+    assert second.n_trials == 9
+    assert len(second.run_trials) == 3
     params = [
         tuple(sorted(t.params.items()))
         for t in load_existing_study(first.study, config.storage).trials
@@ -92,7 +98,7 @@ class _Flaky:
 
     def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
         if job.trial == 1:
-            raise TrainingError("loss became nan at epoch 1, batch 3")
+            raise DivergedError("loss became nan at epoch 1, batch 3")
         if job.trial == 2:
             raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
         if job.trial == 3:
@@ -135,11 +141,13 @@ def test_ctrl_c_fails_the_running_trial_and_leaves_the_study_usable(tmp_path: Pa
     assert "Ctrl-C" in study.trials[2].user_attrs["fail_reason"]
     assert study.trials[2].user_attrs["failure"] == "interrupted"
     queued = study.trials[3]  # the interrupted trial, queued again as it was
-    assert queued.params == study.trials[2].params and "fail_reason" not in queued.user_attrs
+    assert queued.params == study.trials[2].params
+    assert "fail_reason" not in queued.user_attrs
     resumed = run_search(config)  # continues to 5 finished trials, the queued one first
     assert [t.number for t in resumed.run_trials] == [3, 4, 5]
     assert all(t.state == "COMPLETE" for t in resumed.run_trials)
-    assert resumed.n_trials == 6 and resumed.completed == 5
+    assert resumed.n_trials == 6
+    assert resumed.completed == 5
 
 
 def test_correlation_gated_pruning_in_a_multi_objective_study(tmp_path: Path) -> None:
@@ -191,8 +199,10 @@ def test_the_pruning_gate_per_epoch() -> None:
 def test_epoch_correlations_on_known_data() -> None:
     curves = [[0.1, 0.3, 0.5], [0.2, 0.2, 0.6], [0.3, 0.1, 0.7], [0.4, 0.4, 0.8]]
     rows = epoch_correlations(curves)
-    assert [r.epoch for r in rows] == [1, 2, 3] and rows[0].trials == 4
-    assert rows[0].pearson == pytest.approx(1.0) and rows[0].spearman == pytest.approx(1.0)
+    assert [r.epoch for r in rows] == [1, 2, 3]
+    assert rows[0].trials == 4
+    assert rows[0].pearson == pytest.approx(1.0)
+    assert rows[0].spearman == pytest.approx(1.0)
     assert rows[1].spearman == pytest.approx(0.2)  # ranks 3,2,1,4 vs 1,2,3,4
     assert rows[2].pearson == pytest.approx(1.0)
     assert first_epoch_reaching(rows, 0.9) == 1
@@ -261,7 +271,8 @@ def test_samplers_do_not_read_the_dashboards_notes(tmp_path: Path) -> None:
     assert any(k.startswith("dashboard:") for k in everything)  # the notes are there
     storage.hide_dashboard = True  # as the runner's samplers see the study
     seen = storage.get_study_system_attrs(study_id)
-    assert seen and not any(k.startswith("dashboard:") for k in seen)
+    assert seen
+    assert not any(k.startswith("dashboard:") for k in seen)
     assert seen == {k: v for k, v in everything.items() if not k.startswith("dashboard:")}
 
 
@@ -372,7 +383,8 @@ def test_the_default_search_prunes_after_its_first_trials_run_in_full(tmp_path: 
     config = _config(tmp_path, trials=12, epochs=4, sampler="random")
     result = run_search(config)
     states = _states(result.study, config)
-    assert len(states) == 12 and TrialState.PRUNED in states, states
+    assert len(states) == 12, states
+    assert TrialState.PRUNED in states, states
     # trial k starts with at most k completed trials: the first prune_min_trials
     # trials always run in full, so the correlation is measured before any prune
     assert states[: config.prune_min_trials] == [TrialState.COMPLETE] * config.prune_min_trials
@@ -406,11 +418,13 @@ def test_no_prune_runs_every_trial_in_full_and_the_study_continues_pruned(
     study = load_existing_study(result.study, config.storage)
     assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 12
     assert all(len(t.user_attrs["training"]["val_accuracy_per_epoch"]) == 4 for t in study.trials)
-    assert result.correlation and not any(r["prunes"] for r in result.correlation)
+    assert result.correlation
+    assert not any(r["prunes"] for r in result.correlation)
     assert result.to_dict()["seconds_saved_by_pruning"] == 0
     # the same search under the default (pruning) continues that study, not a new one
     continued = run_search(_config(tmp_path, trials=20, epochs=4, sampler="random"))
-    assert continued.study == result.study and continued.n_trials == 20
+    assert continued.study == result.study
+    assert continued.n_trials == 20
     assert any(r["prunes"] for r in continued.correlation)
 
 
@@ -425,7 +439,8 @@ def test_continuing_an_old_study_hides_the_password_it_stored(tmp_path: Path) ->
     run_search(config.with_overrides(trials=2))
     stored = load_existing_study("old", config.storage).user_attrs["nasmlcn"]
     assert stored["config"]["storage"] == "postgresql://nas:***@db.example/nas"
-    assert stored["identity"] == info["identity"] and stored["space"] == info["space"]
+    assert stored["identity"] == info["identity"]
+    assert stored["space"] == info["space"]
 
 
 def test_the_search_package_never_imports_the_dashboard(tmp_path: Path) -> None:
@@ -443,7 +458,8 @@ def test_the_search_package_never_imports_the_dashboard(tmp_path: Path) -> None:
         "print('ok')\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "ok", result.stderr[-2000:]
 
 
 def test_a_failing_observer_never_stops_the_search(tmp_path: Path) -> None:

@@ -85,6 +85,9 @@ class SearchSpace(ABC):
     """
 
     kind: str = ""
+    placement: str = "greedy"
+    """How a trial's plan places lanes with no assignment of their own: ``greedy``
+    (a placer), or ``buckets`` (the space assigns every lane to a device)."""
 
     def __init__(self, name: str, data: Mapping[str, Any], source: str) -> None:
         self.name = name

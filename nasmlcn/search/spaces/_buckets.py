@@ -101,6 +101,7 @@ class BucketSpace(SearchSpace):
     per-device memory/load buckets and balanced."""
 
     kind = "buckets"
+    placement = "buckets"
 
     def __init__(self, name: str, data: Mapping[str, Any], source: str) -> None:
         super().__init__(name, data, source)

@@ -88,6 +88,7 @@ class ThesisSpace(SearchSpace):
     """Random lanes drawn into devices that are not yet full (Algorithms 4-5)."""
 
     kind = "thesis"
+    placement = "buckets"
 
     def __init__(self, name: str, data: Mapping[str, Any], source: str) -> None:
         super().__init__(name, data, source)
