@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import sys
 import time
@@ -32,11 +31,16 @@ from torch.utils.flop_counter import FlopCounterMode
 from nasmlcn.costs import CostContext, get_cost_model, lane_profile
 from nasmlcn.costs._calibrated import CalibratedCostModel
 from nasmlcn.costs._fit import cross_validated, fit_calibration
-from nasmlcn.costs._host import MEMORY_METHODS
-from nasmlcn.costs._samples import LaneSample, calibration_lanes
+from nasmlcn.costs._samples import LaneSample
 from nasmlcn.costs._scoring import score_cost_model, score_predictions
-from nasmlcn.hardware import detect_devices, load_catalog, usable_cores
-from nasmlcn.measure import LaneStepper, lane_peak_memories, measure_lanes, measure_speeds
+from nasmlcn.errors import CalibrationError
+from nasmlcn.hardware import usable_cores
+from nasmlcn.measure import (
+    CalibrationRequest,
+    LaneStepper,
+    lane_peak_memories,
+    measure_calibration,
+)
 from nasmlcn.specs import LaneSpec
 from nasmlcn.stats import Agreement, agreement
 
@@ -90,35 +94,28 @@ def main(argv: list[str] | None = None) -> int:
     if args.lanes < 6:
         parser.error("--lanes must be at least 6")
 
-    torch.set_num_threads(args.threads)
-    device = "cuda:0" if args.device == "cuda" else args.device
-    catalog = load_catalog()
-    local = {d.name: d for d in detect_devices(catalog)}
-    if device not in local:
-        parser.error(f"no device {device!r} here ({', '.join(local)})")
-    measured = [local[device]] + ([local["cpu"]] if local[device].catalog_kind is None else [])
-    ctx = CostContext(batch_size=args.batch_size)
-    lanes = calibration_lanes(args.lanes, args.seed)
+    request = CalibrationRequest(
+        lanes=args.lanes,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        device=args.device,
+        threads=args.threads,
+        clock=args.clock,
+        rounds=args.rounds,
+    )
 
     started = time.perf_counter()
 
     def progress(phase: str, done: int, total: int) -> None:
         print(f"\r{phase} {done}/{total}", end="", file=sys.stderr, flush=True)
 
-    load = os.getloadavg()[0]
-    speeds = measure_speeds(measured, catalog, threads=args.threads, clock=args.clock)
-    samples = measure_lanes(
-        lanes,
-        ctx,
-        device,
-        threads=args.threads,
-        rounds=args.rounds,
-        clock=args.clock,
-        memory_jobs=2,
-        seed=args.seed,
-        progress=progress,
-    )
-    load = max(load, os.getloadavg()[0])
+    try:
+        measured = measure_calibration(request, progress)
+    except CalibrationError as exc:
+        parser.error(str(exc))
+    device, ctx, speeds = measured.lane_device.name, measured.context, measured.speeds
+    samples = list(measured.samples)
+    lanes = [s.lane for s in samples]
     default_peaks: list[int] | None = None
     if device == "cpu" and not args.no_default_malloc:
         default_peaks = lane_peak_memories(
@@ -132,15 +129,14 @@ def main(argv: list[str] | None = None) -> int:
     cut = max(3, min(len(samples) - 3, round(args.train_share * len(samples))))
     train = [samples[i] for i in sorted(order[:cut])]
     test = [samples[i] for i in sorted(order[cut:])]
-    speed = speeds.speeds[device]
-    kind = "cuda" if device.startswith("cuda") else "cpu"
+    speed = measured.speed
     calibration = fit_calibration(
         train,
         ctx,
         device=device,
         speed=speed,
         threads=args.threads,
-        memory_method=MEMORY_METHODS[kind],
+        memory_method=measured.memory_method,
         speed_anchor=speeds.anchor,
     )
     models = [
@@ -168,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     flops = flop_check(ctx)
     result: dict[str, Any] = {
         "device": device,
-        "device_description": local[device].description,
+        "device_description": measured.lane_device.description,
         "threads": torch.get_num_threads(),
         "clock": args.clock,
         "batch_size": args.batch_size,
@@ -177,11 +173,11 @@ def main(argv: list[str] | None = None) -> int:
         "test_lanes": len(test),
         "seed": args.seed,
         "seconds": round(elapsed, 1),
-        "load_average": load,
+        "load_average": measured.load_average,
         "fc_flops_per_second": speeds.fc_flops_per_second,
         "speed": speed,
         "speed_anchor": speeds.anchor,
-        "memory_method": MEMORY_METHODS[kind],
+        "memory_method": measured.memory_method,
         "held_out": [s.to_dict() for s in held_out],
         "cross_validated": cv.to_dict(),
         "all_lanes": [s.to_dict() for s in in_sample],

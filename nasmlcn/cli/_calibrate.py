@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any
 
 import typer
 
 from nasmlcn.cli._console import err, out
-
-if TYPE_CHECKING:
-    from nasmlcn.costs._calibration_file import Calibration
-    from nasmlcn.costs._scoring import Score
-    from nasmlcn.hardware import LocalDevice
-    from nasmlcn.measure import DeviceSpeeds
-
-QUICK_LANES = 3
-QUICK_BATCH = 8
 
 
 def calibrate(
@@ -72,230 +62,33 @@ def calibrate(
     the calibrated model, saves it, and compares every cost model with the
     measurements.
     """
-    from nasmlcn.costs import CostContext, get_cost_model
-    from nasmlcn.costs._calibrated import CalibratedCostModel
-    from nasmlcn.costs._calibration_file import default_calibration_path
-    from nasmlcn.costs._fit import cross_validated, fit_calibration
-    from nasmlcn.costs._host import MEMORY_METHODS
-    from nasmlcn.costs._samples import MIN_LANES, calibration_lanes
-    from nasmlcn.costs._scoring import score_cost_model, score_predictions
-    from nasmlcn.errors import CalibrationError
-    from nasmlcn.hardware import detect_devices, load_catalog, usable_cores
-    from nasmlcn.specs import DEFAULT_ROUTING
+    from rich.markup import escape
 
-    least = QUICK_LANES if quick else MIN_LANES
-    if lanes < least:
-        raise CalibrationError(
-            f"--lanes must be at least {least} to fit and judge the models, got {lanes}"
-        )
-    if clock not in ("wall", "cpu"):
-        raise CalibrationError(f"--clock must be wall or cpu, got {clock!r}")
-    catalog = load_catalog()
-    local = detect_devices(catalog)
-    lane_device, measured = _resolve_devices(device, local)
-    threads = threads or usable_cores()
-    if clock == "cpu" and (threads != 1 or lane_device.name != "cpu"):
-        raise CalibrationError(
-            "--clock cpu times the cpu device with one thread: add --threads 1 --device cpu"
-        )
-    batch = batch_size or (QUICK_BATCH if quick else 100)
-    ctx = CostContext(batch_size=batch, routing=routing or DEFAULT_ROUTING)
-    specs = calibration_lanes(lanes, seed, **({"max_width": 2, "max_depth": 2} if quick else {}))
-    path = out_file or default_calibration_path()
+    from nasmlcn.cli._progress import MeasureProgress
+    from nasmlcn.measure import CalibrationRequest
+    from nasmlcn.measure import calibrate as run_calibration
 
-    import torch
-
-    from nasmlcn.measure import measure_lanes, measure_speeds
-
-    torch.set_num_threads(threads)
-    load = _load_average()
-    speeds = measure_speeds(measured, catalog, threads=threads, clock=clock, quick=quick)
-    timing: dict[str, Any] = (
-        {"warmup": 1, "repeats": 2, "min_seconds": 0.0, "rounds": 1, "memory_steps": 2}
-        if quick
-        else {"rounds": rounds}
-    )
-    with _Progress(quiet) as progress:
-        samples = measure_lanes(
-            specs,
-            ctx,
-            lane_device.name,
-            threads=threads,
-            memory_jobs=2,
-            clock=clock,
-            seed=seed,
-            progress=progress.update,
-            **timing,
-        )
-    load = max(load, _load_average())
-    cores = usable_cores()
-    # This process accounts for at most `cores` of the load; CPU time is immune.
-    if clock == "wall" and load > cores + 0.5:
-        err.print(
-            f"[yellow]warning:[/] the machine was busy (1-minute load {load:.1f} on {cores} "
-            "cores): other processes inflate step times; calibrate on an idle machine, "
-            "or time one thread's CPU time with --threads 1 --clock cpu",
-            markup=True,
-            highlight=False,
-        )
-    kind = "cuda" if lane_device.name.startswith("cuda") else "cpu"
-    calibration = fit_calibration(
-        samples,
-        ctx,
-        device=lane_device.name,
-        speed=speeds.speeds[lane_device.name],
+    request = CalibrationRequest(
+        lanes=lanes,
+        seed=seed,
+        batch_size=batch_size,
+        device=device,
+        routing=routing,
+        out=out_file,
         threads=threads,
         clock=clock,
-        device_description=lane_device.description,
-        fc_flops_per_second=speeds.fc_flops_per_second,
-        device_speeds=speeds.speeds,
-        speed_anchor=speeds.anchor,
-        memory_method=MEMORY_METHODS[kind],
-        torch_version=str(torch.__version__),
-        load_average=load,
+        rounds=rounds,
+        quick=quick,
     )
-    calibration.save(path)
-
-    local_speed = calibration.speed
-    scores = [
-        score_cost_model(get_cost_model(name), samples, ctx, local_speed)
-        for name in ("analytic", "thesis")
-    ]
-    scores.append(score_cost_model(CalibratedCostModel(calibration), samples, ctx, local_speed))
-    cv_seconds, cv_peaks = cross_validated(calibration, folds=5, seed=seed)
-    scores.append(
-        score_predictions(
-            "calibrated-cv",
-            cv_seconds,
-            cv_peaks,
-            samples,
-            note="5-fold cross-validation: each lane predicted by a fit without it",
-        )
-    )
-    report = _report(calibration, speeds, scores, path, seed, quick)
+    with MeasureProgress(err, quiet=quiet) as progress:
+        result = run_calibration(request, progress)
+    for warning in result.warnings:
+        err.print(f"[yellow]warning:[/] {escape(warning)}", markup=True, highlight=False)
+    report = result.to_dict()
     if as_json:
         print(json.dumps(report))
         return
     _print_report(report)
-
-
-def _load_average() -> float:
-    try:
-        return os.getloadavg()[0]
-    except OSError:  # not available on this system
-        return 0.0
-
-
-def _resolve_devices(
-    device: str, local: list[LocalDevice]
-) -> tuple[LocalDevice, list[LocalDevice]]:
-    """The device the lanes run on and the devices whose FC speed is measured.
-
-    The lane device comes first (it anchors the speed scale when it is in the
-    catalog); when none measured is in the catalog, the cpu is added as anchor.
-    """
-    from nasmlcn.errors import CalibrationError
-
-    by_name = {d.name: d for d in local}
-    gpus = [d for d in local if d.name.startswith("cuda")]
-    name = device.strip().lower()
-    if name in ("auto", "all"):
-        lane_device = gpus[0] if gpus else by_name["cpu"]
-    else:
-        if name == "cuda":
-            name = "cuda:0"
-        if name not in by_name:
-            raise CalibrationError(
-                f"no device {device!r} here; local devices: {', '.join(by_name)} (or auto, all)"
-            )
-        lane_device = by_name[name]
-    measured = [lane_device]
-    if name == "all":
-        measured += [d for d in local if d is not lane_device]
-    if all(d.catalog_kind is None for d in measured):
-        measured.append(by_name["cpu"])
-    return lane_device, measured
-
-
-class _Progress:
-    """A rich progress bar per measuring phase, on stderr."""
-
-    LABELS: ClassVar[dict[str, str]] = {"time": "timing lanes", "memory": "peak memory"}
-
-    def __init__(self, quiet: bool) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TaskID,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
-        self.quiet = quiet
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(bar_width=28),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-            disable=quiet,
-        )
-        self.tasks: dict[str, TaskID] = {}
-
-    def __enter__(self) -> _Progress:
-        self.progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
-
-    def update(self, phase: str, done: int, total: int) -> None:
-        if phase not in self.tasks:
-            self.tasks[phase] = self.progress.add_task(self.LABELS.get(phase, phase), total=total)
-        self.progress.update(self.tasks[phase], completed=done)
-
-
-def _report(
-    calibration: Calibration,
-    speeds: DeviceSpeeds,
-    scores: list[Score],
-    path: Path,
-    seed: int,
-    quick: bool,
-) -> dict[str, Any]:
-    return {
-        "calibration_file": str(path),
-        "device": calibration.device,
-        "device_description": calibration.device_description,
-        "threads": calibration.threads,
-        "clock": calibration.clock,
-        "batch_size": calibration.context.batch_size,
-        "routing": calibration.context.routing,
-        "lanes": len(calibration.samples),
-        "seed": seed,
-        "quick": quick,
-        "speeds": {
-            r.device: {
-                "fc_flops_per_second": r.flops_per_second,
-                "speed": speeds.speeds[r.device],
-            }
-            for r in speeds.results
-        },
-        "speed_anchor": speeds.anchor,
-        "memory_method": calibration.memory_method,
-        "load_average": calibration.load_average,
-        "time_coefficients": dict(
-            zip(calibration.time_features, calibration.time_coefficients, strict=True)
-        ),
-        "memory_coefficients": dict(
-            zip(calibration.memory_features, calibration.memory_coefficients, strict=True)
-        ),
-        "memory_envelope": calibration.memory_envelope,
-        "models": [s.to_dict() for s in scores],
-        "samples": [s.to_dict() for s in calibration.samples],
-    }
 
 
 def _pct(value: float | None) -> str:

@@ -1,6 +1,7 @@
 """The CLI's consoles, logging and one-line errors.
 
-Results go to stdout; progress, logs and errors go to stderr.
+Results go to stdout; progress (:mod:`nasmlcn.cli._progress`), logs and errors go
+to stderr.
 """
 
 from __future__ import annotations
@@ -9,14 +10,6 @@ import logging
 
 from rich.console import Console
 from rich.logging import RichHandler
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -52,19 +45,3 @@ def setup_logging(verbose: bool) -> None:
     handler.addFilter(_ScrubPasswords())
     logging.basicConfig(level=logging.WARNING, handlers=[handler], format="%(message)s", force=True)
     logging.getLogger("nasmlcn").setLevel(logging.INFO if verbose else logging.WARNING)
-
-
-def progress_bars(console: Console) -> Progress:
-    """The live bars of long commands: description, bar, k/N, a ``stats`` field,
-    elapsed time and ETA; transient, so only the per-item lines stay."""
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(bar_width=26),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[stats]}"),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    )

@@ -1,38 +1,118 @@
-"""A rich progress display for training, driven by the trainer's callbacks."""
+"""The live progress displays of long commands (stderr): one bar layout, one base.
+
+:class:`ProgressDisplay` owns the rich bars (started and stopped as a context
+manager, disabled when quiet) and adds or updates a bar by key; the displays of
+``train`` (:class:`TrainProgress`), ``search`` (:class:`SearchProgress`) and
+``calibrate`` (:class:`MeasureProgress`) only turn their events into bars and lines.
+"""
 
 from __future__ import annotations
 
 import time
+from typing import Any, ClassVar, TypeVar
 
 from rich.console import Console
 from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
     TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 
-from nasmlcn.cli._console import progress_bars
+from nasmlcn.planning import Plan
+from nasmlcn.search import EpochReport, SearchObserver, SearchStart, TrialOutcome
 from nasmlcn.training import Callback, EpochResult, TrainStart
 
+_Display = TypeVar("_Display", bound="ProgressDisplay")
 
-class TrainProgress(Callback):
-    """Two bars on stderr: all epochs (with ETA) and the current epoch's batches
-    (with ETA, live loss, accuracy and images/s); a line per finished epoch."""
 
-    def __init__(self, console: Console, title: str, label: str = "train") -> None:
+def progress_bars(console: Console, *, disable: bool = False) -> Progress:
+    """The live bars of long commands: description, bar, k/N, a ``stats`` field,
+    elapsed time and ETA; transient, so only the per-item lines stay."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(bar_width=26),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[stats]}"),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+        disable=disable,
+    )
+
+
+class ProgressDisplay:
+    """Bars on ``console`` between ``__enter__`` and ``__exit__``, each under a key.
+
+    Args:
+        console: Where the bars and the display's lines go (the CLI's stderr).
+        quiet: Show no bars (the lines a subclass prints still go to ``console``).
+    """
+
+    def __init__(self, console: Console, *, quiet: bool = False) -> None:
         self.console = console
-        self.title = title
-        self.label = label
-        self.progress = progress_bars(console)
-        self._overall: TaskID | None = None
-        self._epoch: TaskID | None = None
-        self._start: TrainStart | None = None
-        self._epoch_started = 0.0
+        self.progress = progress_bars(console, disable=quiet)
+        self._bars: dict[str, TaskID] = {}
 
-    def __enter__(self) -> TrainProgress:
+    def __enter__(self: _Display) -> _Display:
         self.progress.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.progress.stop()
+
+    def bar(
+        self,
+        key: str,
+        description: str | None = None,
+        *,
+        total: float | None = None,
+        completed: int | None = None,
+        advance: float | None = None,
+        stats: str | None = None,
+    ) -> None:
+        """Adds the bar ``key`` (labelled ``description``, else ``key``), or updates
+        the fields given of the one there."""
+        task = self._bars.get(key)
+        if task is None:
+            self._bars[key] = self.progress.add_task(
+                description or key, total=total, completed=completed or 0, stats=stats or ""
+            )
+            if advance:
+                self.progress.advance(self._bars[key], advance)
+            return
+        fields: dict[str, Any] = {} if stats is None else {"stats": stats}
+        self.progress.update(
+            task,
+            description=description,
+            total=total,
+            completed=completed,
+            advance=advance,
+            **fields,
+        )
+
+    def remove(self, key: str) -> None:
+        """Removes the bar ``key``, if there is one."""
+        task = self._bars.pop(key, None)
+        if task is not None:
+            self.progress.remove_task(task)
+
+
+class TrainProgress(ProgressDisplay, Callback):
+    """Two bars (all epochs with ETA; the current epoch's batches with ETA, live
+    loss, accuracy and images/s) and a line per finished epoch."""
+
+    def __init__(self, console: Console, title: str, label: str = "train") -> None:
+        super().__init__(console)
+        self.title = title
+        self.label = label
+        self._start: TrainStart | None = None
+        self._epoch_started = 0.0
 
     def on_train_start(self, start: TrainStart) -> None:
         self._start = start
@@ -41,38 +121,32 @@ class TrainProgress(Callback):
             f"on {start.device}"
         )
         done = start.first_epoch - 1
-        self._overall = self.progress.add_task(
-            f"{self.label} epochs", total=start.epochs, completed=done, stats=""
-        )
+        self.bar("epochs", f"{self.label} epochs", total=start.epochs, completed=done)
         if done:
             self.console.print(f"resuming after epoch {done}/{start.epochs}")
 
     def on_epoch_start(self, epoch: int) -> None:
         assert self._start is not None
-        if self._epoch is not None:
-            self.progress.remove_task(self._epoch)
+        self.remove("epoch")
         self._epoch_started = time.perf_counter()
-        self._epoch = self.progress.add_task(
-            f"epoch {epoch}/{self._start.epochs}", total=self._start.batches_per_epoch, stats=""
+        self.bar(
+            "epoch", f"epoch {epoch}/{self._start.epochs}", total=self._start.batches_per_epoch
         )
 
     def on_batch_end(self, epoch: int, batch: int, loss: float, accuracy: float) -> None:
-        assert self._epoch is not None and self._start is not None
+        assert self._start is not None
         elapsed = time.perf_counter() - self._epoch_started
         per_batch = -(-self._start.train_images // self._start.batches_per_epoch)
         images = min(batch * per_batch, self._start.train_images)
         rate = f"{images / elapsed:6.0f} img/s" if elapsed > 0 else ""
-        self.progress.update(
-            self._epoch, completed=batch, stats=f"loss {loss:.4f} acc {accuracy:.3f} {rate}"
-        )
+        self.bar("epoch", completed=batch, stats=f"loss {loss:.4f} acc {accuracy:.3f} {rate}")
 
     def on_eval_start(self, epoch: int) -> None:
-        assert self._epoch is not None
-        self.progress.update(self._epoch, description=f"validating {epoch}")
+        self.bar("epoch", f"validating {epoch}")
 
     def on_epoch_end(self, result: EpochResult) -> None:
-        assert self._overall is not None and self._start is not None
-        self.progress.update(self._overall, advance=1, stats=f"val acc {result.val_accuracy:.4f}")
+        assert self._start is not None
+        self.bar("epochs", advance=1, stats=f"val acc {result.val_accuracy:.4f}")
         self.console.print(
             f"epoch {result.epoch}/{self._start.epochs}: "
             f"train loss {result.train_loss:.4f} acc {result.train_accuracy:.4f} | "
@@ -80,3 +154,81 @@ class TrainProgress(Callback):
             f"{result.seconds:.1f} s, {result.images_per_second:.0f} img/s",
             highlight=False,
         )
+
+
+class SearchProgress(ProgressDisplay, SearchObserver):
+    """Two bars (trials with ETA; the running trial's epochs) and a line per trial."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__(console)
+        self._start: SearchStart | None = None
+        self._best: float | None = None
+        self._trial_started = 0.0
+
+    def on_start(self, start: SearchStart) -> None:
+        self._start = start
+        verb = "continuing" if start.resumed else "created"
+        self.console.print(
+            f"study {start.study!r} ({verb}, {start.done}/{start.target} trials done) in "
+            f"{start.storage}; sampler {start.sampler}, evaluator {start.evaluator}, "
+            f"objectives {', '.join(start.metric_names)}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        if start.evaluator == "proxy":
+            self.console.print(
+                "[yellow]evaluator 'proxy': accuracies are an analytic stand-in, not trained[/]"
+            )
+        self.bar("trials", total=start.target, completed=start.done)
+
+    def on_trial_start(self, number: int, index: int, lanes: str, plan: Plan) -> None:
+        assert self._start is not None
+        self._trial_started = time.perf_counter()
+        self.remove("epochs")
+        self.bar(
+            "epochs",
+            f"trial {number}: {plan.spec.num_lanes} lanes",
+            total=self._start.epochs,
+            stats=f"imbalance {plan.imbalance:.1%}",
+        )
+
+    def on_epoch(self, number: int, report: EpochReport, epochs: int) -> None:
+        if "epochs" in self._bars:
+            self.bar("epochs", completed=report.epoch, stats=f"val acc {report.val_accuracy:.4f}")
+
+    def on_trial_end(self, outcome: TrialOutcome) -> None:
+        assert self._start is not None
+        # the outcome's own time: with --workers, trials start in other processes
+        seconds = (
+            outcome.seconds if outcome.seconds > 0 else time.perf_counter() - self._trial_started
+        )
+        if outcome.state == "COMPLETE" and outcome.values is not None:
+            shown = ", ".join(
+                f"{name} {value:.4g}"
+                for name, value in zip(self._start.metric_names, outcome.values, strict=False)
+            )
+            first = outcome.values[0]
+            better = self._best is None or (
+                first > self._best
+                if self._start.directions[0] == "maximize"
+                else first < self._best
+            )
+            if better:
+                self._best = first
+            line = f"trial {outcome.number}: {shown} ({seconds:.1f} s){'  best so far' if better else ''}"
+        else:
+            line = f"trial {outcome.number}: {outcome.state} — {outcome.reason}"
+        self.console.print(line, highlight=False, soft_wrap=True)
+        best = (
+            f"best {self._start.metric_names[0]} {self._best:.4g}" if self._best is not None else ""
+        )
+        self.bar("trials", advance=1, stats=best)
+
+
+class MeasureProgress(ProgressDisplay):
+    """A bar per measuring phase of ``calibrate``; call it with ``(phase, done, total)``."""
+
+    LABELS: ClassVar[dict[str, str]] = {"time": "timing lanes", "memory": "peak memory"}
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        self.bar(phase, self.LABELS.get(phase, phase), total=total, completed=done)

@@ -1,14 +1,23 @@
 """Measurements with torch: device speed, single-lane step time and peak memory,
 and a model's per-image inference latency.
 
-Used by ``nasmlcn calibrate`` and ``benchmarks/cost_model.py`` to fit and check the
-``calibrated`` cost model; the search's ``train`` evaluator measures every trained
-model's inference latency with it. This package imports torch; the cost models
-themselves (:mod:`nasmlcn.costs`) never do.
+:func:`calibrate` is the pipeline of ``nasmlcn calibrate``: measure, fit and save
+the ``calibrated`` cost model and score every cost model against the measurements
+(``benchmarks/cost_model.py`` uses its :func:`measure_calibration` step). The
+search's ``train`` evaluator measures every trained model's inference latency here.
+This package imports torch; the cost models themselves (:mod:`nasmlcn.costs`) never do.
 """
 
 from __future__ import annotations
 
+from nasmlcn.measure._calibrate import (
+    CalibrationMeasurements,
+    CalibrationReport,
+    CalibrationRequest,
+    calibrate,
+    measure_calibration,
+    resolve_devices,
+)
 from nasmlcn.measure._inference import (
     INFERENCE_PASSES,
     INFERENCE_WARMUP,
@@ -36,18 +45,24 @@ from nasmlcn.measure._speed import (
 __all__ = [
     "INFERENCE_PASSES",
     "INFERENCE_WARMUP",
+    "CalibrationMeasurements",
+    "CalibrationReport",
+    "CalibrationRequest",
     "DeviceSpeeds",
     "InferenceTiming",
     "LaneStepper",
     "LaneTiming",
     "SpeedResult",
+    "calibrate",
     "classify",
     "fc_flops_per_step",
     "lane_peak_memories",
     "lane_peak_memory",
+    "measure_calibration",
     "measure_fc_speed",
     "measure_lanes",
     "measure_speeds",
+    "resolve_devices",
     "time_inference",
     "time_lane_step",
     "time_lanes",

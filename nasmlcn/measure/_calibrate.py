@@ -1,0 +1,352 @@
+"""The calibration pipeline behind ``nasmlcn calibrate``.
+
+:func:`measure_calibration` resolves the devices, measures their FC speed and
+the step time and peak memory of random lanes on one of them;
+:func:`calibrate` then fits the ``calibrated`` cost model to those lanes, saves
+it, and scores every cost model against the same measurements (the calibrated
+one also by 5-fold cross-validation, its held-out figure).
+``benchmarks/cost_model.py`` measures with :func:`measure_calibration` and fits
+on its own train/test split.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from nasmlcn.costs import CostContext
+from nasmlcn.costs._calibration_file import Calibration
+from nasmlcn.costs._samples import LaneSample
+from nasmlcn.costs._scoring import Score
+from nasmlcn.errors import CalibrationError
+from nasmlcn.hardware import LocalDevice
+from nasmlcn.measure._lane import measure_lanes
+from nasmlcn.measure._speed import DeviceSpeeds, measure_speeds
+
+QUICK_LANES = 3
+"""Lanes ``--quick`` needs at least (a smoke test, not a calibration to plan with)."""
+QUICK_BATCH = 8
+DEFAULT_BATCH = 100
+CV_FOLDS = 5
+
+
+@dataclass(frozen=True)
+class CalibrationRequest:
+    """What to measure and where to save the fit (``nasmlcn calibrate``'s options).
+
+    Attributes:
+        lanes: Random lanes to measure (:func:`calibrate` needs ``MIN_LANES``,
+            or ``QUICK_LANES`` when ``quick``).
+        seed: Seed of the random lanes, the timing and the cross-validation folds.
+        batch_size: Training batch size (None: 100, or 8 when ``quick``).
+        device: ``auto`` (first GPU, else cpu), ``cpu``, ``cuda[:N]`` or ``all``
+            (FC speed of every local device; lanes on the auto device).
+        routing: Lane routing (None: the default routing).
+        out: Calibration file to write (None: the default calibration path).
+        threads: Torch CPU threads (None: the usable cores).
+        clock: ``wall`` or ``cpu`` (process CPU time: one thread on the cpu only).
+        rounds: Interleaved timing rounds (the fastest step counts).
+        quick: Smoke test: small lanes, batch 8, one short round.
+    """
+
+    lanes: int = 24
+    seed: int = 0
+    batch_size: int | None = None
+    device: str = "auto"
+    routing: str | None = None
+    out: Path | None = None
+    threads: int | None = None
+    clock: str = "wall"
+    rounds: int = 2
+    quick: bool = False
+
+
+@dataclass(frozen=True)
+class CalibrationMeasurements:
+    """Measured speeds and lanes of one calibration run.
+
+    Attributes:
+        lane_device: The device the lanes ran on.
+        speeds: FC speed of every measured device, lane device first.
+        samples: Step time and peak memory of every lane, in order.
+        context: The lanes' cost context (batch size, routing).
+        threads: Torch CPU threads during the measurements.
+        clock: ``wall`` or ``cpu``.
+        load_average: Highest 1-minute load average seen (before and after).
+        warnings: Reasons to distrust the figures, in words (a busy machine).
+    """
+
+    lane_device: LocalDevice
+    speeds: DeviceSpeeds
+    samples: tuple[LaneSample, ...]
+    context: CostContext
+    threads: int
+    clock: str
+    load_average: float
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def speed(self) -> float:
+        """The lane device's relative speed (K80 = 1.0)."""
+        return self.speeds.speeds[self.lane_device.name]
+
+    @property
+    def memory_method(self) -> str:
+        from nasmlcn.costs._host import MEMORY_METHODS
+
+        return MEMORY_METHODS["cuda" if self.lane_device.name.startswith("cuda") else "cpu"]
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    """A saved calibration and how every cost model scored against its lanes.
+
+    Attributes:
+        calibration: The fitted calibration, as saved.
+        speeds: FC speed of every measured device.
+        scores: ``analytic``, ``thesis``, ``calibrated`` (in-sample) and
+            ``calibrated-cv`` (each lane predicted by a fit without it).
+        path: Where the calibration was saved.
+        seed: The request's seed.
+        quick: Whether it was a ``--quick`` smoke test.
+        warnings: Reasons to distrust the figures, in words.
+    """
+
+    calibration: Calibration
+    speeds: DeviceSpeeds
+    scores: tuple[Score, ...]
+    path: Path
+    seed: int
+    quick: bool
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report of ``nasmlcn calibrate --json``."""
+        calibration, speeds = self.calibration, self.speeds
+        return {
+            "calibration_file": str(self.path),
+            "device": calibration.device,
+            "device_description": calibration.device_description,
+            "threads": calibration.threads,
+            "clock": calibration.clock,
+            "batch_size": calibration.context.batch_size,
+            "routing": calibration.context.routing,
+            "lanes": len(calibration.samples),
+            "seed": self.seed,
+            "quick": self.quick,
+            "speeds": {
+                r.device: {
+                    "fc_flops_per_second": r.flops_per_second,
+                    "speed": speeds.speeds[r.device],
+                }
+                for r in speeds.results
+            },
+            "speed_anchor": speeds.anchor,
+            "memory_method": calibration.memory_method,
+            "load_average": calibration.load_average,
+            "time_coefficients": dict(
+                zip(calibration.time_features, calibration.time_coefficients, strict=True)
+            ),
+            "memory_coefficients": dict(
+                zip(calibration.memory_features, calibration.memory_coefficients, strict=True)
+            ),
+            "memory_envelope": calibration.memory_envelope,
+            "models": [s.to_dict() for s in self.scores],
+            "samples": [s.to_dict() for s in calibration.samples],
+        }
+
+
+def calibrate(
+    request: CalibrationRequest, progress: Callable[[str, int, int], None] | None = None
+) -> CalibrationReport:
+    """Measures this machine, fits the calibrated cost model, saves it and scores
+    every cost model against the measured lanes.
+
+    Sets torch's CPU threads to ``request.threads`` (see :func:`measure_calibration`).
+
+    Args:
+        request: What to measure and where to save.
+        progress: Called with ``(phase, done, total)`` while lanes are measured
+            (phases ``time`` and ``memory``).
+
+    Raises:
+        CalibrationError: Too few lanes, a bad clock or device, or no device
+            anchors the speed scale.
+    """
+    from nasmlcn.costs._calibration_file import default_calibration_path
+    from nasmlcn.costs._fit import fit_calibration
+    from nasmlcn.costs._samples import MIN_LANES
+
+    least = QUICK_LANES if request.quick else MIN_LANES
+    if request.lanes < least:
+        raise CalibrationError(
+            f"--lanes must be at least {least} to fit and judge the models, got {request.lanes}"
+        )
+    path = request.out or default_calibration_path()
+    measured = measure_calibration(request, progress)
+    device = measured.lane_device
+    calibration = fit_calibration(
+        measured.samples,
+        measured.context,
+        device=device.name,
+        speed=measured.speed,
+        threads=measured.threads,
+        clock=measured.clock,
+        device_description=device.description,
+        fc_flops_per_second=measured.speeds.fc_flops_per_second,
+        device_speeds=measured.speeds.speeds,
+        speed_anchor=measured.speeds.anchor,
+        memory_method=measured.memory_method,
+        torch_version=str(torch.__version__),
+        load_average=measured.load_average,
+    )
+    calibration.save(path)
+    return CalibrationReport(
+        calibration=calibration,
+        speeds=measured.speeds,
+        scores=_scores(calibration, request.seed),
+        path=path,
+        seed=request.seed,
+        quick=request.quick,
+        warnings=measured.warnings,
+    )
+
+
+def measure_calibration(
+    request: CalibrationRequest, progress: Callable[[str, int, int], None] | None = None
+) -> CalibrationMeasurements:
+    """The FC speed of the request's devices and the step time and peak memory of
+    ``request.lanes`` random lanes (:func:`nasmlcn.costs._samples.calibration_lanes`).
+
+    Sets torch's CPU threads to ``request.threads`` (the usable cores if None)
+    for the rest of the process, as the measurements ran with them.
+
+    Raises:
+        CalibrationError: A bad clock or device, or no device anchors the speed scale.
+    """
+    from nasmlcn.costs._samples import calibration_lanes
+    from nasmlcn.hardware import detect_devices, load_catalog, usable_cores
+    from nasmlcn.specs import DEFAULT_ROUTING
+
+    clock = request.clock
+    if clock not in ("wall", "cpu"):
+        raise CalibrationError(f"--clock must be wall or cpu, got {clock!r}")
+    catalog = load_catalog()
+    lane_device, devices = resolve_devices(request.device, detect_devices(catalog))
+    threads = request.threads or usable_cores()
+    if clock == "cpu" and (threads != 1 or lane_device.name != "cpu"):
+        raise CalibrationError(
+            "--clock cpu times the cpu device with one thread: add --threads 1 --device cpu"
+        )
+    quick = request.quick
+    batch = request.batch_size or (QUICK_BATCH if quick else DEFAULT_BATCH)
+    ctx = CostContext(batch_size=batch, routing=request.routing or DEFAULT_ROUTING)
+    small = {"max_width": 2, "max_depth": 2} if quick else {}
+    specs = calibration_lanes(request.lanes, request.seed, **small)
+    timing: dict[str, Any] = (
+        {"warmup": 1, "repeats": 2, "min_seconds": 0.0, "rounds": 1, "memory_steps": 2}
+        if quick
+        else {"rounds": request.rounds}
+    )
+
+    torch.set_num_threads(threads)
+    load = _load_average()
+    speeds = measure_speeds(devices, catalog, threads=threads, clock=clock, quick=quick)
+    samples = measure_lanes(
+        specs,
+        ctx,
+        lane_device.name,
+        threads=threads,
+        memory_jobs=2,
+        clock=clock,
+        seed=request.seed,
+        progress=progress,
+        **timing,
+    )
+    load = max(load, _load_average())
+    cores = usable_cores()
+    warnings: tuple[str, ...] = ()
+    # This process accounts for at most `cores` of the load; CPU time is immune.
+    if clock == "wall" and load > cores + 0.5:
+        warnings = (
+            f"the machine was busy (1-minute load {load:.1f} on {cores} cores): other "
+            "processes inflate step times; calibrate on an idle machine, or time one "
+            "thread's CPU time with --threads 1 --clock cpu",
+        )
+    return CalibrationMeasurements(
+        lane_device=lane_device,
+        speeds=speeds,
+        samples=tuple(samples),
+        context=ctx,
+        threads=threads,
+        clock=clock,
+        load_average=load,
+        warnings=warnings,
+    )
+
+
+def resolve_devices(device: str, local: list[LocalDevice]) -> tuple[LocalDevice, list[LocalDevice]]:
+    """The device the lanes run on and the devices whose FC speed is measured.
+
+    The lane device comes first (it anchors the speed scale when it is in the
+    catalog); when none measured is in the catalog, the cpu is added as anchor.
+
+    Raises:
+        CalibrationError: ``device`` is not a local device, ``auto`` or ``all``.
+    """
+    by_name = {d.name: d for d in local}
+    gpus = [d for d in local if d.name.startswith("cuda")]
+    name = device.strip().lower()
+    if name in ("auto", "all"):
+        lane_device = gpus[0] if gpus else by_name["cpu"]
+    else:
+        if name == "cuda":
+            name = "cuda:0"
+        if name not in by_name:
+            raise CalibrationError(
+                f"no device {device!r} here; local devices: {', '.join(by_name)} (or auto, all)"
+            )
+        lane_device = by_name[name]
+    measured = [lane_device]
+    if name == "all":
+        measured += [d for d in local if d is not lane_device]
+    if all(d.catalog_kind is None for d in measured):
+        measured.append(by_name["cpu"])
+    return lane_device, measured
+
+
+def _scores(calibration: Calibration, seed: int) -> tuple[Score, ...]:
+    """Every cost model against the calibration's own lanes, then the calibrated
+    model cross-validated (each lane predicted by a fit without it)."""
+    from nasmlcn.costs import get_cost_model
+    from nasmlcn.costs._calibrated import CalibratedCostModel
+    from nasmlcn.costs._fit import cross_validated
+    from nasmlcn.costs._scoring import score_cost_model, score_predictions
+
+    samples, ctx, speed = calibration.samples, calibration.context, calibration.speed
+    models = [get_cost_model("analytic"), get_cost_model("thesis")]
+    scores = [score_cost_model(m, samples, ctx, speed) for m in models]
+    scores.append(score_cost_model(CalibratedCostModel(calibration), samples, ctx, speed))
+    cv_seconds, cv_peaks = cross_validated(calibration, folds=CV_FOLDS, seed=seed)
+    scores.append(
+        score_predictions(
+            "calibrated-cv",
+            cv_seconds,
+            cv_peaks,
+            samples,
+            note=f"{CV_FOLDS}-fold cross-validation: each lane predicted by a fit without it",
+        )
+    )
+    return tuple(scores)
+
+
+def _load_average() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # not available on this system
+        return 0.0
