@@ -1,0 +1,172 @@
+"""Conformance of every registered evaluator (``nasmlcn.search.EVALUATORS``).
+
+The contract (``nasmlcn/search/_evaluator.py`` and the runner that calls it):
+``evaluate(job, on_epoch)`` calls ``on_epoch`` once after every epoch, in order;
+the evaluation's curve has one accuracy per epoch and ends with ``accuracy``; an
+evaluator that trains for real (``measured``) reports what it measured, one that
+does not leaves the measured figures None; a :class:`PruneTrial` raised by
+``on_epoch`` stops the evaluation and reaches the runner (which marks the trial
+PRUNED); a job is seeded by its ``seed`` and ``trial``, so the same job gives the
+same curve (a retried trial "trains identically"); an evaluator that writes
+checkpoints resumes from one to the curve it would have reached uninterrupted.
+
+The ``train`` evaluator trains on the generated ``synthetic`` dataset (no files):
+100 training and 50 validation images, batch 50, on the CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nasmlcn.costs import INFERENCE_BATCH_SIZE
+from nasmlcn.search import (
+    EVALUATORS,
+    EpochReport,
+    EvalJob,
+    Evaluation,
+    Evaluator,
+    PruneTrial,
+    SearchConfig,
+    setup_search,
+)
+from nasmlcn.specs import MLCNSpec
+
+NAMES = list(EVALUATORS)
+CHECKPOINTING = [n for n in NAMES if getattr(EVALUATORS.get(n), "checkpoints", False)]
+EPOCHS = 2
+SPEC = MLCNSpec.from_lanes("mlcn1:1x1,mlcn2:1x1")
+MODES = ("single-device", "lane-parallel", "proxy")
+
+
+def _job(**kw: Any) -> EvalJob:
+    return EvalJob(
+        **{"spec": SPEC, "trial": 3, "seed": 1, "epochs": EPOCHS, "batch_size": 50, **kw}
+    )
+
+
+class _Run:
+    """One evaluator, and its uninterrupted evaluation of ``_job()``."""
+
+    def __init__(self, name: str, folder: Path) -> None:
+        config = SearchConfig(
+            evaluator=name,
+            dataset="synthetic",
+            epochs=EPOCHS,
+            train_limit=100,
+            val_limit=50,
+            batch_size=50,
+            run_on="cpu",
+            devices="2xK80",
+            mem="12GB",
+            storage=f"sqlite:///{folder / 's.db'}",
+        )
+        self.folder = folder
+        self.evaluator: Evaluator = EVALUATORS.get(name)(
+            config=config, dataset=setup_search(config).dataset
+        )
+        self.reports: list[EpochReport] = []
+        self.evaluation = self.evaluator.evaluate(_job(), self.reports.append)
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> _Run:
+    """One evaluator per registered name, for the whole module."""
+    return _Run(request.param, tmp_path_factory.mktemp(request.param))
+
+
+def test_entry_is_an_evaluator_named_as_registered(run: _Run) -> None:
+    assert run.evaluator.name in EVALUATORS
+    assert EVALUATORS.get(run.evaluator.name) is type(run.evaluator)
+    assert isinstance(run.evaluator.measured, bool)
+
+
+def test_on_epoch_is_called_once_per_epoch_in_order(run: _Run) -> None:
+    assert [r.epoch for r in run.reports] == list(range(1, EPOCHS + 1))
+    seconds = [r.seconds for r in run.reports]
+    assert seconds == sorted(seconds)
+    assert seconds[0] >= 0
+    assert all(0.0 <= r.val_accuracy <= 1.0 for r in run.reports)
+
+
+def test_the_evaluation_holds_the_reported_curve(run: _Run) -> None:
+    e = run.evaluation
+    assert isinstance(e, Evaluation)
+    assert len(e.val_accuracy_per_epoch) == EPOCHS
+    assert e.val_accuracy_per_epoch == tuple(r.val_accuracy for r in run.reports)
+    assert e.accuracy == e.val_accuracy_per_epoch[-1]
+    assert math.isfinite(e.seconds)
+    assert e.seconds >= run.reports[-1].seconds
+    assert e.mode in MODES
+    assert e.device
+    json.dumps(e.to_dict())  # stored on the trial as a user attribute
+
+
+def test_measured_figures_are_present_exactly_when_measured(run: _Run) -> None:
+    e = run.evaluation
+    figures = (
+        e.step_seconds,
+        e.images_per_second,
+        e.peak_memory_bytes,
+        e.measured_inference_latency_s,
+    )
+    if run.evaluator.measured:
+        assert e.mode != "proxy"
+        assert all(v is not None and math.isfinite(v) for v in figures), figures
+        assert e.step_seconds is not None
+        assert e.step_seconds > 0
+        assert e.images_per_second is not None
+        assert e.images_per_second > 0
+        assert e.measured_inference_latency_s is not None
+        assert e.measured_inference_latency_s > 0
+        assert e.peak_memory_bytes is not None
+        assert e.peak_memory_bytes >= 0
+        assert e.measured_inference_device
+        assert e.measured_inference_batch_size == INFERENCE_BATCH_SIZE
+    else:
+        assert e.mode == "proxy"
+        assert figures == (None, None, None, None)
+        assert e.measured_inference_device is e.measured_inference_batch_size is None
+
+
+def test_prune_trial_from_on_epoch_stops_the_evaluation(run: _Run) -> None:
+    seen: list[int] = []
+    stop = PruneTrial("pruned by the test", 1)
+
+    def on_epoch(report: EpochReport) -> None:
+        seen.append(report.epoch)
+        raise stop
+
+    with pytest.raises(PruneTrial) as raised:
+        run.evaluator.evaluate(_job(), on_epoch)
+    assert raised.value is stop
+    assert seen == [1]  # no epoch after the one that pruned
+
+
+def test_the_same_job_gives_the_same_curve(run: _Run) -> None:
+    again = run.evaluator.evaluate(_job(), lambda _: None)
+    assert again.val_accuracy_per_epoch == run.evaluation.val_accuracy_per_epoch
+    assert again.accuracy == run.evaluation.accuracy
+
+
+@pytest.mark.parametrize("run", CHECKPOINTING, indirect=True)
+def test_a_resumed_job_reaches_the_uninterrupted_curve(run: _Run, tmp_path: Path) -> None:
+    checkpoint = tmp_path / "trial.ckpt"
+
+    def prune_after_first(report: EpochReport) -> None:
+        raise PruneTrial("stopped after epoch 1", report.epoch)
+
+    with pytest.raises(PruneTrial):
+        run.evaluator.evaluate(_job(checkpoint_path=str(checkpoint)), prune_after_first)
+    assert checkpoint.is_file()
+    reports: list[EpochReport] = []
+    resumed = run.evaluator.evaluate(
+        _job(checkpoint_path=str(checkpoint), resume=True), reports.append
+    )
+    # it goes on after the checkpointed epoch, not from the start
+    assert [r.epoch for r in reports] == list(range(2, EPOCHS + 1))
+    assert resumed.val_accuracy_per_epoch == run.evaluation.val_accuracy_per_epoch
