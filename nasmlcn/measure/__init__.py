@@ -25,15 +25,9 @@ from nasmlcn.measure._inference import (
     classify,
     time_inference,
 )
-from nasmlcn.measure._lane import (
-    LaneStepper,
-    LaneTiming,
-    lane_peak_memories,
-    lane_peak_memory,
-    measure_lanes,
-    time_lane_step,
-    time_lanes,
-)
+from nasmlcn.measure._lane import measure_lanes
+from nasmlcn.measure._lane_memory import lane_peak_memories, lane_peak_memory
+from nasmlcn.measure._lane_timing import LaneTiming, time_lane_step, time_lanes
 from nasmlcn.measure._speed import (
     DeviceSpeeds,
     SpeedResult,
@@ -41,6 +35,7 @@ from nasmlcn.measure._speed import (
     measure_fc_speed,
     measure_speeds,
 )
+from nasmlcn.measure._stepper import LaneStepper
 
 __all__ = [
     "INFERENCE_PASSES",

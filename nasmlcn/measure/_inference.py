@@ -12,7 +12,7 @@ the input device, so the copy from the host is not timed); CUDA is synchronised
 before the clock is read. The figure is the *median* pass time over the batch
 size: latency as a deployed model sees it on this machine, at torch's thread
 count, without discarding the cost of an ordinary busy moment (the fastest pass,
-as :mod:`nasmlcn.measure._lane` uses for training steps, would flatter it).
+as :mod:`nasmlcn.measure._lane_timing` uses for training steps, would flatter it).
 
 On a shared CPU, threaded batch-1 passes suffer most from other processes: on
 the 2-core development machine with another process busy (load ~2),
@@ -32,7 +32,7 @@ from typing import Any, Protocol, cast
 import torch
 
 from nasmlcn.costs import INFERENCE_BATCH_SIZE
-from nasmlcn.measure._speed import synchronize
+from nasmlcn.measure._clock import synchronize
 
 INFERENCE_WARMUP = 3
 """Untimed passes before the timed ones."""

@@ -16,7 +16,6 @@ that is the point: MLCN lanes are small too, and the thesis's speeds (V100 only
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +26,7 @@ from torch import nn
 from nasmlcn.costs._host import relative_speeds
 from nasmlcn.errors import CalibrationError
 from nasmlcn.hardware import Catalog, LocalDevice
+from nasmlcn.measure._clock import clock_function, synchronize
 
 log = logging.getLogger(__name__)
 
@@ -83,12 +83,6 @@ def fc_flops_per_step(batch_size: int, width: int = FC_WIDTH, layers: int = FC_L
     return layers * 2 * per + (layers - 1) * per
 
 
-def synchronize(device: torch.device) -> None:
-    """Waits for queued kernels (CUDA launches are asynchronous)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def measure_fc_speed(
     device: str = "cpu",
     *,
@@ -118,8 +112,6 @@ def measure_fc_speed(
             see :func:`nasmlcn.measure.time_lane_step`).
         seed: Seed of the weights and the batch.
     """
-    from nasmlcn.measure._lane import check_clock
-
     if layers < 1 or width < 1 or batch_size < 1:
         raise ValueError(
             f"need layers, width, batch_size >= 1, got {layers}, {width}, {batch_size}"
@@ -127,8 +119,7 @@ def measure_fc_speed(
     if threads is not None:
         torch.set_num_threads(threads)
     dev = torch.device(device)
-    check_clock(clock, dev)
-    now = time.process_time if clock == "cpu" else time.perf_counter
+    now = clock_function(clock, dev)
     torch.manual_seed(seed)
     mods: list[nn.Module] = []
     for i in range(layers):

@@ -1,0 +1,55 @@
+"""Peak-memory primitives: a known allocation is seen, and marks reset between blocks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from nasmlcn.measure._peak import CudaPeak, HostPeak, PeakMemory
+
+MIB = 1024 * 1024
+resettable = pytest.mark.skipif(
+    not Path("/proc/self/clear_refs").exists(), reason="needs Linux's resettable VmHWM"
+)
+
+
+@resettable
+def test_host_peak_sees_a_block_and_forgets_it_in_the_next() -> None:
+    with HostPeak() as big:
+        x = torch.ones(16 * MIB)  # 64 MiB, every page written
+        del x
+    assert big.method == "VmHWM"
+    assert 63 * MIB <= big.peak_bytes < 96 * MIB
+    # The 64 MiB are freed and the mark is reset: ru_maxrss would still count them.
+    with HostPeak() as small:
+        y = torch.ones(2 * MIB)  # 8 MiB
+        del y
+    assert 7 * MIB <= small.peak_bytes < 32 * MIB
+
+
+@resettable
+def test_peak_memory_reports_the_host_under_cpu() -> None:
+    with PeakMemory(["cpu", "cpu"]) as peak:
+        x = torch.ones(8 * MIB)  # 32 MiB
+        del x
+    assert list(peak.per_device) == ["cpu"]
+    assert peak.peak_bytes == peak.per_device["cpu"] >= 31 * MIB
+
+
+def test_peak_memory_needs_a_device() -> None:
+    with pytest.raises(ValueError, match="at least one device"):
+        PeakMemory([])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_peak_is_the_allocation_above_what_was_there() -> None:
+    keep = torch.ones(MIB, device="cuda:0")  # allocated before: not counted
+    with PeakMemory(["cuda:0", "cpu"]) as peak, CudaPeak("cuda:0") as alone:
+        x = torch.ones(16 * MIB, device="cuda:0")  # 64 MiB, a multiple of the block size
+        del x
+    assert alone.peak_bytes == 64 * MIB
+    assert peak.per_device["cuda:0"] == 64 * MIB
+    del keep
