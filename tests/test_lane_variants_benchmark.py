@@ -56,21 +56,27 @@ def test_variants_seeds_and_a_rerun_that_trains_nothing(
     variants = ("--variant", "mlcn1:1x1", "--variant", "mlcn1:1x1 augment=shift lr=2e-3")
     args = (*SMALL, "--seeds", "2", "--results", str(results), *variants)
     first, stderr = run_json(script, capsys, *args)
-    assert first["trained"] == 4 and first["from_results"] == 0
+    assert first["trained"] == 4
+    assert first["from_results"] == 0
     assert [v["variant"] for v in first["variants"]] == [
         "mlcn1:1x1",
         "mlcn1:1x1 augment=shift lr=0.002",
     ]
     for v in first["variants"]:
-        assert v["seeds"] == [0, 1] and len(v["val_accuracy_per_epoch"]) == 1
-        assert 0.0 <= v["final_val_accuracy"] <= 1.0 and v["final_val_accuracy_sd"] >= 0.0
-        assert v["params"] > 0 and v["seconds_per_epoch"] > 0 and v["images_per_second"] > 0
+        assert v["seeds"] == [0, 1]
+        assert len(v["val_accuracy_per_epoch"]) == 1
+        assert 0.0 <= v["final_val_accuracy"] <= 1.0
+        assert v["final_val_accuracy_sd"] >= 0.0
+        assert v["params"] > 0
+        assert v["seconds_per_epoch"] > 0
+        assert v["images_per_second"] > 0
     assert "[mlcn1:1x1 augment=shift lr=0.002, seed 1] epoch 1/1" in stderr
     stored = json.loads(results.read_text())
     shifted = [
         r for r in stored["runs"].values() if r["overrides"] == {"augment": "shift", "lr": 0.002}
     ]
-    assert len(shifted) == 2 and all(r["train_config"]["augment"] == "shift" for r in shifted)
+    assert len(shifted) == 2
+    assert all(r["train_config"]["augment"] == "shift" for r in shifted)
     assert all(r["val_images"] == 50 and r["train_images"] == 200 for r in stored["runs"].values())
     # The key holds the model's size (counted on the meta device): that of the trained model.
     assert all(json.loads(k)["params"] == r["params"] for k, r in stored["runs"].items())
@@ -78,17 +84,21 @@ def test_variants_seeds_and_a_rerun_that_trains_nothing(
     assert not any("test" in k for k in _keys(first) | _keys(stored))
 
     second, stderr = run_json(script, capsys, *args)
-    assert second["trained"] == 0 and second["from_results"] == 4
-    assert stderr.count("from the results file") == 4 and "epoch 1/1" not in stderr
+    assert second["trained"] == 0
+    assert second["from_results"] == 4
+    assert stderr.count("from the results file") == 4
+    assert "epoch 1/1" not in stderr
     assert second["variants"] == first["variants"]
     # A default spelled out is the same run: the key holds the settings as used.
     spelled = (*SMALL, "--seeds", "2", "--results", str(results))
     third, _ = run_json(script, capsys, *spelled, "--variant", "mlcn1:1x1 lr_policy=one-cycle")
-    assert third["trained"] == 0 and third["from_results"] == 2
+    assert third["trained"] == 0
+    assert third["from_results"] == 2
     # Other settings are other runs (the last --val-limit counts).
     other = (*SMALL, "--val-limit", "40", "--seeds", "2", "--results", str(results))
     fourth, _ = run_json(script, capsys, *other, "--variant", "mlcn1:1x1")
-    assert fourth["trained"] == 2 and fourth["from_results"] == 0
+    assert fourth["trained"] == 2
+    assert fourth["from_results"] == 0
 
 
 def test_a_killed_run_resumes_from_its_checkpoint(
@@ -117,10 +127,13 @@ def test_a_killed_run_resumes_from_its_checkpoint(
 
     resumed, stderr = run_json(script, capsys, *args)
     assert "resuming from its checkpoint after epoch 1" in stderr
-    assert "epoch 2/2" in stderr and "epoch 1/2" not in stderr
-    assert resumed["trained"] == 1 and len(resumed["variants"][0]["val_accuracy_per_epoch"]) == 2
+    assert "epoch 2/2" in stderr
+    assert "epoch 1/2" not in stderr
+    assert resumed["trained"] == 1
+    assert len(resumed["variants"][0]["val_accuracy_per_epoch"]) == 2
     stored = json.loads(results.read_text())
-    assert stored["progress"] == {} and len(stored["runs"]) == 1
+    assert stored["progress"] == {}
+    assert len(stored["runs"]) == 1
     assert not list((tmp_path / "runs").glob("*/checkpoint.pt"))  # deleted once stored
 
 
@@ -141,13 +154,18 @@ def test_a_bad_variant_is_one_line_before_any_training(
     with pytest.raises(SystemExit) as exc:
         script.main([*SMALL, "--results", str(results), "--variant", variant])
     text = str(exc.value)
-    assert message in text and repr(variant) in text and "\n" not in text
-    assert capsys.readouterr().err == "" and not results.exists()
+    assert message in text
+    assert repr(variant) in text
+    assert "\n" not in text
+    assert capsys.readouterr().err == ""
+    assert not results.exists()
 
 
 def test_the_cli_refuses_a_bad_variant_with_one_line(data_dir: Path, tmp_path: Path) -> None:
     proc = run(data_dir, "--results", str(tmp_path / "r.json"), "--variant", "mlcn1:1x1 lr=-1")
-    assert proc.returncode != 0 and proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.returncode != 0
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr
     assert proc.stderr.strip() == (
         "--variant 'mlcn1:1x1 lr=-1': TrainConfig.lr must be a positive number, got -1.0"
     )
@@ -190,7 +208,8 @@ def test_speed_is_the_median_epoch_so_one_contended_epoch_does_not_move_it(scrip
 
     # the third epoch shared the cores with other work and took 5x as long
     figures = script.history_figures([epoch(1, 10, 0.5), epoch(2, 12, 0.7), epoch(3, 60, 0.6)])
-    assert figures["seconds_per_epoch"] == 12 and figures["images_per_second"] == 1000 / 12
+    assert figures["seconds_per_epoch"] == 12
+    assert figures["images_per_second"] == 1000 / 12
     assert figures["seconds_per_epoch_each"] == [10, 12, 60]
     assert (figures["best_val_accuracy"], figures["best_epoch"]) == (0.7, 2)
     assert figures["final_val_accuracy"] == 0.6

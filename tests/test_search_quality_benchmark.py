@@ -49,7 +49,9 @@ def test_quick_run_reports_every_run_and_reuses_its_cache(data_dir: Path, tmp_pa
 
     settings = first["settings"]
     seeds, trials = settings["seeds"], settings["trials"]
-    assert len(seeds) == 2 and trials == 6 and settings["epochs"] == 1
+    assert len(seeds) == 2
+    assert trials == 6
+    assert settings["epochs"] == 1
     assert first["pruning"] is False
     assert set(first["runs"]) == RUNS
     for key, run in first["runs"].items():
@@ -89,7 +91,8 @@ def test_quick_run_reports_every_run_and_reuses_its_cache(data_dir: Path, tmp_pa
 
     for name in ("search_quality.html", "search_quality.png"):
         path = tmp_path / "out" / name
-        assert str(path) in first["files"] and path.stat().st_size > 10_000
+        assert str(path) in first["files"]
+        assert path.stat().st_size > 10_000
 
     # Random sampling proposes the same models whatever the objectives, so the
     # accuracy+latency random runs are served by the cache within the first invocation.

@@ -187,7 +187,9 @@ def test_mlcn_spec_validation(kwargs: dict, message: str) -> None:  # type: igno
 def test_mlcn_spec_accepts_strings_and_lists() -> None:
     a = MLCNSpec("2*mlcn2:4x1")
     b = MLCNSpec([LaneSpec("mlcn2", 4), {"type": "mlcn2", "width": 4, "depth": 1}])  # type: ignore[list-item]
-    assert a == b and a.num_lanes == 2 and a.class_capsule_dim == 2
+    assert a == b
+    assert a.num_lanes == 2
+    assert a.class_capsule_dim == 2
     assert hash(a) == hash(b)
 
 
@@ -210,7 +212,8 @@ def test_json_round_trip(spec: MLCNSpec | CapsNetSpec) -> None:
 
 def test_json_accepts_lane_strings_and_rejects_bad_documents() -> None:
     spec = arch_from_dict({"kind": "mlcn", "lanes": ["mlcn1:2x1", "mlcn2:1x2"]})
-    assert isinstance(spec, MLCNSpec) and spec.describe() == "mlcn1:2x1,mlcn2:1x2"
+    assert isinstance(spec, MLCNSpec)
+    assert spec.describe() == "mlcn1:2x1,mlcn2:1x2"
     with pytest.raises(SpecError, match="schema_version 99 is newer"):
         arch_from_dict({"schema_version": 99, "kind": "mlcn", "lanes": "mlcn1:1"})
     with pytest.raises(SpecError, match="MLCNSpec has no field 'width'"):

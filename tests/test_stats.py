@@ -19,4 +19,5 @@ def test_percentile_matches_numpy(q: float) -> None:
 
 def test_correlation_of_one_trial_is_undefined_not_an_error() -> None:
     rows = epoch_correlations([[0.5, 0.6]])
-    assert [r.trials for r in rows] == [1, 1] and rows[0].to_dict()["spearman"] is None
+    assert [r.trials for r in rows] == [1, 1]
+    assert rows[0].to_dict()["spearman"] is None

@@ -37,13 +37,19 @@ def test_one_row_beside_the_thesis_and_a_rerun_that_trains_nothing(
     )
     args += ("--train", "augment=shift routing=classwise")
     first, stderr = run_json(script, capsys, *args)
-    assert first["trained"] == 1 and first["from_results"] == 0
-    assert first["settings"]["test_images"] == 500 and first["settings"]["train_images"] == 500
+    assert first["trained"] == 1
+    assert first["from_results"] == 0
+    assert first["settings"]["test_images"] == 500
+    assert first["settings"]["train_images"] == 500
     (row,) = first["rows"]
-    assert row["row"] == "mlcn2-2x4" and row["model"] == "2*mlcn2:4x1" and row["epochs"] == 1
+    assert row["row"] == "mlcn2-2x4"
+    assert row["model"] == "2*mlcn2:4x1"
+    assert row["epochs"] == 1
     assert row["overrides"] == {"augment": "shift", "routing": "classwise"}
-    assert row["train_config"]["augment"] == "shift" and row["arch"]["routing"] == "classwise"
-    assert 0.0 <= row["test_accuracy"] <= 1.0 and row["params"] > 0
+    assert row["train_config"]["augment"] == "shift"
+    assert row["arch"]["routing"] == "classwise"
+    assert 0.0 <= row["test_accuracy"] <= 1.0
+    assert row["params"] > 0
     # Tested after every epoch too: after the last one, that is the figure itself.
     assert row["test_accuracy_per_epoch"] == [row["test_accuracy"]]
     assert row["test_accuracy_at_best_val"] == row["test_accuracy"]
@@ -61,19 +67,24 @@ def test_one_row_beside_the_thesis_and_a_rerun_that_trains_nothing(
     assert json.loads(key)["params"] == row["params"]
     # Every setting as used is in the key, defaults too: a changed default trains anew.
     settings = json.loads(key)["settings"]
-    assert settings["augment"] == "shift" and settings["routing"] == "classwise"
+    assert settings["augment"] == "shift"
+    assert settings["routing"] == "classwise"
     assert settings["lr_policy"] == row["train_config"]["lr_policy"] == "one-cycle"
     out = Path(row["out_dir"])
-    assert (out / "result.json").is_file() and not (out / "checkpoint.pt").exists()
+    assert (out / "result.json").is_file()
+    assert not (out / "checkpoint.pt").exists()
 
     second, stderr = run_json(script, capsys, *args)
-    assert second["trained"] == 0 and second["from_results"] == 1
-    assert "[mlcn2-2x4] from the results file" in stderr and "epoch" not in stderr
+    assert second["trained"] == 0
+    assert second["from_results"] == 1
+    assert "[mlcn2-2x4] from the results file" in stderr
+    assert "epoch" not in stderr
     assert second["rows"] == first["rows"]
     # A default spelled out is the same run: the key holds the settings as used.
     spelled = (*args[:-1], "augment=shift routing=classwise lr_policy=one-cycle batch_size=100")
     third, _ = run_json(script, capsys, *spelled)
-    assert third["trained"] == 0 and third["from_results"] == 1
+    assert third["trained"] == 0
+    assert third["from_results"] == 1
     # --mlcn2-type goes to the lane parser as it is.
     with pytest.raises(SystemExit, match=r"^row mlcn2-2x4: .*unknown lane type 'mlcn9'"):
         script.main([*args, "--mlcn2-type", "mlcn9"])
@@ -94,7 +105,8 @@ def test_bad_options_are_one_line_before_any_training(
     results = tmp_path / "r.json"
     with pytest.raises(SystemExit) as exc:
         script.main([*args, "--results", str(results)])
-    assert message in str(exc.value) and "\n" not in str(exc.value)
+    assert message in str(exc.value)
+    assert "\n" not in str(exc.value)
     assert not results.exists()
 
 
@@ -121,12 +133,15 @@ def test_a_killed_row_resumes_from_its_checkpoint(
     assert list((tmp_path / "runs").glob("*/checkpoint.pt"))
 
     resumed, stderr = run_json(script, capsys, *args)
-    assert "resuming from its checkpoint after epoch 1" in stderr and "epoch 1/2" not in stderr
+    assert "resuming from its checkpoint after epoch 1" in stderr
+    assert "epoch 1/2" not in stderr
     (row,) = resumed["rows"]
-    assert row["epochs"] == 2 and len(row["val_accuracy_per_epoch"]) == 2
+    assert row["epochs"] == 2
+    assert len(row["val_accuracy_per_epoch"]) == 2
     # Epoch 1's test accuracy was kept in the results file across the kill.
     first, last = row["test_accuracy_per_epoch"]
-    assert first is not None and last == row["test_accuracy"]
+    assert first is not None
+    assert last == row["test_accuracy"]
     assert row["max_test_accuracy"] == max(first, last)
     assert not list((tmp_path / "runs").glob("*/checkpoint.pt"))
 
@@ -147,12 +162,15 @@ def test_quick_table_has_every_row_and_the_capsnet_ratio(data_dir: Path, tmp_pat
     proc = run("--json", "--results", results)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
-    assert [r["row"] for r in report["rows"]] == ROWS and report["trained"] == 5
+    assert [r["row"] for r in report["rows"]] == ROWS
+    assert report["trained"] == 5
     rows = {r["row"]: r for r in report["rows"]}
     capsnet = rows["capsnet"]
-    assert capsnet["model"] == "capsnet" and capsnet["params"] > 8_000_000
+    assert capsnet["model"] == "capsnet"
+    assert capsnet["params"] > 8_000_000
     for name, row in rows.items():
-        assert row["epochs"] == 1 and row["test_images"] == 500
+        assert row["epochs"] == 1
+        assert row["test_images"] == 500
         expected = capsnet["seconds_per_epoch"] / row["seconds_per_epoch"]
         assert row["speed_ratio_to_capsnet"] == pytest.approx(expected), name
     assert rows["mlcn2-8x4"]["thesis"]["speed_ratio_to_capsnet"] == pytest.approx(220 / 92)

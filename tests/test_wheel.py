@@ -194,7 +194,8 @@ def test_the_wheel_works_outside_the_checkout(tmp_path: Path) -> None:
             env=env,
         ).stdout
     )
-    assert result["n_trials"] == 5 and result["completed"] == 5, result
+    assert result["n_trials"] == 5, result
+    assert result["completed"] == 5, result
     assert result["config"]["space"] == "mlcn-buckets"
     space = optuna.load_study(study_name="w", storage=storage).user_attrs["nasmlcn"]["space"]
     assert Path(space["source"]) == Path(spaces_init).parent / "mlcn-buckets.toml"
@@ -205,7 +206,8 @@ def test_the_wheel_works_outside_the_checkout(tmp_path: Path) -> None:
     for name in ("report.html", "trials.csv", "trials.json"):
         assert (out / name).stat().st_size > 0, name
     exported = json.loads((out / "trials.json").read_text())
-    assert exported["study"] == "w" and len(exported["trials"]) == 5
+    assert exported["study"] == "w"
+    assert len(exported["trials"]) == 5
 
     # What users do: copy a built-in space, find it by name through $NASMLCN_SPACES.
     mine = tmp_path / "my-spaces"

@@ -55,7 +55,8 @@ class FoldedConv2d(nn.Module):
         w1 = self.pointwise.weight.flatten(1)  # (M, C)
         w2 = self.conv.weight  # (O, M, k, k)
         weight = torch.einsum("omhw,mc->ochw", w2, w1)  # (O, C, k, k)
-        assert self.conv.bias is not None and self.pointwise.bias is not None
+        assert self.conv.bias is not None
+        assert self.pointwise.bias is not None
         bias = self.conv.bias + torch.einsum("omhw,m->o", w2, self.pointwise.bias)
         return F.conv2d(x, weight, bias, stride=self.conv.stride)
 

@@ -20,7 +20,8 @@ def _refused(result: subprocess.CompletedProcess[str], expected: str) -> str:
     assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ") and expected in lines[0], lines[0]
+    assert lines[0].startswith("error: "), lines[0]
+    assert expected in lines[0], lines[0]
     return lines[0]
 
 
@@ -46,7 +47,8 @@ def test_train_refuses_a_lane_too_large_for_this_machine_before_allocating(
     out = tmp_path / "out"
     result = run_cli("train", "--lanes", "mlcn1:2x1,mlcn1:10000x1", *TINY, "--out", str(out))
     line = _refused(result, "lane 2 (mlcn1:10000x1) needs about ")
-    assert "TiB to train at batch 20; this machine (cpu) has " in line and "available" in line
+    assert "TiB to train at batch 20; this machine (cpu) has " in line
+    assert "available" in line
     assert not out.exists()
 
 
@@ -79,7 +81,8 @@ def test_a_malicious_checkpoint_is_refused_in_one_line_and_never_runs(tmp_path: 
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     result = run_cli("train", "--lanes", "mlcn1:1x1", *TINY, "--out", str(out), "--resume")
     line = _refused(result, "is not a nasmlcn checkpoint")
-    assert "was not loaded" in line and "weights_only" not in line
+    assert "was not loaded" in line
+    assert "weights_only" not in line
     assert not marker.exists()
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no arch.json written
 
@@ -148,7 +151,8 @@ def test_an_edited_space_file_is_refused_for_its_study(tmp_path: Path) -> None:
     # the file as it was continues the study
     space.write_text(original)
     assert _search(db, *common, "--trials", "3").returncode == 0
-    assert states() == ["COMPLETE"] * 3 and _studies(db) == ["x"]
+    assert states() == ["COMPLETE"] * 3
+    assert _studies(db) == ["x"]
 
 
 @pytest.mark.parametrize(

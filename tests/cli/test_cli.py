@@ -14,13 +14,15 @@ from tests.conftest import run_cli
 
 def test_version_and_help() -> None:
     version = run_cli("--version")
-    assert version.returncode == 0 and version.stdout.strip() == f"nasmlcn {__version__}"
+    assert version.returncode == 0
+    assert version.stdout.strip() == f"nasmlcn {__version__}"
     helped = run_cli("--help")
     assert helped.returncode == 0
     for command in ("train", "models", "data"):
         assert command in helped.stdout
     train_help = run_cli("train", "--help")
-    assert "--lanes" in train_help.stdout and "--json" in train_help.stdout
+    assert "--lanes" in train_help.stdout
+    assert "--json" in train_help.stdout
 
 
 def test_train_json_on_real_fashion_mnist(data_dir: Path, tmp_path: Path) -> None:
@@ -51,9 +53,9 @@ def test_train_json_on_real_fashion_mnist(data_dir: Path, tmp_path: Path) -> Non
     report = json.loads(result.stdout)  # stdout is exactly one JSON object
     assert 0.4 < report["test_accuracy"] <= 1.0
     assert len(report["val_accuracy_per_epoch"]) == 2
-    assert (
-        report["params"] > 0 and report["seconds_per_epoch"] > 0 and report["images_per_second"] > 0
-    )
+    assert report["params"] > 0
+    assert report["seconds_per_epoch"] > 0
+    assert report["images_per_second"] > 0
     assert report["lanes"] == "2*mlcn1:1x1"
     assert {p.name for p in out.iterdir()} >= {"checkpoint.pt", "arch.json", "result.json"}
     assert json.loads((out / "result.json").read_text())["test_accuracy"] == report["test_accuracy"]
@@ -126,7 +128,8 @@ def test_resume_through_the_cli(tmp_path: Path) -> None:
     )
     assert run_cli(*common, "--epochs", "1").returncode == 0
     refused = run_cli(*common, "--epochs", "2")
-    assert refused.returncode != 0 and "pass --resume" in refused.stderr
+    assert refused.returncode != 0
+    assert "pass --resume" in refused.stderr
     resumed = run_cli(*common, "--epochs", "2", "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert len(json.loads(resumed.stdout)["val_accuracy_per_epoch"]) == 2
@@ -174,14 +177,16 @@ def test_bad_input_is_one_line_and_nonzero(
     assert result.returncode != 0
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ") and expected in lines[0]
+    assert lines[0].startswith("error: ")
+    assert expected in lines[0]
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "out" / "checkpoint.pt").exists()
 
 
 def test_debug_shows_the_traceback() -> None:
     result = run_cli("--debug", "train", "--lanes", "mlcn3:1x1")
-    assert result.returncode != 0 and "Traceback" in result.stderr
+    assert result.returncode != 0
+    assert "Traceback" in result.stderr
 
 
 def test_models_and_data_listings() -> None:
@@ -197,7 +202,8 @@ def test_models_and_data_listings() -> None:
         "synthetic",
     }
     prepared = run_cli("data", "prepare", "synthetic")
-    assert prepared.returncode == 0 and "nothing to prepare" in prepared.stdout
+    assert prepared.returncode == 0
+    assert "nothing to prepare" in prepared.stdout
 
 
 def test_debug_tracebacks_mask_passwords(
@@ -216,5 +222,7 @@ def test_debug_tracebacks_mask_passwords(
     monkeypatch.setattr(nasmlcn.cli.typer.main, "get_command", lambda _app: Failing())
     assert nasmlcn.cli.main(["--debug", "best"]) == nasmlcn.cli.EXIT_FAILURE
     stderr = capsys.readouterr().err
-    assert "Traceback" in stderr and "RuntimeError: driver said" in stderr
-    assert "pw-debug-0451" not in stderr and "user:***@db.example" in stderr
+    assert "Traceback" in stderr
+    assert "RuntimeError: driver said" in stderr
+    assert "pw-debug-0451" not in stderr
+    assert "user:***@db.example" in stderr

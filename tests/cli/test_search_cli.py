@@ -45,8 +45,10 @@ def test_search_json_best_and_correlate(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["storage"] == f"sqlite:///{db}" and data["n_trials"] == 5
-    assert data["config"]["prune"] and data["config"]["prune_min_trials"] == 3
+    assert data["storage"] == f"sqlite:///{db}"
+    assert data["n_trials"] == 5
+    assert data["config"]["prune"]
+    assert data["config"]["prune_min_trials"] == 3
     assert data["study"].startswith("mlcn-buckets-2xK80-1x-accuracy-latency-proxy-")
     assert data["best"], "a Pareto front is never empty after complete trials"
     for row in data["best"]:
@@ -66,7 +68,8 @@ def test_search_json_best_and_correlate(tmp_path: Path) -> None:
     assert corr.returncode == 0, corr.stderr
     table = json.loads(corr.stdout)
     completed = 5 - len(data["pruned"])
-    assert [e["epoch"] for e in table["epochs"]] == [1, 2, 3] and table["trials"] == completed
+    assert [e["epoch"] for e in table["epochs"]] == [1, 2, 3]
+    assert table["trials"] == completed
     assert table["epochs"][-1]["spearman"] == pytest.approx(1.0)
 
 
@@ -85,7 +88,8 @@ def test_search_prunes_by_default_and_reports_the_correlation(tmp_path: Path) ->
     assert [r["epoch"] for r in rows] == [1, 2, 3, 4]
     assert all(set(r) == {"epoch", "trials", "pearson", "spearman", "prunes"} for r in rows)
     assert rows[0]["trials"] == data["completed"] == 12 - len(data["pruned"])
-    assert rows[-1]["spearman"] == pytest.approx(1.0) and rows[-1]["prunes"] is False
+    assert rows[-1]["spearman"] == pytest.approx(1.0)
+    assert rows[-1]["prunes"] is False
     assert any(r["prunes"] for r in rows)
     assert data["seconds_saved_by_pruning"] == pytest.approx(
         sum(p["seconds_saved"] for p in data["pruned"])
@@ -93,7 +97,8 @@ def test_search_prunes_by_default_and_reports_the_correlation(tmp_path: Path) ->
     # the text summary of the same study (two trials more)
     text = _search(db, "--trials", "14", *PRUNING[2:])
     assert text.returncode == 0, text.stderr
-    assert "early-epoch correlation" in text.stdout and "Spearman rho" in text.stdout
+    assert "early-epoch correlation" in text.stdout
+    assert "Spearman rho" in text.stdout
     assert "pruning on: an epoch prunes once 5 trials have completed" in text.stdout
     assert "trial(s) saved about" in text.stdout
 
@@ -104,12 +109,15 @@ def test_no_prune_trains_every_trial_in_full(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["config"]["prune"] is False
-    assert data["pruned"] == [] and data["completed"] == 12
+    assert data["pruned"] == []
+    assert data["completed"] == 12
     assert data["seconds_saved_by_pruning"] == 0
-    assert len(data["correlation"]) == 4 and not any(r["prunes"] for r in data["correlation"])
+    assert len(data["correlation"]) == 4
+    assert not any(r["prunes"] for r in data["correlation"])
     text = _search(db, "--trials", "13", *PRUNING[2:], "--no-prune")
     assert text.returncode == 0, text.stderr
-    assert "pruning off (--no-prune)" in text.stdout and "Spearman rho" in text.stdout
+    assert "pruning off (--no-prune)" in text.stdout
+    assert "Spearman rho" in text.stdout
 
 
 def test_rerunning_the_same_command_continues(tmp_path: Path) -> None:
@@ -118,7 +126,9 @@ def test_rerunning_the_same_command_continues(tmp_path: Path) -> None:
     again = _search(db, "--trials", "4", "--epochs", "1", "--json", "-q")
     assert first.returncode == again.returncode == 0, again.stderr
     a, b = json.loads(first.stdout), json.loads(again.stdout)
-    assert a["study"] == b["study"] and b["n_trials"] == 4 and b["run_trials"] == 2
+    assert a["study"] == b["study"]
+    assert b["n_trials"] == 4
+    assert b["run_trials"] == 2
 
 
 @pytest.mark.parametrize(
@@ -151,7 +161,8 @@ def test_a_study_name_with_another_config_is_refused_and_left_intact(tmp_path: P
     db = tmp_path / "s.db"
     assert _search(db, "--study", "mine", "--trials", "2", "--epochs", "1", "-q").returncode == 0
     clash = _search(db, "--study", "mine", "--trials", "3", "--epochs", "2", "-q")
-    assert clash.returncode != 0 and "another configuration: epochs 1 (now 2)" in clash.stderr
+    assert clash.returncode != 0
+    assert "another configuration: epochs 1 (now 2)" in clash.stderr
     best = json.loads(run_cli("best", "--storage", f"sqlite:///{db}", "--json").stdout)
     assert best["n_trials"] == 2
 
@@ -160,9 +171,11 @@ def test_unknown_study_and_storage_errors(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     _search(db, "--study", "mine", "--trials", "1", "--epochs", "1", "-q")
     missing = run_cli("best", "--storage", f"sqlite:///{db}", "--study", "mien")
-    assert missing.returncode != 0 and "did you mean 'mine'" in missing.stderr
+    assert missing.returncode != 0
+    assert "did you mean 'mine'" in missing.stderr
     nofile = run_cli("correlate", "--storage", f"sqlite:///{tmp_path / 'none.db'}")
-    assert nofile.returncode != 0 and "no such database file" in nofile.stderr
+    assert nofile.returncode != 0
+    assert "no such database file" in nofile.stderr
     assert not (tmp_path / "none.db").exists()
 
 
@@ -203,7 +216,8 @@ def test_inference_objective_in_a_proxy_search_and_best(tmp_path: Path) -> None:
     assert data["best"]
     for row in data["best"]:  # what best --json prints too (one summary of a trial)
         value = row["values"]["inference_latency_s"]
-        assert value > 0 and row["predicted"]["inference_latency_s"] == value
+        assert value > 0
+        assert row["predicted"]["inference_latency_s"] == value
         assert row["predicted"]["inference_batch_size"] == 1
         assert value < row["predicted"]["latency"]  # one image vs a training step
         assert row["measured"] == {}  # the proxy measures nothing and invents nothing

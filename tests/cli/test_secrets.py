@@ -137,14 +137,16 @@ def test_every_command_ran(seen: Seen) -> None:
         if name.startswith("error:"):
             assert run.returncode == 2, (name, run.stderr)
             lines = run.stderr.strip().splitlines()
-            assert len(lines) == 1 and lines[0].startswith("error: "), (name, run.stderr)
+            assert len(lines) == 1, (name, run.stderr)
+            assert lines[0].startswith("error: "), (name, run.stderr)
             assert "Traceback" not in run.stderr
         else:
             assert run.returncode == 0, (name, run.stderr)
     assert "\x1b[?25l" in seen.runs["search"].stderr  # the live display was drawn
     exported = set(seen.files)
     assert {"report.html", "trials.csv", "trials.json"} <= exported
-    assert any(f.endswith(".png") for f in exported) and any(f.endswith(".svg") for f in exported)
+    assert any(f.endswith(".png") for f in exported)
+    assert any(f.endswith(".svg") for f in exported)
 
 
 def test_the_password_is_nowhere(seen: Seen) -> None:
@@ -191,7 +193,8 @@ def test_url_encoded_passwords_are_hidden_in_every_form(postgres: PostgresServer
     assert missing.returncode == 2
     shown = f"postgresql://{db.user}:***@127.0.0.1:{db.port}/{db.name}"
     assert json.loads(search.stdout)["storage"] == json.loads(best.stdout)["storage"] == shown
-    assert f"in {shown};" in search.stderr and f"in {shown};" in missing.stderr
+    assert f"in {shown};" in search.stderr
+    assert f"in {shown};" in missing.stderr
     forms = {password, quote(password, safe=""), quote(password), quote_plus(password)}
     dump = postgres.dump(db.name)
     for text in (search.stdout, search.stderr, best.stdout, best.stderr, missing.stderr, dump):
@@ -216,7 +219,8 @@ def test_the_storage_can_come_from_the_environment(
     assert json.loads(best.stdout)["study"] == data["study"]
     # --storage still wins over the environment
     other = run_cli("best", "--storage", f"sqlite:///{tmp_path / 'none.db'}", env=env, cwd=tmp_path)
-    assert other.returncode == 2 and "no such database file" in other.stderr
+    assert other.returncode == 2
+    assert "no such database file" in other.stderr
 
 
 def test_a_recipes_storage_is_hidden_too_and_the_environment_comes_first(
@@ -242,4 +246,5 @@ def test_a_recipes_storage_is_hidden_too_and_the_environment_comes_first(
     env = {"NASMLCN_STORAGE": f"sqlite:///{other}"}
     moved = run_cli("search", "--config", str(recipe), "--json", "-q", env=env, cwd=tmp_path)
     assert moved.returncode == 0, moved.stderr
-    assert json.loads(moved.stdout)["storage"] == f"sqlite:///{other}" and other.is_file()
+    assert json.loads(moved.stdout)["storage"] == f"sqlite:///{other}"
+    assert other.is_file()

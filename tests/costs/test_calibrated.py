@@ -110,7 +110,8 @@ def test_predictions_convert_local_seconds_to_speed_one_seconds(calibration: Cal
     assert calibration.local_seconds(lane, CTX) == pytest.approx(local, rel=1e-5)
     assert cost.time == pytest.approx(local * 0.15, rel=1e-5)  # a K80 would be 1/0.15x faster
     assert cost.memory_bytes == calibration.memory_bytes(lane, CTX) > 0
-    assert cost.params > 0 and cost.train_flops > 0
+    assert cost.params > 0
+    assert cost.train_flops > 0
 
 
 @pytest.mark.parametrize("lane_type", ["mlcn1", "mlcn2"])
@@ -122,34 +123,46 @@ def test_predictions_are_positive_and_monotone_in_width(
     costs = [model.lane_cost(LaneSpec(lane_type, w, depth), CTX) for w in range(1, 9)]
     times = [c.time for c in costs]
     memory = [c.memory_bytes for c in costs]
-    assert all(t > 0 for t in times) and all(m > 0 for m in memory)
-    assert times == sorted(times) and len(set(times)) == len(times)
-    assert memory == sorted(memory) and len(set(memory)) == len(memory)
+    assert all(t > 0 for t in times)
+    assert all(m > 0 for m in memory)
+    assert times == sorted(times)
+    assert len(set(times)) == len(times)
+    assert memory == sorted(memory)
+    assert len(set(memory)) == len(memory)
 
 
 def test_head_and_model_costs(calibration: Calibration) -> None:
     model = get_cost_model("calibrated", calibration=calibration)
     head = model.head_cost(4, CTX)
-    assert head.time > 0 and head.memory_bytes > 0 and head.params > 0
+    assert head.time > 0
+    assert head.memory_bytes > 0
+    assert head.params > 0
     spec = MLCNSpec.from_lanes("2*mlcn1:2x2,mlcn2:3x1")
     cost = model.model_cost(spec, batch_size=100)
-    assert len(cost.lanes) == 3 and cost.memory_bytes > sum(c.memory_bytes for c in cost.lanes)
+    assert len(cost.lanes) == 3
+    assert cost.memory_bytes > sum(c.memory_bytes for c in cost.lanes)
     # Without a decoder only the class capsules remain: no weights, a little time.
     none = model.head_cost(4, replace(CTX, decoder="none"))
-    assert none.params == 0 and 0 < none.time < head.time and none.memory_bytes < head.memory_bytes
+    assert none.params == 0
+    assert 0 < none.time < head.time
+    assert none.memory_bytes < head.memory_bytes
 
 
 def test_score_and_cross_validation_on_exact_data(calibration: Calibration) -> None:
     score = score_cost_model(CalibratedCostModel(calibration), calibration.samples, CTX, 0.15)
-    assert score.time.pearson == pytest.approx(1.0) and score.time.mape_scaled < 1e-3
-    assert score.time.mape is not None and score.time.mape < 1e-3
-    assert score.memory.under_share == 0.0 and score.memory.mape_scaled < 1e-3
+    assert score.time.pearson == pytest.approx(1.0)
+    assert score.time.mape_scaled < 1e-3
+    assert score.time.mape is not None
+    assert score.time.mape < 1e-3
+    assert score.memory.under_share == 0.0
+    assert score.memory.mape_scaled < 1e-3
     seconds, peaks = cross_validated(calibration, folds=4)
     for s, t, p in zip(calibration.samples, seconds, peaks, strict=True):
         assert t == pytest.approx(s.seconds, rel=1e-4)
         assert p == pytest.approx(s.peak_bytes, rel=1e-3)
     thesis = score_cost_model(get_cost_model("thesis"), calibration.samples, CTX, 0.15)
-    assert thesis.time.mape is None and "scale" in thesis.note
+    assert thesis.time.mape is None
+    assert "scale" in thesis.note
 
 
 # ---- the calibration file ----
@@ -164,8 +177,10 @@ def test_json_round_trip_and_atomic_save(calibration: Calibration, tmp_path: Pat
     assert data["schema_version"] == SCHEMA_VERSION
     assert data["time_features"] == list(TIME_FEATURES)
     assert data["memory_features"] == list(MEMORY_FEATURES)
-    assert len(data["samples"]) == 24 and data["device"] == "cpu"
-    assert data["hostname"] and data["created"].endswith("Z")
+    assert len(data["samples"]) == 24
+    assert data["device"] == "cpu"
+    assert data["hostname"]
+    assert data["created"].endswith("Z")
 
 
 def _write(tmp_path: Path, data: object) -> Path:
@@ -226,7 +241,8 @@ def test_model_reads_the_default_file(
     assert CalibratedCostModel().calibration == calibration
     other = calibration.save(tmp_path / "other.json")
     model = get_cost_model("calibrated", calibration_file=str(other))
-    assert isinstance(model, CalibratedCostModel) and model.calibration == calibration
+    assert isinstance(model, CalibratedCostModel)
+    assert model.calibration == calibration
     with pytest.raises(ValueError, match="not both"):
         CalibratedCostModel(calibration, calibration_file=str(other))
 
@@ -264,7 +280,8 @@ def test_real_measurements_of_small_lanes() -> None:
     )
 
     speed = measure_fc_speed("cpu", warmup=1, repeats=3, steps_per_repeat=2, threads=1)
-    assert speed.flops_per_second > 0 and speed.threads == 1
+    assert speed.flops_per_second > 0
+    assert speed.threads == 1
     ctx = CostContext(batch_size=8)
     lanes = [LaneSpec("mlcn1", 1, 1), LaneSpec("mlcn2", 1, 2), LaneSpec("mlcn1", 2, 1)]
     timings = [
@@ -319,7 +336,8 @@ def test_inference_time_is_derived_from_the_fit(calibration: Calibration) -> Non
     # at inference; per-layer dispatch does.
     for per_step in ("params", "one"):
         dropped = only(per_step).lane_cost(lane, CTX)
-        assert dropped.time > 0 and dropped.inference_time == 0, per_step
+        assert dropped.time > 0, per_step
+        assert dropped.inference_time == 0, per_step
     assert only("layers").lane_cost(lane, CTX).inference_time > 0
     # A fit of FLOPs alone prices one image's forward FLOPs as it prices the step's.
     flops = only("train_flops").lane_cost(lane, CTX)

@@ -85,7 +85,8 @@ def test_report_renders_offline(browser: Any, exported: Path, tmp_path: Path) ->
     plots = page.evaluate(PLOTS_JS)
     assert [p["id"] for p in plots] == [f"fig-{s.name}" for s in figure_specs()]
     for plot in plots:
-        assert plot["data"] > 0 and plot["drawn"] > 0, plot
+        assert plot["data"] > 0, plot
+        assert plot["drawn"] > 0, plot
     assert page.evaluate("typeof Plotly") == "object"
     # the Pareto buttons work: hiding dominated trials hides their traces
     page.click("#fig-pareto_front .updatemenu-button >> nth=1")
@@ -143,7 +144,8 @@ def test_dashboard_shows_figures_notes_and_feasibility(
     assert detail["objective_names"] == ["accuracy", "latency_s", "memory_MiB"]
     feasible = [all(c <= 0 for c in t["constraints"]) for t in detail["trials"]]
     assert all(len(t["constraints"]) == 2 for t in detail["trials"])
-    assert any(feasible) and not all(feasible)
+    assert any(feasible)
+    assert not all(feasible)
 
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
@@ -158,14 +160,16 @@ def test_dashboard_shows_figures_notes_and_feasibility(
     plots = {p["id"]: p for p in page.evaluate(PLOTS_JS)}
     for name in expected:
         plot = plots[f"user-defined-plot:nasmlcn-{name}"]
-        assert plot["data"] > 0 and plot["drawn"] > 0, plot
+        assert plot["data"] > 0, plot
+        assert plot["drawn"] > 0, plot
     assert plots["graph-pareto-front"]["data"] > 0  # optuna-dashboard's own views render too
     page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
 
     page.goto(f"{dashboard_url}/studies/{study_id}/trials?numbers=3")
     page.wait_for_selector("text=Validation accuracy per epoch", timeout=30_000)
     text = page.inner_text("body")
-    assert "Trial 3: complete" in text and "Placement (buckets" in text
+    assert "Trial 3: complete" in text
+    assert "Placement (buckets" in text
     time.sleep(0.2)
     assert watch.errors == [], watch.errors
     context.close()

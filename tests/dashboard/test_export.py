@@ -31,9 +31,12 @@ def test_export_writes_every_file(exported: Path, pareto_study: Made) -> None:
         rows = list(csv.DictReader(f))
     study = pareto_study.load()
     assert len(rows) == len(study.trials)
-    assert rows[0]["accuracy"] and rows[0]["lane_mix"] and rows[0]["param:lane0"]
+    assert rows[0]["accuracy"]
+    assert rows[0]["lane_mix"]
+    assert rows[0]["param:lane0"]
     data = json.loads((exported / "trials.json").read_text())
-    assert data["study"] == pareto_study.name and len(data["trials"]) == len(study.trials)
+    assert data["study"] == pareto_study.name
+    assert len(data["trials"]) == len(study.trials)
 
 
 def test_pngs_are_valid_images(exported: Path) -> None:
@@ -44,35 +47,42 @@ def test_pngs_are_valid_images(exported: Path) -> None:
         with Image.open(path) as image:
             image.verify()
         with Image.open(path) as image:
-            assert image.width == 1000 and image.height >= 300, (path, image.size)
+            assert image.width == 1000, (path, image.size)
+            assert image.height >= 300, (path, image.size)
             # a rendered plot, not a blank page: many distinct colours
             colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
-            assert colours is not None and len(colours) > 20, path
+            assert colours is not None, path
+            assert len(colours) > 20, path
     for path in sorted((exported / "figures").glob("*.svg")):
         text = path.read_text()
-        assert text.lstrip().startswith("<svg") and "</svg>" in text, path
+        assert text.lstrip().startswith("<svg"), path
+        assert "</svg>" in text, path
 
 
 def test_report_is_self_contained(exported: Path) -> None:
     page = (exported / "report.html").read_text()
     assert len(page.encode()) < 10 * 1024**2
     # plotly.js inlined exactly once, and nothing loaded from elsewhere
-    assert page.count("plotly.js v") <= 2 and "Plotly.newPlot" in page
+    assert page.count("plotly.js v") <= 2
+    assert "Plotly.newPlot" in page
     assert not re.search(r"<script[^>]+src=", page)
     assert not re.search(r"<link[^>]+href=", page)
     assert "cdn.plot.ly/plotly" not in page.replace("https://cdn.plot.ly/un/", "")
     for spec in figure_specs():
         assert f'id="fig-{spec.name}"' in page, spec.name
-    assert 'id="correlation_table"' in page and "Spearman" in page
+    assert 'id="correlation_table"' in page
+    assert "Spearman" in page
     assert "proxy evaluator" in page  # the proxy accuracy is labelled as such
-    assert ">inference predicted</th>" in page and ">inference measured</th>" in page
+    assert ">inference predicted</th>" in page
+    assert ">inference measured</th>" in page
 
 
 def test_single_objective_export_leaves_out_pareto_figures(
     single_study: Made, tmp_path: Path
 ) -> None:
     result = export_study(single_study.load(), tmp_path, ("html", "csv"))
-    assert "pareto_front" not in result.figures and "hypervolume_history" not in result.figures
+    assert "pareto_front" not in result.figures
+    assert "hypervolume_history" not in result.figures
     assert "optimization_history" in result.figures
     page = (tmp_path / "report.html").read_text()
     assert "single-objective study" in page
@@ -126,7 +136,8 @@ def test_export_errors_are_one_line(
     proc = run_cli("export", *filled, "--out", str(tmp_path / "x"))
     assert proc.returncode == 2, proc.stderr
     lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
-    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert len(lines) == 1, proc.stderr
+    assert message in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "x" / "report.html").exists()
 
@@ -134,7 +145,8 @@ def test_export_errors_are_one_line(
 def test_dashboard_cli_bad_storage_is_one_line(tmp_path: Path) -> None:
     proc = run_cli("dashboard", "--storage", f"sqlite:///{tmp_path}/nope.db", "--port", "0")
     assert proc.returncode == 2
-    assert "no such database file" in proc.stderr and "Traceback" not in proc.stderr
+    assert "no such database file" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_exports_are_git_ignored() -> None:

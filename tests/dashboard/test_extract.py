@@ -95,7 +95,8 @@ def test_hypervolume_history_by_hand() -> None:
     # maximising a negated objective is the same problem
     flipped = [r._replace(values=(-r.values[0], r.values[1])) if r.values else r for r in rows]
     hv2 = hypervolume_history(_study(flipped, ("maximize", "minimize")))
-    assert hv2 is not None and hv2.values == pytest.approx(hv.values)
+    assert hv2 is not None
+    assert hv2.values == pytest.approx(hv.values)
     assert hv2.reference_point == pytest.approx((-1.1, 1.1))
     assert hypervolume_history(_study(rows[:1], ("minimize",))) is None  # single objective
 
@@ -103,7 +104,8 @@ def test_hypervolume_history_by_hand() -> None:
 def test_optimization_history_counts_feasible_trials_only() -> None:
     rows = [_row(0, (0.5,)), _row(1, (0.9,), feasible=False), _row(2, (0.7,)), _row(3, (0.6,))]
     (h,) = optimization_histories(_study(rows, ("maximize",)))
-    assert h.numbers == (0, 1, 2, 3) and h.feasible == (True, False, True, True)
+    assert h.numbers == (0, 1, 2, 3)
+    assert h.feasible == (True, False, True, True)
     assert h.best_so_far == (0.5, 0.5, 0.7, 0.7)
 
 
@@ -113,7 +115,8 @@ def test_extraction_on_a_proxy_study(pareto_study: Made) -> None:
     trials = study.get_trials(deepcopy=False)
     assert data.metric_names == ("accuracy", "latency_s", "memory_MiB")
     assert data.directions == ("maximize", "minimize", "minimize")
-    assert data.accuracy_is_proxy and data.info["evaluator"] == "proxy"
+    assert data.accuracy_is_proxy
+    assert data.info["evaluator"] == "proxy"
     assert [r.number for r in data.rows] == [t.number for t in trials]
     assert [r.feasible for r in data.rows] == [is_feasible(t) for t in trials]
     feasible = sum(r.feasible for r in data.rows)
@@ -123,8 +126,10 @@ def test_extraction_on_a_proxy_study(pareto_study: Made) -> None:
     assert all("latency" in r.constraints and "memory" in r.constraints for r in data.rows)
     assert all(r.generation is not None for r in data.rows)  # NSGA-II generations
     row = data.rows[0]
-    assert row.latency is not None and row.peak_memory_bytes is not None
-    assert len(row.accuracy_per_epoch) == 4 and row.lane_mix
+    assert row.latency is not None
+    assert row.peak_memory_bytes is not None
+    assert len(row.accuracy_per_epoch) == 4
+    assert row.lane_mix
 
     report = extract_report(study)
     assert [r.number for r in report.best] == [r.number for r in best_rows(data)]
@@ -134,14 +139,16 @@ def test_extraction_on_a_proxy_study(pareto_study: Made) -> None:
     assert report.hypervolume is not None
     assert list(report.hypervolume.values) == sorted(report.hypervolume.values)  # never shrinks
     assert len(report.histories) == 3
-    assert report.importances.skipped is None and len(report.importances.values) == 3
+    assert report.importances.skipped is None
+    assert len(report.importances.values) == 3
     assert all(math.isclose(sum(v), 1.0, abs_tol=1e-6) for v in report.importances.values)
     curves = [list(t.user_attrs["training"]["val_accuracy_per_epoch"]) for t in trials]
     assert list(report.correlations) == epoch_correlations(curves)
 
     p = report.placements[0]
     best = report.best[0]
-    assert len(p.devices) == 4 and p.number == best.number
+    assert len(p.devices) == 4
+    assert p.number == best.number
     assert sum(len(d.lanes) for d in p.devices) == best.num_lanes
     assert sum(g.n_lanes for d in p.devices for g in d.groups) == best.num_lanes
     for d in p.devices:

@@ -49,9 +49,12 @@ def test_trial_note_reads_back_through_optuna_dashboard(pareto_study: Made, tmp_
     trial = fresh.trials[5]
     assert note.startswith("### Trial 5: complete")
     assert f"**accuracy** {trial.values[0]:.4g}" in note
-    assert "#### Architecture" in note and trial.user_attrs["lane_mix"] in note
-    assert "#### Placement (buckets" in note and "| K80:0 |" in note
-    assert "predicted training step" in note and "predicted inference" in note
+    assert "#### Architecture" in note
+    assert trial.user_attrs["lane_mix"] in note
+    assert "#### Placement (buckets" in note
+    assert "| K80:0 |" in note
+    assert "predicted training step" in note
+    assert "predicted inference" in note
     measured = [line for line in note.splitlines() if line.startswith("measured:")]
     assert all("inference" not in line for line in measured)  # the proxy measured none
     assert "#### Validation accuracy per epoch" in note
@@ -72,7 +75,9 @@ def test_study_figures_and_notes_for_the_dashboard(pareto_study: Made, tmp_path:
     assert {GRAPH_ID_PREFIX + n for n in ("placement", "accuracy_vs_latency")} <= ids
     assert GRAPH_ID_PREFIX + "epoch_correlation" in ids
     version, body, _ = read_note(system, None)
-    assert version == 1 and body.startswith(STUDY_NOTE_MARK) and "Pareto front" in body
+    assert version == 1
+    assert body.startswith(STUDY_NOTE_MARK)
+    assert "Pareto front" in body
     # every trial lacking a note got one
     assert all(read_note(system, t._trial_id)[0] == 1 for t in study.trials)
     # figures are valid plotly JSON, sized for the dashboard's 450-pixel cells
@@ -81,7 +86,8 @@ def test_study_figures_and_notes_for_the_dashboard(pareto_study: Made, tmp_path:
         (k for k in system if k.startswith(prefix)), key=lambda k: int(k.rsplit(":", 1)[1])
     )
     figure = json.loads("".join(system[k] for k in chunks))
-    assert figure["data"] and figure["layout"]["height"] <= 450
+    assert figure["data"]
+    assert figure["layout"]["height"] <= 450
 
     # a second run replaces the figures, leaves the notes, and keeps a user's study note
     optuna_dashboard.save_note(study, "my own note")

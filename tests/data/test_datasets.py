@@ -102,7 +102,8 @@ def test_cifar10_reads_python_batches(tmp_path: Path, monkeypatch: pytest.Monkey
     # torchvision checks the official files' MD5 sums; generated files cannot match
     monkeypatch.setattr("torchvision.datasets.cifar.check_integrity", lambda *a, **k: True)
     raw = DATASETS.get("cifar10").load(tmp_path, False)
-    assert raw.train_images.shape == (20, 3, 32, 32) and raw.test_images.shape == (4, 3, 32, 32)
+    assert raw.train_images.shape == (20, 3, 32, 32)
+    assert raw.test_images.shape == (4, 3, 32, 32)
     expected = torch.from_numpy(first["data"][0].reshape(3, 32, 32))
     assert torch.equal(raw.train_images[0], expected)
 
@@ -138,7 +139,8 @@ def test_synthetic_split_is_seeded_disjoint_and_limited() -> None:
     c = load_splits("synthetic", seed=1)
     assert torch.equal(a.val.images, b.val.images)
     assert not torch.equal(a.val.images, c.val.images)
-    assert len(a.train) + len(a.val) == 2000 and len(a.val) == 200
+    assert len(a.train) + len(a.val) == 2000
+    assert len(a.val) == 200
     limited = load_splits("synthetic", seed=0, train_limit=100, val_limit=50, test_limit=30)
     assert (len(limited.train), len(limited.val), len(limited.test)) == (100, 50, 30)
     assert torch.equal(limited.train.images, a.train.images[:100])
@@ -153,13 +155,18 @@ def test_train_and_validation_never_overlap() -> None:
     splits = make_splits(raw, val_fraction=0.25, seed=3)
     train_ids = set(splits.train.images.flatten().tolist())
     val_ids = set(splits.val.images.flatten().tolist())
-    assert len(val_ids) == 250 and not train_ids & val_ids and len(train_ids | val_ids) == n
+    assert len(val_ids) == 250
+    assert not train_ids & val_ids
+    assert len(train_ids | val_ids) == n
 
 
 def test_batches_are_float_in_unit_range_and_shuffled_by_generator() -> None:
     splits = load_splits("synthetic", train_limit=64)
     x, _ = next(splits.train.batches(16))
-    assert x.dtype == torch.float32 and x.shape == (16, 1, 28, 28) and x.min() >= 0 and x.max() <= 1
+    assert x.dtype == torch.float32
+    assert x.shape == (16, 1, 28, 28)
+    assert x.min() >= 0
+    assert x.max() <= 1
     order1 = [
         yb.tolist()
         for _, yb in splits.train.batches(16, generator=torch.Generator().manual_seed(5))
@@ -169,5 +176,6 @@ def test_batches_are_float_in_unit_range_and_shuffled_by_generator() -> None:
         for _, yb in splits.train.batches(16, generator=torch.Generator().manual_seed(5))
     ]
     plain = [yb.tolist() for _, yb in splits.train.batches(16)]
-    assert order1 == order2 and order1 != plain
+    assert order1 == order2
+    assert order1 != plain
     assert sorted(v for b in order1 for v in b) == sorted(v for b in plain for v in b)

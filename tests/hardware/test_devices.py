@@ -50,14 +50,17 @@ def test_sizes(text: str | int, expected: int) -> None:
 def test_bad_sizes_name_the_value_and_the_units(text: str, message: str) -> None:
     with pytest.raises(DeviceError, match=message) as err:
         parse_size(text, what="--mem")
-    assert repr(text) in str(err.value) and "--mem" in str(err.value)
+    assert repr(text) in str(err.value)
+    assert "--mem" in str(err.value)
 
 
 def test_catalog_has_the_required_kinds_with_the_thesis_speeds() -> None:
     catalog = load_catalog()
     for name in ("K80", "M40", "P100", "V100", "T4", "A100", "H100", "H200", "cpu"):
         kind = catalog[name]
-        assert kind.memory_bytes > 0 and kind.peak_flops > 0 and kind.bandwidth_bytes_per_s > 0
+        assert kind.memory_bytes > 0
+        assert kind.peak_flops > 0
+        assert kind.bandwidth_bytes_per_s > 0
         assert kind.source
     assert [catalog[n].speed for n in ("K80", "M40", "P100", "V100")] == [1.0, 3.1, 4.2, 6.0]
     assert catalog["k80"] is catalog["K80"]  # case-insensitive
@@ -65,15 +68,18 @@ def test_catalog_has_the_required_kinds_with_the_thesis_speeds() -> None:
 
 def test_device_specs() -> None:
     pool = parse_devices("8xK80")
-    assert len(pool) == 8 and {d.kind for d in pool} == {"K80"}
+    assert len(pool) == 8
+    assert {d.kind for d in pool} == {"K80"}
     assert [d.index for d in pool] == list(range(8))
-    assert pool[0].memory_bytes == 12 * GIB and pool[0].name == "K80:0"
+    assert pool[0].memory_bytes == 12 * GIB
+    assert pool[0].name == "K80:0"
     assert parse_devices("K80") == (DeviceSpec.of(load_catalog()["K80"], 0),)
     mix = parse_devices("1xK80,1xM40,1xP100,1xV100")
     assert [d.speed for d in mix] == [1.0, 3.1, 4.2, 6.0]
     assert format_devices(mix) == "1xK80,1xM40,1xP100,1xV100"
     cpus = parse_devices("4xcpu", mem="512MiB")
-    assert len(cpus) == 4 and all(d.memory_bytes == 512 * 2**20 for d in cpus)
+    assert len(cpus) == 4
+    assert all(d.memory_bytes == 512 * 2**20 for d in cpus)
     assert all(d.memory_bytes == 12 * 10**9 for d in parse_devices("2xK80,2xV100", mem="12GB"))
     assert format_devices(parse_devices("2xK80,V100,3xcpu")) == "2xK80,1xV100,3xcpu"
 
@@ -104,7 +110,8 @@ def test_device_file_extends_and_overrides_the_catalog(tmp_path: Path) -> None:
         "speed = 1.0\n"
     )
     catalog = load_catalog(path)
-    assert catalog["MI250"].speed == 12.0 and catalog["K80"].memory_bytes == 11 * GIB
+    assert catalog["MI250"].speed == 12.0
+    assert catalog["K80"].memory_bytes == 11 * GIB
     assert "V100" in catalog  # the built-ins stay
     pool = parse_devices("2xMI250,1xK80", catalog=catalog)
     assert [d.kind for d in pool] == ["MI250", "MI250", "K80"]

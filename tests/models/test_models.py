@@ -36,7 +36,8 @@ def test_capsnet_matches_sabour_parameter_count() -> None:
     out = model(torch.rand(2, 1, 28, 28))
     assert out.lengths.shape == (2, 10)
     assert out.class_capsules.shape == (2, 10, 16)
-    assert out.reconstruction is not None and out.reconstruction.shape == (2, 784)
+    assert out.reconstruction is not None
+    assert out.reconstruction.shape == (2, 784)
 
 
 @pytest.mark.parametrize(
@@ -59,7 +60,8 @@ def test_heterogeneous_lanes_shapes_and_parameters(
     out = model(x)
     assert out.class_capsules.shape == (4, 10, spec.num_lanes)
     assert torch.allclose(out.lengths, out.class_capsules.norm(dim=-1))
-    assert out.reconstruction is not None and out.reconstruction.shape == (
+    assert out.reconstruction is not None
+    assert out.reconstruction.shape == (
         4,
         math.prod(input_shape),
     )
@@ -100,7 +102,8 @@ def test_mlcn2_ref_builds_a_separable_convolution() -> None:
     grouped = [m for m in convs if isinstance(m, nn.Conv2d) and m.groups > 1]
     assert len(grouped) == 1
     depthwise = grouped[0]
-    assert depthwise.weight.shape == (64, 1, 6, 6) and depthwise.bias is None
+    assert depthwise.weight.shape == (64, 1, 6, 6)
+    assert depthwise.bias is None
 
 
 @pytest.mark.parametrize(
@@ -116,7 +119,8 @@ def test_the_other_lane_types_train(lanes: str) -> None:
     assert torch.isfinite(out.lengths).all()
     capsule_loss(out.lengths, out.reconstruction, x, y).total.backward()
     for name, p in model.named_parameters():
-        assert p.grad is not None and p.grad.abs().sum() > 0, name
+        assert p.grad is not None, name
+        assert p.grad.abs().sum() > 0, name
 
 
 def test_gradients_reach_every_lane() -> None:
@@ -137,7 +141,8 @@ def test_routing_variants_differ_but_share_parameters() -> None:
     classwise.load_state_dict(vector.state_dict())
     x = torch.rand(3, 1, 28, 28)
     a, b = vector(x).lengths, classwise(x).lengths
-    assert a.shape == b.shape and not torch.allclose(a, b)
+    assert a.shape == b.shape
+    assert not torch.allclose(a, b)
     # vector: each lane's K outputs are one squashed vector, so its length is < 1
     assert (vector.lane_outputs(x)[0].norm(dim=-1) < 1).all()
 
@@ -149,7 +154,8 @@ def test_lane_dropout_only_touches_classification() -> None:
     model.train()
     first, second = model(x, y), model(x, y)
     assert not torch.allclose(first.lengths, second.lengths)
-    assert first.reconstruction is not None and second.reconstruction is not None
+    assert first.reconstruction is not None
+    assert second.reconstruction is not None
     assert torch.allclose(first.reconstruction, second.reconstruction)
     assert torch.allclose(first.class_capsules, second.class_capsules)
     model.eval()
@@ -165,11 +171,13 @@ def test_decoder_kinds() -> None:
     assert count_parameters(full) - count_parameters(reduced) == 9 * 3 * 512
     x, y = torch.rand(2, 1, 28, 28), torch.tensor([1, 2])
     out = reduced(x, y)
-    assert out.reconstruction is not None and out.reconstruction.shape == (2, 784)
+    assert out.reconstruction is not None
+    assert out.reconstruction.shape == (2, 784)
     out_none = none(x, y)
     assert out_none.reconstruction is None
     loss = capsule_loss(out_none.lengths, None, x, y)
-    assert loss.reconstruction.item() == 0.0 and loss.total.item() == loss.margin.item()
+    assert loss.reconstruction.item() == 0.0
+    assert loss.total.item() == loss.margin.item()
 
 
 def test_full_decoder_reads_only_the_selected_capsule() -> None:

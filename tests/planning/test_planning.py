@@ -34,7 +34,8 @@ from nasmlcn.specs import MLCNSpec, parse_lane, parse_lanes
 )
 def test_parse_flops(text: str, multiple: float | None, flops: float | None) -> None:
     limit = parse_flops(text)
-    assert limit.multiple == multiple and limit.flops == flops
+    assert limit.multiple == multiple
+    assert limit.flops == flops
 
 
 @pytest.mark.parametrize("text", ["0x", "x", "4y", "-2x", "lots"])
@@ -52,11 +53,14 @@ def test_bucket_arithmetic() -> None:
     small = model.lane_cost(parse_lane("mlcn1:1x1"), ctx)  # 1 w2d, 2088 MiB
     assert bucket.fits(lane)
     bucket.add(0, lane)
-    assert bucket.free_load == 4.0 and bucket.free_memory == (6000 - 2856) * 2**20
+    assert bucket.free_load == 4.0
+    assert bucket.free_memory == (6000 - 2856) * 2**20
     assert not bucket.fits(lane)  # load left 4 < 16
-    assert bucket.fits(small) and not bucket.is_full([lane, small])
+    assert bucket.fits(small)
+    assert not bucket.is_full([lane, small])
     bucket.add(1, small)
-    assert bucket.lanes == [0, 1] and bucket.load == 17.0
+    assert bucket.lanes == [0, 1]
+    assert bucket.load == 17.0
     assert bucket.is_full([lane, small])  # 1056 MiB left < 2088 MiB
     with pytest.raises(ValueError, match="does not fit"):
         bucket.add(2, small)
@@ -76,8 +80,29 @@ def test_load_limits_follow_the_baseline_and_device_speed() -> None:
     buckets = make_buckets(
         parse_devices("2xK80"), parse_flops("1x"), model, ctx, reserved_memory=[100]
     )
-    assert buckets[0].memory_limit == 12 * 2**30 - 100 and buckets[1].memory_limit == 12 * 2**30
-    assert BASELINE_LANES == "4*mlcn1:2x4" and len(parse_lanes(BASELINE_LANES)) == 4
+    assert buckets[0].memory_limit == 12 * 2**30 - 100
+    assert buckets[1].memory_limit == 12 * 2**30
+    assert BASELINE_LANES == "4*mlcn1:2x4"
+    assert len(parse_lanes(BASELINE_LANES)) == 4
+
+
+@pytest.mark.parametrize(
+    ("lanes", "devices", "expected"),
+    [
+        # eq. 5.1 loads 16, 16, 1 on two K80s: 17 against an ideal 33/2
+        ("2*mlcn1:2x4,mlcn1:1x1", "2xK80", 17 / 16.5 - 1),
+        # four loads of 16 on a K80 and a V100 (6x): all four fit the V100 best
+        # (64/6 = 32/3, against 16 for a lane on the K80); ideal 64/7
+        ("4*mlcn1:2x4", "1xK80,1xV100", (32 / 3) / (64 / 7) - 1),
+        # four equal lanes on two equal devices: perfectly balanced
+        ("4*mlcn2:3x2", "2xK80", 0.0),
+    ],
+)
+def test_plan_imbalance_of_known_cases(lanes: str, devices: str, expected: float) -> None:
+    plan = plan_model(
+        MLCNSpec.from_lanes(lanes), parse_devices(devices, mem="32GB"), cost_model="thesis"
+    )
+    assert plan.imbalance == pytest.approx(expected, abs=1e-12)
 
 
 def test_plan_is_consistent_and_recomputable() -> None:
@@ -89,8 +114,17 @@ def test_plan_is_consistent_and_recomputable() -> None:
     spans = [sum(lane_costs[i] for i in d["lanes"]) / d["speed"] for d in data["devices"]]
     assert data["makespan"] == pytest.approx(max(spans))
     assert sorted(i for d in data["devices"] for i in d["lanes"]) == list(range(spec.num_lanes))
-    assert data["imbalance"] >= 0 and data["step_time"] > data["makespan"]
-    assert data["devices"][0]["head"] and data["devices"][0]["memory_used_bytes"] > sum(
+    ideal = sum(lane_costs) / sum(d["speed"] for d in data["devices"])
+    assert data["ideal_makespan"] == pytest.approx(ideal, rel=1e-12)
+    # makespan / ideal - 1, recomputed from the per-device loads: 0.42 here, since
+    # mlcn1:5x5 alone is more than a K80's share; no placement does better.
+    assert data["imbalance"] == pytest.approx(max(spans) / ideal - 1, rel=1e-9)
+    assert data["imbalance"] == pytest.approx(
+        data["comparison"]["optimal"]["makespan"] / ideal - 1, rel=1e-9
+    )
+    assert data["step_time"] > data["makespan"]
+    assert data["devices"][0]["head"]
+    assert data["devices"][0]["memory_used_bytes"] > sum(
         data["lane_memory_bytes"][i] for i in data["devices"][0]["lanes"]
     )
     assert data["comparison"]["random"]["makespan"] >= data["makespan"]
@@ -116,7 +150,8 @@ def test_inference_latency_is_the_parallel_lanes_plus_the_head() -> None:
     plan = plan_model(spec, devices, cost_model=_ClassifyingHead())
     data = plan.to_dict()
     forward = data["lane_inference_times"]
-    assert forward == [c.inference_time for c in plan.costs.lanes] and min(forward) > 0
+    assert forward == [c.inference_time for c in plan.costs.lanes]
+    assert min(forward) > 0
     spans = [sum(forward[i] for i in d["lanes"]) / d["speed"] for d in data["devices"]]
     assert [d["inference_time"] for d in data["devices"]] == pytest.approx(spans)
     assert data["inference_makespan"] == pytest.approx(max(spans))

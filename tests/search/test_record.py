@@ -29,14 +29,21 @@ def test_the_runner_writes_every_field_of_the_current_record(tmp_path: Path) -> 
     for trial in load_existing_study(None, config.storage).trials:
         record = TrialRecord.of(trial)
         assert record.version == RECORD_VERSION
-        assert record.state == "COMPLETE" and record.values == (trial.value,)
-        assert record.lanes and record.num_lanes and record.arch["lanes"]
-        assert record.plan["devices"] and "latency" in record.predicted
+        assert record.state == "COMPLETE"
+        assert record.values == (trial.value,)
+        assert record.lanes
+        assert record.num_lanes
+        assert record.arch["lanes"]
+        assert record.plan["devices"]
+        assert "latency" in record.predicted
         assert len(record.accuracy_per_epoch) == 2
-        assert set(record.constraints) == {"memory", "latency"} and record.feasible
+        assert set(record.constraints) == {"memory", "latency"}
+        assert record.feasible
         assert record.sampler_seed == trial_seed(0, trial.number)
-        assert record.worker and record.worker.endswith(f":{os.getpid()}")
-        assert record.reason is None and not record.crashed
+        assert record.worker
+        assert record.worker.endswith(f":{os.getpid()}")
+        assert record.reason is None
+        assert not record.crashed
 
 
 def test_a_trial_written_before_the_record_had_a_version_reads_as_version_0(
@@ -53,7 +60,11 @@ def test_a_trial_written_before_the_record_had_a_version_reads_as_version_0(
     )
     study.add_trial(trial)
     record = TrialRecord.of(study.trials[0])
-    assert record.version == 0 and record.lanes == "2*mlcn2:4x1"
-    assert record.constraints == {"c0": 0.1, "c1": -1.0} and not record.feasible
+    assert record.version == 0
+    assert record.lanes == "2*mlcn2:4x1"
+    assert record.constraints == {"c0": 0.1, "c1": -1.0}
+    assert not record.feasible
     assert record.accuracy_per_epoch == [0.4, 0.5]
-    assert record.worker is None and record.weights is None and not record.weights_kept
+    assert record.worker is None
+    assert record.weights is None
+    assert not record.weights_kept

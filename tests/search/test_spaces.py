@@ -78,7 +78,8 @@ def test_every_sampled_model_fits_every_device(name: str, devices: str, mem: str
         params = _sample(space.distributions(), rng)
         candidate = space.build(params, ctx)
         if not candidate.feasible:
-            assert name == "mlcn-table" and "needs" in candidate.reason
+            assert name == "mlcn-table"
+            assert "needs" in candidate.reason
             continue
         plan = plan_model(
             candidate.spec, ctx.devices, cost_model=ctx.cost_model, assignment=candidate.assignment
@@ -98,19 +99,46 @@ def test_builtin_spaces_draw_only_the_thesis_lane_types(name: str) -> None:
     for _ in range(10):
         candidate = space.build(_sample(space.distributions(), rng), ctx)
         types |= {lane.type for lane in candidate.spec.lanes}
-    assert types and types <= {"mlcn1", "mlcn2"}
+    assert types
+    assert types <= {"mlcn1", "mlcn2"}
 
 
-def test_parameters_are_the_same_whatever_the_devices() -> None:
-    for name in ("mlcn-buckets", "mlcn-homogeneous", "mlcn-table"):
-        space = load_space(name)
-        assert load_space(name).distributions() == space.distributions()
+@pytest.mark.parametrize("name", ["mlcn-buckets", "mlcn-homogeneous", "mlcn-table"])
+def test_parameters_are_the_same_whatever_the_devices(name: str) -> None:
+    """A study's parameters (names, order, kinds) do not depend on its devices; only
+    mlcn-buckets narrows its lane choices, to those that fit the --flops buckets."""
+    unprepared = load_space(name).distributions()
+    assert load_space(name).distributions() == unprepared
+    mixes = [
+        ("2xK80", "12GB"),
+        ("8xK80", "12GB"),
+        ("1xK80,1xM40,1xP100,1xV100", "12GB"),
+        ("4xcpu", "2GiB"),
+        ("2xT4,2xA100", None),
+    ]
+    for flops in ("1x", "4x"):
+        for devices, mem in mixes:
+            distributions = _prepared(name, _context(devices, mem, flops)).distributions()
+            assert list(distributions) == list(unprepared), devices
+            for key, d in distributions.items():
+                reference = unprepared[key]
+                assert type(d) is type(reference), (devices, key)
+                if isinstance(d, CategoricalDistribution):
+                    assert isinstance(reference, CategoricalDistribution)
+                    assert set(d.choices) <= set(reference.choices), (devices, key)
+                else:
+                    assert d == reference, (devices, key)
+            if name != "mlcn-buckets":
+                assert distributions == unprepared, devices
+
+
+def test_bucket_lane_choices_follow_the_flops_limit() -> None:
     buckets = load_space("mlcn-buckets").distributions()
     assert list(buckets)[:3] == ["fill", "lane0", "lane0_share"]
     assert len(buckets) == 7
-    # prepared for two studies' devices: the same names, choices that fit each
+    # prepared for two studies' --flops: the same names, choices that fit each
     small = _prepared("mlcn-buckets", _context("2xK80", "12GB", "0.25x")).distributions()
-    large = _prepared("mlcn-buckets", _context("2xK80", "12GB", "4x")).distributions()
+    large = _prepared("mlcn-buckets", _context("8xK80", "12GB", "4x")).distributions()
     assert list(small) == list(large) == list(buckets)
     assert set(small["lane0"].choices) < set(large["lane0"].choices)
 
@@ -200,12 +228,15 @@ def test_repairs_are_recorded() -> None:
     homogeneous = load_space("mlcn-homogeneous")
     small = _context("2xK80", "1GiB")
     candidate = homogeneous.build({"type": "mlcn1", "width": 5, "depth": 5, "lanes": 32}, small)
-    assert candidate.feasible and candidate.spec.num_lanes < 32
-    assert candidate.repairs and "lowered" in candidate.repairs[0]
+    assert candidate.feasible
+    assert candidate.spec.num_lanes < 32
+    assert candidate.repairs
+    assert "lowered" in candidate.repairs[0]
     table = load_space("mlcn-table")
     tiny = _context("1xK80", "200MiB")
     candidate = table.build({"model": "mlcn1-32x2"}, tiny)
-    assert not candidate.feasible and "largest free memory" in candidate.reason
+    assert not candidate.feasible
+    assert "largest free memory" in candidate.reason
 
 
 def test_user_space_files_and_errors(tmp_path: Path) -> None:
@@ -214,7 +245,8 @@ def test_user_space_files_and_errors(tmp_path: Path) -> None:
         'kind = "buckets"\nwidth = [2, 3]\ndepth = [1, 2]\nkinds = 2\n[training]\nlr = [1e-4, 1e-2]\nbatch_size = [50, 100]\n'
     )
     space = load_space(str(path))
-    assert space.name == "mine" and set(space.distributions()) >= {
+    assert space.name == "mine"
+    assert set(space.distributions()) >= {
         "lr",
         "batch_size",
         "lane1_share",
@@ -322,7 +354,8 @@ def test_bucket_models_stay_balanced_and_faithful(devices: str, flops: str, limi
         lanes += candidate.spec.num_lanes
         repaired += candidate.repaired_lanes
         again = space.build(params, ctx)
-        assert again.spec == candidate.spec and again.assignment == candidate.assignment
+        assert again.spec == candidate.spec
+        assert again.assignment == candidate.assignment
     assert repaired / lanes <= 0.05
 
 

@@ -59,7 +59,8 @@ def test_mysql_urls_as_in_optunas_docs_reach_the_server_with_pymysql() -> None:
         open_storage(f"mysql://optuna:s3cret-mysql-pw@127.0.0.1:{port}/optuna")
     message = str(info.value)
     assert message.startswith(f"cannot open storage 'mysql://optuna:***@127.0.0.1:{port}/optuna': ")
-    assert "pymysql" in message and "\n" not in message
+    assert "pymysql" in message
+    assert "\n" not in message
     assert "s3cret-mysql-pw" not in message
 
 
@@ -95,7 +96,8 @@ def test_reading_a_study_leaves_its_file_unchanged(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         study = load_existing_study(result.study, url)
-    assert len(study.trials) == 3 and study.best_trial.user_attrs["lanes"]
+    assert len(study.trials) == 3
+    assert study.best_trial.user_attrs["lanes"]
     study._storage._backend.engine.dispose()  # type: ignore[attr-defined]
     assert _fingerprint(path) == before
 

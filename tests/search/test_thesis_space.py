@@ -77,7 +77,8 @@ def test_buckets_are_never_exceeded_and_end_full(devices: str, mem: str | None, 
     slowest = min(d.speed for d in ctx.devices)
     for seed in _seeds(SEEDS, 1):
         candidate = space.build({"seed": seed}, ctx)
-        assert candidate.feasible and candidate.assignment is not None
+        assert candidate.feasible
+        assert candidate.assignment is not None
         assert len(candidate.assignment) == len(candidate.spec.lanes)
         assert set(candidate.spec.lanes) <= set(grid)
         for j, device in enumerate(ctx.devices):

@@ -37,16 +37,21 @@ def test_real_search_trains_measures_and_stores(data_dir: Path, tmp_path: Path) 
     study = load_existing_study(result.study, config.storage)
     assert study.user_attrs["nasmlcn"]["accuracy_is_proxy"] is False
     best = max(study.trials, key=lambda t: t.value or 0.0)
-    assert best.value is not None and best.value > 0.3  # chance is 0.1
+    assert best.value is not None
+    assert best.value > 0.3  # chance is 0.1
     training = best.user_attrs["training"]
-    assert training["evaluator"] == "train" and training["device"] == "cpu"
+    assert training["evaluator"] == "train"
+    assert training["device"] == "cpu"
     assert training["mode"] == "single-device"
     assert len(training["val_accuracy_per_epoch"]) == 2
     assert training["val_accuracy_per_epoch"][-1] == best.value
-    assert training["step_seconds"] > 0 and training["images_per_second"] > 0
+    assert training["step_seconds"] > 0
+    assert training["images_per_second"] > 0
     assert training["peak_memory_bytes"] > 0
-    assert training["extra"]["train_images"] == 800 and training["extra"]["val_images"] == 300
-    assert "torch" in training["versions"] and "optuna" in training["versions"]
+    assert training["extra"]["train_images"] == 800
+    assert training["extra"]["val_images"] == 300
+    assert "torch" in training["versions"]
+    assert "optuna" in training["versions"]
     assert best.intermediate_values == {1: training["val_accuracy_per_epoch"][0], 2: best.value}
 
 
@@ -69,9 +74,11 @@ def test_a_model_too_large_for_the_run_on_device_fails_its_trial_with_the_reason
     )
     result = run_search(config)
     # failures do not count toward --trials; a worker gives up after 10 in a row
-    assert result.stopped == "failures" and len(result.run_trials) == 10
+    assert result.stopped == "failures"
+    assert len(result.run_trials) == 10
     for trial in result.run_trials:
-        assert trial.state == "FAIL" and trial.reason is not None
+        assert trial.state == "FAIL"
+        assert trial.reason is not None
         assert "to train at batch 20; this machine (cpu) has 1 MiB available" in trial.reason
 
 
@@ -100,7 +107,8 @@ def test_a_trained_trial_measures_its_inference_latency(tmp_path: Path) -> None:
     assert training["measured_inference_device"] == training["device"] == "cpu"
     assert training["measured_inference_batch_size"] == 1
     assert training["extra"]["measured_inference"]["passes"] == 20
-    assert trial.values is not None and trial.values[1] == predicted["inference_latency_s"] > 0
+    assert trial.values is not None
+    assert trial.values[1] == predicted["inference_latency_s"] > 0
 
     best = run_cli("best", "--storage", config.storage, "--json")
     assert best.returncode == 0, best.stderr

@@ -82,7 +82,8 @@ def test_a_stopped_trial_resumes_from_its_checkpoint_with_identical_results(
     assert queued.params == reference.params
     resumed = run_search(cut)
     (outcome,) = resumed.run_trials
-    assert outcome.number == queued.number and outcome.state == "COMPLETE"
+    assert outcome.number == queued.number
+    assert outcome.state == "COMPLETE"
     done = load_existing_study("s", cut.storage).trials[queued.number]
     training = done.user_attrs["training"]
     assert done.user_attrs["resumed_from_epoch"] == 2
@@ -155,7 +156,8 @@ def test_best_export_writes_arch_and_weights_that_train_resume_tests(
     trained = run_cli(*command, *limits, "--train-limit", "200", "--val-limit", "200")
     assert trained.returncode == 0, trained.stderr
     report = json.loads(trained.stdout)
-    assert report["epochs"] == 2 and report["val_accuracy_per_epoch"][-1] == trial.value
+    assert report["epochs"] == 2
+    assert report["val_accuracy_per_epoch"][-1] == trial.value
     assert 0.0 <= report["test_accuracy"] <= 1.0
     # a trial without weights (and a bad number) get one clear line each
     missing = run_cli("best", "--storage", config.storage, "--export", str(folder), "--trial", "5")

@@ -57,7 +57,8 @@ def _check_study(url: str, study_name: str, trials: int, workers: int) -> None:
     states = [t.state for t in study.trials]
     finished = [s for s in states if s in (TrialState.COMPLETE, TrialState.PRUNED)]
     assert len(finished) == trials, states  # no overshoot, nothing missing
-    assert TrialState.RUNNING not in states and TrialState.WAITING not in states
+    assert TrialState.RUNNING not in states
+    assert TrialState.WAITING not in states
     params = [tuple(sorted(t.params.items())) for t in study.trials]
     assert len(set(params)) == len(params)  # no two workers proposed the same model
     seeds = [t.user_attrs["sampler_seed"] for t in study.trials]
@@ -124,7 +125,8 @@ def test_a_killed_worker_s_trial_is_failed_with_its_reason_and_retried(tmp_path:
     assert failed.user_attrs["failure"] == "crash"
     assert "no heartbeat for over 1 s" in failed.user_attrs["fail_reason"]
     retries = [t for t in trials if t.system_attrs.get("failed_trial") == 0]
-    assert len(retries) == 1 and retries[0].state == TrialState.COMPLETE
+    assert len(retries) == 1
+    assert retries[0].state == TrialState.COMPLETE
     assert retries[0].params == killed.params
     assert "fail_reason" not in retries[0].user_attrs
     states = [t.state for t in trials]
@@ -184,7 +186,8 @@ def test_workers_option_runs_a_pool_on_one_study(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert [w["index"] for w in data["workers"]] == [0, 1]
     assert all(w["gpus"] is None and w["threads"] >= 1 for w in data["workers"])
-    assert data["run_trials"] == 12 and data["errors"] == []
+    assert data["run_trials"] == 12
+    assert data["errors"] == []
     _check_study(url, "p", 12, 2)
 
 
