@@ -18,30 +18,28 @@ they cannot ``--resume``; a one-process run can resume from their checkpoint.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.data import DATASETS
 from nasmlcn.errors import DeviceError, SpecError
-from nasmlcn.specs import ArchSpec, MLCNSpec, save_arch, write_text_atomic
-from nasmlcn.training import Callback, EpochResult, TrainJob, TrainStart
+from nasmlcn.specs import ArchSpec, MLCNSpec
+from nasmlcn.training import Callback, CallbackList, EpochResult, TrainJob, TrainStart
 from nasmlcn.training._job import (
-    ARCH_NAME,
-    RESULT_NAME,
     arch_for_dataset,
     job_outputs,
     load_job_splits,
     step_batch_size,
+    write_result,
 )
 from nasmlcn.training._memory import check_training_memory
 
 if TYPE_CHECKING:
-    from nasmlcn.data import DataSplits
+    from torch import nn
+
     from nasmlcn.parallel._launch import RankContext
     from nasmlcn.training import TrainReport
 
@@ -116,37 +114,6 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def _write_result(out: Path | None, result: ParallelReport) -> None:
-    if out is not None:
-        write_text_atomic(out / RESULT_NAME, json.dumps(result.to_dict(), indent=2) + "\n")
-
-
-def _report(
-    arch: ArchSpec,
-    job: TrainJob,
-    params: int,
-    history: list[EpochResult],
-    test: tuple[float, float],
-    splits: DataSplits,
-    device: str,
-    out: Path | None,
-) -> TrainReport:
-    from nasmlcn.training import TrainReport
-
-    return TrainReport(
-        arch=arch,
-        dataset=job.dataset,
-        params=params,
-        history=history,
-        test_loss=test[0],
-        test_accuracy=test[1],
-        test_images=len(splits.test),
-        train_images=len(splits.train),
-        device=device,
-        out_dir=str(out) if out else None,
-    )
-
-
 def run_placed_training(
     job: TrainJob,
     lane_devices: Sequence[str],
@@ -170,11 +137,9 @@ def run_placed_training(
         SpecError: Not an MLCN, or not one device per lane.
         NasmlcnError: Missing data, an existing checkpoint, a bad device.
     """
-    import torch
-
-    from nasmlcn.models import MLCN, build_model, count_parameters
-    from nasmlcn.parallel._placed import PlacedMLCN
-    from nasmlcn.training import evaluate, resolve_device, train
+    from nasmlcn.parallel._placed import PlacedMLCN, placer
+    from nasmlcn.training import resolve_device
+    from nasmlcn.training._run import run_job
 
     arch = _mlcn(job)
     if len(lane_devices) != arch.num_lanes:
@@ -185,37 +150,20 @@ def run_placed_training(
     check_training_memory(
         arch, step_batch_size(job), head_device or lane_devices[0], lane_devices=lane_devices
     )
-    splits = load_job_splits(job)
-    torch.manual_seed(job.config.seed)
-    model = build_model(arch)
-    assert isinstance(model, MLCN)
-    placed = PlacedMLCN(model, lane_devices, head_device, streams=streams)
-    # train() validates config.device; the placed model itself says where data goes.
-    job = replace(job, config=replace(job.config, device=str(placed.input_device)))
-    if out is not None:
-        save_arch(arch, out / ARCH_NAME)
-    history = train(
-        placed,
+    run = run_job(
         arch,
-        splits,
-        job.config,
-        callbacks=list(callbacks),
+        load_job_splits(job),
+        job.config,  # its device is the placed model's input device
+        place=placer(lane_devices, head_device, streams=streams),
+        callbacks=callbacks,
         checkpoint_path=checkpoint,
         resume=job.resume,
+        out_dir=out,
     )
-    test = evaluate(
-        placed,
-        splits.test,
-        batch_size=job.config.eval_batch_size,
-        device=placed.input_device,
-        reconstruction_weight=job.config.reconstruction_weight,
-    )
-    devices = [str(d) for d in placed.devices]
-    report = _report(
-        arch, job, count_parameters(placed), history, test, splits, ",".join(devices), out
-    )
+    placed = run.module
+    assert isinstance(placed, PlacedMLCN)
     result = ParallelReport(
-        report,
+        run.report(job.dataset, ",".join(str(d) for d in placed.devices), out),
         "lane-parallel",
         "in-process",
         1,
@@ -223,74 +171,74 @@ def run_placed_training(
         tuple(assignment),
         {"head_device": str(placed.head_device), "streams": placed.streams},
     )
-    _write_result(out, result)
+    write_result(out, result.to_dict())
     return result
 
 
-class _RankCallbacks(Callback):
-    """Rank 0's view of training, corrected to describe the whole job.
+@dataclass(frozen=True)
+class _EpochStart:
+    epoch: int
 
-    A rank trains a share (its lanes, or its shard of every batch), so the
-    trainer's parameter count, device and (data-parallel) images/s are those of
-    the share; this rewrites them before passing events on.
-    """
 
-    def __init__(
-        self, inner: Sequence[Callback], params: int, device: str, train_images: int | None
-    ) -> None:
-        self.inner = list(inner)
-        self.params = params
-        self.device = device
-        self.train_images = train_images
+@dataclass(frozen=True)
+class _BatchEnd:
+    epoch: int
+    batch: int
+    loss: float
+    accuracy: float
 
-    def fix(self, result: EpochResult) -> EpochResult:
-        if self.train_images is None or result.seconds <= 0:
-            return result
-        return replace(result, images_per_second=self.train_images / result.seconds)
 
-    def on_train_start(self, start: TrainStart) -> None:
-        start = replace(start, params=self.params, device=self.device)
-        for cb in self.inner:
-            cb.on_train_start(start)
+@dataclass(frozen=True)
+class _EvalStart:
+    epoch: int
 
-    def on_epoch_start(self, epoch: int) -> None:
-        for cb in self.inner:
-            cb.on_epoch_start(epoch)
 
-    def on_batch_end(self, epoch: int, batch: int, loss: float, accuracy: float) -> None:
-        for cb in self.inner:
-            cb.on_batch_end(epoch, batch, loss, accuracy)
-
-    def on_eval_start(self, epoch: int) -> None:
-        for cb in self.inner:
-            cb.on_eval_start(epoch)
-
-    def on_epoch_end(self, result: EpochResult) -> None:
-        result = self.fix(result)
-        for cb in self.inner:
-            cb.on_epoch_end(result)
+_Event = TrainStart | _EpochStart | _BatchEnd | _EvalStart | EpochResult
+"""One callback call of rank 0, sent to the launching process."""
 
 
 class _Emit(Callback):
-    """Sends rank 0's events to the launching process (which owns the display)."""
+    """Rank 0's end of the relay: every hook becomes an event for the launching
+    process, which owns the display and replays it with :func:`_replay`."""
 
-    def __init__(self, ctx: RankContext) -> None:
+    def __init__(self, ctx: RankContext, batches: bool) -> None:
         self.ctx = ctx
+        self.batches = batches
+
+    @property
+    def wants_batches(self) -> bool:
+        return self.batches  # only when the launcher's callbacks want them
 
     def on_train_start(self, start: TrainStart) -> None:
-        self.ctx.emit(("on_train_start", (start,)))
+        # The module stays here: a rank's share cannot be unpickled elsewhere (DDP
+        # needs the process group).
+        self.ctx.emit(replace(start, model=None))
 
     def on_epoch_start(self, epoch: int) -> None:
-        self.ctx.emit(("on_epoch_start", (epoch,)))
+        self.ctx.emit(_EpochStart(epoch))
 
     def on_batch_end(self, epoch: int, batch: int, loss: float, accuracy: float) -> None:
-        self.ctx.emit(("on_batch_end", (epoch, batch, loss, accuracy)))
+        self.ctx.emit(_BatchEnd(epoch, batch, loss, accuracy))
 
     def on_eval_start(self, epoch: int) -> None:
-        self.ctx.emit(("on_eval_start", (epoch,)))
+        self.ctx.emit(_EvalStart(epoch))
 
     def on_epoch_end(self, result: EpochResult) -> None:
-        self.ctx.emit(("on_epoch_end", (result,)))
+        self.ctx.emit(result)
+
+
+def _replay(event: _Event, callbacks: Callback) -> None:
+    """The launcher's end of the relay: the hook call that ``event`` stands for."""
+    if isinstance(event, TrainStart):
+        callbacks.on_train_start(event)
+    elif isinstance(event, _EpochStart):
+        callbacks.on_epoch_start(event.epoch)
+    elif isinstance(event, _BatchEnd):
+        callbacks.on_batch_end(event.epoch, event.batch, event.loss, event.accuracy)
+    elif isinstance(event, _EvalStart):
+        callbacks.on_eval_start(event.epoch)
+    else:
+        callbacks.on_epoch_end(event)
 
 
 def train_rank(
@@ -320,11 +268,11 @@ def train_rank(
     import torch
 
     from nasmlcn.data import DataSplits
-    from nasmlcn.models import MLCN, build_model, count_parameters
+    from nasmlcn.models import MLCN
     from nasmlcn.parallel._ddp import ShardedSplit, data_parallel
     from nasmlcn.parallel._distributed import DistributedMLCN
-    from nasmlcn.training import evaluate, train
     from nasmlcn.training._checkpoint import save_checkpoint
+    from nasmlcn.training._run import run_job
 
     _check_parallelism(parallelism)
     if parallelism == "lanes":
@@ -334,58 +282,50 @@ def train_rank(
     out, checkpoint = job_outputs(job, can_resume=False)
     splits = load_job_splits(job)
     config = replace(job.config, device=ctx.device)
-    torch.manual_seed(config.seed)
-    model = build_model(arch)
-    params = count_parameters(model)
-    module: torch.nn.Module
-    train_splits = splits
-    if parallelism == "lanes":
+
+    def place(model: nn.Module) -> nn.Module:
+        if parallelism == "data":
+            return data_parallel(model, ctx.device)
         assert isinstance(model, MLCN)
-        module = DistributedMLCN(model, assignment, device=ctx.device)
-    else:
-        module = data_parallel(model, ctx.device)
-        train_splits = DataSplits(
-            ShardedSplit.of(splits.train, ctx.rank, ctx.world_size), splits.val, splits.test
-        )
+        return DistributedMLCN(model, assignment, device=ctx.device)
+
+    if parallelism == "data":
+        # Every rank trains on its share of each batch; validation and test are whole.
+        shard = ShardedSplit.of(splits.train, ctx.rank, ctx.world_size)
+        splits = DataSplits(shard, splits.val, splits.test)
     label = f"{ctx.world_size} ranks ({ctx.backend}), rank 0 on {ctx.device}"
-    rank_callbacks = _RankCallbacks(
-        callbacks if ctx.rank == 0 else (),
-        params,
-        label,
-        len(splits.train) if parallelism == "data" else None,
-    )
-    if ctx.rank == 0 and out is not None:
-        save_arch(arch, out / ARCH_NAME)
-    history = train(module, arch, train_splits, config, callbacks=[rank_callbacks])
-    history = [rank_callbacks.fix(h) for h in history]
-    test = evaluate(
-        module,
-        splits.test,
-        batch_size=config.eval_batch_size,
-        device=ctx.device,
-        reconstruction_weight=config.reconstruction_weight,
+    rank0 = ctx.rank == 0
+    # No per-epoch checkpoint: each rank holds only its lanes, and gathering them
+    # is a collective; the whole model is saved once, after the last epoch.
+    run = run_job(
+        arch,
+        splits,
+        config,
+        place=place,
+        callbacks=callbacks if rank0 else (),
+        device_label=label,
+        out_dir=out if rank0 else None,
     )
     extra: dict[str, Any] = {"backend": ctx.backend, "threads": torch.get_num_threads()}
-    if isinstance(module, DistributedMLCN):
-        assert isinstance(model, MLCN)
+    if isinstance(run.module, DistributedMLCN):
+        assert isinstance(run.model, MLCN)
         extra["lanes_per_rank"] = [list(assignment).count(r) for r in range(ctx.world_size)]
-        complete = module.gather_full_state(model)
+        complete = run.module.gather_full_state(run.model)
     else:
-        complete = ctx.rank == 0
+        complete = rank0
     if not complete:
         return None
     if checkpoint is not None:
         save_checkpoint(
             checkpoint,
             arch=arch,
-            model=model,
-            epoch=len(history),
-            history=[h.to_dict() for h in history],
+            model=run.model,
+            epoch=len(run.history),
+            history=[h.to_dict() for h in run.history],
             train_config=config.to_dict(),
         )
-    report = _report(arch, job, params, history, test, splits, label, out)
     result = ParallelReport(
-        report,
+        run.report(job.dataset, label, out),
         "lane-parallel" if parallelism == "lanes" else "data-parallel",
         ctx.launcher,
         ctx.world_size,
@@ -393,14 +333,19 @@ def train_rank(
         tuple(assignment) if parallelism == "lanes" else (),
         extra,
     )
-    _write_result(out, result)
+    write_result(out, result.to_dict())
     return result
 
 
 def _spawned_rank(
-    ctx: RankContext, job: TrainJob, assignment: tuple[int, ...], parallelism: str
+    ctx: RankContext,
+    job: TrainJob,
+    assignment: tuple[int, ...],
+    parallelism: str,
+    batches: bool = True,
 ) -> ParallelReport | None:
-    return train_rank(ctx, job, assignment, parallelism, [_Emit(ctx)] if ctx.rank == 0 else [])
+    """A rank started by :func:`launch`; rank 0 relays its events to the launcher."""
+    return train_rank(ctx, job, assignment, parallelism, [_Emit(ctx, batches)])
 
 
 def run_multiprocess_training(
@@ -450,21 +395,18 @@ def run_multiprocess_training(
     if threads is None:
         threads = max(1, usable_cores() // processes)
 
-    def relay(event: Any) -> None:
-        name, args = event
-        for cb in callbacks:
-            getattr(cb, name)(*args)
-
+    hooks = CallbackList(callbacks)
     results = launch(
         _spawned_rank,
         processes,
         job,
         tuple(assignment),
         parallelism,
+        hooks.wants_batches,
         device=device,
         timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
         threads=threads,
-        on_event=relay,
+        on_event=lambda event: _replay(event, hooks),
     )
     result = results[0]
     assert isinstance(result, ParallelReport)
@@ -574,7 +516,7 @@ def run_parallel_job(
     if torchrun:
         ctx = init_from_env(device, timeout)
         ranks = rank_assignment(assignment, ctx.world_size)
-        result = train_rank(ctx, job, ranks, parallelism, callbacks if ctx.rank == 0 else ())
+        result = train_rank(ctx, job, ranks, parallelism, callbacks)
         finish_group()
         return result
     if processes > 1:

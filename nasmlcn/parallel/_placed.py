@@ -16,7 +16,7 @@ several processes (:mod:`nasmlcn.parallel._distributed`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import nn
@@ -143,3 +143,19 @@ class PlacedMLCN(nn.Module):
         for i, d in enumerate(self.lane_devices):
             groups.setdefault(str(d), []).append(i)
         return groups
+
+
+def placer(
+    lane_devices: Sequence[torch.device | str],
+    head_device: torch.device | str | None = None,
+    *,
+    streams: bool | None = None,
+) -> Callable[[nn.Module], PlacedMLCN]:
+    """What places a freshly built MLCN as :class:`PlacedMLCN` does (the ``place``
+    of a training job, which builds the model itself)."""
+
+    def place(model: nn.Module) -> PlacedMLCN:
+        assert isinstance(model, MLCN), f"only an MLCN has lanes to place, not {type(model)}"
+        return PlacedMLCN(model, lane_devices, head_device, streams=streams)
+
+    return place

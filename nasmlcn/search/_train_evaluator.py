@@ -80,6 +80,42 @@ class _RssPeak:
         self.peak = max(self.peak, self._rss() - self.start)
 
 
+class _PeakMemory:
+    """Peak training memory of every device used, above where each stood on entry:
+    CUDA's allocator peak on a GPU; the process's resident memory on the CPU."""
+
+    def __init__(self, devices: Sequence[str]) -> None:
+        self.cuda = [d for d in devices if d.startswith("cuda")]
+        self.host = len(self.cuda) < len(devices)
+        self.per_device: dict[str, int] = {}
+        self._before: dict[str, int] = {}
+        self._rss: _RssPeak | None = None
+
+    def __enter__(self) -> _PeakMemory:
+        import torch
+
+        for d in self.cuda:
+            torch.cuda.reset_peak_memory_stats(d)
+            self._before[d] = torch.cuda.memory_allocated(d)
+        self._rss = _RssPeak().__enter__() if self.host else None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import torch
+
+        if self._rss is not None:
+            self._rss.__exit__(*exc)
+        for d in self.cuda:
+            self.per_device[d] = torch.cuda.max_memory_allocated(d) - self._before[d]
+        if self._rss is not None:
+            self.per_device["cpu"] = self._rss.peak
+
+    @property
+    def peak(self) -> int:
+        """The largest device's peak."""
+        return max(self.per_device.values())
+
+
 class _Relay(Callback):
     def __init__(self, on_epoch: EpochCallback) -> None:
         self.on_epoch = on_epoch
@@ -161,104 +197,67 @@ class TrainEvaluator:
 
     def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
         lanes = self.lane_devices(job)
-        if lanes is not None:
-            mapped = self.target_map()
-            assert mapped is not None
-            # The head runs where target device 0 (the plan's head device) runs.
-            return self._evaluate_placed(job, on_epoch, lanes, mapped[0])
-        import torch
+        if lanes is None:
+            return self._train(job, on_epoch, None, self.device())
+        mapped = self.target_map()
+        assert mapped is not None
+        # The head runs where target device 0 (the plan's head device) runs.
+        return self._train(job, on_epoch, lanes, mapped[0])
 
-        from nasmlcn.models import build_model
-        from nasmlcn.training import TrainConfig, train
-
-        splits = self.splits()
-        device = self.device()
-        # The space fits the target devices; this machine may be smaller.
-        check_training_memory(job.spec, min(job.batch_size, len(splits.train)), device)
-        seed = (job.seed * 1_000_003 + job.trial) % 2**31
-        torch.manual_seed(seed)
-        model = build_model(job.spec)
-        config = TrainConfig(
-            epochs=job.epochs, batch_size=job.batch_size, lr=job.lr, seed=seed, device=device
-        )
-        relay = _Relay(on_epoch)
-        cuda = device.startswith("cuda")
-        if cuda:
-            torch.cuda.reset_peak_memory_stats(device)
-            before = torch.cuda.memory_allocated(device)
-            history = train(model, job.spec, splits, config, callbacks=[relay], **_files(job))
-            peak = torch.cuda.max_memory_allocated(device) - before
-        else:
-            with _RssPeak() as rss:
-                history = train(model, job.spec, splits, config, callbacks=[relay], **_files(job))
-            peak = rss.peak
-        inference = _measure_inference(model, splits, device, [device], device)
-        return _evaluation(
-            job, history, splits, relay, int(peak), device, "single-device", inference, extra={}
-        )
-
-    def _evaluate_placed(
-        self, job: EvalJob, on_epoch: EpochCallback, lanes: tuple[str, ...], head: str
+    def _train(
+        self, job: EvalJob, on_epoch: EpochCallback, lanes: tuple[str, ...] | None, device: str
     ) -> Evaluation:
-        """Trains with each lane on its local device and the head on ``head``."""
-        import contextlib
-
-        import torch
-
-        from nasmlcn.models import MLCN, build_model
-        from nasmlcn.parallel import PlacedMLCN
-        from nasmlcn.training import TrainConfig, resolve_device, train
+        """Trains on ``device``, or with each lane on its local device in ``lanes``
+        and the head on ``device``."""
+        from nasmlcn.parallel._placed import PlacedMLCN, placer
+        from nasmlcn.training import TrainConfig, resolve_device
+        from nasmlcn.training._run import run_job
 
         splits = self.splits()
-        used = [str(resolve_device(d)) for d in dict.fromkeys([head, *lanes])]
+        used = [str(resolve_device(d)) for d in dict.fromkeys([device, *(lanes or ())])]
+        # The space fits the target devices; this machine may be smaller.
         batch = min(job.batch_size, len(splits.train))
-        check_training_memory(job.spec, batch, head, lane_devices=lanes)
-        cuda = [d for d in used if d.startswith("cuda")]
+        check_training_memory(job.spec, batch, device, lane_devices=lanes)
         seed = (job.seed * 1_000_003 + job.trial) % 2**31
-        torch.manual_seed(seed)
-        model = build_model(job.spec)
-        assert isinstance(model, MLCN)
-        before = {}
-        for d in cuda:
-            torch.cuda.reset_peak_memory_stats(d)
-            before[d] = torch.cuda.memory_allocated(d)
+        config = TrainConfig(
+            epochs=job.epochs, batch_size=job.batch_size, lr=job.lr, seed=seed, device=used[0]
+        )
         relay = _Relay(on_epoch)
-        with _RssPeak() if "cpu" in used else contextlib.nullcontext() as rss:
-            placed = PlacedMLCN(model, lanes, head_device=head)
-            config = TrainConfig(
-                epochs=job.epochs,
-                batch_size=job.batch_size,
-                lr=job.lr,
-                seed=seed,
-                device=str(placed.input_device),
+        memory = _PeakMemory(used)
+        run = run_job(
+            job.spec,
+            splits,
+            config,
+            place=None if lanes is None else placer(lanes, device),
+            callbacks=[relay],
+            checkpoint_path=job.checkpoint_path,
+            resume=job.resume,
+            measure=memory,
+            test=False,
+        )
+        if lanes is None:
+            inference = _measure_inference(run.module, splits, used[0], used, used[0])
+            return _evaluation(
+                job, run.history, splits, relay, memory.peak, used[0], "single-device", inference
             )
-            history = train(placed, job.spec, splits, config, callbacks=[relay], **_files(job))
-        per_device = {d: torch.cuda.max_memory_allocated(d) - before[d] for d in cuda}
-        if rss is not None:
-            per_device["cpu"] = rss.peak
+        placed = run.module
+        assert isinstance(placed, PlacedMLCN)
         where = ",".join(str(d) for d in placed.devices)
         inference = _measure_inference(placed, splits, placed.input_device, placed.devices, where)
         return _evaluation(
             job,
-            history,
+            run.history,
             splits,
             relay,
-            max(per_device.values()),
+            memory.peak,
             where,
             "lane-parallel",
             inference,
-            extra={
-                "lane_devices": list(lanes),
-                "head_device": str(placed.head_device),
-                "streams": placed.streams,
-                "peak_memory_bytes_per_device": per_device,
-            },
+            lane_devices=list(lanes),
+            head_device=str(placed.head_device),
+            streams=placed.streams,
+            peak_memory_bytes_per_device=memory.per_device,
         )
-
-
-def _files(job: EvalJob) -> dict[str, Any]:
-    """``train``'s checkpoint arguments for ``job``."""
-    return {"checkpoint_path": job.checkpoint_path, "resume": job.resume}
 
 
 def _measure_inference(
@@ -292,7 +291,7 @@ def _evaluation(
     device: str,
     mode: str,
     inference: InferenceTiming,
-    extra: dict[str, Any],
+    **extra: Any,
 ) -> Evaluation:
     import torch
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from nasmlcn.training._augment import AUGMENTATIONS, Augmentation, random_shift
-from nasmlcn.training._callbacks import Callback, TrainStart
+from nasmlcn.training._callbacks import Callback, CallbackList, TrainStart
 from nasmlcn.training._config import EpochResult, TrainConfig
 from nasmlcn.training._schedules import LR_POLICIES, LRPolicy
 
@@ -20,6 +20,7 @@ __all__ = [
     "LR_POLICIES",
     "Augmentation",
     "Callback",
+    "CallbackList",
     "EpochResult",
     "LRPolicy",
     "TrainConfig",

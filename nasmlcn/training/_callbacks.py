@@ -3,6 +3,7 @@ are both callbacks. Library code never prints."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,16 @@ class Callback:
     ``optuna.TrialPruned`` there); the exception propagates out of ``train``.
     """
 
+    @property
+    def wants_batches(self) -> bool:
+        """Whether ``on_batch_end`` should be called: true where it is overridden.
+
+        Per-batch figures cost a read-back from the device after every batch (a
+        host sync that stalls a GPU's queue), so the trainer makes them only when
+        some callback wants them.
+        """
+        return type(self).on_batch_end is not Callback.on_batch_end
+
     def on_train_start(self, start: TrainStart) -> None:
         pass
 
@@ -55,3 +66,38 @@ class Callback:
 
     def on_epoch_end(self, result: EpochResult) -> None:
         pass
+
+
+class CallbackList(Callback):
+    """Several callbacks as one: every hook goes to each of them, in order.
+
+    Subclass it to change what the callbacks see (override a hook, call
+    ``super()`` with the changed event).
+    """
+
+    def __init__(self, callbacks: Iterable[Callback] = ()) -> None:
+        self.callbacks = list(callbacks)
+
+    @property
+    def wants_batches(self) -> bool:
+        return any(cb.wants_batches for cb in self.callbacks)
+
+    def on_train_start(self, start: TrainStart) -> None:
+        for cb in self.callbacks:
+            cb.on_train_start(start)
+
+    def on_epoch_start(self, epoch: int) -> None:
+        for cb in self.callbacks:
+            cb.on_epoch_start(epoch)
+
+    def on_batch_end(self, epoch: int, batch: int, loss: float, accuracy: float) -> None:
+        for cb in self.callbacks:
+            cb.on_batch_end(epoch, batch, loss, accuracy)
+
+    def on_eval_start(self, epoch: int) -> None:
+        for cb in self.callbacks:
+            cb.on_eval_start(epoch)
+
+    def on_epoch_end(self, result: EpochResult) -> None:
+        for cb in self.callbacks:
+            cb.on_epoch_end(result)

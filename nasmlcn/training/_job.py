@@ -11,9 +11,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from nasmlcn._io import write_text_atomic
 from nasmlcn.data import DATASETS, DatasetInfo
 from nasmlcn.errors import CheckpointError, SpecError
-from nasmlcn.specs import ArchSpec, CapsNetSpec, MLCNSpec, save_arch, write_text_atomic
+from nasmlcn.specs import ArchSpec, CapsNetSpec, MLCNSpec
 from nasmlcn.training._callbacks import Callback
 from nasmlcn.training._config import EpochResult, TrainConfig
 
@@ -199,52 +200,31 @@ def load_job_splits(job: TrainJob) -> Any:
     )
 
 
+def write_result(out_dir: Path | None, result: dict[str, Any]) -> None:
+    """Writes ``result.json`` (what ``--json`` prints) into ``out_dir``, if there is one."""
+    if out_dir is not None:
+        write_text_atomic(out_dir / RESULT_NAME, json.dumps(result, indent=2) + "\n")
+
+
 def run_training(job: TrainJob, callbacks: list[Callback] | None = None) -> TrainReport:
     """Loads the data, builds and trains the model, tests it and writes the files."""
-    import torch
-
-    from nasmlcn.models import build_model, count_parameters
     from nasmlcn.training._memory import check_training_memory
-    from nasmlcn.training._trainer import evaluate, resolve_device, train
+    from nasmlcn.training._run import run_job
+    from nasmlcn.training._trainer import resolve_device
 
-    info = DATASETS.get(job.dataset)
-    arch = arch_for_dataset(job.arch, info, strict=True)
-    device = resolve_device(job.config.device)
+    arch = arch_for_dataset(job.arch, DATASETS.get(job.dataset), strict=True)
+    device = str(resolve_device(job.config.device))
     out, checkpoint = job_outputs(job)
-    check_training_memory(arch, step_batch_size(job), str(device))
-    splits = load_job_splits(job)
-    torch.manual_seed(job.config.seed)
-    model = build_model(arch)
-    if out is not None:
-        save_arch(arch, out / ARCH_NAME)
-    history = train(
-        model,
+    check_training_memory(arch, step_batch_size(job), device)
+    run = run_job(
         arch,
-        splits,
+        load_job_splits(job),
         job.config,
-        callbacks=callbacks or [],
+        callbacks=callbacks or (),
         checkpoint_path=checkpoint,
         resume=job.resume,
+        out_dir=out,
     )
-    test_loss, test_acc = evaluate(
-        model,
-        splits.test,
-        batch_size=job.config.eval_batch_size,
-        device=device,
-        reconstruction_weight=job.config.reconstruction_weight,
-    )
-    report = TrainReport(
-        arch=arch,
-        dataset=job.dataset,
-        params=count_parameters(model),
-        history=history,
-        test_loss=test_loss,
-        test_accuracy=test_acc,
-        test_images=len(splits.test),
-        train_images=len(splits.train),
-        device=str(device),
-        out_dir=str(out) if out else None,
-    )
-    if out is not None:
-        write_text_atomic(out / RESULT_NAME, json.dumps(report.to_dict(), indent=2) + "\n")
+    report = run.report(job.dataset, device, out)
+    write_result(out, report.to_dict())
     return report

@@ -17,7 +17,7 @@ from nasmlcn.errors import DivergedError, TrainingError
 from nasmlcn.models import capsule_loss, count_parameters
 from nasmlcn.specs import ArchSpec
 from nasmlcn.training._augment import AUGMENTATIONS
-from nasmlcn.training._callbacks import Callback, TrainStart
+from nasmlcn.training._callbacks import Callback, CallbackList, TrainStart
 from nasmlcn.training._checkpoint import (
     check_same_arch,
     check_same_schedule,
@@ -66,18 +66,73 @@ def evaluate(
     """
     was_training = model.training
     model.eval()
-    total_loss, correct, seen = 0.0, 0, 0
+    sums = _Sums()
     try:
         for x, y in split.batches(batch_size):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             out = model(x)
             loss = capsule_loss(out.lengths, out.reconstruction, x, y, reconstruction_weight).total
-            total_loss += float(loss) * len(y)
-            correct += int((out.lengths.argmax(dim=1) == y).sum())
-            seen += len(y)
+            sums.add(loss, out.lengths, y)
     finally:
         model.train(was_training)
-    return total_loss / max(seen, 1), correct / max(seen, 1)
+    total_loss, correct = sums.read()
+    return total_loss / max(sums.seen, 1), correct / max(sums.seen, 1)
+
+
+class _Sums:
+    """An epoch's loss and correct-prediction sums, kept on the loss's device.
+
+    Adding a batch queues a few tiny device ops instead of reading the loss back
+    (a host sync per batch, which stalls a GPU's queue); :meth:`read` reads both
+    sums back at once. The loss is summed in float64, batch by batch, as the
+    host summed Python floats, so the means are the same to the last bit.
+    """
+
+    def __init__(self) -> None:
+        self.losses: list[torch.Tensor] = []  # each batch's () loss, to find a non-finite one
+        self.loss_sum: torch.Tensor | None = None  # (), float64: sum of loss x batch size
+        self.correct: torch.Tensor | None = None  # (), int64
+        self.seen = 0
+
+    def add(self, loss: torch.Tensor, lengths: torch.Tensor, y: torch.Tensor) -> None:
+        """Adds a batch: its mean ``loss``, class-capsule ``lengths`` (B, K), labels ``y`` (B,)."""
+        loss = loss.detach()
+        if self.loss_sum is None or self.correct is None:
+            self.loss_sum = torch.zeros((), dtype=torch.float64, device=loss.device)
+            self.correct = torch.zeros((), dtype=torch.int64, device=loss.device)
+        self.losses.append(loss)
+        self.loss_sum += loss.double() * len(y)
+        self.correct += (lengths.detach().argmax(dim=1) == y).sum()
+        self.seen += len(y)
+
+    def read(self) -> tuple[float, int]:
+        """The loss sum and the correct predictions so far (one read-back)."""
+        if self.loss_sum is None or self.correct is None:
+            return 0.0, 0
+        loss_sum, correct = torch.stack((self.loss_sum, self.correct.double())).tolist()
+        return loss_sum, int(correct)
+
+    def read_last(self) -> tuple[float, int]:
+        """The last batch's loss and the correct predictions so far (one read-back)."""
+        assert self.correct is not None, "no batch added"
+        loss, correct = torch.stack((self.losses[-1].double(), self.correct.double())).tolist()
+        return loss, int(correct)
+
+    def check_finite(self, epoch: int, loss_sum: float) -> None:
+        """Raises if a batch's loss was NaN or infinite (``loss_sum`` is then too).
+
+        Raises:
+            DivergedError: Naming the first such batch.
+        """
+        if math.isfinite(loss_sum):
+            return
+        losses = torch.stack(self.losses).tolist()
+        batch = next(i for i, value in enumerate(losses) if not math.isfinite(value))
+        raise _non_finite(losses[batch], epoch, batch + 1)
+
+
+def _non_finite(loss: float, epoch: int, batch: int) -> DivergedError:
+    return DivergedError(f"loss became {loss} at epoch {epoch}, batch {batch}")
 
 
 def _epoch_seed(seed: int, epoch: int) -> int:
@@ -120,7 +175,8 @@ def train(
             must equal ``arch``.
 
     Raises:
-        DivergedError: The loss became NaN or infinite.
+        DivergedError: The loss became NaN or infinite (found at the end of the
+            epoch, or at once where a callback wants every batch's figures).
         CheckpointError: ``resume`` and the checkpoint belongs to another model.
     """
     device = resolve_device(config.device)
@@ -150,28 +206,28 @@ def train(
         first_epoch = int(payload["epoch"]) + 1
         logger.info("resuming from %s after epoch %d", checkpoint_path, first_epoch - 1)
 
-    start = TrainStart(
-        epochs=config.epochs,
-        first_epoch=first_epoch,
-        batches_per_epoch=batches,
-        train_images=len(splits.train),
-        params=count_parameters(model),
-        device=str(device),
-        model=model,
+    hooks = CallbackList(callbacks)
+    batch_hooks = hooks.wants_batches
+    hooks.on_train_start(
+        TrainStart(
+            epochs=config.epochs,
+            first_epoch=first_epoch,
+            batches_per_epoch=batches,
+            train_images=len(splits.train),
+            params=count_parameters(model),
+            device=str(device),
+            model=model,
+        )
     )
-    for cb in callbacks:
-        cb.on_train_start(start)
-
     for epoch in range(first_epoch, config.epochs + 1):
-        for cb in callbacks:
-            cb.on_epoch_start(epoch)
+        hooks.on_epoch_start(epoch)
         seed = _epoch_seed(config.seed, epoch)
         torch.manual_seed(seed)
         generator = torch.Generator().manual_seed(seed)
         augment_generator = torch.Generator().manual_seed(_augment_seed(seed))
         lr = optimizer.param_groups[0]["lr"]
         model.train()
-        loss_sum, correct, seen = 0.0, 0, 0
+        sums = _Sums()
         t0 = time.perf_counter()
         for i, (x, y) in enumerate(splits.train.batches(config.batch_size, generator=generator)):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
@@ -181,27 +237,28 @@ def train(
             loss = capsule_loss(
                 out.lengths, out.reconstruction, x, y, config.reconstruction_weight
             ).total
-            value = float(loss.detach())
-            if not math.isfinite(value):
-                raise DivergedError(f"loss became {value} at epoch {epoch}, batch {i + 1}")
+            sums.add(loss, out.lengths, y)
+            if batch_hooks:
+                # A callback shows every batch (the CLI's progress bar): only for it
+                # is the loss read back per batch, and checked at once.
+                value, correct_so_far = sums.read_last()
+                if not math.isfinite(value):
+                    raise _non_finite(value, epoch, i + 1)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
             if policy.per_batch:
                 scheduler.step()
-            batch_correct = int((out.lengths.detach().argmax(dim=1) == y).sum())
-            loss_sum += value * len(y)
-            correct += batch_correct
-            seen += len(y)
-            for cb in callbacks:
-                cb.on_batch_end(epoch, i + 1, value, correct / seen)
+            if batch_hooks:
+                hooks.on_batch_end(epoch, i + 1, value, correct_so_far / sums.seen)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         seconds = time.perf_counter() - t0
+        loss_sum, correct = sums.read()
+        sums.check_finite(epoch, loss_sum)
         if not policy.per_batch:
             scheduler.step()
-        for cb in callbacks:
-            cb.on_eval_start(epoch)
+        hooks.on_eval_start(epoch)
         t1 = time.perf_counter()
         val_loss, val_acc = evaluate(
             model,
@@ -210,15 +267,18 @@ def train(
             device=device,
             reconstruction_weight=config.reconstruction_weight,
         )
+        # len(splits.train), not the images seen here: a rank's share of every batch
+        # (ShardedSplit) has the whole split's length, so this is the job's rate.
+        images = len(splits.train)
         result = EpochResult(
             epoch=epoch,
-            train_loss=loss_sum / max(seen, 1),
-            train_accuracy=correct / max(seen, 1),
+            train_loss=loss_sum / max(sums.seen, 1),
+            train_accuracy=correct / max(sums.seen, 1),
             val_loss=val_loss,
             val_accuracy=val_acc,
             seconds=seconds,
             eval_seconds=time.perf_counter() - t1,
-            images_per_second=seen / seconds if seconds > 0 else float("inf"),
+            images_per_second=images / seconds if seconds > 0 else float("inf"),
             lr=lr,
         )
         history.append(result)
@@ -240,6 +300,5 @@ def train(
                 history=[h.to_dict() for h in history],
                 train_config=config.to_dict(),
             )
-        for cb in callbacks:
-            cb.on_epoch_end(result)
+        hooks.on_epoch_end(result)
     return history

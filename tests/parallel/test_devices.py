@@ -42,7 +42,8 @@ def test_explicit_lists_wrap_around() -> None:
 def test_lane_devices_and_spread() -> None:
     mapped = ("cuda:0", "cuda:1")
     assert lane_devices((1, 0, 1), mapped) == ("cuda:1", "cuda:0", "cuda:1")
-    assert is_spread(("cuda:0", "cuda:1")) and not is_spread(("cpu", "cpu"))
+    assert is_spread(("cuda:0", "cuda:1"))
+    assert not is_spread(("cpu", "cpu"))
     assert rank_assignment((0, 1, 2, 3, 2), 2) == (0, 1, 0, 1, 0)
 
 

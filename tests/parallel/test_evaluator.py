@@ -46,10 +46,12 @@ def test_present_targets_are_placed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_lane_parallel_evaluation_says_so() -> None:
     evaluator = _evaluator("2xcpu", "cpu")
-    result = evaluator._evaluate_placed(JOB, lambda report: None, ("cpu",) * 4, "cpu")
-    assert result.mode == "lane-parallel" and result.device == "cpu"
+    result = evaluator._train(JOB, lambda report: None, ("cpu",) * 4, "cpu")
+    assert result.mode == "lane-parallel"
+    assert result.device == "cpu"
     assert result.extra["lane_devices"] == ["cpu"] * 4
-    assert result.peak_memory_bytes is not None and result.images_per_second
+    assert result.peak_memory_bytes is not None
+    assert result.images_per_second
     single = evaluator.evaluate(JOB, lambda report: None)
     assert single.mode == "single-device"
     assert single.accuracy == result.accuracy  # same seed, same numbers
@@ -58,8 +60,9 @@ def test_lane_parallel_evaluation_says_so() -> None:
 @pytest.mark.gpu
 def test_lanes_on_the_gpu() -> None:
     evaluator = _evaluator("2xcpu", "cuda:0")
-    result = evaluator._evaluate_placed(
+    result = evaluator._train(
         JOB, lambda report: None, ("cuda:0", "cpu", "cuda:0", "cpu"), "cuda:0"
     )
-    assert result.mode == "lane-parallel" and result.device == "cuda:0,cpu"
+    assert result.mode == "lane-parallel"
+    assert result.device == "cuda:0,cpu"
     assert set(result.extra["peak_memory_bytes_per_device"]) == {"cuda:0", "cpu"}

@@ -63,8 +63,10 @@ def _job(out: Path, *, resume: bool = False) -> TrainJob:
 def test_placed_job_equals_the_plain_job_and_resumes(tmp_path: Path) -> None:
     plain = run_training(_job(tmp_path / "plain"))
     placed = run_parallel_job(_job(tmp_path / "placed"), devices="2xcpu", device="cpu")
-    assert placed is not None and placed.mode == "lane-parallel"
-    assert placed.launcher == "in-process" and placed.devices == ("cpu",) * 4
+    assert placed is not None
+    assert placed.mode == "lane-parallel"
+    assert placed.launcher == "in-process"
+    assert placed.devices == ("cpu",) * 4
     assert sorted(set(placed.assignment)) == [0, 1]
     assert placed.report.history[0].val_loss == pytest.approx(plain.history[0].val_loss, abs=TOL)
     assert placed.report.test_loss == pytest.approx(plain.test_loss, abs=TOL)

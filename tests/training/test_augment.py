@@ -53,14 +53,16 @@ def test_registry_lists_none_and_shift() -> None:
 def test_shift_is_a_zero_filled_translation_of_at_most_two_pixels() -> None:
     x = _marked_batch(200)
     shifted = AUGMENTATIONS.get("shift").apply(x, torch.Generator().manual_seed(0))  # type: ignore[misc]
-    assert shifted.shape == x.shape and shifted.dtype == x.dtype
+    assert shifted.shape == x.shape
+    assert shifted.dtype == x.dtype
     assert not torch.equal(shifted, x)
     seen = set()
     for image, out in zip(x, shifted, strict=True):
         lit = (out[1] != 0).nonzero()
         assert len(lit) == 1  # the marker moved, whole, and nothing else lit up
         dy, dx = int(lit[0, 0]) - CENTRE[0], int(lit[0, 1]) - CENTRE[1]
-        assert abs(dy) <= 2 and abs(dx) <= 2
+        assert abs(dy) <= 2
+        assert abs(dx) <= 2
         assert float(out[1, lit[0, 0], lit[0, 1]]) == 0.75
         assert torch.equal(out[0], _translated(image[0], dy, dx))
         seen.add((dy, dx))
@@ -80,7 +82,8 @@ def test_a_pixel_shifted_out_is_dropped() -> None:
             assert not out[0].any()
             dropped += 1
         else:
-            assert (out[0] != 0).nonzero().tolist() == [[dy, dx]] and out[0, dy, dx] == 1.0
+            assert (out[0] != 0).nonzero().tolist() == [[dy, dx]]
+            assert out[0, dy, dx] == 1.0
     assert 0 < dropped < 100
 
 
@@ -89,7 +92,8 @@ def test_same_seed_same_shifts_other_seed_other_shifts() -> None:
     a = random_shift(x, 2, torch.Generator().manual_seed(5))
     b = random_shift(x, 2, torch.Generator().manual_seed(5))
     c = random_shift(x, 2, torch.Generator().manual_seed(6))
-    assert torch.equal(a, b) and not torch.equal(a, c)
+    assert torch.equal(a, b)
+    assert not torch.equal(a, c)
     assert torch.equal(random_shift(x, 0, torch.Generator()), x)
 
 

@@ -21,7 +21,8 @@ def test_default_mlcn_reaches_80_percent_after_one_epoch(data_dir: Path) -> None
         config=TrainConfig(epochs=1, seed=0),
     )
     report = run_training(job)
-    assert report.train_images == 54_000 and report.test_images == 10_000
+    assert report.train_images == 54_000
+    assert report.test_images == 10_000
     assert report.test_accuracy >= 0.80
 
 

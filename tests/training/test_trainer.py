@@ -58,7 +58,8 @@ def test_real_fashion_mnist_training_beats_chance(data_dir: Path) -> None:
     assert report.test_accuracy > 0.65  # chance is 0.10
     assert [r.epoch for r in recorder.epochs] == [1, 2]
     assert recorder.epochs[-1].val_accuracy > 0.65
-    assert recorder.start is not None and recorder.start.batches_per_epoch == 60
+    assert recorder.start is not None
+    assert recorder.start.batches_per_epoch == 60
     assert recorder.batches == 120
     assert all(r.images_per_second > 0 and r.seconds > 0 for r in recorder.epochs)
     # The default one-cycle schedule starts at lr/10 and peaks at 45 % of the run, so
@@ -86,11 +87,9 @@ def _tiny_job(tmp_path: Path, epochs: int, resume: bool = False, **config: Any) 
 def test_checkpoint_holds_weights_and_arch_and_loads_safely(tmp_path: Path) -> None:
     report = run_training(_tiny_job(tmp_path, epochs=1))
     ckpt = tmp_path / "checkpoint.pt"
-    assert (
-        ckpt.is_file()
-        and (tmp_path / "arch.json").is_file()
-        and (tmp_path / "result.json").is_file()
-    )
+    assert ckpt.is_file()
+    assert (tmp_path / "arch.json").is_file()
+    assert (tmp_path / "result.json").is_file()
     payload = torch.load(ckpt, weights_only=True)  # no pickled code needed
     assert payload["epoch"] == 1
     loaded = load_checkpoint(ckpt)
@@ -173,6 +172,27 @@ def test_nan_loss_stops_with_a_clear_error() -> None:
         train(model, spec, splits, TrainConfig(epochs=1, batch_size=10))
 
 
+def test_per_batch_callbacks_change_no_figure() -> None:
+    # Only a callback that wants every batch makes the trainer read the loss back
+    # per batch; the epochs' figures are the same, to the bit, with and without.
+    spec = MLCNSpec("mlcn1:1x1", lane_dropout=0.2)
+    splits = load_splits("synthetic", train_limit=45, val_limit=10)
+    config = TrainConfig(epochs=2, batch_size=10, seed=3)
+    recorder = Recorder()
+    assert recorder.wants_batches
+    assert not Callback().wants_batches
+    torch.manual_seed(0)
+    shown = train(build_model(spec), spec, splits, config, callbacks=[recorder])
+    torch.manual_seed(0)
+    quiet = train(build_model(spec), spec, splits, config, callbacks=[Callback()])
+    assert recorder.batches == 10
+    timings = ("seconds", "eval_seconds", "images_per_second")
+    for a, b in zip(shown, quiet, strict=True):
+        assert {k: v for k, v in a.to_dict().items() if k not in timings} == {
+            k: v for k, v in b.to_dict().items() if k not in timings
+        }
+
+
 def test_callback_can_stop_training() -> None:
     class Stop(Callback):
         def on_epoch_end(self, result: EpochResult) -> None:
@@ -197,7 +217,8 @@ def test_every_lr_policy_trains(policy: str) -> None:
     history = train(
         build_model(spec), spec, splits, TrainConfig(epochs=2, batch_size=10, lr_policy=policy)
     )
-    assert len(history) == 2 and all(h.lr > 0 for h in history)
+    assert len(history) == 2
+    assert all(h.lr > 0 for h in history)
     if policy == "fixed":
         assert history[0].lr == history[1].lr
     if policy == "exponential":

@@ -1,0 +1,153 @@
+"""One training job: seed, build, place, train (resuming), test.
+
+Every way nasmlcn trains a model runs :func:`run_job`: ``nasmlcn train``
+(:func:`~nasmlcn.training.run_training`), lanes placed on local devices and each
+rank of a multi-process job (:mod:`nasmlcn.parallel`), and the search's ``train``
+evaluator. They differ only in where the model runs (``place``), who watches
+(``callbacks``, ``measure``) and where the results go (``out_dir``, the
+checkpoint, and what each makes of the :class:`JobRun`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from nasmlcn.data import DataSplits
+from nasmlcn.models import build_model, count_parameters
+from nasmlcn.specs import ArchSpec, save_arch
+from nasmlcn.training._callbacks import Callback, CallbackList, TrainStart
+from nasmlcn.training._config import EpochResult, TrainConfig
+from nasmlcn.training._job import ARCH_NAME, TrainReport
+from nasmlcn.training._trainer import evaluate, resolve_device, train
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """What :func:`run_job` did.
+
+    Attributes:
+        arch: The architecture.
+        model: The model as built, with every parameter (a rank of a lane-parallel
+            job trains only its own lanes of it).
+        module: What was trained: ``model`` itself, or what ``place`` made of it.
+        params: ``model``'s trainable parameters.
+        history: One result per epoch (resumed epochs included).
+        test: Test loss and accuracy; None when not tested.
+        train_images: Training images per epoch (the whole job's).
+        test_images: Test images.
+    """
+
+    arch: ArchSpec
+    model: nn.Module
+    module: nn.Module
+    params: int
+    history: list[EpochResult]
+    test: tuple[float, float] | None
+    train_images: int
+    test_images: int
+
+    def report(self, dataset: str, device: str, out_dir: Path | None) -> TrainReport:
+        """The job's report; ``device`` says where it trained."""
+        assert self.test is not None, "a report needs run_job(..., test=True)"
+        return TrainReport(
+            arch=self.arch,
+            dataset=dataset,
+            params=self.params,
+            history=self.history,
+            test_loss=self.test[0],
+            test_accuracy=self.test[1],
+            test_images=self.test_images,
+            train_images=self.train_images,
+            device=device,
+            out_dir=str(out_dir) if out_dir else None,
+        )
+
+
+class _WholeJob(CallbackList):
+    """Describes the whole model to the callbacks, not the share this process
+    trains (a rank's lanes), and, given a ``device``, the whole job's devices."""
+
+    def __init__(self, callbacks: Sequence[Callback], params: int, device: str | None) -> None:
+        super().__init__(callbacks)
+        self.params = params
+        self.device = device
+
+    def on_train_start(self, start: TrainStart) -> None:
+        super().on_train_start(
+            replace(start, params=self.params, device=self.device or start.device)
+        )
+
+
+def run_job(
+    arch: ArchSpec,
+    splits: DataSplits,
+    config: TrainConfig,
+    *,
+    place: Callable[[nn.Module], nn.Module] | None = None,
+    callbacks: Sequence[Callback] = (),
+    device_label: str | None = None,
+    checkpoint_path: str | Path | None = None,
+    resume: bool = False,
+    out_dir: Path | None = None,
+    measure: contextlib.AbstractContextManager[Any] | None = None,
+    test: bool = True,
+) -> JobRun:
+    """Seeds, builds ``arch``, places it, trains it (resuming) and tests it.
+
+    Args:
+        arch: The architecture.
+        splits: Training, validation and test data.
+        config: How to train; ``config.seed`` also seeds the initial weights.
+        place: Puts the built model where it trains and returns what to train
+            (a :class:`~nasmlcn.parallel.PlacedMLCN`, a rank's share); None: the
+            model itself, on ``config.device``. A module with an
+            ``input_device`` trains and tests there, and the checkpoint says so.
+        callbacks: Receive progress; ``on_epoch_end`` may raise to stop.
+        device_label: What callbacks are told the model trains on, where the
+            trainer's own device would describe one rank only.
+        checkpoint_path: Written after every epoch when given.
+        resume: Continue from ``checkpoint_path`` if it exists.
+        out_dir: ``arch.json`` is written here once the model is built.
+        measure: Entered around placing and training (peak memory).
+        test: Evaluate the trained model on ``splits.test``.
+
+    Raises:
+        TrainingError: The loss became NaN or infinite.
+        CheckpointError: ``resume`` and the checkpoint belongs to another model.
+    """
+    torch.manual_seed(config.seed)
+    model = build_model(arch)
+    params = count_parameters(model)
+    if out_dir is not None:
+        save_arch(arch, out_dir / ARCH_NAME)
+    with measure if measure is not None else contextlib.nullcontext():
+        module = model if place is None else place(model)
+        placed = getattr(module, "input_device", None)
+        if isinstance(placed, torch.device):
+            config = replace(config, device=str(placed))
+        history = train(
+            module,
+            arch,
+            splits,
+            config,
+            callbacks=[_WholeJob(callbacks, params, device_label)],
+            checkpoint_path=checkpoint_path,
+            resume=resume,
+        )
+    tested = None
+    if test:
+        tested = evaluate(
+            module,
+            splits.test,
+            batch_size=config.eval_batch_size,
+            device=resolve_device(config.device),
+            reconstruction_weight=config.reconstruction_weight,
+        )
+    return JobRun(arch, model, module, params, history, tested, len(splits.train), len(splits.test))
