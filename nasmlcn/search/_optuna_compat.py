@@ -124,6 +124,6 @@ def reseed_sampler(sampler: Any, seed: int) -> bool:
         states.append(state)
         inner = getattr(inner, "_random_sampler", None)
         depth += 1
-    for i, state in enumerate(states):
-        state.rng.seed((seed + i * 7_919) % 2**32)
+    for state in states:  # as a fresh sampler: its inner random sampler gets the same seed
+        state.rng.seed(seed % 2**32)
     return True

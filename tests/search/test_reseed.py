@@ -12,7 +12,7 @@ from nasmlcn.search._samplers import SAMPLERS
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
-def _next_params(sampler: optuna.samplers.BaseSampler, seed: int, history: int) -> dict:
+def _next_params(sampler: optuna.samplers.BaseSampler, seed: int | None, history: int) -> dict:
     study = optuna.create_study(sampler=sampler)
     for i in range(history):
         study.add_trial(
@@ -22,7 +22,8 @@ def _next_params(sampler: optuna.samplers.BaseSampler, seed: int, history: int) 
                 value=float(i),
             )
         )
-    assert reseed_sampler(study.sampler, seed)
+    if seed is not None:
+        assert reseed_sampler(study.sampler, seed)
     trial = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)})
     return trial.params
 
@@ -34,7 +35,9 @@ def test_every_registered_sampler_can_be_reseeded(name: str) -> None:
     a = _next_params(entry.make(1, 10), seed=123, history=3)
     b = _next_params(entry.make(2, 10), seed=123, history=3)
     c = _next_params(entry.make(1, 10), seed=124, history=3)
+    fresh = _next_params(entry.make(123, 10), seed=None, history=3)
     assert a == b
+    assert a == fresh
     assert a != c
 
 
