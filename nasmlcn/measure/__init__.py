@@ -28,6 +28,7 @@ from nasmlcn.measure._inference import (
 from nasmlcn.measure._lane import measure_lanes
 from nasmlcn.measure._lane_memory import lane_peak_memories, lane_peak_memory
 from nasmlcn.measure._lane_timing import LaneTiming, time_lane_step, time_lanes
+from nasmlcn.measure._peak import PeakMemory
 from nasmlcn.measure._speed import (
     DeviceSpeeds,
     SpeedResult,
@@ -47,6 +48,7 @@ __all__ = [
     "InferenceTiming",
     "LaneStepper",
     "LaneTiming",
+    "PeakMemory",
     "SpeedResult",
     "calibrate",
     "classify",

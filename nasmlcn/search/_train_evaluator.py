@@ -5,9 +5,10 @@ set is never touched during a search). Each candidate is built, trained with the
 default :class:`~nasmlcn.training.TrainConfig` (Adam 1e-3, one-cycle schedule,
 batch ``--batch-size``) for the configured epochs, and
 validated after every epoch. Measured alongside: the step time, images per second
-and peak training memory (``torch.cuda.max_memory_allocated`` on a GPU; on a CPU
-the peak of the process's resident memory above where the trial started, sampled
-every 10 ms), and after training the inference latency on the same device(s):
+and peak training memory (:class:`nasmlcn.measure.PeakMemory`, as ``nasmlcn
+calibrate`` measures it: ``torch.cuda.max_memory_allocated`` on a GPU; on a CPU the
+kernel's high-water mark of the process's resident memory, reset when the trial
+starts), and after training the inference latency on the same device(s):
 the median of 20 timed passes (after 3 warm-up passes) classifying one
 validation image each (batch ``INFERENCE_BATCH_SIZE`` = 1; eval mode, no
 gradients, no decoder; :func:`nasmlcn.measure.time_inference`), stored as
@@ -26,9 +27,7 @@ evaluation says which: ``mode`` is ``lane-parallel`` or ``single-device``, and
 from __future__ import annotations
 
 import logging
-import os
 import statistics
-import threading
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -48,72 +47,6 @@ if TYPE_CHECKING:
     from nasmlcn.search._config import SearchConfig
 
 logger = logging.getLogger(__name__)
-
-
-class _RssPeak:
-    """Samples this process's resident memory in a thread; ``peak`` is the largest
-    value seen above the value at start."""
-
-    def __init__(self, interval: float = 0.01) -> None:
-        self.interval = interval
-        self.page = os.sysconf("SC_PAGE_SIZE")
-        self.start = self._rss()
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="rss-peak", daemon=True)
-
-    def _rss(self) -> int:
-        with open("/proc/self/statm", encoding="ascii") as f:
-            return int(f.read().split()[1]) * self.page
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.peak = max(self.peak, self._rss() - self.start)
-
-    def __enter__(self) -> _RssPeak:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self._rss() - self.start)
-
-
-class _PeakMemory:
-    """Peak training memory of every device used, above where each stood on entry:
-    CUDA's allocator peak on a GPU; the process's resident memory on the CPU."""
-
-    def __init__(self, devices: Sequence[str]) -> None:
-        self.cuda = [d for d in devices if d.startswith("cuda")]
-        self.host = len(self.cuda) < len(devices)
-        self.per_device: dict[str, int] = {}
-        self._before: dict[str, int] = {}
-        self._rss: _RssPeak | None = None
-
-    def __enter__(self) -> _PeakMemory:
-        import torch
-
-        for d in self.cuda:
-            torch.cuda.reset_peak_memory_stats(d)
-            self._before[d] = torch.cuda.memory_allocated(d)
-        self._rss = _RssPeak().__enter__() if self.host else None
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        import torch
-
-        if self._rss is not None:
-            self._rss.__exit__(*exc)
-        for d in self.cuda:
-            self.per_device[d] = torch.cuda.max_memory_allocated(d) - self._before[d]
-        if self._rss is not None:
-            self.per_device["cpu"] = self._rss.peak
-
-    @property
-    def peak(self) -> int:
-        """The largest device's peak."""
-        return max(self.per_device.values())
 
 
 class _Relay(Callback):
@@ -209,6 +142,7 @@ class TrainEvaluator:
     ) -> Evaluation:
         """Trains on ``device``, or with each lane on its local device in ``lanes``
         and the head on ``device``."""
+        from nasmlcn.measure import PeakMemory
         from nasmlcn.parallel._placed import PlacedMLCN, placer
         from nasmlcn.training import TrainConfig, resolve_device
         from nasmlcn.training._run import run_job
@@ -223,7 +157,7 @@ class TrainEvaluator:
             epochs=job.epochs, batch_size=job.batch_size, lr=job.lr, seed=seed, device=used[0]
         )
         relay = _Relay(on_epoch)
-        memory = _PeakMemory(used)
+        memory = PeakMemory(used)
         run = run_job(
             job.spec,
             splits,
@@ -238,7 +172,14 @@ class TrainEvaluator:
         if lanes is None:
             inference = _measure_inference(run.module, splits, used[0], used, used[0])
             return _evaluation(
-                job, run.history, splits, relay, memory.peak, used[0], "single-device", inference
+                job,
+                run.history,
+                splits,
+                relay,
+                memory.peak_bytes,
+                used[0],
+                "single-device",
+                inference,
             )
         placed = run.module
         assert isinstance(placed, PlacedMLCN)
@@ -249,7 +190,7 @@ class TrainEvaluator:
             run.history,
             splits,
             relay,
-            memory.peak,
+            memory.peak_bytes,
             where,
             "lane-parallel",
             inference,
