@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -126,46 +125,22 @@ def train(
     --nproc-per-node 4 --rdzv-backend c10d --rdzv-endpoint HOST:29400 -m nasmlcn
     train ... (every rank runs this command; rank 0 reports).
     """
-    from dataclasses import replace
-
     from nasmlcn.cli._progress import TrainProgress
     from nasmlcn.data import DATASETS
-    from nasmlcn.errors import SpecError
-    from nasmlcn.specs import MLCNSpec, create_arch, load_arch
-    from nasmlcn.training import TrainConfig, TrainJob, arch_for_dataset, run_training
+    from nasmlcn.parallel._job import train_job
+    from nasmlcn.parallel._launch import reports_here
+    from nasmlcn.training import TrainConfig, TrainJob
+    from nasmlcn.training._job import resolve_arch
 
-    given = [
-        name
-        for name, value in (("--lanes", lanes), ("--arch", arch), ("--model", model))
-        if value is not None
-    ]
-    if len(given) > 1:
-        raise SpecError(f"give only one of --lanes, --arch, --model (got {' and '.join(given)})")
-    info = DATASETS.get(dataset)
-    overrides = {
-        k: v
-        for k, v in (("routing", routing), ("decoder", decoder), ("lane_dropout", lane_dropout))
-        if v is not None
-    }
-    if arch is not None:
-        if overrides:
-            raise SpecError(
-                f"--{next(iter(overrides)).replace('_', '-')} cannot be combined with --arch; edit the file"
-            )
-        spec = arch_for_dataset(load_arch(arch), info, strict=True)
-    else:
-        # An empty --lanes is an error (parse_lanes says so), not the default model.
-        base = (
-            create_arch(model)
-            if model is not None
-            else MLCNSpec.from_lanes(DEFAULT_LANES if lanes is None else lanes)
-        )
-        spec = arch_for_dataset(base, info, strict=False)
-        if overrides:
-            mlcn_only = "routing" in overrides or "lane_dropout" in overrides
-            if mlcn_only and not isinstance(spec, MLCNSpec):
-                raise SpecError("--routing and --lane-dropout apply to MLCN models only")
-            spec = replace(spec, **overrides)
+    spec = resolve_arch(
+        DATASETS.get(dataset),
+        lanes=lanes,
+        arch=arch,
+        model=model,
+        routing=routing,
+        decoder=decoder,
+        lane_dropout=lane_dropout,
+    )
     config = TrainConfig(
         epochs=epochs,
         batch_size=batch_size,
@@ -189,38 +164,26 @@ def train(
         out_dir=str(out_dir),
         resume=resume,
     )
-    from nasmlcn.parallel import under_torchrun
-
-    torchrun = under_torchrun()
-    parallel = devices is not None or processes > 1 or parallelism != "lanes" or torchrun
-    other_rank = torchrun and os.environ.get("RANK") != "0"
-    if other_rank:
-        quiet = True  # rank 0 reports for the whole job
+    reporting = reports_here()
     title = f"training {spec.describe()} on {dataset}, {epochs} epochs, batch {batch_size}"
     if augment != "none":
         title += f", augment {augment}"
     with contextlib.ExitStack() as stack:
-        callbacks = [] if quiet else [stack.enter_context(TrainProgress(err, title))]
-        if parallel:
-            from nasmlcn.parallel import run_parallel_job
-
-            outcome = run_parallel_job(
-                job,
-                devices=devices,
-                placement=placement,
-                processes=processes,
-                parallelism=parallelism,
-                device=device,
-                timeout_s=timeout,
-                callbacks=callbacks,
-            )
-            if outcome is None:  # a torchrun rank other than 0
-                return
-            result = outcome.to_dict()
-        else:
-            result = run_training(job, callbacks).to_dict()
-    if other_rank:
+        show = reporting and not quiet
+        callbacks = [stack.enter_context(TrainProgress(err, title))] if show else []
+        report = train_job(
+            job,
+            devices=devices,
+            placement=placement,
+            processes=processes,
+            parallelism=parallelism,
+            device=device,
+            timeout_s=timeout,
+            callbacks=callbacks,
+        )
+    if report is None or not reporting:
         return
+    result = report.to_dict()
     if as_json:
         print(json.dumps(result))
         return

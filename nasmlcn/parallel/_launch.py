@@ -78,6 +78,13 @@ def under_torchrun(environ: Mapping[str, str] | None = None) -> bool:
     return all(v in env for v in _TORCHRUN_VARS) and int(env.get("WORLD_SIZE", "1")) > 1
 
 
+def reports_here(environ: Mapping[str, str] | None = None) -> bool:
+    """False in a torchrun rank other than 0: rank 0 reports for the whole job
+    (progress, summary, JSON); every other rank trains quietly."""
+    env = os.environ if environ is None else environ
+    return not under_torchrun(env) or env.get("RANK") == "0"
+
+
 def _pick_device(prefer: str, local_rank: int) -> tuple[str, str]:
     """(device, backend) of a rank: NCCL on its own GPU, or gloo on the CPU."""
     import torch

@@ -14,7 +14,7 @@ from typing import Any
 from nasmlcn._io import write_text_atomic
 from nasmlcn.data import DATASETS, DatasetInfo
 from nasmlcn.errors import CheckpointError, SpecError
-from nasmlcn.specs import ArchSpec, CapsNetSpec, MLCNSpec
+from nasmlcn.specs import DEFAULT_LANES, ArchSpec, CapsNetSpec, MLCNSpec, create_arch, load_arch
 from nasmlcn.training._callbacks import Callback
 from nasmlcn.training._config import EpochResult, TrainConfig
 
@@ -45,6 +45,57 @@ def arch_for_dataset(arch: ArchSpec, dataset: DatasetInfo, *, strict: bool) -> A
         return replace(arch, num_classes=dataset.num_classes, input_shape=dataset.input_shape)
     assert isinstance(arch, CapsNetSpec)
     return replace(arch, num_classes=dataset.num_classes, input_shape=dataset.input_shape)
+
+
+def resolve_arch(
+    dataset: DatasetInfo,
+    *,
+    lanes: str | None = None,
+    arch: str | Path | None = None,
+    model: str | None = None,
+    routing: str | None = None,
+    decoder: str | None = None,
+    lane_dropout: float | None = None,
+) -> ArchSpec:
+    """The architecture ``nasmlcn train`` trains: at most one of ``lanes`` (the
+    compact syntax), ``arch`` (a JSON file, which must already fit ``dataset``) or
+    ``model`` (a named architecture), else :data:`~nasmlcn.specs.DEFAULT_LANES`;
+    fitted to ``dataset`` and with the ``routing``, ``decoder`` and
+    ``lane_dropout`` given (not with ``arch``: edit the file).
+
+    Raises:
+        SpecError: More than one source, an override with ``arch``, an MLCN-only
+            override on CapsNet, or an invalid architecture.
+        UnknownNameError: ``model`` is not a named architecture.
+    """
+    given = [
+        name
+        for name, value in (("--lanes", lanes), ("--arch", arch), ("--model", model))
+        if value is not None
+    ]
+    if len(given) > 1:
+        raise SpecError(f"give only one of --lanes, --arch, --model (got {' and '.join(given)})")
+    overrides: dict[str, Any] = {
+        k: v
+        for k, v in (("routing", routing), ("decoder", decoder), ("lane_dropout", lane_dropout))
+        if v is not None
+    }
+    if arch is not None:
+        if overrides:
+            option = next(iter(overrides)).replace("_", "-")
+            raise SpecError(f"--{option} cannot be combined with --arch; edit the file")
+        return arch_for_dataset(load_arch(arch), dataset, strict=True)
+    # An empty ``lanes`` is an error (parse_lanes says so), not the default model.
+    if model is not None:
+        base = create_arch(model)
+    else:
+        base = MLCNSpec.from_lanes(DEFAULT_LANES if lanes is None else lanes)
+    spec = arch_for_dataset(base, dataset, strict=False)
+    if not overrides:
+        return spec
+    if ("routing" in overrides or "lane_dropout" in overrides) and not isinstance(spec, MLCNSpec):
+        raise SpecError("--routing and --lane-dropout apply to MLCN models only")
+    return replace(spec, **overrides)
 
 
 @dataclass(frozen=True)
