@@ -34,3 +34,27 @@ def test_version_matches_metadata() -> None:
     import nasmlcn
 
     assert version("nasmlcn") == nasmlcn.__version__
+
+
+@pytest.mark.parametrize("package", ["nasmlcn.training", "nasmlcn.parallel"])
+def test_lazy_exports_match_what_type_checkers_see(package: str) -> None:
+    """Each name the module ``__getattr__`` imports on first use is imported under
+    ``if TYPE_CHECKING:`` from the same module, so mypy sees its real type."""
+    import ast
+    import importlib
+    import inspect
+
+    module = importlib.import_module(package)
+    tree = ast.parse(inspect.getsource(module))
+    seen = {
+        alias.name: node.module
+        for block in tree.body
+        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+        for node in block.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    lazy = {name: f"{package}.{sub}" for name, sub in module._LAZY.items()}
+    assert seen == lazy
+    for name in module.__all__:
+        getattr(module, name)  # AttributeError if an exported name does not resolve

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from nasmlcn.errors import UnknownNameError
@@ -7,14 +9,16 @@ from nasmlcn.registry import Registry
 
 
 def test_register_get_and_wildcards() -> None:
-    reg: Registry[int] = Registry("thing")
-    reg.register("alpha", 1)
+    # factories, as most registries hold: registered directly or as a decorator
+    reg: Registry[Callable[[], int]] = Registry("thing")
+    reg.register("alpha", lambda: 1)
 
     @reg.register("beta-tiny")
     def _beta() -> int:
         return 2
 
-    assert reg.get("alpha") == 1
+    assert reg.get("alpha")() == 1
+    assert reg.get("beta-tiny") is _beta  # the decorator returns the function unchanged
     assert reg.names("beta*") == ["beta-tiny"]
     assert list(reg) == ["alpha", "beta-tiny"]
     assert "alpha" in reg

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,7 +68,7 @@ def test_lane_syntax_errors_name_the_part(text: str, message: str) -> None:
         ({"type": "capsule", "width": 1}, "LaneSpec.type: unknown lane type 'capsule'"),
     ],
 )
-def test_lane_spec_validation_names_field_and_value(kwargs: dict, message: str) -> None:  # type: ignore[type-arg]
+def test_lane_spec_validation_names_field_and_value(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(SpecError, match=message):
         LaneSpec(**kwargs)
 
@@ -178,7 +179,7 @@ def test_depth_adds_same_size_convolutions() -> None:
         ({"lanes": []}, "MLCNSpec.lanes must hold at least one lane"),
     ],
 )
-def test_mlcn_spec_validation(kwargs: dict, message: str) -> None:  # type: ignore[type-arg]
+def test_mlcn_spec_validation(kwargs: dict[str, Any], message: str) -> None:
     args = {"lanes": "mlcn1:1x1", **kwargs}
     with pytest.raises(SpecError, match=message):
         MLCNSpec(**args)
@@ -186,11 +187,33 @@ def test_mlcn_spec_validation(kwargs: dict, message: str) -> None:  # type: igno
 
 def test_mlcn_spec_accepts_strings_and_lists() -> None:
     a = MLCNSpec("2*mlcn2:4x1")
-    b = MLCNSpec([LaneSpec("mlcn2", 4), {"type": "mlcn2", "width": 4, "depth": 1}])  # type: ignore[list-item]
+    b = MLCNSpec([LaneSpec("mlcn2", 4), {"type": "mlcn2", "width": 4, "depth": 1}])
     assert a == b
     assert a.num_lanes == 2
     assert a.class_capsule_dim == 2
     assert hash(a) == hash(b)
+
+
+def test_mlcn_spec_init_signature_for_type_checkers_matches_the_fields() -> None:
+    """MLCNSpec declares its __init__ under TYPE_CHECKING (to say that ``lanes`` takes
+    more than the field holds); the dataclass generates the real one from the fields."""
+    import ast
+    import dataclasses
+    import inspect
+
+    from nasmlcn.specs import _arch
+
+    tree = ast.parse(inspect.getsource(_arch))
+    (cls,) = (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "MLCNSpec")
+    (init,) = (
+        f
+        for n in cls.body
+        if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+        for f in n.body
+        if isinstance(f, ast.FunctionDef) and f.name == "__init__"
+    )
+    declared = [a.arg for a in init.args.args[1:]]
+    assert declared == [f.name for f in dataclasses.fields(MLCNSpec) if f.init]
 
 
 @pytest.mark.parametrize(

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 from torch import nn
 
 from nasmlcn.models._capsnet import CapsNet
 from nasmlcn.models._mlcn import MLCN
 from nasmlcn.registry import Registry
-from nasmlcn.specs import ArchSpec, create_arch
+from nasmlcn.specs import ArchSpec, CapsNetSpec, MLCNSpec, create_arch
 
 BUILDERS: Registry[Callable[[Any], nn.Module]] = Registry("architecture kind")
 BUILDERS.register("mlcn", MLCN)
 BUILDERS.register("capsnet", CapsNet)
+
+
+# The built-in kinds cannot be registered again, so their specs' models are known.
+@overload
+def build_model(spec: MLCNSpec) -> MLCN: ...
+
+
+@overload
+def build_model(spec: CapsNetSpec) -> CapsNet: ...
+
+
+@overload
+def build_model(spec: ArchSpec) -> nn.Module: ...
 
 
 def build_model(spec: ArchSpec) -> nn.Module:

@@ -25,10 +25,33 @@ when first used.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nasmlcn.errors import DistributedError
 from nasmlcn.parallel._devices import is_spread, lane_devices, map_targets, parse_run_on
+
+if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
+    from nasmlcn.parallel._ddp import AllReduceStats, ShardedSplit, data_parallel
+    from nasmlcn.parallel._distributed import DistributedMLCN
+    from nasmlcn.parallel._gather import CommStats, gather_lanes
+    from nasmlcn.parallel._job import (
+        PARALLELISMS,
+        ParallelReport,
+        plan_assignment,
+        rank_assignment,
+        run_multiprocess_training,
+        run_parallel_job,
+        run_placed_training,
+        train_rank,
+    )
+    from nasmlcn.parallel._launch import (
+        DEFAULT_TIMEOUT_S,
+        RankContext,
+        init_from_env,
+        launch,
+        under_torchrun,
+    )
+    from nasmlcn.parallel._placed import PlacedMLCN
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",

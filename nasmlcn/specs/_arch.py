@@ -7,8 +7,9 @@ models in :mod:`nasmlcn.models` are built from them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from nasmlcn.errors import SpecError
 from nasmlcn.specs._lane import LaneSpec
@@ -26,6 +27,14 @@ with a single output capsule the routing softmax is always 1, so routing reduces
 ``squash(sum of votes)``. ``classwise``: the lane routes to ``num_classes`` 1-D
 capsules with a softmax over classes, so routing by agreement really happens.
 """
+
+LaneInput = LaneSpec | str | dict[str, Any]
+"""One lane as :class:`MLCNSpec` accepts it: a LaneSpec, a lane string (``"mlcn2:4x1"``)
+or its JSON object (``{"type": "mlcn2", "width": 4}``)."""
+
+LanesInput = str | Sequence[LaneInput]
+"""The lanes as :class:`MLCNSpec` accepts them: a lane string (``"2*mlcn2:4x1"``) or a
+list or tuple of :data:`LaneInput`; ``MLCNSpec.lanes`` always holds LaneSpecs."""
 
 DEFAULT_ROUTING = "vector"
 """Chosen by measurement; see the note in :mod:`nasmlcn.models._mlcn`."""
@@ -57,8 +66,9 @@ class MLCNSpec:
     """A Multi-Lane Capsule Network.
 
     Attributes:
-        lanes: The lanes, possibly all different; a lane string such as
-            ``"2*mlcn2:4x1"`` or a list of LaneSpec is accepted.
+        lanes: The lanes, possibly all different. The constructor also accepts a lane
+            string such as ``"2*mlcn2:4x1"`` or a list of lanes in any form of
+            :data:`LaneInput` (:data:`LanesInput`); ``__post_init__`` converts them.
         num_classes: Number of classes (and dimension of each lane's output).
         input_shape: ``(channels, height, width)`` of the images.
         routing_iterations: Dynamic routing iterations (3 in the thesis).
@@ -78,6 +88,20 @@ class MLCNSpec:
     decoder: str = "full"
     lane_dropout: float = 0.0
     _layouts: tuple[LaneLayout, ...] = field(init=False, repr=False, compare=False)
+
+    if TYPE_CHECKING:
+        # What the generated __init__ accepts: `lanes` is wider than the field, which
+        # __post_init__ converts to a tuple of LaneSpec. Keep in step with the fields.
+        def __init__(
+            self,
+            lanes: LanesInput,
+            num_classes: int = ...,
+            input_shape: tuple[int, int, int] = ...,
+            routing_iterations: int = ...,
+            routing: str = ...,
+            decoder: str = ...,
+            lane_dropout: float = ...,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         lanes: Any = self.lanes

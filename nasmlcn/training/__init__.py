@@ -8,12 +8,24 @@ first used.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nasmlcn.training._augment import AUGMENTATIONS, Augmentation, random_shift
 from nasmlcn.training._callbacks import Callback, CallbackList, TrainStart
 from nasmlcn.training._config import EpochResult, TrainConfig
 from nasmlcn.training._schedules import LR_POLICIES, LRPolicy
+
+if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
+    from nasmlcn.training._checkpoint import load_checkpoint, load_model, save_checkpoint
+    from nasmlcn.training._job import (
+        TrainJob,
+        TrainReport,
+        arch_for_dataset,
+        load_job_splits,
+        run_training,
+    )
+    from nasmlcn.training._memory import check_training_memory
+    from nasmlcn.training._trainer import evaluate, resolve_device, train
 
 __all__ = [
     "AUGMENTATIONS",

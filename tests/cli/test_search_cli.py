@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from nasmlcn.specs import MLCNSpec, load_arch
 from tests.conftest import ROOT, run_cli
 
 
-def _search(db: Path, *args: str) -> object:
+def _search(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return run_cli(
         "search",
         "--evaluator",

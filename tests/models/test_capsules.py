@@ -43,7 +43,10 @@ def _reference_routing(u_hat: torch.Tensor, iterations: int) -> torch.Tensor:
                 coupling.append([e / total for e in exps])
             v = []
             for j in range(k):
-                s = sum(coupling[i][j] * u_hat[i, bi, j] for i in range(n))
+                s = sum(
+                    (coupling[i][j] * u_hat[i, bi, j] for i in range(n)),
+                    torch.zeros(d, dtype=u_hat.dtype),
+                )
                 norm2 = float((s * s).sum())
                 v.append(s * (norm2 / (1 + norm2) / math.sqrt(norm2 + 1e-8)))
             for i in range(n):

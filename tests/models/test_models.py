@@ -210,6 +210,12 @@ def test_every_named_architecture_runs(name: str) -> None:
     assert torch.isfinite(out.lengths).all()
 
 
+def _grad(param: torch.Tensor | None) -> torch.Tensor:
+    assert param is not None
+    assert param.grad is not None
+    return param.grad
+
+
 def test_folded_pointwise_conv_equals_the_two_layers() -> None:
     from nasmlcn.models._conv import FoldedConv2d
     from nasmlcn.specs import ConvSpec
@@ -217,17 +223,18 @@ def test_folded_pointwise_conv_equals_the_two_layers() -> None:
     torch.manual_seed(0)
     first, second = ConvSpec(3, 8, 1, relu=False), ConvSpec(8, 6, 5, stride=2)
     folded = FoldedConv2d(first, second).double()
-    ref = nn.Sequential(nn.Conv2d(3, 8, 1), nn.Conv2d(8, 6, 5, 2)).double()
-    ref[0].load_state_dict(folded.pointwise.state_dict())
-    ref[1].load_state_dict(folded.conv.state_dict())
+    ref_pointwise, ref_conv = nn.Conv2d(3, 8, 1), nn.Conv2d(8, 6, 5, 2)
+    ref = nn.Sequential(ref_pointwise, ref_conv).double()
+    ref_pointwise.load_state_dict(folded.pointwise.state_dict())
+    ref_conv.load_state_dict(folded.conv.state_dict())
     x = torch.randn(2, 3, 13, 11, dtype=torch.float64)
     a, b = folded(x), ref(x)
     assert torch.allclose(a, b, atol=1e-10)
     a.square().sum().backward()
     b.square().sum().backward()
-    assert torch.allclose(folded.pointwise.weight.grad, ref[0].weight.grad, atol=1e-8)
-    assert torch.allclose(folded.pointwise.bias.grad, ref[0].bias.grad, atol=1e-8)
-    assert torch.allclose(folded.conv.weight.grad, ref[1].weight.grad, atol=1e-8)
+    assert torch.allclose(_grad(folded.pointwise.weight), _grad(ref_pointwise.weight), atol=1e-8)
+    assert torch.allclose(_grad(folded.pointwise.bias), _grad(ref_pointwise.bias), atol=1e-8)
+    assert torch.allclose(_grad(folded.conv.weight), _grad(ref_conv.weight), atol=1e-8)
 
 
 def test_mlcn2_executes_its_first_two_layers_folded() -> None:

@@ -114,7 +114,10 @@ def test_failures_are_recorded_and_the_search_goes_on(tmp_path: Path) -> None:
     # (COMPLETE or PRUNED: the default pruner may stop a weak one)
     assert states.count("FAIL") == 3
     assert states.count("COMPLETE") + states.count("PRUNED") == 6
-    reasons = {t.number: t.reason for t in result.failures}
+    reasons: dict[int, str] = {}
+    for t in result.failures:
+        assert t.reason is not None, f"failed trial {t.number} has no reason"
+        reasons[t.number] = t.reason
     assert reasons[1].startswith("diverged: loss became nan")
     assert reasons[2].startswith("out of memory")  # "CUDA out of memory" in a RuntimeError
     assert reasons[3] == "ValueError: something else broke"

@@ -272,12 +272,12 @@ def _bucket_models(
 ) -> list[tuple[Any, Any, Any]]:
     """``n`` (params, candidate, plan) of seeded random parameter vectors."""
     ctx = _context(devices, "12GB", flops, rewards_cost=rewards_cost)
-    space = _prepared(space, ctx)
+    prepared = _prepared(space, ctx)
     rng = random.Random(seed)
     out = []
     for _ in range(n):
-        params = _sample(space.distributions(), rng)
-        candidate = space.build(params, ctx)
+        params = _sample(prepared.distributions(), rng)
+        candidate = prepared.build(params, ctx)
         plan = plan_model(
             candidate.spec, ctx.devices, cost_model=ctx.cost_model, assignment=candidate.assignment
         )

@@ -10,7 +10,7 @@ import torch
 
 from nasmlcn.data import load_splits
 from nasmlcn.errors import CheckpointError, SpecError, TrainingError
-from nasmlcn.models import build_model
+from nasmlcn.models import Lane, build_model
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.training import (
     LR_POLICIES,
@@ -105,10 +105,10 @@ def test_checkpoint_holds_weights_and_arch_and_loads_safely(tmp_path: Path) -> N
 
 def test_an_extended_run_equals_uninterrupted_training(tmp_path: Path) -> None:
     # A per-epoch policy can be extended: 1 epoch, then resumed to 2, as 2 in one go.
-    policy = {"lr_policy": "exponential"}
-    straight = run_training(_tiny_job(tmp_path / "a", epochs=2, **policy))
-    run_training(_tiny_job(tmp_path / "b", epochs=1, **policy))
-    resumed = run_training(_tiny_job(tmp_path / "b", epochs=2, resume=True, **policy))
+    policy = "exponential"
+    straight = run_training(_tiny_job(tmp_path / "a", epochs=2, lr_policy=policy))
+    run_training(_tiny_job(tmp_path / "b", epochs=1, lr_policy=policy))
+    resumed = run_training(_tiny_job(tmp_path / "b", epochs=2, resume=True, lr_policy=policy))
     assert [h.lr for h in resumed.history] == [1e-3, pytest.approx(9e-4)]
     assert [h.epoch for h in resumed.history] == [1, 2]
     assert resumed.history[1].val_accuracy == straight.history[1].val_accuracy
@@ -140,7 +140,7 @@ def test_a_one_cycle_run_resumes_exactly_but_only_at_its_planned_length(tmp_path
         ({"epochs": 2, "batch_size": 25}, "batch size 50, so it cannot go on with 25"),
         ({"epochs": 2, "lr_policy": "exponential"}, "lr policy 'one-cycle', not 'exponential'"),
     ):
-        config = {"lr_policy": "one-cycle", **changed}
+        config: dict[str, Any] = {"lr_policy": "one-cycle", **changed}
         with pytest.raises(CheckpointError, match=message):
             run_training(_tiny_job(tmp_path / "b", resume=True, **config))
         assert {p.name: p.read_bytes() for p in (tmp_path / "b").iterdir()} == before
@@ -165,8 +165,10 @@ def test_existing_checkpoint_is_never_overwritten_without_resume(tmp_path: Path)
 def test_nan_loss_stops_with_a_clear_error() -> None:
     spec = MLCNSpec("mlcn1:1x1")
     model = build_model(spec)
+    lane = model.lanes[0]
+    assert isinstance(lane, Lane)
     with torch.no_grad():
-        model.lanes[0].weight.fill_(float("nan"))
+        lane.weight.fill_(float("nan"))
     splits = load_splits("synthetic", train_limit=20, val_limit=10)
     with pytest.raises(TrainingError, match="loss became nan at epoch 1, batch 1"):
         train(model, spec, splits, TrainConfig(epochs=1, batch_size=10))
@@ -235,7 +237,7 @@ def test_every_lr_policy_trains(policy: str) -> None:
         ({"augment": "flip"}, "unknown augmentation 'flip'; choose one of: none, shift"),
     ],
 )
-def test_train_config_validation(kwargs: dict, message: str) -> None:  # type: ignore[type-arg]
+def test_train_config_validation(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(SpecError, match=message):
         TrainConfig(**kwargs)
 
