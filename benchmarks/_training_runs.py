@@ -163,6 +163,22 @@ def mean_sd(values: list[float]) -> tuple[float, float]:
     return mean, statistics.stdev(values) if len(values) > 1 else 0.0
 
 
+def paired_by_seed(
+    baseline: Iterable[Mapping[str, Any]], other: Iterable[Mapping[str, Any]]
+) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """``(baseline run, other run)`` for every seed both have, by seed.
+
+    Compare seed by seed, not mean against mean: the seed picks the validation split,
+    the initial weights and the batch order, so the spread between seeds (which can
+    exceed the effect measured) drops out of each pair's difference.
+    """
+    others = {run["seed"]: run for run in other}
+    return sorted(
+        ((run, others[run["seed"]]) for run in baseline if run["seed"] in others),
+        key=lambda pair: pair[0]["seed"],
+    )
+
+
 def run_facts(device: str) -> dict[str, Any]:
     """Where and when a run trained (stored with its result; timings depend on it)."""
     import torch

@@ -10,7 +10,11 @@ loaded into a run nor evaluated, so picking the best variant here leaves it unse
 
 Printed, one row per variant (mean and sample sd over ``--seeds`` seeds 0..N-1):
 parameters, validation accuracy per epoch, final and best validation accuracy (and
-the best epoch), seconds per training epoch and training images per second.
+the best epoch), seconds per training epoch and training images per second. Then
+every variant against the first (the baseline), seed by seed: the mean and sample
+sd of the per-seed differences in final and best validation accuracy, in points,
+how many seeds they rest on, and the mean per-seed ratio of training images per
+second (variant / baseline). ``--json`` holds the per-seed figures as well.
 
 Resumable: every finished run (variant x settings x seed) is stored in ``--results``
 (default ``~/.cache/nasmlcn/lane-variants/results.json``) at once, and a rerun with
@@ -43,6 +47,7 @@ from _training_runs import (
     history_figures,
     mean_sd,
     model_params,
+    paired_by_seed,
     parse_overrides,
     run_facts,
     run_key,
@@ -64,6 +69,7 @@ DEFAULT_VARIANTS = (
 )
 DEFAULT_RESULTS = Path.home() / ".cache" / "nasmlcn" / "lane-variants" / "results.json"
 QUICK = {"epochs": 1, "train_limit": 300, "val_limit": 100}
+ACCURACIES = ("final_val_accuracy", "best_val_accuracy")
 
 
 @dataclass(frozen=True)
@@ -186,6 +192,27 @@ def summarise(variant: Variant, runs: list[dict[str, Any]]) -> dict[str, Any]:
     curves = [r["val_accuracy_per_epoch"] for r in runs]
     figures["val_accuracy_per_epoch"] = [mean_sd(list(e))[0] for e in zip(*curves, strict=True)]
     figures["devices"] = sorted({f"{r['device']} ({r['threads']} threads)" for r in runs})
+    figures["per_seed"] = [
+        {key: r[key] for key in ("seed", *ACCURACIES, "images_per_second")} for r in runs
+    ]
+    return figures
+
+
+def compare(baseline: dict[str, Any], variant: dict[str, Any]) -> dict[str, Any]:
+    """``variant``'s summary against ``baseline``'s, over the seeds both have: the mean
+    and sd of the per-seed accuracy differences (points) and images/s ratios."""
+    pairs = paired_by_seed(baseline["per_seed"], variant["per_seed"])
+    assert pairs, f"{variant['variant']!r} shares no seed with {baseline['variant']!r}"
+    figures: dict[str, Any] = {
+        "variant": variant["variant"],
+        "baseline": baseline["variant"],
+        "seeds": [b["seed"] for b, _ in pairs],
+    }
+    for name in ACCURACIES:
+        diffs = [100 * (v[name] - b[name]) for b, v in pairs]
+        figures[f"{name}_diff_points"], figures[f"{name}_diff_points_sd"] = mean_sd(diffs)
+    ratios = [v["images_per_second"] / b["images_per_second"] for b, v in pairs]
+    figures["images_per_second_ratio"], figures["images_per_second_ratio_sd"] = mean_sd(ratios)
     return figures
 
 
@@ -211,6 +238,23 @@ def render(report: dict[str, Any]) -> str:
             f"{pm(v['best_val_accuracy'], v['best_val_accuracy_sd']):>16} "
             f"{','.join(map(str, v['best_epoch'])):>8} {v['seconds_per_epoch']:>8.1f} "
             f"{v['images_per_second']:>9.0f}  {curve}"
+        )
+    if report["comparisons"]:
+        lines += [
+            "",
+            f"against {report['comparisons'][0]['baseline']}, paired by seed (mean ± sd of the "
+            "per-seed differences in validation accuracy, in points, and of the speed ratios):",
+            f"{'variant':<{width}} {'Δ final val':>16} {'Δ best val':>16} {'seeds':>6} "
+            f"{'images/s ratio':>15}",
+        ]
+    for c in report["comparisons"]:
+        final, best = (
+            f"{c[f'{name}_diff_points']:+.2f} ± {c[f'{name}_diff_points_sd']:.2f}"
+            for name in ACCURACIES
+        )
+        ratio = f"{c['images_per_second_ratio']:.2f} ± {c['images_per_second_ratio_sd']:.2f}"
+        lines.append(
+            f"{c['variant']:<{width}} {final:>16} {best:>16} {len(c['seeds']):>6} {ratio:>15}"
         )
     seeds = report["variants"][0]["seeds"] if report["variants"] else []
     devices = sorted({d for v in report["variants"] for d in v["devices"]})
@@ -290,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "settings": {**vars(settings), "seeds": args.seeds},
         "variants": summaries,
+        "comparisons": [compare(summaries[0], s) for s in summaries[1:]],
         "trained": trained,
         "from_results": reused,
         "results": str(args.results),

@@ -1,10 +1,12 @@
-"""``benchmarks/lane_variants.py``: its table, its results file (a rerun trains nothing,
-a killed run resumes from its checkpoint) and no test split anywhere."""
+"""``benchmarks/lane_variants.py``: its table, its comparison with the first variant
+(paired by seed), its results file (a rerun trains nothing, a killed run resumes from its
+checkpoint) and no test split anywhere."""
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +84,24 @@ def test_variants_seeds_and_a_rerun_that_trains_nothing(
     assert all(json.loads(k)["params"] == r["params"] for k, r in stored["runs"].items())
     # Selection happens on validation: no test figure in the report or the stored runs.
     assert not any("test" in k for k in _keys(first) | _keys(stored))
+    # The second variant against the first, seed by seed, checked on the stored runs.
+    run_of = {(bool(r["overrides"]), r["seed"]): r for r in stored["runs"].values()}
+    for v, shift in zip(first["variants"], (False, True), strict=True):
+        for figures in v["per_seed"]:
+            run = run_of[shift, figures["seed"]]
+            assert figures == {k: run[k] for k in figures}
+    [against] = first["comparisons"]
+    assert against["baseline"] == "mlcn1:1x1"
+    assert against["variant"] == "mlcn1:1x1 augment=shift lr=0.002"
+    assert against["seeds"] == [0, 1]
+    for name in ("final_val_accuracy", "best_val_accuracy"):
+        diffs = [100 * (run_of[True, s][name] - run_of[False, s][name]) for s in (0, 1)]
+        assert against[f"{name}_diff_points"] == pytest.approx(statistics.fmean(diffs))
+        assert against[f"{name}_diff_points_sd"] == pytest.approx(statistics.stdev(diffs))
+    speed = [
+        run_of[True, s]["images_per_second"] / run_of[False, s]["images_per_second"] for s in (0, 1)
+    ]
+    assert against["images_per_second_ratio"] == pytest.approx(statistics.fmean(speed))
 
     second, stderr = run_json(script, capsys, *args)
     assert second["trained"] == 0
@@ -183,7 +203,33 @@ def test_quick_default_variants(data_dir: Path, tmp_path: Path) -> None:
         assert variant in proc.stdout
     table, footer = proc.stdout.split("\nruns: ")
     assert footer.startswith("4 trained now, 0 from")
+    compared = table.split("\nagainst 2*mlcn2:4x1, paired by seed")[1].splitlines()[2:5]
+    assert [line.split("  ")[0] for line in compared] == [
+        "2*mlcn2:4x1 augment=shift",
+        "2*mlcn2:4x1 batch_size=50",
+        "2*mlcn2:4x1 routing=classwise",
+    ]
+    assert all(line.split()[-4] == "1" for line in compared)  # one seed each
     assert "test" not in table.replace("(validation only: no test accuracy)", "")
+
+
+def test_variants_are_compared_with_the_baseline_seed_by_seed(script: Any) -> None:
+    def summary(name: str, *runs: tuple[int, float, float, float]) -> dict[str, Any]:
+        keys = ("seed", "final_val_accuracy", "best_val_accuracy", "images_per_second")
+        return {"variant": name, "per_seed": [dict(zip(keys, r, strict=True)) for r in runs]}
+
+    # Seeds in any order; seed 2 (only the baseline's) and 3 (only the variant's) drop out.
+    base = summary("base", (2, 0.80, 0.81, 100.0), (0, 0.70, 0.72, 200.0), (1, 0.75, 0.78, 400.0))
+    other = summary("other", (3, 0.99, 0.99, 1.0), (1, 0.78, 0.75, 200.0), (0, 0.72, 0.72, 300.0))
+    against = script.compare(base, other)
+    assert (against["variant"], against["baseline"], against["seeds"]) == ("other", "base", [0, 1])
+    # final: +2 and +3 points; best: 0 and -3 points; images/s: 300/200 and 200/400
+    assert against["final_val_accuracy_diff_points"] == pytest.approx(2.5)
+    assert against["final_val_accuracy_diff_points_sd"] == pytest.approx(0.5**0.5)
+    assert against["best_val_accuracy_diff_points"] == pytest.approx(-1.5)
+    assert against["best_val_accuracy_diff_points_sd"] == pytest.approx(4.5**0.5)
+    assert against["images_per_second_ratio"] == pytest.approx(1.0)
+    assert against["images_per_second_ratio_sd"] == pytest.approx(0.5**0.5)
 
 
 def test_two_invocations_share_a_results_file_without_losing_entries(
