@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from nasmlcn._io import parse_json, read_text_file, write_text_atomic
+from nasmlcn._paths import cache_path
 from nasmlcn.costs._context import CostContext
 from nasmlcn.costs._features import (
     MEMORY_FEATURES,
@@ -29,10 +30,7 @@ CALIBRATION_ENV = "NASMLCN_CALIBRATION"
 
 def default_calibration_path() -> Path:
     """``$NASMLCN_CALIBRATION``, else ``~/.cache/nasmlcn/calibration.json``."""
-    env = os.environ.get(CALIBRATION_ENV)
-    if env:
-        return Path(env)
-    return Path.home() / ".cache" / "nasmlcn" / "calibration.json"
+    return cache_path(CALIBRATION_ENV, "calibration.json")
 
 
 def _check_coefficients(

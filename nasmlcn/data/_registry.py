@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nasmlcn._paths import cache_path
 from nasmlcn.registry import Registry
 
 if TYPE_CHECKING:
@@ -18,10 +18,7 @@ DATA_DIR_ENV = "NASMLCN_DATA_DIR"
 
 def default_data_dir() -> Path:
     """``$NASMLCN_DATA_DIR``, else ``~/.cache/nasmlcn/data``."""
-    env = os.environ.get(DATA_DIR_ENV)
-    if env:
-        return Path(env)
-    return Path.home() / ".cache" / "nasmlcn" / "data"
+    return cache_path(DATA_DIR_ENV, "data")
 
 
 @dataclass(frozen=True)

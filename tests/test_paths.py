@@ -1,0 +1,27 @@
+"""Cached files: ``$<env>`` when set, else under ``~/.cache/nasmlcn``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nasmlcn.costs._calibration_file import default_calibration_path
+from nasmlcn.data import default_data_dir
+
+
+def test_defaults_live_under_the_home_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("NASMLCN_DATA_DIR", raising=False)
+    monkeypatch.setenv("NASMLCN_CALIBRATION", "")  # empty counts as unset
+    assert default_data_dir() == tmp_path / ".cache" / "nasmlcn" / "data"
+    assert default_calibration_path() == tmp_path / ".cache" / "nasmlcn" / "calibration.json"
+
+
+def test_the_environment_overrides(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("NASMLCN_DATA_DIR", str(tmp_path / "d"))
+    monkeypatch.setenv("NASMLCN_CALIBRATION", str(tmp_path / "c.json"))
+    assert default_data_dir() == tmp_path / "d"
+    assert default_calibration_path() == tmp_path / "c.json"
