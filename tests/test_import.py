@@ -28,6 +28,13 @@ def test_import_does_not_load_torch(module: str) -> None:
     assert out.stdout.strip() == "False"
 
 
+@pytest.mark.parametrize("module", ["nasmlcn.cli._progress", "nasmlcn.cli._calibrate"])
+def test_train_and_calibrate_displays_do_not_load_optuna(module: str) -> None:
+    code = f"import sys, {module}; print('optuna' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_version_matches_metadata() -> None:
     from importlib.metadata import version
 

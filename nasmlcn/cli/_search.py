@@ -225,7 +225,7 @@ def _run_one(config: Any, *, as_json: bool, quiet: bool, pool: dict[str, Any]) -
 
     import optuna
 
-    from nasmlcn.cli._progress import SearchProgress
+    from nasmlcn.cli._search_progress import SearchProgress
     from nasmlcn.dashboard import DashboardObserver
     from nasmlcn.search import run_search, run_workers
 
