@@ -11,7 +11,6 @@ depends on the seed, and a seed reproduces it.
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 
@@ -23,9 +22,9 @@ from nasmlcn.hardware import parse_devices
 from nasmlcn.placement import PLACERS, Placement, PlacementProblem, Placer, get_placer
 from nasmlcn.planning import placement_problem
 from nasmlcn.specs import MLCNSpec
+from tests.placement.test_placement import SPEEDS, brute_force
 
 NAMES = list(PLACERS)
-SPEEDS = (1.0, 3.1, 4.2, 6.0)  # K80, M40, P100, V100
 
 
 def _random_problem(seed: int) -> PlacementProblem:
@@ -59,17 +58,7 @@ PROBLEMS += [
 ]
 
 
-def _optimum(problem: PlacementProblem) -> float:
-    """The optimal makespan within memory, by enumeration (inf when nothing fits)."""
-    best = math.inf
-    for assignment in itertools.product(range(problem.num_devices), repeat=problem.num_lanes):
-        used = problem.memory_used(assignment)
-        if all(u <= c for u, c in zip(used, problem.capacities, strict=True)):
-            best = min(best, problem.makespan(assignment))
-    return best
-
-
-OPTIMA = [_optimum(p) for p in PROBLEMS]
+OPTIMA = [brute_force(p) for p in PROBLEMS]
 
 
 @pytest.fixture(params=NAMES)
