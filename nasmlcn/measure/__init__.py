@@ -27,7 +27,7 @@ from nasmlcn.measure._inference import (
 )
 from nasmlcn.measure._lane import measure_lanes
 from nasmlcn.measure._lane_memory import lane_peak_memories, lane_peak_memory
-from nasmlcn.measure._lane_timing import LaneTiming, time_lane_step, time_lanes
+from nasmlcn.measure._lane_timing import LaneTiming, StepTiming, time_lane_step, time_lanes
 from nasmlcn.measure._peak import PeakMemory
 from nasmlcn.measure._speed import (
     DeviceSpeeds,
@@ -50,6 +50,7 @@ __all__ = [
     "LaneTiming",
     "PeakMemory",
     "SpeedResult",
+    "StepTiming",
     "calibrate",
     "classify",
     "fc_flops_per_step",

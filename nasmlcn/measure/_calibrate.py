@@ -26,6 +26,7 @@ from nasmlcn.costs._scoring import Score
 from nasmlcn.errors import CalibrationError
 from nasmlcn.hardware import LocalDevice
 from nasmlcn.measure._lane import measure_lanes
+from nasmlcn.measure._lane_timing import StepTiming
 from nasmlcn.measure._speed import DeviceSpeeds, measure_speeds
 
 QUICK_LANES = 3
@@ -248,10 +249,10 @@ def measure_calibration(
     ctx = CostContext(batch_size=batch, routing=request.routing or DEFAULT_ROUTING)
     small = {"max_width": 2, "max_depth": 2} if quick else {}
     specs = calibration_lanes(request.lanes, request.seed, **small)
-    timing: dict[str, Any] = (
-        {"warmup": 1, "repeats": 2, "min_seconds": 0.0, "rounds": 1, "memory_steps": 2}
+    timing = (
+        StepTiming(warmup=1, repeats=2, min_seconds=0.0, rounds=1, clock=clock)
         if quick
-        else {"rounds": request.rounds}
+        else StepTiming(rounds=request.rounds, clock=clock)
     )
 
     torch.set_num_threads(threads)
@@ -261,12 +262,12 @@ def measure_calibration(
         specs,
         ctx,
         lane_device.name,
+        timing=timing,
         threads=threads,
+        memory_steps=2 if quick else 3,
         memory_jobs=2,
-        clock=clock,
         seed=request.seed,
         progress=progress,
-        **timing,
     )
     load = max(load, _load_average())
     cores = usable_cores()

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from nasmlcn.costs._context import CostContext
 from nasmlcn.costs._samples import LaneSample
 from nasmlcn.measure._lane_memory import lane_peak_memories
-from nasmlcn.measure._lane_timing import time_lanes
+from nasmlcn.measure._lane_timing import DEFAULT_TIMING, StepTiming, time_lanes
 from nasmlcn.measure._stepper import Progress
 from nasmlcn.specs import LaneSpec
 
@@ -23,12 +23,8 @@ def measure_lanes(
     ctx: CostContext,
     device: str = "cpu",
     *,
+    timing: StepTiming = DEFAULT_TIMING,
     threads: int | None = None,
-    warmup: int = 2,
-    repeats: int = 5,
-    min_seconds: float = 0.3,
-    rounds: int = 2,
-    clock: str = "wall",
     memory_steps: int = 3,
     memory_jobs: int = 1,
     malloc: str = "fixed",
@@ -41,17 +37,7 @@ def measure_lanes(
     competes for the cores); memory runs afterwards, in child processes on a CPU.
     """
     timings = time_lanes(
-        lanes,
-        ctx,
-        device,
-        warmup=warmup,
-        repeats=repeats,
-        min_seconds=min_seconds,
-        rounds=rounds,
-        threads=threads,
-        clock=clock,
-        seed=seed,
-        progress=progress,
+        lanes, ctx, device, timing=timing, threads=threads, seed=seed, progress=progress
     )
     peaks = lane_peak_memories(
         lanes,

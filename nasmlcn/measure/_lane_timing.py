@@ -56,6 +56,30 @@ class LaneTiming:
         }
 
 
+@dataclass(frozen=True)
+class StepTiming:
+    """How step times are taken (see :func:`time_lane_step` for each field).
+
+    Raises:
+        ValueError: ``rounds`` or ``repeats`` below 1.
+    """
+
+    warmup: int = 2
+    repeats: int = 5
+    min_seconds: float = 0.3
+    rounds: int = 2
+    clock: str = "wall"
+
+    def __post_init__(self) -> None:
+        if self.rounds < 1 or self.repeats < 1:
+            raise ValueError(
+                f"rounds and repeats must be >= 1, got {self.rounds} and {self.repeats}"
+            )
+
+
+DEFAULT_TIMING = StepTiming()
+
+
 def time_lane_step(
     lane: LaneSpec,
     ctx: CostContext,
@@ -91,18 +115,8 @@ def time_lane_step(
             step took 270 ms at load 5 on 2 cores).
         seed: Seed of the weights and the batch.
     """
-    return time_lanes(
-        [lane],
-        ctx,
-        device,
-        warmup=warmup,
-        repeats=repeats,
-        min_seconds=min_seconds,
-        rounds=rounds,
-        threads=threads,
-        clock=clock,
-        seed=seed,
-    )[0]
+    timing = StepTiming(warmup, repeats, min_seconds, rounds, clock)
+    return time_lanes([lane], ctx, device, timing=timing, threads=threads, seed=seed)[0]
 
 
 def time_lanes(
@@ -110,25 +124,26 @@ def time_lanes(
     ctx: CostContext,
     device: str = "cpu",
     *,
-    warmup: int = 2,
-    repeats: int = 5,
-    min_seconds: float = 0.3,
-    rounds: int = 2,
+    timing: StepTiming = DEFAULT_TIMING,
     threads: int | None = None,
-    clock: str = "wall",
     seed: int = 0,
     progress: Progress | None = None,
 ) -> list[LaneTiming]:
     """Step times of ``lanes``, measured in interleaved rounds.
 
-    Every round times every lane once (see :func:`time_lane_step` for the
-    arguments); a burst of load from another process thus hits one round of a
+    Every round times every lane once (``timing``: see :func:`time_lane_step`
+    for each setting); a burst of load from another process thus hits one round of a
     lane, not all of them, and the fastest step is kept. The lanes'
     weights and batches stay alive between rounds (they are small; activations
     are freed after each step).
     """
-    if rounds < 1 or repeats < 1:
-        raise ValueError(f"rounds and repeats must be >= 1, got {rounds} and {repeats}")
+    warmup, repeats, min_seconds, rounds, clock = (
+        timing.warmup,
+        timing.repeats,
+        timing.min_seconds,
+        timing.rounds,
+        timing.clock,
+    )
     if threads is not None:
         torch.set_num_threads(threads)
     dev = torch.device(device)

@@ -343,3 +343,12 @@ def test_inference_time_is_derived_from_the_fit(calibration: Calibration) -> Non
     flops = only("train_flops").lane_cost(lane, CTX)
     assert flops.time == pytest.approx(1e-9 * flops.train_flops * calibration.speed)
     assert flops.inference_time == pytest.approx(1e-9 * flops.inference_flops * calibration.speed)
+
+
+def test_step_timing_rejects_no_rounds_or_repeats() -> None:
+    from nasmlcn.measure import StepTiming
+
+    with pytest.raises(ValueError, match="got 0 and 5"):
+        StepTiming(rounds=0)
+    with pytest.raises(ValueError, match="got 2 and 0"):
+        StepTiming(repeats=0)
