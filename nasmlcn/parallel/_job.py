@@ -546,33 +546,20 @@ def run_parallel_job(
 
 
 def train_job(
-    job: TrainJob,
-    *,
-    devices: str | None = None,
-    placement: str = "greedy",
-    processes: int = 1,
-    parallelism: str = "lanes",
-    device: str = "auto",
-    timeout_s: float | None = None,
-    callbacks: Sequence[Callback] = (),
+    job: TrainJob, *, callbacks: Sequence[Callback] = (), **options: Any
 ) -> TrainReport | ParallelReport | None:
     """``nasmlcn train``'s run: :func:`~nasmlcn.training.run_training` in this
-    process, unless ``devices``, ``processes``, data ``parallelism`` or torchrun ask
-    for parallel training (:func:`run_parallel_job`, same arguments). None on a
-    torchrun rank other than 0 (rank 0 reports)."""
+    process, unless the ``options`` of :func:`run_parallel_job` (``devices``,
+    ``processes``, data ``parallelism``) or torchrun ask for parallel training.
+    None on a torchrun rank other than 0 (rank 0 reports)."""
     from nasmlcn.parallel._launch import under_torchrun
     from nasmlcn.training import run_training
 
-    parallel = devices is not None or processes > 1 or parallelism != "lanes"
+    parallel = (
+        options.get("devices") is not None
+        or options.get("processes", 1) > 1
+        or options.get("parallelism", "lanes") != "lanes"
+    )
     if not parallel and not under_torchrun():
         return run_training(job, list(callbacks))
-    return run_parallel_job(
-        job,
-        devices=devices,
-        placement=placement,
-        processes=processes,
-        parallelism=parallelism,
-        device=device,
-        timeout_s=timeout_s,
-        callbacks=callbacks,
-    )
+    return run_parallel_job(job, callbacks=callbacks, **options)

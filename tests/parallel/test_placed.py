@@ -138,3 +138,15 @@ def test_cpu_and_cuda_lanes_with_the_head_on_cpu() -> None:
     assert next(placed.lanes[1].parameters()).device.type == "cpu"
     want = _run_on(_mlcn(0.0), torch.device("cpu"))
     assert _run_on(placed, torch.device("cpu")) == pytest.approx(want, abs=1e-4)
+
+
+def test_train_job_runs_in_process_unless_parallel_is_asked(tmp_path: Path) -> None:
+    from nasmlcn.parallel._job import ParallelReport, train_job
+    from nasmlcn.training import TrainReport
+
+    plain = train_job(_job(tmp_path / "plain"), device="cpu")
+    assert isinstance(plain, TrainReport)
+    placed = train_job(_job(tmp_path / "placed"), devices="2xcpu", device="cpu")
+    assert isinstance(placed, ParallelReport)
+    assert placed.mode == "lane-parallel"
+    assert placed.report.test_accuracy == pytest.approx(plain.test_accuracy, abs=1e-6)
