@@ -15,7 +15,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from nasmlcn.costs import CostContext, get_cost_model
 from nasmlcn.errors import SearchError
 from nasmlcn.hardware import parse_devices
-from nasmlcn.planning import parse_flops, plan_model
+from nasmlcn.planning import Plan, parse_flops, plan_model
 from nasmlcn.search.spaces import SpaceContext, available_spaces, load_space
 
 DEVICE_MIXES = [
@@ -155,35 +155,36 @@ def test_distributions_are_stable_across_trials_of_a_study() -> None:
     assert all(set(t.params) == set(space.distributions()) for t in study.trials)
 
 
+def _bucket_plans(ctx: SpaceContext, *, seed: int, n: int = 60) -> list[Plan]:
+    """Plans of ``n`` models the bucket space builds from seeded random parameters."""
+    space = _prepared("mlcn-buckets", ctx)
+    rng = random.Random(seed)
+    plans = []
+    for _ in range(n):
+        candidate = space.build(_sample(space.distributions(), rng), ctx)
+        plans.append(
+            plan_model(
+                candidate.spec,
+                ctx.devices,
+                cost_model=ctx.cost_model,
+                assignment=candidate.assignment,
+            )
+        )
+    return plans
+
+
 @pytest.mark.parametrize(("devices", "flops"), [("8xK80", "1x"), ("8xK80", "4x"), ("4xcpu", "2x")])
 def test_bucket_models_are_balanced(devices: str, flops: str) -> None:
-    ctx = _context(devices, "12GB", flops)
-    space = _prepared("mlcn-buckets", ctx)
-    rng = random.Random(7)
-    imbalance = []
-    for _ in range(60):
-        candidate = space.build(_sample(space.distributions(), rng), ctx)
-        plan = plan_model(
-            candidate.spec, ctx.devices, cost_model=ctx.cost_model, assignment=candidate.assignment
-        )
-        imbalance.append(plan.imbalance)
-    assert max(imbalance) <= 0.05 + 1e-9
+    plans = _bucket_plans(_context(devices, "12GB", flops), seed=7)
+    assert max(plan.imbalance for plan in plans) <= 0.05 + 1e-9
 
 
 def test_heterogeneous_buckets_take_load_by_speed() -> None:
-    ctx = _context("1xK80,1xM40,1xP100,1xV100", "12GB", "1x")
-    space = _prepared("mlcn-buckets", ctx)
-    rng = random.Random(3)
-    imbalance = []
-    for _ in range(60):
-        candidate = space.build(_sample(space.distributions(), rng), ctx)
-        plan = plan_model(
-            candidate.spec, ctx.devices, cost_model=ctx.cost_model, assignment=candidate.assignment
-        )
-        imbalance.append(plan.imbalance)
+    plans = _bucket_plans(_context("1xK80,1xM40,1xP100,1xV100", "12GB", "1x"), seed=3)
+    for plan in plans:
         loads = [d.load for d in plan.per_device]
         assert loads[3] > loads[0]  # the V100 holds more load than the K80
-    assert max(imbalance) <= 0.15
+    assert max(plan.imbalance for plan in plans) <= 0.15
 
 
 def test_bucket_filling_follows_algorithm_4() -> None:
