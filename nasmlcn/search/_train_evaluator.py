@@ -169,35 +169,25 @@ class TrainEvaluator:
             measure=memory,
             test=False,
         )
+        extra: dict[str, Any] = {}
         if lanes is None:
-            inference = _measure_inference(run.module, splits, used[0], used, used[0])
-            return _evaluation(
-                job,
-                run.history,
-                splits,
-                relay,
-                memory.peak_bytes,
-                used[0],
-                "single-device",
-                inference,
+            where, mode = used[0], "single-device"
+            inference = _measure_inference(run.module, splits, where, used, where)
+        else:
+            placed = run.module
+            assert isinstance(placed, PlacedMLCN)
+            where, mode = ",".join(str(d) for d in placed.devices), "lane-parallel"
+            inference = _measure_inference(
+                placed, splits, placed.input_device, placed.devices, where
             )
-        placed = run.module
-        assert isinstance(placed, PlacedMLCN)
-        where = ",".join(str(d) for d in placed.devices)
-        inference = _measure_inference(placed, splits, placed.input_device, placed.devices, where)
+            extra = {
+                "lane_devices": list(lanes),
+                "head_device": str(placed.head_device),
+                "streams": placed.streams,
+                "peak_memory_bytes_per_device": memory.per_device,
+            }
         return _evaluation(
-            job,
-            run.history,
-            splits,
-            relay,
-            memory.peak_bytes,
-            where,
-            "lane-parallel",
-            inference,
-            lane_devices=list(lanes),
-            head_device=str(placed.head_device),
-            streams=placed.streams,
-            peak_memory_bytes_per_device=memory.per_device,
+            job, run.history, splits, relay, memory.peak_bytes, where, mode, inference, **extra
         )
 
 
