@@ -75,3 +75,7 @@ class ExportError(NasmlcnError, RuntimeError):
 
 class DashboardError(NasmlcnError, OSError):
     """The dashboard cannot start (the port is taken, the host cannot be bound)."""
+
+
+class RunError(NasmlcnError, OSError):
+    """A run folder is missing, unreadable or not one that nasmlcn wrote."""

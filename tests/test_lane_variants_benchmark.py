@@ -161,7 +161,10 @@ def test_a_killed_run_resumes_from_its_checkpoint(
     ("variant", "message"),
     [
         ("2*mlcn2:4x1 augmnt=shift", "unknown option 'augmnt'; known: augment,"),
-        ("2*mlcn2:4x1 augment=flip", "unknown augmentation 'flip'; choose one of: none, shift"),
+        (
+            "2*mlcn2:4x1 augment=flip",
+            "unknown augmentation 'flip'; choose one of: crop, crop-flip, none, shift",
+        ),
         ("2*mlcn2:4x1 batch_size=big", "batch_size='big' is not an integer"),
         ("2*mlcn2:4x1 routing=both", "routing"),
         ("2*mlcn9:4x1", "unknown lane type 'mlcn9'"),

@@ -93,7 +93,10 @@ def test_one_row_beside_the_thesis_and_a_rerun_that_trains_nothing(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--train", "augment=flip"), "unknown augmentation 'flip'; choose one of: none, shift"),
+        (
+            ("--train", "augment=flip"),
+            "unknown augmentation 'flip'; choose one of: crop, crop-flip, none, shift",
+        ),
         (("--train", "lr"), "'lr' is not key=value"),
         (("--rows", "capsnet,mlcn3-2x4"), "--rows: unknown mlcn3-2x4"),
         (("--epochs", "0"), "--epochs must be >= 1, got 0"),

@@ -42,8 +42,13 @@ def _register() -> None:
         _dashboard,
         _data,
         _devices,
+        _estimate,
+        _evaluate,
+        _export_model,
         _models,
         _plan,
+        _prune,
+        _retrain,
         _search,
         _train,
     )
@@ -51,13 +56,18 @@ def _register() -> None:
     app.command("search")(_search.search)
     app.command("best")(_best.best)
     app.command("correlate")(_best.correlate)
+    app.command("retrain")(_retrain.retrain)
     app.command("export")(_dashboard.export)
     app.command("dashboard")(_dashboard.dashboard)
     app.command("train")(_train.train)
     app.command("models")(_models.models)
     app.command("devices")(_devices.devices)
     app.command("plan")(_plan.plan)
+    app.command("estimate")(_estimate.estimate)
     app.command("calibrate")(_calibrate.calibrate)
+    app.command("evaluate")(_evaluate.evaluate)
+    app.command("export-model")(_export_model.export_model)
+    app.command("prune")(_prune.prune)
     app.add_typer(_data.data_app, name="data")
 
 

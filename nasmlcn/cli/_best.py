@@ -42,14 +42,16 @@ def best(
     """The best trials of a study (single objective) or its Pareto front."""
     from nasmlcn.errors import SearchError
     from nasmlcn.search import best_trials, summarize
-    from nasmlcn.search._study_access import load_existing_study, metric_names
+    from nasmlcn.search._retrain import retrained_by_trial, retrained_models
+    from nasmlcn.search._study_access import load_existing_study, metric_names, study_info
     from nasmlcn.specs import arch_from_dict, save_arch
 
     storage = resolve_storage(storage)
     loaded = load_existing_study(study, storage)
     names = metric_names(loaded)
     trials = best_trials(loaded, top=top)
-    rows = [summarize(t, names).to_dict() for t in trials]
+    retrained = retrained_by_trial(study_info(loaded))
+    rows = [summarize(t, names, retrained.get(t.number)).to_dict() for t in trials]
     if export_arch is not None:
         from nasmlcn.search._record import TrialRecord
 
@@ -82,11 +84,18 @@ def best(
                     "best": rows,
                     "exported_arch": str(export_arch) if export_arch else None,
                     "exported": exported,
+                    "retrained": [m.to_dict() for m in retrained_models(study_info(loaded))],
                 }
             )
         )
         return
     _print_best(loaded.study_name, names, rows, len(loaded.directions) > 1)
+    others = sorted(set(retrained) - {r["number"] for r in rows})
+    if others:
+        out.print(
+            "also retrained (not listed above): "
+            + ", ".join(f"#{n} test acc {retrained[n].test_accuracy:.4f}" for n in others)
+        )
     if export_arch is not None:
         out.print(f"wrote {export_arch} (train it: nasmlcn train --arch {export_arch})")
     if exported is not None:
@@ -105,7 +114,9 @@ def _print_best(study: str, names: list[str], rows: list[dict[str, Any]], multi:
 
     table = Table(title=f"{'Pareto front' if multi else 'best trials'} of {study}")
     inference = ("inference predicted", "inference measured")
-    for column in ("#", "lane mix", *names, "lanes", "memory", "imbalance", *inference):
+    # NASCaps' second stage: the test accuracy of trials `nasmlcn retrain` trained again
+    tested = ("retrained test acc",) if any(r.get("retrained") for r in rows) else ()
+    for column in ("#", "lane mix", *names, *tested, "lanes", "memory", "imbalance", *inference):
         table.add_column(
             column, overflow="fold", justify="left" if column == "lane mix" else "right"
         )
@@ -116,6 +127,7 @@ def _print_best(study: str, names: list[str], rows: list[dict[str, Any]], multi:
             str(row["number"]),
             row["lane_mix"] or row["lanes"] or "",
             *(f"{values.get(n, float('nan')):.4g}" for n in names),
+            *(_retrained_cell(row.get("retrained")) for _ in tested),
             str(row["num_lanes"]),
             format_bytes(predicted.get("peak_memory_bytes", 0)),
             f"{predicted.get('imbalance', 0):.1%}",
@@ -139,6 +151,17 @@ def _print_best(study: str, names: list[str], rows: list[dict[str, Any]], multi:
         )
 
 
+def _coefficient(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "-"
+
+
+def _retrained_cell(retrained: dict[str, Any] | None) -> str:
+    """``0.9012 (20 ep)``: a retrained model's test accuracy and epochs."""
+    if not retrained:
+        return "-"
+    return f"{retrained['test_accuracy']:.4f} ({retrained['epochs']} ep)"
+
+
 def _per_image(value: Any, unit: str, where: str | None = None) -> str:
     from nasmlcn.cli._options import format_time
 
@@ -156,7 +179,8 @@ def correlate(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """Early-epoch correlation (NASCaps Table 2): per epoch n, Pearson and Spearman
-    between accuracy after n epochs and after the last, over completed trials."""
+    between accuracy after n epochs and after the last, over completed trials; and,
+    where 'nasmlcn retrain' trained trials again, with their test accuracy."""
     from nasmlcn.search import correlation_report, first_epoch_reaching
     from nasmlcn.search._study_access import load_existing_study
 
@@ -165,6 +189,7 @@ def correlate(
     rows = list(report.correlations)
     first = first_epoch_reaching(rows, threshold)
     pruned, saved = report.pruned_trials, report.seconds_saved
+    retrained = {r.epoch: r.to_dict() for r in report.retrained}
     if as_json:
         print(
             json.dumps(
@@ -176,6 +201,13 @@ def correlate(
                     "first_epoch_reaching_threshold": first,
                     "pruned_trials": pruned,
                     "seconds_saved_by_pruning": saved,
+                    # vs the retrained test accuracy (null: no trial retrained)
+                    "retrained": {
+                        "trials": report.retrained[0].trials,
+                        "epochs": list(retrained.values()),
+                    }
+                    if report.retrained
+                    else None,
                 }
             )
         )
@@ -186,16 +218,24 @@ def correlate(
         title=f"accuracy after n epochs vs after the last, {rows[0].trials if rows else 0} "
         f"completed trials of {loaded.study_name}"
     )
-    for column in ("epoch", "Pearson r", "Spearman rho"):
+    vs_test: tuple[str, ...] = ("Pearson r vs retrained test", "Spearman rho vs retrained test")
+    vs_test = vs_test if report.retrained else ()
+    for column in ("epoch", "Pearson r", "Spearman rho", *vs_test):
         table.add_column(column, justify="right")
     for r in rows:
         d = r.to_dict()
+        test = retrained.get(r.epoch, {})
         table.add_row(
             str(r.epoch),
-            f"{d['pearson']:.3f}" if d["pearson"] is not None else "-",
-            f"{d['spearman']:.3f}" if d["spearman"] is not None else "-",
+            *(_coefficient(d[k]) for k in ("pearson", "spearman")),
+            *(_coefficient(test.get(k)) for k in ("pearson", "spearman") if vs_test),
         )
     out.print(table)
+    if report.retrained:
+        out.print(
+            f"vs retrained test: accuracy after search epoch n vs the test accuracy of the "
+            f"{report.retrained[0].trials} trial(s) 'nasmlcn retrain' trained again"
+        )
     if first is not None:
         out.print(f"first epoch with Spearman rho >= {threshold:g}: {first}")
     else:

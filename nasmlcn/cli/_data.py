@@ -27,6 +27,7 @@ def list_datasets(as_json: bool = typer.Option(False, "--json", help="Print JSON
                         "num_classes": r.num_classes,
                         "input_shape": list(r.input_shape),
                         "description": r.description,
+                        "normalization": r.normalization.to_dict() if r.normalization else None,
                     }
                     for r in rows
                 ]

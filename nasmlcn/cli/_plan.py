@@ -41,12 +41,17 @@ def plan(
     """Place lanes on devices: per device its lanes, load, time and memory; the
     makespan, the imbalance, and the makespan of the other strategies."""
     from nasmlcn.cli._options import cost_model_from_options, mlcn_from_options
+    from nasmlcn.costs._devices import devices_cost_model
     from nasmlcn.hardware import load_catalog, parse_devices
     from nasmlcn.planning import plan_model
 
     PLACERS.get(strategy)  # an unknown strategy fails before any work
     pool = parse_devices(devices, mem=mem, catalog=load_catalog(device_file))
     spec = mlcn_from_options(lanes, arch)
+    # devices that declare their cost model (capsacc) are planned with it
+    cost_model = devices_cost_model(
+        devices, cost_model, str(device_file) if device_file is not None else None
+    )
     model = cost_model_from_options(cost_model, calibration)
     result = plan_model(
         spec,

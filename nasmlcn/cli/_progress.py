@@ -113,6 +113,7 @@ class TrainProgress(ProgressDisplay, Callback):
         self.label = label
         self._start: TrainStart | None = None
         self._epoch_started = 0.0
+        self._epoch_batches = 1
 
     def on_train_start(self, start: TrainStart) -> None:
         self._start = start
@@ -129,14 +130,13 @@ class TrainProgress(ProgressDisplay, Callback):
         assert self._start is not None
         self.remove("epoch")
         self._epoch_started = time.perf_counter()
-        self.bar(
-            "epoch", f"epoch {epoch}/{self._start.epochs}", total=self._start.batches_per_epoch
-        )
+        self._epoch_batches = self._start.batches_of(epoch)
+        self.bar("epoch", f"epoch {epoch}/{self._start.epochs}", total=self._epoch_batches)
 
     def on_batch_end(self, epoch: int, batch: int, loss: float, accuracy: float) -> None:
         assert self._start is not None
         elapsed = time.perf_counter() - self._epoch_started
-        per_batch = -(-self._start.train_images // self._start.batches_per_epoch)
+        per_batch = -(-self._start.train_images // self._epoch_batches)
         images = min(batch * per_batch, self._start.train_images)
         rate = f"{images / elapsed:6.0f} img/s" if elapsed > 0 else ""
         self.bar("epoch", completed=batch, stats=f"loss {loss:.4f} acc {accuracy:.3f} {rate}")

@@ -33,9 +33,10 @@ def search(
     objectives: str | None = typer.Option(
         None,
         "--objectives",
-        help="accuracy[,latency,inference,memory,params]; several make a Pareto study "
+        help="accuracy[,latency,inference,memory,params,energy]; several make a Pareto study "
         "[default: accuracy]. latency: predicted training step time; inference: "
-        "predicted per-image inference latency (batch 1).",
+        "predicted per-image inference latency (batch 1); energy: per inference on "
+        "CapsAcc (--devices capsacc).",
     ),
     evaluator: str | None = typer.Option(
         None, "--evaluator", help="train (real training) or proxy (analytic stand-in)."

@@ -15,6 +15,7 @@ from nasmlcn.cli._options import one_of
 from nasmlcn.placement import PLACERS
 from nasmlcn.specs import DECODERS, DEFAULT_LANES, ROUTINGS
 from nasmlcn.training._augment import AUGMENTATIONS
+from nasmlcn.training._batch_policy import BATCH_POLICIES, DEFAULT_LR_POLICY
 from nasmlcn.training._schedules import LR_POLICIES
 
 
@@ -47,10 +48,17 @@ def train(
     epochs: int = typer.Option(10, "--epochs", min=1, help="Training epochs."),
     batch_size: int = typer.Option(100, "--batch-size", min=1, help="Training batch size."),
     lr: float = typer.Option(1e-3, "--lr", help="Initial Adam learning rate."),
-    lr_policy: str = typer.Option(
-        "one-cycle",
+    lr_policy: str | None = typer.Option(
+        None,
         "--lr-policy",
-        help=f"{_described(LR_POLICIES)} (a one-cycle run resumes but cannot be extended).",
+        help=f"{_described(LR_POLICIES)} (a one-cycle or phase-restarts run resumes but "
+        f"cannot be extended) [default: {DEFAULT_LR_POLICY}; with --batch-policy "
+        "warmadabatch: phase-restarts].",
+    ),
+    batch_policy: str = typer.Option(
+        "fixed",
+        "--batch-policy",
+        help=f"Batch size per epoch: {_described(BATCH_POLICIES)}.",
     ),
     augment: str = typer.Option(
         "none",
@@ -63,6 +71,12 @@ def train(
     decoder: str | None = typer.Option(None, "--decoder", help=f"Decoder: {one_of(DECODERS)}."),
     lane_dropout: float | None = typer.Option(
         None, "--lane-dropout", help="Lane dropout probability."
+    ),
+    weight_sharing: bool | None = typer.Option(
+        None,
+        "--weight-sharing/--no-weight-sharing",
+        help="Share each capsule channel's vote transform over its positions (FasTrCaps; "
+        "CapsNet 8.2 M -> 6.8 M parameters) [default: off, or as in --arch].",
     ),
     train_limit: int | None = typer.Option(
         None, "--train-limit", min=1, help="Use N training images."
@@ -130,6 +144,7 @@ def train(
     from nasmlcn.parallel._job import train_job
     from nasmlcn.parallel._launch import reports_here
     from nasmlcn.training import TrainConfig, TrainJob
+    from nasmlcn.training._batch_policy import default_lr_policy
     from nasmlcn.training._job import resolve_arch
 
     spec = resolve_arch(
@@ -140,12 +155,14 @@ def train(
         routing=routing,
         decoder=decoder,
         lane_dropout=lane_dropout,
+        weight_sharing=weight_sharing,
     )
     config = TrainConfig(
         epochs=epochs,
         batch_size=batch_size,
         lr=lr,
-        lr_policy=lr_policy,
+        lr_policy=lr_policy or default_lr_policy(batch_policy),
+        batch_policy=batch_policy,
         seed=seed,
         device=device,
         augment=augment,
@@ -166,6 +183,8 @@ def train(
     )
     reporting = reports_here()
     title = f"training {spec.describe()} on {dataset}, {epochs} epochs, batch {batch_size}"
+    if batch_policy != "fixed":
+        title += f" ({batch_policy}, lr {config.lr_policy})"
     if augment != "none":
         title += f", augment {augment}"
     with contextlib.ExitStack() as stack:

@@ -2,15 +2,17 @@
 per-image inference time.
 
 Built-ins: ``analytic`` (default, from the layer shapes), ``thesis`` (equations
-5.1 and 6.1 as published) and ``calibrated`` (fitted to this machine by
-``nasmlcn calibrate``). :func:`get_cost_model` builds one by name.
+5.1 and 6.1 as published), ``calibrated`` (fitted to this machine by
+``nasmlcn calibrate``) and ``capsacc`` (the CapsAcc accelerator of NASCaps, the
+cost model of ``--devices capsacc``). :func:`get_cost_model` builds one by name.
+``TARGETS`` holds the accelerators ``nasmlcn estimate --target`` models per layer.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from nasmlcn.costs import _analytic, _calibrated, _thesis  # noqa: F401  (register built-ins)
+from nasmlcn.costs import _analytic, _calibrated, _capsacc, _thesis  # noqa: F401  (built-ins)
 from nasmlcn.costs._base import (
     COST_MODELS,
     INFERENCE_BATCH_SIZE,
@@ -19,22 +21,39 @@ from nasmlcn.costs._base import (
     LaneCost,
     ModelCost,
 )
+from nasmlcn.costs._capsacc import (
+    CAPSACC,
+    CapsAcc,
+    CapsAccEstimate,
+    CapsAccLayer,
+    LayerEstimate,
+    estimate_capsacc,
+)
 from nasmlcn.costs._context import CostContext
 from nasmlcn.costs._profile import HeadProfile, LaneProfile, head_profile, lane_profile
+from nasmlcn.costs._targets import TARGETS, Target
 
 DEFAULT_COST_MODEL = "analytic"
 
 __all__ = [
+    "CAPSACC",
     "COST_MODELS",
     "DEFAULT_COST_MODEL",
     "INFERENCE_BATCH_SIZE",
+    "TARGETS",
+    "CapsAcc",
+    "CapsAccEstimate",
+    "CapsAccLayer",
     "CostContext",
     "CostModel",
     "HeadCost",
     "HeadProfile",
     "LaneCost",
     "LaneProfile",
+    "LayerEstimate",
     "ModelCost",
+    "Target",
+    "estimate_capsacc",
     "get_cost_model",
     "head_profile",
     "lane_profile",

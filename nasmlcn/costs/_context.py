@@ -23,6 +23,8 @@ class CostContext:
         routing_iterations: Dynamic routing iterations.
         decoder: ``full``, ``reduced`` or ``none`` (the head's cost).
         batch_size: Training batch size (memory and step time are per step).
+        weight_sharing: Vote transforms shared per capsule channel (FasTrCaps
+            Alg. 4): fewer parameters, the same FLOPs.
     """
 
     input_shape: tuple[int, int, int] = (1, 28, 28)
@@ -31,6 +33,7 @@ class CostContext:
     routing_iterations: int = 3
     decoder: str = "full"
     batch_size: int = 100
+    weight_sharing: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "input_shape", tuple(int(v) for v in self.input_shape))
@@ -50,6 +53,7 @@ class CostContext:
             routing_iterations=spec.routing_iterations,
             decoder=spec.decoder,
             batch_size=batch_size,
+            weight_sharing=spec.weight_sharing,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -60,4 +64,5 @@ class CostContext:
             "routing_iterations": self.routing_iterations,
             "decoder": self.decoder,
             "batch_size": self.batch_size,
+            **({"weight_sharing": True} if self.weight_sharing else {}),
         }

@@ -78,7 +78,9 @@ def lane_profile(lane: LaneSpec, ctx: CostContext) -> LaneProfile:
     d = layout.capsule_dim
     n = layout.num_primary
     params = sum(c.params for c in layout.convs)
-    params += n * d * k_out
+    # one (d x K) vote transform per primary capsule, or per capsule channel when
+    # shared over the grid's positions (FasTrCaps Alg. 4; the votes cost the same)
+    params += (layout.feature_shapes[-1][0] // d if ctx.weight_sharing else n) * d * k_out
 
     channels, h, w = ctx.input_shape
     image = channels * h * w

@@ -312,6 +312,7 @@ def study_note(study: optuna.Study, figure_titles: Sequence[str]) -> str:
             lines.append(f"- {label}: {config[key]}")
     if info.get("accuracy_is_proxy"):
         lines.append("- **accuracy is a proxy** (analytic stand-in, no training)")
+    lines += _retrained_lines(info)
     lines += [
         "",
         "Every trial's note holds its architecture, placement and per-epoch accuracy.",
@@ -319,3 +320,27 @@ def study_note(study: optuna.Study, figure_titles: Sequence[str]) -> str:
         "Export a report: `nasmlcn export --study " + study.study_name + "`.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _retrained_lines(info: Mapping[str, Any]) -> list[str]:
+    """The models ``nasmlcn retrain`` trained again, as a Markdown table (none: no lines)."""
+    from nasmlcn.search._retrain import retrained_models
+
+    models = retrained_models(info)
+    if not models:
+        return []
+    lines = [
+        "",
+        "#### Retrained (`nasmlcn retrain`)",
+        "",
+        "| trial | dataset | search val acc | epochs | test acc | params | train img/s "
+        "| inference img/s |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for m in models:
+        lines.append(
+            f"| {m.number} | {_cell(m.dataset)} | {_fmt(m.search_accuracy)} | {m.epochs} "
+            f"| {m.test_accuracy:.4f} | {m.params:,} | {m.train_images_per_second:.0f} "
+            f"| {m.inference_images_per_second:.0f} (batch {m.inference_batch_size}) |"
+        )
+    return lines

@@ -101,6 +101,9 @@ def render_report(
     study = data.study
     sections = []
     nav = ['<a href="#summary">summary</a>', '<a href="#best">best trials</a>']
+    retrained = _retrained_section(data)
+    if retrained:
+        nav.append('<a href="#retrained">retrained</a>')
     for spec in specs:
         fig = figures.get(spec.name)
         if fig is None:
@@ -154,6 +157,7 @@ def render_report(
             "</header><nav>" + "".join(nav) + "</nav><main>",
             _summary_section(data),
             _best_section(data),
+            retrained,
             *sections,
             f"</main><footer>{footer}</footer></body></html>\n",
         ]
@@ -275,6 +279,58 @@ def _time(value: Any, unit: str) -> str:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "-"
     return f"{value * 1e3:.3g} ms" if unit == "s" else f"{value:.4g} {_e(unit)}"
+
+
+def _retrained_section(data: ReportData) -> str:
+    """The trials ``nasmlcn retrain`` trained again, and how well the search's
+    early epochs predicted their test accuracy (empty: none retrained)."""
+    from nasmlcn.search._retrain import (
+        retrained_correlations,
+        retrained_models,
+        search_dataset,
+    )
+
+    models = retrained_models(data.study.info)
+    if not models:
+        return ""
+    heads = (
+        "#", "dataset", "lanes", "search val acc", "epochs", "test acc", "test images",
+        "params", "train img/s", "inference img/s", "weights",
+    )  # fmt: skip
+    head = "".join(f"<th>{_e(h)}</th>" for h in heads)
+    body = "".join(
+        f"<tr><td>{m.number}</td><td class='text'>{_e(m.dataset)}</td>"
+        f'<td class="mono">{_e(m.lanes)}</td><td>{_num(m.search_accuracy)}</td>'
+        f"<td>{m.epochs}</td><td>{m.test_accuracy:.4f}</td><td>{m.test_images}</td>"
+        f"<td>{m.params:,}</td><td>{m.train_images_per_second:.0f}</td>"
+        f"<td>{m.inference_images_per_second:.0f} (batch {m.inference_batch_size})</td>"
+        f'<td class="mono">{_e(m.weights)}</td></tr>'
+        for m in models
+    )
+    dataset = search_dataset(data.study.info)
+    curves = {r.number: r.accuracy_per_epoch for r in data.study.complete}
+    rows = retrained_correlations(curves, [m for m in models if m.dataset == dataset])
+    table = ""
+    if rows:
+        cells = "".join(
+            f"<tr><td>{c.epoch}</td><td>{c.trials}</td><td>{_num(c.pearson, 3)}</td>"
+            f"<td>{_num(c.spearman, 3)}</td></tr>"
+            for c in rows
+        )
+        table = (
+            '<p class="desc">Correlation between the validation accuracy after search epoch '
+            "n and the retrained test accuracy, over the retrained trials (NASCaps Table 2 "
+            "with the retrained model as the fully trained one; <code>nasmlcn correlate"
+            "</code>).</p><table><thead><tr><th>epoch n</th><th>trials</th><th>Pearson r"
+            f"</th><th>Spearman ρ</th></tr></thead><tbody>{cells}</tbody></table>"
+        )
+    return (
+        '<section id="retrained"><h2>Retrained</h2><p class="desc">Trials trained again '
+        "and tested by <code>nasmlcn retrain</code> (NASCaps' second stage): test accuracy "
+        "on the test set the search never used, parameters, training and inference "
+        "throughput (images/s, inference forward only), and the weights written.</p>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{table}</section>"
+    )
 
 
 def _correlation_section(data: ReportData) -> str:

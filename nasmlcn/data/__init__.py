@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from nasmlcn.data import _synthetic, _torchvision  # noqa: F401  (register built-ins)
+from nasmlcn.data._normalize import Normalization
 from nasmlcn.data._registry import DATA_DIR_ENV, DATASETS, DatasetInfo, default_data_dir
 from nasmlcn.data._resolve import load_splits, prepare_dataset, resolve_data_dir
 
@@ -19,6 +20,7 @@ __all__ = [
     "DATA_DIR_ENV",
     "DataSplits",
     "DatasetInfo",
+    "Normalization",
     "RawData",
     "Split",
     "default_data_dir",

@@ -11,6 +11,7 @@ from nasmlcn._paths import cache_path
 from nasmlcn.registry import Registry
 
 if TYPE_CHECKING:
+    from nasmlcn.data._normalize import Normalization
     from nasmlcn.data._splits import RawData
 
 DATA_DIR_ENV = "NASMLCN_DATA_DIR"
@@ -35,6 +36,9 @@ class DatasetInfo:
             are missing and cannot be fetched.
         prepare: ``prepare(data_dir, download)`` makes the files loadable (unpack,
             download) without reading them; returns a line saying what it did.
+        normalization: Per-channel mean/std that model inputs are normalised with
+            (the colour sets' published training-split constants); None: the
+            images go to the model in [0, 1] (the grey sets).
     """
 
     name: str
@@ -43,6 +47,7 @@ class DatasetInfo:
     description: str
     load: Callable[[Path, bool], RawData]
     prepare: Callable[[Path, bool], str]
+    normalization: Normalization | None = None
 
 
 DATASETS: Registry[DatasetInfo] = Registry("dataset")

@@ -43,7 +43,8 @@ def load_splits(
     val_limit: int | None = None,
     test_limit: int | None = None,
 ) -> DataSplits:
-    """Loads ``name`` and splits it (see :func:`nasmlcn.data._splits.make_splits`)."""
+    """Loads ``name`` and splits it (see :func:`nasmlcn.data._splits.make_splits`);
+    the splits carry the dataset's normalisation."""
     from nasmlcn.data._splits import make_splits
 
     info = DATASETS.get(name)
@@ -62,4 +63,5 @@ def load_splits(
         train_limit=train_limit,
         val_limit=val_limit,
         test_limit=test_limit,
+        normalization=info.normalization,
     )

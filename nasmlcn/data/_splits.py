@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
+from nasmlcn.data._normalize import Normalization
 from nasmlcn.errors import DatasetError
 
 
@@ -22,10 +23,17 @@ class RawData:
 
 @dataclass(frozen=True)
 class Split:
-    """One split: uint8 images ``(N, C, H, W)`` and int64 labels ``(N,)``."""
+    """One split: uint8 images ``(N, C, H, W)`` and int64 labels ``(N,)``.
+
+    ``normalization`` is the dataset's per-channel normalisation (None for the grey
+    sets): :meth:`batches` yields images in [0, 1] (what the decoder reconstructs
+    and what augmentations transform), :meth:`inputs` turns such a batch into what
+    a model is given.
+    """
 
     images: torch.Tensor
     labels: torch.Tensor
+    normalization: Normalization | None = field(default=None, kw_only=True)
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
@@ -45,6 +53,13 @@ class Split:
                 x, y = self.images[idx], self.labels[idx]
             yield x.float().div_(255.0), y
 
+    def inputs(self, images: torch.Tensor) -> torch.Tensor:
+        """A model's input for ``images`` ``(B, C, H, W)`` in [0, 1]: normalised per
+        channel for a colour dataset, unchanged otherwise."""
+        if self.normalization is None:
+            return images
+        return self.normalization.apply(images)
+
 
 @dataclass(frozen=True)
 class DataSplits:
@@ -63,13 +78,14 @@ def make_splits(
     train_limit: int | None = None,
     val_limit: int | None = None,
     test_limit: int | None = None,
+    normalization: Normalization | None = None,
 ) -> DataSplits:
     """Splits the training set into train/validation with a seeded permutation.
 
     The validation split is ``val_fraction`` of the training set, chosen by
     ``seed``; the test set is kept whole for final reporting. Limits take the first
     N of each split (after the seeded shuffle), so a limited run is a subset of the
-    full one.
+    full one. Every split carries ``normalization`` (the dataset's).
     """
     n = int(raw.train_labels.shape[0])
     if not 0 < val_fraction < 1:
@@ -83,7 +99,11 @@ def make_splits(
     val_idx = val_idx[:val_limit] if val_limit else val_idx
     test_n = min(test_limit, len(raw.test_labels)) if test_limit else len(raw.test_labels)
     return DataSplits(
-        train=Split(raw.train_images[train_idx], raw.train_labels[train_idx]),
-        val=Split(raw.train_images[val_idx], raw.train_labels[val_idx]),
-        test=Split(raw.test_images[:test_n], raw.test_labels[:test_n]),
+        train=Split(
+            raw.train_images[train_idx], raw.train_labels[train_idx], normalization=normalization
+        ),
+        val=Split(
+            raw.train_images[val_idx], raw.train_labels[val_idx], normalization=normalization
+        ),
+        test=Split(raw.test_images[:test_n], raw.test_labels[:test_n], normalization=normalization),
     )

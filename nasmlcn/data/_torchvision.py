@@ -1,9 +1,14 @@
-"""Fashion-MNIST, MNIST and CIFAR-10 through torchvision's own dataset classes.
+"""Fashion-MNIST, MNIST, CIFAR-10 and SVHN through torchvision's own dataset classes.
 
-Files are looked for under ``<data_dir>/<Class>/raw`` (torchvision's layout). For
+Files are looked for where torchvision puts them: ``<data_dir>/<Class>/raw`` for
+the IDX sets, ``<data_dir>/cifar-10-batches-py`` for CIFAR-10 and
+``<data_dir>/SVHN/{train,test}_32x32.mat`` for SVHN (read with scipy). For
 Fashion-MNIST, Debian's ``dataset-fashion-mnist`` package is used when present:
 its four ``.gz`` files are unpacked into the data directory once. Otherwise
 torchvision downloads the files where a network exists.
+
+The colour sets declare their per-channel normalisation (published training-split
+constants, :mod:`nasmlcn.data._normalize`); the grey sets declare none.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nasmlcn.data._normalize import CIFAR10_NORMALIZATION, SVHN_NORMALIZATION
 from nasmlcn.data._registry import DATASETS, DatasetInfo
 from nasmlcn.errors import DatasetError
 
@@ -30,6 +36,8 @@ IDX_FILES = (
     "t10k-labels-idx1-ubyte",
 )
 CIFAR10_FILES = (*tuple(f"data_batch_{i}" for i in range(1, 6)), "test_batch", "batches.meta")
+SVHN_DIR = "SVHN"
+SVHN_FILES = ("train_32x32.mat", "test_32x32.mat")
 
 
 def debian_fashion_mnist_dir() -> Path:
@@ -52,13 +60,21 @@ def _unpack_gz(sources: list[Path], target_dir: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _download(class_name: str, data_dir: Path, pretty: str, looked_for: Path) -> None:
+def _download(
+    class_name: str,
+    data_dir: Path,
+    pretty: str,
+    looked_for: Path,
+    splits: tuple[dict[str, object], ...] = ({"train": True}, {"train": False}),
+) -> None:
+    """Has torchvision's ``class_name`` download every one of ``splits`` (its
+    constructor's split arguments) into ``data_dir``."""
     from torchvision import datasets
 
     cls = getattr(datasets, class_name)
     try:
-        cls(str(data_dir), train=True, download=True)
-        cls(str(data_dir), train=False, download=True)
+        for split in splits:
+            cls(str(data_dir), download=True, **split)
     except Exception as err:  # network errors come in many types
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise DatasetError(
@@ -163,6 +179,45 @@ def _load_cifar10(data_dir: Path, download: bool) -> RawData:
     )
 
 
+def _prepare_svhn(data_dir: Path, download: bool) -> str:
+    folder = data_dir / SVHN_DIR
+    if all((folder / f).is_file() for f in SVHN_FILES):
+        return f"SVHN: found in {folder}"
+    if download:
+        folder.mkdir(parents=True, exist_ok=True)
+        _download("SVHN", folder, "SVHN", folder, ({"split": "train"}, {"split": "test"}))
+        return f"SVHN: downloaded into {folder}"
+    raise DatasetError(
+        f"SVHN is not in {str(folder)!r} (expected {', '.join(SVHN_FILES)}); "
+        "put the .mat files there, or allow downloading"
+    )
+
+
+def _load_svhn(data_dir: Path, download: bool) -> RawData:
+    import torch
+    from torchvision import datasets
+
+    from nasmlcn.data._splits import RawData
+
+    _prepare_svhn(data_dir, download)
+    folder = str(data_dir / SVHN_DIR)
+    try:
+        # torchvision maps the files' label 10 (the digit 0) to 0, and the .mat's
+        # (32, 32, 3, N) array to (N, 3, 32, 32).
+        train = datasets.SVHN(folder, split="train", download=False)
+        test = datasets.SVHN(folder, split="test", download=False)
+    except Exception as err:
+        raise DatasetError(f"cannot read SVHN from {folder!r}: {err}") from None
+
+    def images(ds: datasets.SVHN) -> torch.Tensor:
+        return torch.from_numpy(ds.data).contiguous()  # (N, 3, 32, 32) uint8
+
+    def labels(ds: datasets.SVHN) -> torch.Tensor:
+        return torch.from_numpy(ds.labels).long()  # (N,) in 0..9
+
+    return RawData(images(train), labels(train), images(test), labels(test))
+
+
 DATASETS.register(
     "fashion-mnist",
     DatasetInfo(
@@ -186,8 +241,21 @@ DATASETS.register(
         "cifar10",
         10,
         (3, 32, 32),
-        "CIFAR-10, 50k/10k 32x32 colour",
+        "CIFAR-10, 50k/10k 32x32 colour, normalised per channel",
         _load_cifar10,
         _prepare_cifar10,
+        CIFAR10_NORMALIZATION,
+    ),
+)
+DATASETS.register(
+    "svhn",
+    DatasetInfo(
+        "svhn",
+        10,
+        (3, 32, 32),
+        "SVHN street-view digits (train/test .mat), 73k/26k 32x32 colour, normalised per channel",
+        _load_svhn,
+        _prepare_svhn,
+        SVHN_NORMALIZATION,
     ),
 )

@@ -22,7 +22,7 @@ from nasmlcn.registry import did_you_mean
 #: The built-in device file, a resource of this package (an ``importlib.resources``
 #: Traversable; ``resources.as_file`` gives a path on disk).
 BUILTIN_CATALOG = resources.files("nasmlcn.hardware").joinpath("devices.toml")
-_FIELDS = ("memory", "peak_flops", "bandwidth", "speed", "source")
+_FIELDS = ("memory", "peak_flops", "bandwidth", "speed", "source", "cost_model")
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,9 @@ class DeviceKind:
         bandwidth_bytes_per_s: Memory bandwidth.
         speed: Relative training throughput, K80 = 1.0.
         source: Where the figures come from.
+        cost_model: The cost model that predicts lane costs on this kind (its
+            registered name, e.g. ``capsacc``), or ``""``: the search's
+            ``--cost-model`` (default ``analytic``).
     """
 
     name: str
@@ -44,6 +47,7 @@ class DeviceKind:
     bandwidth_bytes_per_s: float
     speed: float
     source: str = ""
+    cost_model: str = ""
 
     def __post_init__(self) -> None:
         for field in ("peak_flops", "bandwidth_bytes_per_s", "speed"):
@@ -74,6 +78,7 @@ class DeviceKind:
             "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
             "speed": self.speed,
             "source": self.source,
+            "cost_model": self.cost_model,
         }
 
 
@@ -143,6 +148,7 @@ def parse_catalog(data: Mapping[str, Any], origin: str) -> Catalog:
                 bandwidth_bytes_per_s=entry["bandwidth"],
                 speed=entry["speed"],
                 source=str(entry.get("source", "")),
+                cost_model=str(entry.get("cost_model", "")),
             )
         except DeviceError as err:
             raise DeviceError(f"{origin}: {err}") from None

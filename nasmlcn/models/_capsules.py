@@ -60,6 +60,24 @@ def votes(u: torch.Tensor, weight: torch.Tensor, out_capsules: int) -> torch.Ten
     return torch.bmm(u, weight).view(n, b, out_capsules, -1)  # (N, B, K, D)
 
 
+def shared_transforms(weight: torch.Tensor, positions: int) -> torch.Tensor:
+    """Weight sharing (FasTrCaps sec. IV-D, Alg. 4): one transform per capsule
+    channel, used by that channel's capsule at every position of the grid.
+
+    Args:
+        weight: One transform per capsule channel ``(G, d, K * D)``.
+        positions: Positions of the grid (``H * W``).
+
+    Returns:
+        One transform per primary capsule ``(N, d, K * D)`` with ``N = positions * G``,
+        in :func:`primary_capsules`' position-major order (capsule ``p * G + g`` gets
+        ``weight[g]``), for :func:`votes`. A copy of the weights (not of the batch),
+        so the votes are computed exactly as without sharing; the gradient of each
+        shared transform is the sum over its positions.
+    """
+    return weight.repeat(positions, 1, 1)  # (N, d, K*D)
+
+
 def dynamic_routing(u_hat: torch.Tensor, iterations: int) -> torch.Tensor:
     """Routing by agreement, vectorised over capsules and batch.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from nasmlcn.models._capsules import dynamic_routing, primary_capsules, votes
+from nasmlcn.models._capsules import dynamic_routing, primary_capsules, shared_transforms, votes
 from nasmlcn.models._conv import channels_last, conv_layers
 from nasmlcn.specs import LaneSpec
 
@@ -21,6 +21,9 @@ class Lane(nn.Module):
             K-D capsule (the reference code); or ``classwise`` — they route to K
             1-D capsules with a softmax over classes.
         routing_iterations: Routing iterations.
+        weight_sharing: One vote transform per capsule channel, shared by its
+            capsules at every position (FasTrCaps Alg. 4), instead of one per
+            primary capsule.
 
     The forward pass returns ``(B, K)``: lane ``l``'s entry ``k`` becomes dimension
     ``l`` of class capsule ``k``.
@@ -33,6 +36,7 @@ class Lane(nn.Module):
         num_classes: int,
         routing: str,
         routing_iterations: int,
+        weight_sharing: bool = False,
     ) -> None:
         super().__init__()
         if routing not in ("vector", "classwise"):
@@ -47,17 +51,26 @@ class Lane(nn.Module):
         self.convs = conv_layers(layout.convs)
         # One (capsule_dim x K) transform per primary capsule; both routings use the
         # same weights, only how the K outputs are grouped into capsules differs.
+        # With weight sharing, one per capsule channel (C/8 of them), shared by the
+        # channel's capsules at all H*W positions.
+        channels = layout.feature_shapes[-1][0] // layout.capsule_dim
+        self.positions = self.num_primary // channels if weight_sharing else 0
         self.weight = nn.Parameter(
-            torch.randn(self.num_primary, self.capsule_dim, num_classes)
+            torch.randn(
+                channels if weight_sharing else self.num_primary, self.capsule_dim, num_classes
+            )
             * init_scale(self.num_primary)
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         u = primary_capsules(self.convs(channels_last(x)), self.capsule_dim)  # (N, B, 8)
+        weight: torch.Tensor = self.weight  # (N, 8, K), or (C/8, 8, K) shared
+        if self.positions:
+            weight = shared_transforms(weight, self.positions)  # (N, 8, K)
         if self.routing == "vector":
-            u_hat = votes(u, self.weight, 1)  # (N, B, 1, K)
+            u_hat = votes(u, weight, 1)  # (N, B, 1, K)
             return dynamic_routing(u_hat, self.routing_iterations)[:, 0, :]  # (B, K)
-        u_hat = votes(u, self.weight, self.num_classes)  # (N, B, K, 1)
+        u_hat = votes(u, weight, self.num_classes)  # (N, B, K, 1)
         return dynamic_routing(u_hat, self.routing_iterations)[:, :, 0]  # (B, K)
 
 

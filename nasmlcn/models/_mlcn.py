@@ -39,7 +39,14 @@ class MLCN(nn.Module):
         super().__init__()
         self.spec = spec
         self.lanes = nn.ModuleList(
-            Lane(lane, spec.input_shape, spec.num_classes, spec.routing, spec.routing_iterations)
+            Lane(
+                lane,
+                spec.input_shape,
+                spec.num_classes,
+                spec.routing,
+                spec.routing_iterations,
+                spec.weight_sharing,
+            )
             for lane in spec.lanes
         )
         self.capsule_head = CapsuleHead(

@@ -151,7 +151,7 @@ class ShardedSplit(Split):
 
     @classmethod
     def of(cls, split: Split, rank: int, world_size: int) -> ShardedSplit:
-        return cls(split.images, split.labels, rank, world_size)
+        return cls(split.images, split.labels, rank, world_size, normalization=split.normalization)
 
     def batches(
         self, batch_size: int, *, generator: torch.Generator | None = None

@@ -268,6 +268,7 @@ def train_rank(
     import torch
 
     from nasmlcn.data import DataSplits
+    from nasmlcn.data._normalize import normalization_record
     from nasmlcn.models import MLCN
     from nasmlcn.parallel._ddp import ShardedSplit, data_parallel
     from nasmlcn.parallel._distributed import DistributedMLCN
@@ -322,7 +323,10 @@ def train_rank(
             model=run.model,
             epoch=len(run.history),
             history=[h.to_dict() for h in run.history],
-            train_config=config.to_dict(),
+            train_config={
+                **config.to_dict(),
+                "normalization": normalization_record(splits.train.normalization),
+            },
         )
     result = ParallelReport(
         run.report(job.dataset, label, out),

@@ -1,8 +1,10 @@
 """The search (pure Python; the ``train`` evaluator imports torch when it runs).
 
 :func:`run_search` runs an Optuna study over a search space for target devices;
-:class:`SearchConfig` describes one. Registries: ``SAMPLERS``, ``OBJECTIVES``,
-``EVALUATORS`` and ``SPACE_KINDS`` (in :mod:`nasmlcn.search.spaces`).
+:class:`SearchConfig` describes one; :func:`retrain_study` trains a study's Pareto
+front or best trials again and tests them (NASCaps' second stage). Registries:
+``SAMPLERS``, ``OBJECTIVES``, ``EVALUATORS`` and ``SPACE_KINDS`` (in
+:mod:`nasmlcn.search.spaces`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from nasmlcn.search._correlation import (
     CorrelationPruner,
     EpochCorrelation,
     epoch_correlations,
+    final_correlations,
     first_epoch_reaching,
 )
 from nasmlcn.search._evaluator import (
@@ -39,6 +42,14 @@ from nasmlcn.search._results import (
     correlation_report,
     is_feasible,
     summarize,
+)
+from nasmlcn.search._retrain import (
+    RetrainedModel,
+    RetrainObserver,
+    RetrainOptions,
+    RetrainReport,
+    retrain_study,
+    retrained_models,
 )
 from nasmlcn.search._runner import (
     SearchObserver,
@@ -71,6 +82,10 @@ __all__ = [
     "Objective",
     "ProxyEvaluator",
     "PruneTrial",
+    "RetrainObserver",
+    "RetrainOptions",
+    "RetrainReport",
+    "RetrainedModel",
     "SearchConfig",
     "SearchObserver",
     "SearchResult",
@@ -84,12 +99,15 @@ __all__ = [
     "epoch_correlations",
     "expand_sweep",
     "export_best",
+    "final_correlations",
     "first_epoch_reaching",
     "is_feasible",
     "load_recipe",
     "open_storage",
     "open_study",
     "proxy_accuracy",
+    "retrain_study",
+    "retrained_models",
     "run_search",
     "run_workers",
     "setup_search",

@@ -2,7 +2,9 @@
 
 For every epoch ``n``, how well does the accuracy after ``n`` epochs rank trials
 like the accuracy after the last epoch? :func:`epoch_correlations` measures it
-over completed trials (Pearson and Spearman); :class:`CorrelationPruner` stops a
+over completed trials (Pearson and Spearman), :func:`final_correlations` against
+any final accuracy (the test accuracy of the models ``nasmlcn retrain`` trained
+again, NASCaps's "full training"); :class:`CorrelationPruner` stops a
 trial at epoch ``n`` only when enough trials have finished, the measured rank
 correlation at ``n`` reaches a threshold, and the trial is below a percentile of
 the finished trials at ``n``. It works the same for single- and multi-objective
@@ -41,6 +43,15 @@ def _finite_or_none(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _common_length(curves: Sequence[Sequence[float]]) -> list[int]:
+    """Indices of the curves of the most common length (the longest on a tie)."""
+    lengths = [len(c) for c in curves if c]
+    if not lengths:
+        return []
+    length = max(set(lengths), key=lambda n: (lengths.count(n), n))
+    return [i for i, c in enumerate(curves) if len(c) == length]
+
+
 def epoch_correlations(curves: Sequence[Sequence[float]]) -> list[EpochCorrelation]:
     """Per epoch, Pearson and Spearman of accuracy at that epoch vs at the last.
 
@@ -49,14 +60,32 @@ def epoch_correlations(curves: Sequence[Sequence[float]]) -> list[EpochCorrelati
             only curves of the most common length are used (a study's epochs are
             fixed, so this drops nothing in practice).
     """
-    if not curves:
+    full = [curves[i] for i in _common_length(curves)]
+    return final_correlations(full, [c[-1] for c in full])
+
+
+def final_correlations(
+    curves: Sequence[Sequence[float]], finals: Sequence[float]
+) -> list[EpochCorrelation]:
+    """Per epoch ``n``, Pearson and Spearman over trials between the accuracy after
+    ``n`` epochs and the trial's final accuracy (NASCaps Table 2: the accuracy
+    "after a full training"; :func:`epoch_correlations` takes the search's own
+    last epoch, ``nasmlcn retrain`` the retrained model's test accuracy).
+
+    Args:
+        curves: Per trial, its validation accuracy after every epoch; only curves
+            of the most common length are used.
+        finals: Per trial (same order), its final accuracy.
+    """
+    if len(curves) != len(finals):
+        raise ValueError(f"{len(curves)} curves but {len(finals)} final accuracies")
+    keep = _common_length(curves)
+    full = [list(curves[i]) for i in keep]
+    last = [float(finals[i]) for i in keep]
+    if not full:
         return []
-    lengths = [len(c) for c in curves]
-    length = max(set(lengths), key=lambda n: (lengths.count(n), n))
-    full = [list(c) for c in curves if len(c) == length]
-    last = [c[-1] for c in full]
     out = []
-    for n in range(1, length + 1):
+    for n in range(1, len(full[0]) + 1):
         at_n = [c[n - 1] for c in full]
         if len(full) < 2:  # no correlation of one trial
             out.append(EpochCorrelation(n, len(full), math.nan, math.nan))

@@ -37,6 +37,9 @@ class EvalJob:
         epochs: Epochs to train.
         batch_size: Training batch size.
         lr: Initial learning rate.
+        lr_policy: Learning-rate policy (``nasmlcn.training.LR_POLICIES``); None:
+            the batch policy's own, else the trainer's default.
+        batch_policy: Batch-size policy (``nasmlcn.training.BATCH_POLICIES``).
         assignment: Lane -> target device index (for lane-parallel training).
         checkpoint_path: Where to write a checkpoint after every epoch (evaluators
             with ``checkpoints = True``; None: nowhere).
@@ -49,6 +52,8 @@ class EvalJob:
     epochs: int
     batch_size: int = 100
     lr: float = 1e-3
+    lr_policy: str | None = None
+    batch_policy: str = "fixed"
     assignment: tuple[int, ...] = ()
     checkpoint_path: str | None = None
     resume: bool = False

@@ -94,4 +94,7 @@ def _train_command(
     ]
     if "lr" in trial.params:
         command += ["--lr", repr(float(trial.params["lr"]))]
+    for key in ("lr_policy", "batch_policy"):  # where the space searched them
+        if key in trial.params:
+            command += [f"--{key.replace('_', '-')}", str(trial.params[key])]
     return command

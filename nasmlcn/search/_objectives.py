@@ -10,6 +10,15 @@ class capsules on the head device, without the decoder. Both are in the cost
 model's time unit (seconds for ``analytic`` and ``calibrated``). The ``train``
 evaluator also *measures* inference latency on the device that trained the
 model; that figure is stored on the trial, never used as an objective.
+
+``energy`` is the energy of one inference, in mJ, which only the ``capsacc``
+cost model predicts (NASCaps eq. 7; every lane's layers, the devices' sums). It
+is refused with any other cost model rather than guessed: GPUs' catalog entries
+carry no power figures. ``--devices capsacc`` selects that model, and there a
+NASCaps search is ``--objectives accuracy,energy,inference,memory``: on CapsAcc
+``inference`` is NASCaps' latency, ``memory`` its weight memory (MiB here, KiB
+there) and ``latency`` that latency times the batch size (a "step" of an
+inference-only accelerator), so either ranks models the same at a fixed batch.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nasmlcn.errors import SearchError
 from nasmlcn.registry import Registry
 
 if TYPE_CHECKING:
@@ -39,6 +49,7 @@ class Objective:
         value: ``value(plan, evaluation)``; ``evaluation`` is None when no
             objective needs training.
         description: One line for listings.
+        cost_models: The cost models whose plans it is defined for (empty: all).
     """
 
     name: str
@@ -47,6 +58,25 @@ class Objective:
     needs_training: bool
     value: Callable[[Plan, Evaluation | None], float]
     description: str
+    cost_models: tuple[str, ...] = ()
+
+
+def check_cost_model(objectives: tuple[str, ...], cost_model: str) -> None:
+    """Every named objective (unknown names are left to the search's setup) is
+    defined for ``cost_model``.
+
+    Raises:
+        SearchError: One is not; the message names the cost models it needs.
+    """
+    for name in objectives:
+        if name not in OBJECTIVES:
+            continue
+        needs = OBJECTIVES.get(name).cost_models
+        if needs and cost_model not in needs:
+            raise SearchError(
+                f"objective {name!r} needs cost model {' or '.join(needs)}, not {cost_model!r}: "
+                f"use --devices {needs[0]} (a device with that cost model) or --cost-model {needs[0]}"
+            )
 
 
 OBJECTIVES: Registry[Objective] = Registry("objective")
@@ -112,5 +142,28 @@ OBJECTIVES.register(
         False,
         lambda plan, _: float(plan.costs.params),
         "trainable parameters (min)",
+    ),
+)
+
+
+def _energy(plan: Plan, _: Evaluation | None) -> float:
+    from nasmlcn.costs._capsacc import mlcn_energy_j
+
+    if plan.cost_model not in OBJECTIVES.get("energy").cost_models:
+        raise SearchError(f"objective 'energy' needs cost model capsacc, not {plan.cost_model!r}")
+    return mlcn_energy_j(plan.spec) * 1e3
+
+
+OBJECTIVES.register(
+    "energy",
+    Objective(
+        "energy",
+        "minimize",
+        "energy_mJ",
+        False,
+        _energy,
+        "predicted energy of one inference on CapsAcc (NASCaps eq. 7), mJ; "
+        "needs the capsacc cost model, e.g. --devices capsacc (min)",
+        cost_models=("capsacc",),
     ),
 )

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
 
+    from nasmlcn.search._retrain import RetrainedModel
+
 MEASURED_KEYS = (
     "measured_inference_latency_s",
     "measured_inference_device",
@@ -53,6 +55,9 @@ class TrialSummary:
     feasible: bool
     reason: str | None
     measured: dict[str, Any]
+    retrained: dict[str, Any] | None = None
+    """The trial's ``nasmlcn retrain`` result on the search's dataset (None: never
+    retrained); :class:`~nasmlcn.search._retrain.RetrainedModel` as a dict."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,10 +73,15 @@ class TrialSummary:
             "val_accuracy_per_epoch": self.accuracy_per_epoch,
             "feasible": self.feasible,
             "reason": self.reason,
+            "retrained": self.retrained,
         }
 
 
-def summarize(trial: FrozenTrial, metric_names: list[str] | None) -> TrialSummary:
+def summarize(
+    trial: FrozenTrial, metric_names: list[str] | None, retrained: RetrainedModel | None = None
+) -> TrialSummary:
+    """``trial`` as reports show it, with its retrained result if given
+    (:func:`~nasmlcn.search._retrain.retrained_by_trial`)."""
     record = TrialRecord.of(trial)
     values = None
     if record.values is not None:
@@ -91,6 +101,7 @@ def summarize(trial: FrozenTrial, metric_names: list[str] | None) -> TrialSummar
         feasible=record.feasible,
         reason=record.reason,
         measured={k: training[k] for k in MEASURED_KEYS if training.get(k) is not None},
+        retrained=retrained.to_dict() if retrained is not None else None,
     )
 
 
@@ -141,11 +152,15 @@ class CorrelationReport:
         pruned_trials: Trials stopped early by the pruner (not those that did not
             fit the devices).
         seconds_saved: Training time those trials saved (estimated from their epochs).
+        retrained: Per epoch, Pearson and Spearman of the search's validation
+            accuracy vs the test accuracy of the trials ``nasmlcn retrain`` trained
+            again on the search's dataset (empty: none retrained).
     """
 
     correlations: tuple[EpochCorrelation, ...]
     pruned_trials: int
     seconds_saved: float
+    retrained: tuple[EpochCorrelation, ...] = ()
 
     @property
     def trials(self) -> int:
@@ -163,5 +178,26 @@ def correlation_report(study: optuna.Study) -> CorrelationReport:
         if r.seconds_saved is not None
     ]
     return CorrelationReport(
-        tuple(epoch_correlations(completed_curves(study))), len(saved), float(sum(saved))
+        tuple(epoch_correlations(completed_curves(study))),
+        len(saved),
+        float(sum(saved)),
+        tuple(_retrained_correlations(study)),
     )
+
+
+def _retrained_correlations(study: optuna.Study) -> list[EpochCorrelation]:
+    """NASCaps Table 2 against the retrained test accuracy (see :class:`CorrelationReport`)."""
+    from optuna.trial import TrialState
+
+    from nasmlcn.search._retrain import retrained_by_trial, retrained_correlations
+    from nasmlcn.search._study_access import study_info
+
+    models = retrained_by_trial(study_info(study))
+    if not models:
+        return []
+    curves = {
+        t.number: TrialRecord.of(t).accuracy_per_epoch
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        if t.number in models
+    }
+    return retrained_correlations(curves, list(models.values()))

@@ -781,6 +781,8 @@ def _evaluate(
         epochs=config.epochs,
         batch_size=int(params.get("batch_size", config.batch_size)),
         lr=float(params.get("lr", 1e-3)),
+        lr_policy=params.get("lr_policy"),
+        batch_policy=str(params.get("batch_policy", "fixed")),
         assignment=tuple(candidate.assignment or plan.placement.assignment),
         checkpoint_path=str(files.path) if files is not None else None,
         resume=files is not None and files.resumed_epoch > 0,

@@ -3,7 +3,8 @@
 The dataset is loaded once per search (a seeded train/validation split; the test
 set is never touched during a search). Each candidate is built, trained with the
 default :class:`~nasmlcn.training.TrainConfig` (Adam 1e-3, one-cycle schedule,
-batch ``--batch-size``) for the configured epochs, and
+batch ``--batch-size``; the lr, batch size, lr policy and batch policy the space
+searches, where it opens them) for the configured epochs, and
 validated after every epoch. Measured alongside: the step time, images per second
 and peak training memory (:class:`nasmlcn.measure.PeakMemory`, as ``nasmlcn
 calibrate`` measures it: ``torch.cuda.max_memory_allocated`` on a GPU; on a CPU the
@@ -144,17 +145,25 @@ class TrainEvaluator:
         and the head on ``device``."""
         from nasmlcn.measure import PeakMemory
         from nasmlcn.parallel._placed import PlacedMLCN, placer
-        from nasmlcn.training import TrainConfig, resolve_device
+        from nasmlcn.training import TrainConfig, default_lr_policy, resolve_device
+        from nasmlcn.training._batch_policy import largest_batch_size
         from nasmlcn.training._run import run_job
 
         splits = self.splits()
         used = [str(resolve_device(d)) for d in dict.fromkeys([device, *(lanes or ())])]
         # The space fits the target devices; this machine may be smaller.
-        batch = min(job.batch_size, len(splits.train))
+        largest = largest_batch_size(job.batch_policy, job.batch_size, job.epochs)
+        batch = min(largest, len(splits.train))
         check_training_memory(job.spec, batch, device, lane_devices=lanes)
         seed = (job.seed * 1_000_003 + job.trial) % 2**31
         config = TrainConfig(
-            epochs=job.epochs, batch_size=job.batch_size, lr=job.lr, seed=seed, device=used[0]
+            epochs=job.epochs,
+            batch_size=job.batch_size,
+            lr=job.lr,
+            lr_policy=job.lr_policy or default_lr_policy(job.batch_policy),
+            batch_policy=job.batch_policy,
+            seed=seed,
+            device=used[0],
         )
         relay = _Relay(on_epoch)
         memory = PeakMemory(used)
@@ -202,7 +211,8 @@ def _measure_inference(
     from nasmlcn.measure import INFERENCE_PASSES, INFERENCE_WARMUP, time_inference
 
     n = (INFERENCE_WARMUP + INFERENCE_PASSES) * INFERENCE_BATCH_SIZE
-    images = splits.val.images[:n].float().div_(255.0)  # (n, C, H, W), cycled if fewer
+    # (n, C, H, W), cycled if fewer; normalised as in training
+    images = splits.val.inputs(splits.val.images[:n].float().div_(255.0))
     return time_inference(
         model,
         images,
@@ -226,13 +236,18 @@ def _evaluation(
 ) -> Evaluation:
     import torch
 
-    batches = -(-len(splits.train) // job.batch_size)
-    epoch_seconds = statistics.median(h.seconds for h in history)
+    # Step time at the job's batch size (a batch policy trains some epochs at
+    # others); every epoch where none did.
+    images = len(splits.train)
+    at_batch = [h for h in history if h.batch_size in (0, job.batch_size)] or history
+    step_seconds = statistics.median(
+        h.seconds / -(-images // (h.batch_size or job.batch_size)) for h in at_batch
+    )
     return Evaluation(
         accuracy=history[-1].val_accuracy,
         val_accuracy_per_epoch=tuple(h.val_accuracy for h in history),
         seconds=time.perf_counter() - relay.started,
-        step_seconds=epoch_seconds / batches,
+        step_seconds=step_seconds,
         images_per_second=statistics.fmean(h.images_per_second for h in history),
         peak_memory_bytes=int(peak),
         device=device,

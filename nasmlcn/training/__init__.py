@@ -11,9 +11,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.training._augment import AUGMENTATIONS, Augmentation, random_shift
+from nasmlcn.training._batch_policy import (
+    BATCH_POLICIES,
+    BatchPolicy,
+    default_lr_policy,
+    epoch_batch_sizes,
+)
 from nasmlcn.training._callbacks import Callback, CallbackList, TrainStart
 from nasmlcn.training._config import EpochResult, TrainConfig
-from nasmlcn.training._schedules import LR_POLICIES, LRPolicy
+from nasmlcn.training._schedules import LR_POLICIES, LRPolicy, StepPlan
 
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.training._checkpoint import load_checkpoint, load_model, save_checkpoint
@@ -29,18 +35,23 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
 
 __all__ = [
     "AUGMENTATIONS",
+    "BATCH_POLICIES",
     "LR_POLICIES",
     "Augmentation",
+    "BatchPolicy",
     "Callback",
     "CallbackList",
     "EpochResult",
     "LRPolicy",
+    "StepPlan",
     "TrainConfig",
     "TrainJob",
     "TrainReport",
     "TrainStart",
     "arch_for_dataset",
     "check_training_memory",
+    "default_lr_policy",
+    "epoch_batch_sizes",
     "evaluate",
     "load_checkpoint",
     "load_job_splits",

@@ -8,8 +8,21 @@ in several processes draw the same shifts for the same batch. (Data-parallel ran
 draw from the same stream for their own shards, so image i of every shard gets the
 same shift.) Validation and test batches are never augmented.
 
-Built-ins: ``none``, and ``shift``, the only augmentation of Sabour et al. (2017):
-each image shifted by up to 2 pixels in each direction, zero-padded.
+Augmentations see the images in [0, 1], before a colour dataset's per-channel
+normalisation (:meth:`nasmlcn.data.Split.inputs`), so zero fill is black, as in
+torchvision's ``RandomCrop(padding=4)`` placed before ``Normalize``.
+
+Built-ins, and what each suits:
+
+- ``none`` (the default): no augmentation.
+- ``shift``: the only augmentation of Sabour et al. (2017), each image shifted by
+  up to 2 pixels in each direction, zero-padded; for the 28x28 sets (MNIST,
+  Fashion-MNIST).
+- ``crop``: pad by 4 pixels and crop a random window of the original size, i.e.
+  a zero-filled shift of up to 4 pixels; for SVHN, whose digits must not be
+  mirrored.
+- ``crop-flip``: ``crop``, then a horizontal flip of each image with probability
+  1/2: the standard CIFAR-10 augmentation (He et al. 2016, sec. 4.2).
 """
 
 from __future__ import annotations
@@ -37,6 +50,11 @@ AUGMENTATIONS: Registry[Augmentation] = Registry("augmentation")
 
 SHIFT_PIXELS = 2
 """The ``shift`` augmentation's largest shift per direction (Sabour et al., sec. 5)."""
+
+CROP_PADDING = 4
+"""The padding of ``crop`` and ``crop-flip`` (the standard CIFAR-10 setting of He et
+al. 2016, sec. 4.2: "4 pixels are padded on each side, and a 32x32 crop is randomly
+sampled from the padded image or its horizontal flip")."""
 
 
 def random_shift(images: torch.Tensor, max_pixels: int, generator: torch.Generator) -> torch.Tensor:
@@ -72,8 +90,33 @@ def random_shift(images: torch.Tensor, max_pixels: int, generator: torch.Generat
     return picked.gather(3, cols)  # (B, C, H, W)
 
 
+def random_hflip(images: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Mirrors each image left-right with probability 1/2 (drawn on the CPU from
+    ``generator``, one draw per image).
+
+    Args:
+        images: ``(B, C, H, W)``.
+        generator: A CPU generator.
+    """
+    import torch
+
+    flip = torch.rand(images.shape[0], generator=generator) < 0.5  # (B,)
+    flip = flip.to(images.device)[:, None, None, None]  # (B, 1, 1, 1)
+    return torch.where(flip, images.flip(3), images)  # (B, C, H, W)
+
+
 def _shift(images: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     return random_shift(images, SHIFT_PIXELS, generator)
+
+
+def _crop(images: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    # A random H x W window of the image zero-padded by CROP_PADDING on every side
+    # is the image shifted by (dy, dx) in [-CROP_PADDING, CROP_PADDING]^2, zero-filled.
+    return random_shift(images, CROP_PADDING, generator)
+
+
+def _crop_flip(images: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    return random_hflip(random_shift(images, CROP_PADDING, generator), generator)
 
 
 AUGMENTATIONS.register("none", Augmentation("none", None, "no augmentation"))
@@ -83,5 +126,21 @@ AUGMENTATIONS.register(
         "shift",
         _shift,
         f"random shifts of up to {SHIFT_PIXELS} px per direction, zero fill (Sabour et al.)",
+    ),
+)
+AUGMENTATIONS.register(
+    "crop",
+    Augmentation(
+        "crop",
+        _crop,
+        f"pad {CROP_PADDING} px (zero) and crop back to size at random, no flip (SVHN digits)",
+    ),
+)
+AUGMENTATIONS.register(
+    "crop-flip",
+    Augmentation(
+        "crop-flip",
+        _crop_flip,
+        "crop as 'crop', then a random horizontal flip (the standard CIFAR-10 augmentation)",
     ),
 )

@@ -17,7 +17,9 @@ class TrainStart:
     Attributes:
         epochs: Total epochs (including ones already done when resuming).
         first_epoch: The 1-based epoch training starts at (> 1 when resuming).
-        batches_per_epoch: Training batches per epoch.
+        batches_per_epoch: Training batches of the first epoch trained.
+        epoch_batches: The training batches of every epoch (empty: all
+            ``batches_per_epoch``).
         train_images: Images per training epoch.
         params: Trainable parameters.
         device: Where the model trains.
@@ -33,6 +35,17 @@ class TrainStart:
     params: int
     device: str
     model: Any = field(default=None, repr=False, compare=False)
+    epoch_batches: tuple[int, ...] = ()
+
+    @property
+    def batches(self) -> tuple[int, ...]:
+        """The training batches of every epoch (epoch 1 first): they differ under a
+        batch-size policy such as ``adabatch``."""
+        return self.epoch_batches or (self.batches_per_epoch,) * self.epochs
+
+    def batches_of(self, epoch: int) -> int:
+        """The training batches of the 1-based ``epoch``."""
+        return self.batches[min(max(epoch, 1), len(self.batches)) - 1]
 
 
 class Callback:

@@ -34,7 +34,14 @@ class TrainConfig:
         device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
         eval_batch_size: Batch size for validation and test passes.
         augment: A registered augmentation of the training batches (``none`` by
-            default, or ``shift``; see :data:`nasmlcn.training.AUGMENTATIONS`).
+            default; ``shift`` for the 28x28 sets, ``crop-flip`` for CIFAR-10,
+            ``crop`` for SVHN; see :data:`nasmlcn.training.AUGMENTATIONS`).
+        batch_policy: A registered batch-size policy (see
+            :data:`nasmlcn.training.BATCH_POLICIES`): ``fixed`` (``batch_size`` in
+            every epoch, the default), ``adabatch`` or ``warmadabatch`` (FasTrCaps).
+            WarmAdaBatch as the paper trains it also takes ``lr_policy``
+            ``phase-restarts`` (what ``nasmlcn train`` picks for it when no
+            ``--lr-policy`` is given: :func:`~nasmlcn.training.default_lr_policy`).
     """
 
     epochs: int = 10
@@ -47,6 +54,7 @@ class TrainConfig:
     device: str = "cpu"
     eval_batch_size: int = 500
     augment: str = "none"
+    batch_policy: str = "fixed"
 
     def __post_init__(self) -> None:
         check_int("TrainConfig", "epochs", self.epochs, 1)
@@ -65,6 +73,12 @@ class TrainConfig:
 
         if self.lr_policy not in LR_POLICIES:
             raise SpecError(f"TrainConfig.lr_policy: {LR_POLICIES.unknown_message(self.lr_policy)}")
+        from nasmlcn.training._batch_policy import BATCH_POLICIES
+
+        if self.batch_policy not in BATCH_POLICIES:
+            raise SpecError(
+                f"TrainConfig.batch_policy: {BATCH_POLICIES.unknown_message(self.batch_policy)}"
+            )
         from nasmlcn.training._augment import AUGMENTATIONS
 
         if self.augment not in AUGMENTATIONS:
@@ -91,6 +105,8 @@ class EpochResult:
         eval_seconds: Wall time of the validation pass.
         images_per_second: Training images per second.
         lr: Learning rate at the start of the epoch.
+        batch_size: The epoch's training batch size (its batch policy's; 0 in
+            results saved before batch policies).
     """
 
     epoch: int
@@ -102,6 +118,7 @@ class EpochResult:
     eval_seconds: float
     images_per_second: float
     lr: float
+    batch_size: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

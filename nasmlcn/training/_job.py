@@ -13,6 +13,7 @@ from typing import Any
 
 from nasmlcn._io import write_text_atomic
 from nasmlcn.data import DATASETS, DatasetInfo
+from nasmlcn.data._normalize import normalization_record
 from nasmlcn.errors import CheckpointError, SpecError
 from nasmlcn.specs import DEFAULT_LANES, ArchSpec, CapsNetSpec, MLCNSpec, create_arch, load_arch
 from nasmlcn.training._callbacks import Callback
@@ -56,12 +57,13 @@ def resolve_arch(
     routing: str | None = None,
     decoder: str | None = None,
     lane_dropout: float | None = None,
+    weight_sharing: bool | None = None,
 ) -> ArchSpec:
     """The architecture ``nasmlcn train`` trains: at most one of ``lanes`` (the
     compact syntax), ``arch`` (a JSON file, which must already fit ``dataset``) or
     ``model`` (a named architecture), else :data:`~nasmlcn.specs.DEFAULT_LANES`;
-    fitted to ``dataset`` and with the ``routing``, ``decoder`` and
-    ``lane_dropout`` given (not with ``arch``: edit the file).
+    fitted to ``dataset`` and with the ``routing``, ``decoder``,
+    ``lane_dropout`` and ``weight_sharing`` given (not with ``arch``: edit the file).
 
     Raises:
         SpecError: More than one source, an override with ``arch``, an MLCN-only
@@ -77,7 +79,12 @@ def resolve_arch(
         raise SpecError(f"give only one of --lanes, --arch, --model (got {' and '.join(given)})")
     overrides: dict[str, Any] = {
         k: v
-        for k, v in (("routing", routing), ("decoder", decoder), ("lane_dropout", lane_dropout))
+        for k, v in (
+            ("routing", routing),
+            ("decoder", decoder),
+            ("lane_dropout", lane_dropout),
+            ("weight_sharing", weight_sharing),
+        )
         if v is not None
     }
     if arch is not None:
@@ -155,6 +162,8 @@ class TrainReport:
             "arch": self.arch.to_dict(),
             "lanes": self.arch.describe(),
             "dataset": self.dataset,
+            # How model inputs were normalised (None: [0, 1]), as the checkpoint records.
+            "normalization": normalization_record(DATASETS.get(self.dataset).normalization),
             "params": self.params,
             "epochs": len(self.history),
             "test_accuracy": self.test_accuracy,
@@ -200,6 +209,7 @@ def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None,
             f"{str(out)!r} already holds a checkpoint; pass --resume to continue it or choose another --out"
         )
     if checkpoint is not None and job.resume and checkpoint.exists():
+        from nasmlcn.training._batch_policy import check_same_batch_policy
         from nasmlcn.training._checkpoint import (
             check_same_arch,
             check_same_schedule,
@@ -209,6 +219,7 @@ def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None,
         payload = load_checkpoint(checkpoint)
         check_same_arch(checkpoint, payload["arch"], job.arch)
         check_same_schedule(checkpoint, payload["train_config"], job.config)
+        check_same_batch_policy(checkpoint, payload["train_config"], job.config.batch_policy)
     return out, checkpoint
 
 
@@ -229,10 +240,15 @@ def _check_out_dir(out: Path) -> None:
 
 
 def step_batch_size(job: TrainJob) -> int:
-    """The largest batch a training step of ``job`` sees (``--train-limit`` caps it)."""
+    """The largest batch a training step of ``job`` sees (its batch policy's largest;
+    ``--train-limit`` caps it)."""
+    from nasmlcn.training._batch_policy import largest_batch_size
+
+    c = job.config
+    largest = largest_batch_size(c.batch_policy, c.batch_size, c.epochs)
     if job.train_limit is not None:
-        return min(job.config.batch_size, job.train_limit)
-    return job.config.batch_size
+        return min(largest, job.train_limit)
+    return largest
 
 
 def load_job_splits(job: TrainJob) -> Any:

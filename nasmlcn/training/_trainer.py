@@ -12,11 +12,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from nasmlcn.data._normalize import normalization_record
 from nasmlcn.data._splits import DataSplits, Split
 from nasmlcn.errors import DivergedError, TrainingError
 from nasmlcn.models import capsule_loss, count_parameters
 from nasmlcn.specs import ArchSpec
 from nasmlcn.training._augment import AUGMENTATIONS
+from nasmlcn.training._batch_policy import check_same_batch_policy, epoch_batch_sizes
 from nasmlcn.training._callbacks import Callback, CallbackList, TrainStart
 from nasmlcn.training._checkpoint import (
     check_same_arch,
@@ -25,7 +27,7 @@ from nasmlcn.training._checkpoint import (
     save_checkpoint,
 )
 from nasmlcn.training._config import EpochResult, TrainConfig
-from nasmlcn.training._schedules import LR_POLICIES
+from nasmlcn.training._schedules import LR_POLICIES, StepPlan
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +64,9 @@ def evaluate(
 ) -> tuple[float, float]:
     """Mean loss and accuracy of ``model`` on ``split`` (eval mode, no gradients).
 
-    The decoder reconstructs from the predicted class, as at inference.
+    The decoder reconstructs from the predicted class, as at inference. The model
+    gets ``split``'s normalised images (:meth:`~nasmlcn.data.Split.inputs`); the
+    decoder reconstructs the [0, 1] ones.
     """
     was_training = model.training
     model.eval()
@@ -70,7 +74,7 @@ def evaluate(
     try:
         for x, y in split.batches(batch_size):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            out = model(x)
+            out = model(split.inputs(x))
             loss = capsule_loss(out.lengths, out.reconstruction, x, y, reconstruction_weight).total
             sums.add(loss, out.lengths, y)
     finally:
@@ -187,16 +191,32 @@ def train(
     else:
         model.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    batches = math.ceil(len(splits.train) / config.batch_size)
+    # Every epoch's batch size (its batch policy's) and steps; the lr schedule is
+    # laid out over them.
+    plan = StepPlan.of(
+        len(splits.train), epoch_batch_sizes(config.batch_policy, config.batch_size, config.epochs)
+    )
+    # A data-parallel rank takes a share of every batch (ShardedSplit), and a batch
+    # smaller than the ranks would be skipped: an epoch at batch 1 would train nothing.
+    ranks = int(getattr(splits.train, "world_size", 1))
+    if min(plan.batch_sizes) < ranks:
+        raise TrainingError(
+            f"batch policy {config.batch_policy!r} trains at batch {min(plan.batch_sizes)}, "
+            f"fewer images than the {ranks} data-parallel processes; use --parallelism "
+            "lanes or another --batch-policy"
+        )
     policy = LR_POLICIES.get(config.lr_policy)
     augment = AUGMENTATIONS.get(config.augment).apply
-    scheduler = policy.make(optimizer, config, batches)
+    scheduler = policy.make(optimizer, config, plan)
     history: list[EpochResult] = []
     first_epoch = 1
     if resume and checkpoint_path is not None and Path(checkpoint_path).is_file():
         payload = load_checkpoint(checkpoint_path, map_location=str(device))
         check_same_arch(checkpoint_path, payload["arch"], arch)
         check_same_schedule(checkpoint_path, payload.get("train_config") or {}, config)
+        check_same_batch_policy(
+            checkpoint_path, payload.get("train_config") or {}, config.batch_policy
+        )
         model.load_state_dict(payload["model"])
         if "optimizer" in payload:
             optimizer.load_state_dict(payload["optimizer"])
@@ -212,11 +232,12 @@ def train(
         TrainStart(
             epochs=config.epochs,
             first_epoch=first_epoch,
-            batches_per_epoch=batches,
+            batches_per_epoch=plan.steps[min(first_epoch, config.epochs) - 1],
             train_images=len(splits.train),
             params=count_parameters(model),
             device=str(device),
             model=model,
+            epoch_batches=tuple(plan.steps),
         )
     )
     for epoch in range(first_epoch, config.epochs + 1):
@@ -226,14 +247,15 @@ def train(
         generator = torch.Generator().manual_seed(seed)
         augment_generator = torch.Generator().manual_seed(_augment_seed(seed))
         lr = optimizer.param_groups[0]["lr"]
+        batch_size = plan.batch_sizes[epoch - 1]
         model.train()
         sums = _Sums()
         t0 = time.perf_counter()
-        for i, (x, y) in enumerate(splits.train.batches(config.batch_size, generator=generator)):
+        for i, (x, y) in enumerate(splits.train.batches(batch_size, generator=generator)):
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             if augment is not None:
                 x = augment(x, augment_generator)  # the decoder reconstructs the shifted image
-            out = model(x, y)
+            out = model(splits.train.inputs(x), y)  # normalised per channel for colour sets
             loss = capsule_loss(
                 out.lengths, out.reconstruction, x, y, config.reconstruction_weight
             ).total
@@ -280,6 +302,7 @@ def train(
             eval_seconds=time.perf_counter() - t1,
             images_per_second=images / seconds if seconds > 0 else float("inf"),
             lr=lr,
+            batch_size=batch_size,
         )
         history.append(result)
         logger.info(
@@ -298,7 +321,11 @@ def train(
                 optimizer=optimizer,
                 scheduler=scheduler,
                 history=[h.to_dict() for h in history],
-                train_config=config.to_dict(),
+                # The inputs' normalisation, so that an evaluation of the run repeats it.
+                train_config={
+                    **config.to_dict(),
+                    "normalization": normalization_record(splits.train.normalization),
+                },
             )
         hooks.on_epoch_end(result)
     return history

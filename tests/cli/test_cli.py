@@ -160,7 +160,10 @@ def _bad_arch_files(tmp_path: Path) -> dict[str, Path]:
         (("--epochs", "0"), "Invalid value for '--epochs'"),
         (("--model", "capsnett"), "unknown model 'capsnett'; did you mean 'capsnet'"),
         (("--lr-policy", "cosine"), "unknown learning-rate policy 'cosine'"),
-        (("--augment", "flip"), "unknown augmentation 'flip'; choose one of: none, shift"),
+        (
+            ("--augment", "flip"),
+            "unknown augmentation 'flip'; choose one of: crop, crop-flip, none, shift",
+        ),
         (
             ("--lanes", "mlcn1:1x1", "--model", "capsnet"),
             "give only one of --lanes, --arch, --model",
@@ -199,6 +202,7 @@ def test_models_and_data_listings() -> None:
         "cifar10",
         "fashion-mnist",
         "mnist",
+        "svhn",
         "synthetic",
     }
     prepared = run_cli("data", "prepare", "synthetic")

@@ -9,10 +9,13 @@ import typer.main
 
 from nasmlcn.cli._app import app
 from nasmlcn.costs import COST_MODELS
+from nasmlcn.costs._targets import TARGETS
 from nasmlcn.placement import PLACERS
+from nasmlcn.runs._formats import EXPORT_FORMATS
 from nasmlcn.search import EVALUATORS, OBJECTIVES, SAMPLERS
 from nasmlcn.specs import DECODERS, ROUTINGS
 from nasmlcn.training._augment import AUGMENTATIONS
+from nasmlcn.training._batch_policy import BATCH_POLICIES
 from nasmlcn.training._schedules import LR_POLICIES
 
 CASES = [
@@ -27,6 +30,9 @@ CASES = [
     ("train", "--decoder", DECODERS),
     ("train", "--lr-policy", LR_POLICIES),
     ("train", "--augment", AUGMENTATIONS),
+    ("train", "--batch-policy", BATCH_POLICIES),
+    ("estimate", "--target", TARGETS),
+    ("export-model", "--format", EXPORT_FORMATS),
 ]
 
 

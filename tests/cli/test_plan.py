@@ -98,3 +98,15 @@ def test_plan_errors_are_one_line(args: tuple[str, ...], message: str) -> None:
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_plan_on_capsacc_uses_the_devices_own_cost_model() -> None:
+    result = run_cli("plan", "--devices", "capsacc", "--lanes", "2*mlcn2:4x1", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["cost_model"] == "capsacc"
+    other = run_cli(
+        "plan", "--devices", "capsacc", "--lanes", "2*mlcn2:4x1", "--cost-model", "thesis"
+    )
+    assert other.returncode == 2
+    assert "--cost-model 'thesis'" in other.stderr
+    assert "Traceback" not in other.stderr

@@ -10,8 +10,9 @@ cannot be fetched.
 Nothing is downloaded: datasets are loaded from the session's data directory
 (``tests/conftest.py``: Fashion-MNIST unpacked from Debian's package) or
 generated (``synthetic``). A dataset whose files are not there offline (MNIST,
-CIFAR-10 on this machine) is checked for its metadata and for failing with a
+CIFAR-10, SVHN on this machine) is checked for its metadata and for failing with a
 :class:`DatasetError` when downloading is not allowed; its contents are not.
+A declared normalisation has one positive std per input channel.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ def test_info_is_consistent_and_models_build_for_it(name: str) -> None:
     assert len(info.input_shape) == 3
     assert all(isinstance(v, int) and v >= 1 for v in info.input_shape)
     CostContext(input_shape=info.input_shape, num_classes=info.num_classes)
+    if info.normalization is not None:
+        assert info.normalization.channels == info.input_shape[0]
+        assert all(s > 0 for s in info.normalization.std)
     spec = MLCNSpec.from_lanes(
         "mlcn1:1x1", input_shape=info.input_shape, num_classes=info.num_classes
     )

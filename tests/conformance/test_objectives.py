@@ -6,7 +6,9 @@ The contract (``nasmlcn/search/_objectives.py``): an objective has a direction
 needs no evaluation unless ``needs_training``. A study made with it has its
 direction and metric name. An objective to minimise is a cost: the search spaces
 take it to reward a cheaper model (``SpaceContext.rewards_cost``), so it grows
-when the model grows.
+when the model grows. An objective defined for some cost models only
+(``Objective.cost_models``, e.g. ``energy``: ``capsacc``) is tested on a catalog
+device kind that uses one of them (``--devices capsacc``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import pytest
 from optuna.study import StudyDirection
 from optuna.trial import TrialState
 
-from nasmlcn.hardware import parse_devices
+from nasmlcn.costs._devices import devices_cost_model
+from nasmlcn.hardware import load_catalog, parse_devices
 from nasmlcn.planning import plan_model
 from nasmlcn.search import (
     OBJECTIVES,
@@ -35,23 +38,48 @@ from nasmlcn.specs import MLCNSpec
 NAMES = list(OBJECTIVES)
 
 
+def _device_kind(objective: Objective) -> str:
+    """A catalog kind whose cost model ``objective`` is defined for (K80: any)."""
+    if not objective.cost_models:
+        return "K80"
+    catalog = load_catalog()
+    return next(k for k in catalog if catalog[k].cost_model in objective.cost_models)
+
+
+def _study_names(kind: str) -> list[str]:
+    """The objectives a study on ``kind`` devices can have."""
+    model = devices_cost_model(kind, "analytic")
+    return [
+        n
+        for n in NAMES
+        if not OBJECTIVES.get(n).cost_models or model in OBJECTIVES.get(n).cost_models
+    ]
+
+
 @pytest.fixture(scope="module")
-def study_of_all(tmp_path_factory: pytest.TempPathFactory) -> optuna.Study:
-    """One proxy study with every objective at once."""
+def study_of_all(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[optuna.Study, int]]:
+    """Proxy studies with every objective at once (one per device kind the objectives
+    need): per objective, its study and its index there."""
     folder: Path = tmp_path_factory.mktemp("objectives")
-    config = SearchConfig(
-        evaluator="proxy",
-        objectives=tuple(NAMES),
-        sampler="random",
-        trials=4,
-        epochs=2,
-        devices="2xK80",
-        mem="12GB",
-        prune=False,
-        storage=f"sqlite:///{folder / 's.db'}",
-    )
-    result = run_search(config)
-    return load_existing_study(result.study, config.storage)
+    out: dict[str, tuple[optuna.Study, int]] = {}
+    for kind in dict.fromkeys(_device_kind(OBJECTIVES.get(n)) for n in NAMES):
+        names = _study_names(kind)
+        config = SearchConfig(
+            evaluator="proxy",
+            objectives=tuple(names),
+            sampler="random",
+            trials=4,
+            epochs=2,
+            devices=f"2x{kind}",
+            mem="12GB" if kind == "K80" else None,
+            prune=False,
+            storage=f"sqlite:///{folder / f'{kind}.db'}",
+        )
+        result = run_search(config)
+        study = load_existing_study(result.study, config.storage)
+        for i, name in enumerate(names):
+            out.setdefault(name, (study, i))
+    return out
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -68,11 +96,10 @@ def test_entry_states_its_direction(name: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_a_study_has_its_direction_metric_and_finite_values(
-    name: str, study_of_all: optuna.Study
+    name: str, study_of_all: dict[str, tuple[optuna.Study, int]]
 ) -> None:
-    study = study_of_all
+    study, i = study_of_all[name]
     objective = OBJECTIVES.get(name)
-    i = NAMES.index(name)
     expected = (
         StudyDirection.MAXIMIZE if objective.direction == "maximize" else StudyDirection.MINIMIZE
     )
@@ -87,7 +114,9 @@ def test_a_study_has_its_direction_metric_and_finite_values(
 
 def _value(objective: Objective, lanes: str) -> float:
     spec = MLCNSpec.from_lanes(lanes)
-    plan = plan_model(spec, parse_devices("1xK80", mem="12GB"))
+    kind = _device_kind(objective)
+    model = devices_cost_model(kind, "analytic")
+    plan = plan_model(spec, parse_devices(f"1x{kind}", mem="12GB"), cost_model=model)
     evaluation = None
     if objective.needs_training:
         job = EvalJob(spec=spec, trial=0, seed=0, epochs=2)

@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from nasmlcn.data import DATASETS, load_splits, prepare_dataset
+from nasmlcn.data import DATASETS, Normalization, load_splits, prepare_dataset
+from nasmlcn.data._normalize import CIFAR10_NORMALIZATION, SVHN_NORMALIZATION
 from nasmlcn.data._splits import RawData, make_splits
-from nasmlcn.data._torchvision import DEBIAN_FASHION_MNIST, IDX_FILES
+from nasmlcn.data._torchvision import DEBIAN_FASHION_MNIST, IDX_FILES, SVHN_FILES
 from nasmlcn.errors import DatasetError, UnknownNameError
+from tests.data._files import trust_generated_files, write_svhn
 
 
 def _write_idx(path: Path, array: np.ndarray, compress: bool) -> None:
@@ -42,8 +44,10 @@ def _fake_idx_set(folder: Path, n_train: int, n_test: int, compress: bool) -> di
 
 
 def test_registry_lists_builtins() -> None:
-    assert DATASETS.names() == ["cifar10", "fashion-mnist", "mnist", "synthetic"]
+    assert DATASETS.names() == ["cifar10", "fashion-mnist", "mnist", "svhn", "synthetic"]
     assert DATASETS.get("cifar10").input_shape == (3, 32, 32)
+    assert DATASETS.get("svhn").input_shape == (3, 32, 32)
+    assert DATASETS.get("svhn").num_classes == 10
     with pytest.raises(UnknownNameError, match="did you mean 'fashion-mnist'"):
         DATASETS.get("fashion_mnist")
 
@@ -106,6 +110,91 @@ def test_cifar10_reads_python_batches(tmp_path: Path, monkeypatch: pytest.Monkey
     assert raw.test_images.shape == (4, 3, 32, 32)
     expected = torch.from_numpy(first["data"][0].reshape(3, 32, 32))
     assert torch.equal(raw.train_images[0], expected)
+
+
+def test_svhn_reads_mat_files_and_maps_label_10_to_digit_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written = write_svhn(tmp_path / "SVHN", 30, 12)
+    trust_generated_files(monkeypatch)
+    assert prepare_dataset("svhn", tmp_path, download=False) == (
+        f"SVHN: found in {tmp_path / 'SVHN'}"
+    )
+    raw = DATASETS.get("svhn").load(tmp_path, False)
+    assert raw.train_images.shape == (30, 3, 32, 32)
+    assert raw.test_images.shape == (12, 3, 32, 32)
+    assert raw.train_images.dtype == torch.uint8
+    # image i is X[:, :, :, i] with channels first
+    x = written["train"]["X"]
+    assert torch.equal(raw.train_images[4], torch.from_numpy(x[:, :, :, 4]).permute(2, 0, 1))
+    y = written["test"]["y"][:, 0].astype(np.int64)
+    assert y[0] == 10
+    assert raw.test_labels.tolist() == [0 if v == 10 else int(v) for v in y]
+    assert raw.test_labels.dtype == torch.int64
+    assert sorted(raw.test_labels.unique().tolist()) == list(range(10))
+
+
+def test_svhn_missing_files_and_failed_download_are_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(DatasetError, match=r"SVHN is not in .*SVHN' \(expected train_32x32.mat"):
+        load_splits("svhn", tmp_path, download=False)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("Error downloading train_32x32.mat: no network")
+
+    monkeypatch.setattr("torchvision.datasets.SVHN.download", refuse)
+    with pytest.raises(DatasetError, match=r"SVHN is not in .* could not be downloaded"):
+        prepare_dataset("svhn", tmp_path, download=True)
+    assert SVHN_FILES == ("train_32x32.mat", "test_32x32.mat")
+
+
+def test_colour_sets_declare_published_normalisation_grey_sets_none() -> None:
+    assert DATASETS.get("cifar10").normalization == CIFAR10_NORMALIZATION
+    assert DATASETS.get("svhn").normalization == SVHN_NORMALIZATION
+    for name in ("fashion-mnist", "mnist", "synthetic"):
+        assert DATASETS.get(name).normalization is None
+
+
+def test_splits_carry_the_normalisation_and_inputs_apply_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_svhn(tmp_path / "SVHN", 40, 10)
+    trust_generated_files(monkeypatch)
+    splits = load_splits("svhn", tmp_path, download=False, val_fraction=0.25)
+    for split in (splits.train, splits.val, splits.test):
+        assert split.normalization == SVHN_NORMALIZATION
+    x, _ = next(splits.test.batches(10))
+    assert float(x.min()) >= 0.0  # batches stay in [0, 1]: the reconstruction target
+    assert float(x.max()) <= 1.0
+    inputs = splits.test.inputs(x)
+    assert inputs.shape == x.shape
+    for c, (mean, std) in enumerate(
+        zip(SVHN_NORMALIZATION.mean, SVHN_NORMALIZATION.std, strict=True)
+    ):
+        expected = (splits.test.images[:, c].double() / 255 - mean) / std
+        assert torch.allclose(inputs[:, c].double(), expected, atol=1e-5)
+    grey = load_splits("synthetic", train_limit=8)
+    g, _ = next(grey.train.batches(8))
+    assert grey.train.normalization is None
+    assert grey.train.inputs(g) is g  # grey sets: unchanged, as before
+
+
+def test_normalization_is_validated_and_round_trips() -> None:
+    n = Normalization((0.5, 0.25), (0.5, 0.125))
+    assert Normalization.from_dict(n.to_dict()) == n
+    x = torch.tensor([[[[1.0]], [[0.0]]]])  # (1, 2, 1, 1)
+    assert n.apply(x).flatten().tolist() == [1.0, -2.0]
+    with pytest.raises(DatasetError, match="one mean and one std per channel"):
+        Normalization((0.5,), (0.1, 0.2))
+    with pytest.raises(DatasetError, match=r"std must be > 0, got \[0.0\]"):
+        Normalization((0.5,), (0.0,))
+    with pytest.raises(
+        DatasetError, match=r"for 2 channel\(s\), got images of shape \(1, 1, 1, 1\)"
+    ):
+        n.apply(torch.zeros(1, 1, 1, 1))
+    with pytest.raises(DatasetError, match="not a normalization record"):
+        Normalization.from_dict({"mean": [0.5]})
 
 
 def test_missing_files_and_directories_give_clear_errors(

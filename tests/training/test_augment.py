@@ -1,5 +1,6 @@
 """Training-batch augmentation: ``shift`` is a pure zero-filled translation of at most
-2 px, reproducible from the seed, and only training batches see it."""
+2 px, ``crop`` one of at most 4 px (pad-and-crop), ``crop-flip`` that and a mirror
+half the time; all reproducible from the seed, and only training batches see them."""
 
 from __future__ import annotations
 
@@ -45,9 +46,86 @@ def _marked_batch(n: int) -> torch.Tensor:
     return x
 
 
-def test_registry_lists_none_and_shift() -> None:
-    assert AUGMENTATIONS.names() == ["none", "shift"]
+def test_registry_lists_the_builtins() -> None:
+    assert AUGMENTATIONS.names() == ["crop", "crop-flip", "none", "shift"]
     assert AUGMENTATIONS.get("none").apply is None
+
+
+def _colour_marked_batch(n: int) -> torch.Tensor:
+    """(n, 3, 32, 32): channels 0-1 random, channel 2 one lit pixel at (16, 16)."""
+    x = torch.rand(n, 3, 32, 32, generator=torch.Generator().manual_seed(2))
+    x[:, 2] = 0.0
+    x[:, 2, 16, 16] = 0.5
+    return x
+
+
+def test_crop_is_a_zero_filled_translation_of_at_most_four_pixels() -> None:
+    # torchvision's RandomCrop(32, padding=4) picks a window of the zero-padded
+    # 40x40 image: the same as moving the image by (dy, dx) in [-4, 4]^2.
+    x = _colour_marked_batch(600)
+    crop = AUGMENTATIONS.get("crop").apply
+    assert crop is not None
+    out = crop(x, torch.Generator().manual_seed(0))
+    assert out.shape == x.shape
+    assert out.dtype == x.dtype
+    seen = set()
+    for i, (image, o) in enumerate(zip(x, out, strict=True)):
+        lit = (o[2] != 0).nonzero()
+        assert len(lit) == 1
+        dy, dx = int(lit[0, 0]) - 16, int(lit[0, 1]) - 16
+        assert max(abs(dy), abs(dx)) <= 4
+        if i < 40:  # the pixel-by-pixel oracle is slow; 40 images suffice
+            for c in (0, 1):
+                assert torch.equal(o[c], _translated(image[c], dy, dx))
+        seen.add((dy, dx))
+    assert len(seen) == 81  # every window of the padded image is drawn
+
+
+def test_crop_flip_mirrors_about_half_of_the_cropped_images() -> None:
+    x = _colour_marked_batch(400)
+    crop_flip = AUGMENTATIONS.get("crop-flip").apply
+    assert crop_flip is not None
+    out = crop_flip(x, torch.Generator().manual_seed(7))
+    # the same generator state draws the same crops first, then the flips
+    cropped = random_shift(x, 4, torch.Generator().manual_seed(7))
+    flipped = 0
+    for c, o in zip(cropped, out, strict=True):
+        if torch.equal(o, c):
+            continue
+        assert torch.equal(o, c.flip(-1))  # a left-right mirror, nothing else
+        flipped += 1
+    assert 150 < flipped < 250
+
+
+def test_crop_flip_never_flips_rows_and_crop_never_mirrors() -> None:
+    # an image that is symmetric left-right only looks the same after a flip
+    row = torch.arange(32, dtype=torch.float32) / 32  # (W,)
+    x = row.flip(0).expand(64, 3, 32, 32).clone()  # each row runs 1 -> 0 left to right
+    crop, crop_flip = AUGMENTATIONS.get("crop").apply, AUGMENTATIONS.get("crop-flip").apply
+    assert crop is not None
+    assert crop_flip is not None
+    cropped = crop(x, torch.Generator().manual_seed(1))
+    flipped = crop_flip(x, torch.Generator().manual_seed(1))
+    centre = (slice(None), slice(None), slice(4, 28), slice(4, 28))  # never touched by padding
+
+    def decreasing(batch: torch.Tensor) -> torch.Tensor:
+        return (batch[centre].diff(dim=3) < 0).all(dim=(1, 2, 3))  # (B,)
+
+    assert decreasing(cropped).all()
+    assert 0 < int(decreasing(flipped).sum()) < 64  # some mirrored (increasing), some not
+
+
+@pytest.mark.parametrize("name", ["crop", "crop-flip"])
+def test_crop_augmentations_are_seeded(name: str) -> None:
+    apply = AUGMENTATIONS.get(name).apply
+    assert apply is not None
+    x = _colour_marked_batch(32)
+    a = apply(x, torch.Generator().manual_seed(5))
+    b = apply(x, torch.Generator().manual_seed(5))
+    c = apply(x, torch.Generator().manual_seed(6))
+    assert torch.equal(a, b)
+    assert not torch.equal(a, c)
+    assert not torch.equal(a, x)
 
 
 def test_shift_is_a_zero_filled_translation_of_at_most_two_pixels() -> None:
@@ -98,7 +176,10 @@ def test_same_seed_same_shifts_other_seed_other_shifts() -> None:
 
 
 def test_unknown_augmentation_names_the_value_and_the_choices() -> None:
-    with pytest.raises(SpecError, match=r"unknown augmentation 'flip'; choose one of: none, shift"):
+    with pytest.raises(
+        SpecError,
+        match=r"unknown augmentation 'flip'; choose one of: crop, crop-flip, none, shift",
+    ):
         TrainConfig(augment="flip")
     assert TrainConfig().augment == "none"
     assert TrainConfig(augment="shift").to_dict()["augment"] == "shift"

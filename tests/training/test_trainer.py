@@ -234,7 +234,10 @@ def test_every_lr_policy_trains(policy: str) -> None:
         ({"batch_size": -1}, "TrainConfig.batch_size must be an integer >= 1, got -1"),
         ({"lr": 0.0}, "TrainConfig.lr must be a positive number, got 0.0"),
         ({"lr_policy": "cosine"}, "unknown learning-rate policy 'cosine'"),
-        ({"augment": "flip"}, "unknown augmentation 'flip'; choose one of: none, shift"),
+        (
+            {"augment": "flip"},
+            "unknown augmentation 'flip'; choose one of: crop, crop-flip, none, shift",
+        ),
     ],
 )
 def test_train_config_validation(kwargs: dict[str, Any], message: str) -> None:

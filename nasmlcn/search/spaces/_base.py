@@ -5,6 +5,20 @@ picks the implementation from :data:`SPACE_KINDS`. Every space keeps the same
 parameter names and distributions in every trial (Optuna's samplers learn from
 them; NSGA-II crosses them over), whatever the devices: the devices only change
 how parameters become a model (:meth:`SearchSpace.build`).
+
+Besides the architecture, a file may open every model and training choice as a
+dimension (absent or a single value: fixed for the whole study):
+
+* model settings, top level: ``routing`` and ``decoder`` (a name, or a list of
+  names: categorical), ``weight_sharing`` (true/false, or ``[false, true]``),
+  ``lane_dropout`` (a number in [0, 1), or ``[low, high]``: uniform);
+* ``[training]``: ``lr = [low, high]`` (log-uniform), ``batch_size``,
+  ``lr_policy`` and ``batch_policy`` (lists: categorical; the registries'
+  names, see ``nasmlcn train --help``).
+
+A trial's model settings go into its spec (and the cost context its lanes are
+costed in); its training settings into :attr:`Candidate.training`, which the
+evaluator trains with.
 """
 
 from __future__ import annotations
@@ -12,8 +26,8 @@ from __future__ import annotations
 import itertools
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.costs import CostContext, CostModel
@@ -21,7 +35,7 @@ from nasmlcn.errors import SearchError
 from nasmlcn.hardware import DeviceSpec
 from nasmlcn.planning import Bucket, FlopsLimit, make_buckets
 from nasmlcn.registry import Registry
-from nasmlcn.specs import DECODERS, DEFAULT_ROUTING, ROUTINGS, LaneSpec, MLCNSpec
+from nasmlcn.specs import DECODERS, DEFAULT_ROUTING, LaneSpec, MLCNSpec
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -58,7 +72,8 @@ class Candidate:
     Attributes:
         spec: The MLCN.
         assignment: Lane -> device, when the space places lanes itself (buckets).
-        training: Training settings the space searched (``lr``, ``batch_size``).
+        training: Training settings the space searched (``lr``, ``batch_size``,
+            ``lr_policy``, ``batch_policy``).
         repairs: What was changed to make the model fit, in words.
         repaired_lanes: How many of the model's lanes come from a repair (a lane
             outside the sampled parameters, or one changed to fit).
@@ -95,12 +110,17 @@ class SearchSpace(ABC):
         self.data = dict(data)
         self.description = str(data.get("description", ""))
         origin = f"space {name!r}"
-        self.routing = str(data.get("routing", DEFAULT_ROUTING))
-        if self.routing not in ROUTINGS:
-            raise SearchError(f"{origin}: routing must be one of {', '.join(ROUTINGS)}")
-        self.decoder = str(data.get("decoder", "full"))
-        if self.decoder not in DECODERS:
-            raise SearchError(f"{origin}: decoder must be one of {', '.join(DECODERS)}")
+        self.choices = {
+            key: _model_choice(data, key, costliest, default, origin)
+            for key, (costliest, default) in MODEL_CHOICES.items()
+        }
+        # The study-wide setting (the cost context of setup and prepare, the head's
+        # memory reserve): the fixed value, or the costliest one opened, so that
+        # what fits under it fits under every trial's.
+        self.routing = str(self.choices["routing"][0])
+        self.decoder = str(self.choices["decoder"][0])
+        self.weight_sharing = bool(self.choices["weight_sharing"][0])
+        self.lane_dropout = _lane_dropout(data.get("lane_dropout", 0.0), origin)
         self.training = _training_dimensions(data.get("training", {}), origin)
 
     def prepare(self, ctx: SpaceContext) -> None:  # noqa: B027 - optional hook, no-op by default
@@ -113,12 +133,51 @@ class SearchSpace(ABC):
         """The architecture parameters."""
 
     @abstractmethod
+    def build_candidate(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
+        """The model of ``params`` for ``ctx``'s devices (``ctx`` already holds the
+        trial's model settings; :meth:`make_spec` gives them to the spec)."""
+
     def build(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
-        """The model of ``params`` for ``ctx``'s devices."""
+        """The model of ``params`` for ``ctx``'s devices, with the trial's routing,
+        decoder, weight sharing (costed in) and lane dropout."""
+        candidate = self.build_candidate(params, self.trial_context(params, ctx))
+        fixed = self.lane_dropout if isinstance(self.lane_dropout, float) else 0.0
+        dropout = float(params.get("lane_dropout", fixed))
+        if dropout != candidate.spec.lane_dropout:
+            candidate = replace(candidate, spec=replace(candidate.spec, lane_dropout=dropout))
+        return candidate
+
+    def trial_context(self, params: Mapping[str, Any], ctx: SpaceContext) -> SpaceContext:
+        """``ctx`` with the trial's routing, decoder and weight sharing in its cost
+        context (the lanes cost what the model built from them will)."""
+        settings = {key: params.get(key, choices[0]) for key, choices in self.choices.items()}
+        c = ctx.cost_context
+        if all(getattr(c, key) == value for key, value in settings.items()):
+            return ctx
+        return replace(ctx, cost_context=replace(c, **settings))
 
     def distributions(self) -> dict[str, BaseDistribution]:
-        """Every parameter, in a fixed order: the architecture's, then training's."""
-        return {**self.model_distributions(), **self.training_distributions()}
+        """Every parameter, in a fixed order: the architecture's, the opened model
+        settings, then training's."""
+        return {
+            **self.model_distributions(),
+            **self.setting_distributions(),
+            **self.training_distributions(),
+        }
+
+    def setting_distributions(self) -> dict[str, BaseDistribution]:
+        """The model settings the file opens (routing, decoder, weight sharing, lane
+        dropout)."""
+        from optuna.distributions import CategoricalDistribution, FloatDistribution
+
+        out: dict[str, BaseDistribution] = {
+            key: CategoricalDistribution(choices)
+            for key, choices in self.choices.items()
+            if len(choices) > 1
+        }
+        if isinstance(self.lane_dropout, tuple):
+            out["lane_dropout"] = FloatDistribution(*self.lane_dropout)
+        return out
 
     def training_distributions(self) -> dict[str, BaseDistribution]:
         from optuna.distributions import CategoricalDistribution, FloatDistribution
@@ -127,22 +186,26 @@ class SearchSpace(ABC):
         if "lr" in self.training:
             low, high = self.training["lr"]
             out["lr"] = FloatDistribution(low, high, log=True)
-        if "batch_size" in self.training:
-            out["batch_size"] = CategoricalDistribution(self.training["batch_size"])
+        for key in ("batch_size", "lr_policy", "batch_policy"):
+            if key in self.training:
+                out[key] = CategoricalDistribution(self.training[key])
         return out
 
     def training_values(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: params[k] for k in ("lr", "batch_size") if k in params}
+        return {k: params[k] for k in TRAINING_DIMENSIONS if k in params}
 
     def make_spec(self, lanes: Any, ctx: SpaceContext) -> MLCNSpec:
+        """The MLCN of ``lanes`` with ``ctx``'s model settings (the trial's, in
+        :meth:`build_candidate`)."""
         c = ctx.cost_context
         return MLCNSpec(
             tuple(lanes),
             num_classes=c.num_classes,
             input_shape=c.input_shape,
             routing_iterations=c.routing_iterations,
-            routing=self.routing,
-            decoder=self.decoder,
+            routing=c.routing,
+            decoder=c.decoder,
+            weight_sharing=c.weight_sharing,
         )
 
     def describe(self) -> dict[str, Any]:
@@ -214,6 +277,57 @@ def _describe_change(key: str, old: Any, new: Any) -> str:
     return f"{key} {show(old)} (now {show(new)})"
 
 
+MODEL_CHOICES: dict[str, tuple[tuple[Any, ...], Any]] = {
+    "routing": (("classwise", "vector"), DEFAULT_ROUTING),
+    "decoder": (DECODERS, "full"),
+    "weight_sharing": ((False, True), False),
+}
+"""Categorical model settings a space file may open: the values, costliest first
+(the analytic cost model's order: ``classwise`` routing computes and keeps more;
+the full decoder reads more; unshared transforms are more weights), and the
+default."""
+
+TRAINING_DIMENSIONS = ("lr", "batch_size", "lr_policy", "batch_policy")
+"""The keys a ``[training]`` table may open."""
+
+
+def _model_choice(
+    data: Mapping[str, Any], key: str, costliest: Sequence[Any], default: Any, origin: str
+) -> tuple[Any, ...]:
+    """A model setting's values, costliest first: one (fixed) or several (a
+    categorical dimension); a list with one value fixes it too."""
+    value = data.get(key, default)
+    values = value if isinstance(value, list) else [value]
+
+    def known(v: Any) -> bool:  # exact types: TOML's true is not 1
+        return any(type(v) is type(c) and v == c for c in costliest)
+
+    if not values or not all(known(v) for v in values) or len(set(values)) != len(values):
+        names = ", ".join(json.dumps(c) for c in costliest)
+        raise SearchError(
+            f"{origin}: {key} must be one of {names}, or a list of them (a searched "
+            f"dimension); got {value!r}"
+        )
+    return tuple(c for c in costliest if any(type(v) is type(c) and v == c for v in values))
+
+
+def _lane_dropout(value: Any, origin: str) -> float | tuple[float, float]:
+    """Fixed lane dropout in [0, 1), or a searched ``[low, high]`` range in it."""
+
+    def fraction(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1
+
+    if isinstance(value, list):
+        if len(value) == 2 and all(fraction(v) for v in value) and value[0] < value[1]:
+            return float(value[0]), float(value[1])
+    elif fraction(value):
+        return float(value)
+    raise SearchError(
+        f"{origin}: lane_dropout must be a number in [0, 1) or a range [low, high] "
+        f"with 0 <= low < high < 1; got {value!r}"
+    )
+
+
 def _training_dimensions(data: Any, origin: str) -> dict[str, Any]:
     if not isinstance(data, Mapping):
         raise SearchError(f"{origin}: [training] must be a table")
@@ -236,11 +350,30 @@ def _training_dimensions(data: Any, origin: str) -> dict[str, Any]:
             ):
                 raise SearchError(f"{origin}: training.batch_size must list batch sizes > 0")
             out["batch_size"] = tuple(value)
+        elif key in ("lr_policy", "batch_policy"):
+            out[key] = _policies(key, value, origin)
         else:
             raise SearchError(
-                f"{origin}: unknown training dimension {key!r}; known: lr, batch_size"
+                f"{origin}: unknown training dimension {key!r}; known: "
+                f"{', '.join(TRAINING_DIMENSIONS)}"
             )
     return out
+
+
+def _policies(key: str, value: Any, origin: str) -> tuple[str, ...]:
+    """A list of registered lr or batch policies (a categorical dimension)."""
+    from nasmlcn.training import BATCH_POLICIES, LR_POLICIES
+
+    registry = LR_POLICIES if key == "lr_policy" else BATCH_POLICIES
+    if not isinstance(value, list) or not value or len(set(map(str, value))) != len(value):
+        raise SearchError(
+            f"{origin}: training.{key} must list {registry.kind} names, e.g. "
+            f"{json.dumps(list(registry.names())[:2])}"
+        )
+    for name in value:
+        if not isinstance(name, str) or name not in registry:
+            raise SearchError(f"{origin}: training.{key}: {registry.unknown_message(str(name))}")
+    return tuple(value)
 
 
 SPACE_KINDS: Registry[type[SearchSpace]] = Registry("search space kind")

@@ -163,7 +163,7 @@ class BucketSpace(SearchSpace):
             out[f"lane{k}_share"] = FloatDistribution(0.0, 1.0)
         return out
 
-    def build(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
+    def build_candidate(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
         model, c = ctx.cost_model, ctx.cost_context
         buckets = space_buckets(ctx)
         repairs: list[str] = []

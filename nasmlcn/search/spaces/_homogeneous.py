@@ -50,7 +50,7 @@ class HomogeneousSpace(SearchSpace):
             "lanes": IntDistribution(*self.lanes),
         }
 
-    def build(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
+    def build_candidate(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
         lane = LaneSpec(params["type"], params["width"], params["depth"])
         wanted = int(params["lanes"])
         error: PlacementError | None = None

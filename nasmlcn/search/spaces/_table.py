@@ -47,7 +47,7 @@ class TableSpace(SearchSpace):
 
         return {"model": CategoricalDistribution(self.models)}
 
-    def build(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
+    def build_candidate(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
         named = create_arch(params["model"])
         assert isinstance(named, MLCNSpec)
         spec = self.make_spec(named.lanes, ctx)

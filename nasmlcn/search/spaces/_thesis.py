@@ -106,7 +106,7 @@ class ThesisSpace(SearchSpace):
         """Every lane of the space's ranges, in a fixed order."""
         return lanes_in_ranges(self.lane_types, self.width, self.depth)
 
-    def build(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
+    def build_candidate(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
         model, c = ctx.cost_model, ctx.cost_context
         rng = random.Random(int(params[SEED_PARAM]))
         costs = [model.lane_cost(lane, c) for lane in self.all_lanes]

@@ -1,0 +1,106 @@
+"""``nasmlcn evaluate``: test a trained run and measure its inference throughput."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from nasmlcn.cli._console import err, out
+
+RUN = typer.Option(
+    ...,
+    "--run",
+    help="A run folder: what nasmlcn train --out, nasmlcn best --export or nasmlcn prune "
+    "--keep wrote (checkpoint.pt, arch.json).",
+)
+DATASET = typer.Option(
+    None,
+    "--dataset",
+    help="Use this dataset (see 'nasmlcn data list') [default: the run's, from its "
+    "result.json or checkpoint].",
+)
+DATA_DIR = typer.Option(
+    None,
+    "--data-dir",
+    help="Dataset directory [default: $NASMLCN_DATA_DIR or ~/.cache/nasmlcn/data].",
+)
+DEVICE = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N.")
+INFERENCE_BATCH = typer.Option(
+    100, "--inference-batch", min=1, help="Images per timed inference pass."
+)
+PASSES = typer.Option(10, "--passes", min=1, help="Timed inference passes (the median counts).")
+
+
+def evaluate(
+    run: Path = RUN,
+    dataset: str | None = DATASET,
+    data_dir: Path | None = DATA_DIR,
+    download: bool = typer.Option(True, "--download/--no-download", help="Download missing data."),
+    test_limit: int | None = typer.Option(
+        None, "--test-limit", min=1, help="Use the first N test images."
+    ),
+    device: str = DEVICE,
+    inference_batch: int = INFERENCE_BATCH,
+    passes: int = PASSES,
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
+) -> None:
+    """Test accuracy and loss (margin + reconstruction, as in training) of a trained
+    run, and its measured inference throughput (forward only, eval mode, no decoder)."""
+    from nasmlcn.runs import InferenceSettings, evaluate_run, load_run
+
+    loaded = load_run(run, dataset=dataset)
+    settings = InferenceSettings(batch=inference_batch, passes=passes)
+    with phase_status(quiet, loaded.arch.describe()) as tell:
+        result = evaluate_run(
+            loaded,
+            data_dir=data_dir,
+            download=download,
+            test_limit=test_limit,
+            device=device,
+            inference=settings,
+            on_phase=tell,
+        ).to_dict()
+    if as_json:
+        print(json.dumps(result))
+        return
+    _print(result)
+
+
+@contextlib.contextmanager
+def phase_status(quiet: bool, what: str) -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr naming the phase it is told (none when ``quiet``)."""
+    if quiet:
+        yield lambda _: None
+        return
+    with err.status(what, spinner="dots") as status:
+        yield lambda phase: status.update(f"{phase}: {what}")
+
+
+def _print(result: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{result['lanes']} on {result['dataset']}", show_header=False)
+    table.add_column("", style="bold")
+    table.add_column("")
+    table.add_row("run", result["run"])
+    table.add_row("parameters", f"{result['params']:,}")
+    table.add_row(
+        "test accuracy", f"{result['test_accuracy']:.4f} ({result['test_images']:,} images)"
+    )
+    table.add_row("test loss", f"{result['test_loss']:.4f}")
+    timing = result["inference"]
+    load = timing["load_average"]
+    table.add_row(
+        "inference",
+        f"{result['inference_images_per_second']:,.0f} images/s (batch {timing['batch_size']}, "
+        f"median of {timing['passes']} passes, {timing['threads']} threads"
+        + (f", load {load:.1f})" if load is not None else ")"),
+    )
+    table.add_row("device", result["device"])
+    out.print(table)

@@ -1,0 +1,147 @@
+"""Exporting a trained run for inference, checked against the model it came from.
+
+:func:`export_run` writes the run's decoder-free classifier in a registered
+format (:data:`~nasmlcn.runs.EXPORT_FORMATS`), loads the file back and compares
+its outputs with the original model's on a batch of ``check_batch`` images of a
+size other than the traced batch (so a batch size baked into the file is
+caught). Without given images, the check uses seeded uniform [0, 1] images of
+the model's input shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from nasmlcn._io import atomic_path
+from nasmlcn.errors import ExportError
+from nasmlcn.runs._classifier import classifier
+from nasmlcn.runs._formats import EXPORT_FORMATS, INPUT_NAME, OUTPUT_NAMES, Outputs
+from nasmlcn.runs._load import LoadedRun, run_summary
+
+TRACE_BATCH = 2
+"""Images in the example batch the model is traced with."""
+
+CHECK_BATCH = 5
+"""Images the export is checked on (not ``TRACE_BATCH``: the batch axis must be free)."""
+
+RTOL, ATOL = 1e-4, 1e-5
+"""How close the export's outputs must be to the original's (float32 kernels of
+another runtime may sum in another order)."""
+
+
+@dataclass(frozen=True)
+class ExportedModel:
+    """What :func:`export_run` wrote; ``to_dict`` is ``export-model --json``."""
+
+    run: LoadedRun
+    format: str
+    path: Path
+    bytes: int
+    capsule_dim: int
+    checked_images: int
+    max_abs_difference: float
+
+    def to_dict(self) -> dict[str, Any]:
+        c, h, w = self.run.arch.input_shape
+        return {
+            **run_summary(self.run),
+            "format": self.format,
+            "path": str(self.path),
+            "bytes": self.bytes,
+            "input": {"name": INPUT_NAME, "shape": ["batch", c, h, w]},
+            "outputs": {
+                OUTPUT_NAMES[0]: ["batch", self.run.arch.num_classes],
+                OUTPUT_NAMES[1]: ["batch", self.run.arch.num_classes, self.capsule_dim],
+            },
+            "checked_images": self.checked_images,
+            "max_abs_difference": self.max_abs_difference,
+        }
+
+
+def default_export_path(run: LoadedRun, fmt: str) -> Path:
+    """``RUN/model<suffix>`` (``model.onnx``, ``model.torchscript.pt``)."""
+    return run.path / f"model{EXPORT_FORMATS.get(fmt).suffix}"
+
+
+def export_run(
+    run: LoadedRun,
+    fmt: str,
+    path: str | Path | None = None,
+    *,
+    images: torch.Tensor | None = None,
+) -> ExportedModel:
+    """Writes ``run``'s classifier as ``fmt`` to ``path`` and checks it.
+
+    Args:
+        run: From :func:`~nasmlcn.runs.load_run`.
+        fmt: A registered export format.
+        path: The file (default :func:`default_export_path`); written atomically.
+        images: Inputs ``(N, C, H, W)`` as the model takes them, to check on.
+
+    Raises:
+        UnknownNameError: ``fmt`` is not registered.
+        ExportError: ``path`` is a folder or cannot be written, the format's
+            packages are missing, or the export's outputs differ from the model's.
+    """
+    spec = EXPORT_FORMATS.get(fmt)
+    target = Path(path) if path is not None else default_export_path(run, fmt)
+    if target.is_dir():
+        raise ExportError(f"--out {str(target)!r} is a folder; give the file to write")
+    if not target.parent.is_dir():
+        raise ExportError(
+            f"--out {str(target)!r}: the folder {str(target.parent)!r} does not exist"
+        )
+    model = classifier(run.model.cpu(), run.arch)
+    shape = run.arch.input_shape
+    if images is None:
+        generator = torch.Generator().manual_seed(0)
+        images = torch.rand(CHECK_BATCH, *shape, generator=generator)  # (N, C, H, W)
+    if tuple(images.shape[1:]) != shape:
+        raise ExportError(f"check images are {tuple(images.shape[1:])}, the model takes {shape}")
+    try:
+        with atomic_path(target) as tmp:
+            spec.write(model, images[:TRACE_BATCH].contiguous(), tmp)
+    except OSError as err:
+        raise ExportError(f"cannot write {str(target)!r}: {err.strerror or err}") from None
+    checked = images[:CHECK_BATCH]
+    with torch.no_grad():
+        expected = model(checked)
+    difference = compare_outputs(expected, spec.load(target)(checked))
+    return ExportedModel(
+        run=run,
+        format=fmt,
+        path=target,
+        bytes=target.stat().st_size,
+        capsule_dim=int(expected[1].shape[-1]),
+        checked_images=len(checked),
+        max_abs_difference=difference,
+    )
+
+
+def compare_outputs(expected: Outputs, got: Outputs) -> float:
+    """The largest absolute difference between an export's outputs ``got`` and the
+    model's ``expected`` ones.
+
+    Raises:
+        ExportError: An output differs beyond ``RTOL``/``ATOL`` or has another shape.
+    """
+    worst = 0.0
+    for name, want, have in zip(OUTPUT_NAMES, expected, got, strict=True):
+        want, have = want.detach(), have.detach()
+        if want.shape != have.shape:
+            raise ExportError(
+                f"the exported model's {name} have shape {tuple(have.shape)}, the model's "
+                f"{tuple(want.shape)}; the file was written but should not be used"
+            )
+        if not torch.allclose(have, want, rtol=RTOL, atol=ATOL):
+            raise ExportError(
+                f"the exported model's {name} differ from the model's by up to "
+                f"{float((have - want).abs().max()):.3g}; the file was written but should "
+                "not be used"
+            )
+        worst = max(worst, float((have - want).abs().max()))
+    return worst

@@ -1,0 +1,554 @@
+"""NASCaps' second stage: train the selected trials again, fully, and test them.
+
+A search ranks candidates by the validation accuracy of a short training
+(NASCaps sec. 4.2: "the candidate networks that show their accuracy and hardware
+efficiency in a Pareto-front are fully-trained to evaluate their actual
+validation accuracy"). :func:`retrain_study` does that second stage for a study
+nasmlcn wrote:
+
+- which trials: the Pareto front (``pareto``; on a single-objective study the
+  front is its best trial) or the ``top`` K feasible completed trials by the first
+  objective (accuracy);
+- how: each trial's stored architecture (the ``arch`` attribute,
+  :class:`~nasmlcn.search._record.TrialRecord`) with the trial's own training
+  settings as the ``train`` evaluator used them (its sampled ``batch_size`` and
+  ``lr``, else the search's; the search's epochs, dataset and seed), any of them
+  overridden by :class:`RetrainOptions`; trained by
+  :func:`~nasmlcn.training.run_training` (the one training path) on the whole
+  training split (``train_limit`` None) of the same seeded train/validation split
+  as the search, so the search's validation images stay unseen, and tested on the
+  test set, which the search never touches;
+- measured: test accuracy, parameters, training throughput (training images per
+  second of the training passes) and inference throughput (images per second
+  classifying test images, forward only, eval mode, no decoder, batch
+  ``inference_batch_size``: :func:`nasmlcn.measure.time_inference` on the model
+  loaded back from the checkpoint written, on the device it trained on);
+- written: one run folder per trial under ``out_dir`` (``trial-0007/``) as
+  ``nasmlcn train --out`` writes it (``checkpoint.pt``, ``arch.json``,
+  ``result.json`` with a ``retrain`` section), so ``nasmlcn train --arch ...
+  --resume`` and :func:`nasmlcn.training.load_model` read it.
+
+Where the results live: in the study's ``nasmlcn`` user attribute (what nasmlcn
+stores on a study, :func:`~nasmlcn.search._study_access.study_info`), under
+``retrained``: ``{"version": 1, "models": [...]}``, one entry per (trial,
+dataset) -- retraining a trial again on the same dataset replaces its entry.
+A study attribute, not trial attributes, because Optuna lets nobody change a
+finished trial (a private write would bypass its cache); studies can be changed
+at any time through Optuna's public API, and every reader of the study
+(``nasmlcn best``, ``correlate``, the dashboard's study note and the HTML report)
+already reads this attribute. Each entry is stored as soon as its model is
+tested, re-reading the attribute first, so an interrupted run keeps the models it
+finished and other keys of the attribute are never lost. Everything is checked
+on a read-only view of the study before anything is trained or written: a bad
+request leaves the study untouched.
+
+:class:`RetrainedModel` is the one schema of an entry, written and read here
+(:func:`retrained_models`); :func:`retrained_correlations` is NASCaps Table 2 with
+the retrained test accuracy as the "full training" accuracy.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nasmlcn.errors import SearchError
+from nasmlcn.search._correlation import EpochCorrelation, final_correlations
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.trial import FrozenTrial
+
+    from nasmlcn.specs import ArchSpec
+    from nasmlcn.training import Callback, TrainConfig, TrainJob
+
+logger = logging.getLogger(__name__)
+
+RETRAINED_KEY = "retrained"
+"""The key of the retrained models inside the study's ``nasmlcn`` user attribute."""
+RETRAINED_VERSION = 1
+INFERENCE_THROUGHPUT_BATCH = 100
+"""Images per timed pass of the inference throughput (the training batch of the
+thesis); the search's latency objective uses batch 1."""
+
+
+# -- the stored record -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RetrainedModel:
+    """One retrained trial, as stored on the study and printed by ``--json``.
+
+    Attributes:
+        number: The trial.
+        dataset: What it was trained and tested on.
+        lanes: The architecture in the compact lane syntax.
+        test_accuracy: Accuracy on ``test_images`` test images.
+        test_loss: Loss on them.
+        test_images: Test images.
+        params: Trainable parameters.
+        epochs: Training epochs.
+        batch_size: Training batch size.
+        lr: Initial learning rate.
+        train_images: Training images per epoch.
+        train_images_per_second: Training images per second of the training
+            passes (validation not counted).
+        inference_images_per_second: Images per second classifying test images
+            (forward only, batch ``inference_batch_size``).
+        inference_batch_size: Images per timed inference pass.
+        device: Where it trained and was timed.
+        seconds: Wall time of training, testing and timing.
+        search_accuracy: The trial's validation accuracy at the end of its search
+            training (its first objective's value); None when unknown.
+        search_epochs: Epochs the search trained it.
+        val_accuracy_per_epoch: The retraining's validation accuracy per epoch.
+        weights: Path of the written ``checkpoint.pt``.
+        run_dir: Its run folder.
+        retrained_at: When (ISO 8601, local time).
+        version: Schema version of this record.
+    """
+
+    number: int
+    dataset: str
+    lanes: str
+    test_accuracy: float
+    test_loss: float
+    test_images: int
+    params: int
+    epochs: int
+    batch_size: int
+    lr: float
+    train_images: int
+    train_images_per_second: float
+    inference_images_per_second: float
+    inference_batch_size: int
+    device: str
+    seconds: float
+    search_accuracy: float | None
+    search_epochs: int | None
+    val_accuracy_per_epoch: list[float] = field(default_factory=list)
+    weights: str = ""
+    run_dir: str = ""
+    retrained_at: str = ""
+    version: int = RETRAINED_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RetrainedModel | None:
+        """The record in ``data``, or None when it is not one (a newer schema, or
+        required keys missing); keys it does not know are ignored."""
+        names = {f.name for f in fields(cls)}
+        version = data.get("version", RETRAINED_VERSION)
+        if not isinstance(version, int) or version > RETRAINED_VERSION:
+            return None
+        try:
+            return cls(**{k: v for k, v in data.items() if k in names})
+        except TypeError:
+            return None
+
+
+def retrained_models(info: Mapping[str, Any]) -> list[RetrainedModel]:
+    """Every retrained model stored in a study's ``nasmlcn`` attribute ``info``
+    (:func:`~nasmlcn.search._study_access.study_info`), by trial number."""
+    stored = info.get(RETRAINED_KEY)
+    entries = stored.get("models") if isinstance(stored, Mapping) else None
+    models = [
+        m
+        for m in (RetrainedModel.from_dict(e) for e in entries or () if isinstance(e, Mapping))
+        if m is not None
+    ]
+    return sorted(models, key=lambda m: (m.number, m.dataset))
+
+
+def search_dataset(info: Mapping[str, Any]) -> str | None:
+    """The dataset the study's search trained on (None: not recorded)."""
+    config = info.get("config")
+    dataset = config.get("dataset") if isinstance(config, Mapping) else None
+    return str(dataset) if dataset is not None else None
+
+
+def retrained_by_trial(info: Mapping[str, Any]) -> dict[int, RetrainedModel]:
+    """The models retrained on the search's own dataset, by trial number (what
+    ``nasmlcn best`` and the correlation compare with the search's accuracy)."""
+    dataset = search_dataset(info)
+    return {m.number: m for m in retrained_models(info) if m.dataset == dataset}
+
+
+def retrained_correlations(
+    curves: Mapping[int, Sequence[float]], models: Sequence[RetrainedModel]
+) -> list[EpochCorrelation]:
+    """NASCaps Table 2 against the retrained models: per search epoch ``n``, Pearson
+    and Spearman over the retrained trials between the validation accuracy after
+    ``n`` search epochs and the retrained test accuracy.
+
+    Args:
+        curves: Per trial number, its search-time validation accuracy per epoch.
+        models: The retrained models (trials without a curve are left out).
+    """
+    kept = [m for m in models if curves.get(m.number)]
+    return final_correlations(
+        [list(curves[m.number]) for m in kept], [m.test_accuracy for m in kept]
+    )
+
+
+def store_retrained(study: optuna.Study, model: RetrainedModel) -> None:
+    """Adds ``model`` to the study's retrained models, replacing an entry of the
+    same trial and dataset; the attribute is read fresh from the storage first, so
+    nothing stored meanwhile is lost."""
+    from nasmlcn.search._optuna_compat import storage_of, study_id_of
+    from nasmlcn.search._runner import STUDY_ATTR
+
+    attrs = storage_of(study).get_study_user_attrs(study_id_of(study))
+    info = attrs.get(STUDY_ATTR)
+    info = dict(info) if isinstance(info, Mapping) else {}
+    kept = [
+        m.to_dict()
+        for m in retrained_models(info)
+        if (m.number, m.dataset) != (model.number, model.dataset)
+    ]
+    entries = sorted([*kept, model.to_dict()], key=lambda e: (e["number"], e["dataset"]))
+    info[RETRAINED_KEY] = {"version": RETRAINED_VERSION, "models": entries}
+    study.set_user_attr(STUDY_ATTR, info)
+
+
+# -- what to retrain ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RetrainOptions:
+    """What ``nasmlcn retrain`` asks for.
+
+    Attributes:
+        pareto: The Pareto front (single objective: the best trial).
+        top: The ``top`` feasible completed trials by the first objective.
+        epochs: Training epochs (None: the search's).
+        train_limit: Training images (None: the whole training split).
+        test_limit: Test images (None: the whole test set).
+        dataset: Train and test on this dataset instead of the search's (the
+            architecture's input and classes are fitted to it).
+        data_dir: Dataset directory (None: the search's, else the default).
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
+        out_dir: Run folders go here, one per trial (``trial-0007``).
+        resume: Continue the checkpoints already in the run folders.
+        inference_batch_size: Images per timed inference pass.
+        download: Allow downloading a missing dataset.
+    """
+
+    pareto: bool = False
+    top: int | None = None
+    epochs: int | None = None
+    train_limit: int | None = None
+    test_limit: int | None = None
+    dataset: str | None = None
+    data_dir: str | None = None
+    device: str = "auto"
+    out_dir: str = "runs/retrain"
+    resume: bool = False
+    inference_batch_size: int = INFERENCE_THROUGHPUT_BATCH
+    download: bool = True
+
+    def __post_init__(self) -> None:
+        if self.pareto and self.top is not None:
+            raise SearchError(
+                "give --pareto or --top K, not both (--pareto: the Pareto front; "
+                "--top K: the K most accurate trials)"
+            )
+        if not self.pareto and self.top is None:
+            raise SearchError(
+                "say which trials to retrain: --pareto (the Pareto front) or --top K "
+                "(the K most accurate trials)"
+            )
+        for name in ("top", "epochs", "train_limit", "test_limit", "inference_batch_size"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise SearchError(f"{name} must be an integer >= 1, got {value!r}")
+            if value is not None and value < 1:
+                raise SearchError(f"{name} must be >= 1, got {value!r}")
+
+    @property
+    def selection(self) -> str:
+        return "pareto" if self.pareto else f"top {self.top}"
+
+
+@dataclass(frozen=True)
+class RetrainTarget:
+    """One trial to retrain, checked and laid out (see :func:`plan_retrain`)."""
+
+    number: int
+    arch: ArchSpec
+    dataset: str
+    config: TrainConfig
+    data_dir: str | None
+    val_limit: int | None
+    run_dir: Path
+    search_accuracy: float | None
+    search_epochs: int | None
+
+    @property
+    def label(self) -> str:
+        return f"trial {self.number}: {self.arch.describe()}"
+
+
+def select_trials(study: optuna.Study, *, pareto: bool, top: int | None) -> list[FrozenTrial]:
+    """The trials to retrain: the feasible Pareto front (several objectives; the
+    best trial of a single-objective study), or the ``top`` feasible completed
+    trials by the first objective, best first.
+
+    Raises:
+        SearchError: The study has no feasible completed trial.
+    """
+    from optuna.trial import TrialState
+
+    from nasmlcn.search._results import _sort_key, best_trials, is_feasible
+
+    if pareto:
+        chosen = best_trials(study, top=1)
+    else:
+        done = [
+            t
+            for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            if t.values is not None and is_feasible(t)
+        ]
+        chosen = sorted(done, key=lambda t: _sort_key(study, t))[: top or 1]
+    if not chosen:
+        raise SearchError(
+            f"study {study.study_name!r} has no completed feasible trial to retrain "
+            "(run or continue the search first)"
+        )
+    return chosen
+
+
+def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTarget]:
+    """The selected trials of ``study`` as training jobs, every one checked (its
+    architecture, the dataset, its run folder) before anything is trained.
+
+    Raises:
+        SearchError: No trial to retrain, or a trial stored no architecture.
+        UnknownNameError: ``options.dataset`` is not a registered dataset.
+        SpecError: An architecture that does not fit the dataset.
+        CheckpointError: A run folder already holds a checkpoint (without
+            ``resume``), or cannot be made.
+    """
+    from nasmlcn.data import DATASETS
+    from nasmlcn.search._record import TrialRecord
+    from nasmlcn.search._study_access import study_info
+    from nasmlcn.specs import arch_from_dict
+    from nasmlcn.training import TrainConfig, arch_for_dataset, default_lr_policy
+    from nasmlcn.training._job import job_outputs
+
+    info = study_info(study)
+    config = info.get("config") or {}
+    search_data = config.get("dataset") or "fashion-mnist"
+    dataset = options.dataset or search_data
+    info_dataset = DATASETS.get(dataset)  # an unknown name fails here, before any work
+    other = dataset != search_data
+    targets = []
+    for trial in select_trials(study, pareto=options.pareto, top=options.top):
+        record = TrialRecord.of(trial)
+        if not record.arch:
+            raise SearchError(
+                f"trial {trial.number} of study {study.study_name!r} stored no architecture "
+                "(not a study written by nasmlcn search?); nothing was retrained"
+            )
+        arch = arch_for_dataset(arch_from_dict(record.arch), info_dataset, strict=not other)
+        train_config = TrainConfig(
+            epochs=options.epochs or int(config.get("epochs") or 10),
+            batch_size=int(trial.params.get("batch_size", config.get("batch_size", 100))),
+            lr=float(trial.params.get("lr", 1e-3)),
+            # the policies the trial trained with, where its space searched them
+            lr_policy=str(
+                trial.params.get("lr_policy")
+                or default_lr_policy(str(trial.params.get("batch_policy", "fixed")))
+            ),
+            batch_policy=str(trial.params.get("batch_policy", "fixed")),
+            # the search's seed: the same train/validation split as the search
+            seed=int(config.get("seed") or 0),
+            device=options.device,
+        )
+        curve = record.accuracy_per_epoch
+        target = RetrainTarget(
+            number=trial.number,
+            arch=arch,
+            dataset=dataset,
+            config=train_config,
+            data_dir=options.data_dir or config.get("data_dir"),
+            val_limit=None if other else config.get("val_limit"),
+            run_dir=Path(options.out_dir) / f"trial-{trial.number:04d}",
+            search_accuracy=None if other or not curve else curve[-1],
+            search_epochs=len(curve) or None,
+        )
+        job_outputs(_job(target, options))  # an occupied --out fails now
+        targets.append(target)
+    return targets
+
+
+def _job(target: RetrainTarget, options: RetrainOptions) -> TrainJob:
+    """The training job of ``target``."""
+    from nasmlcn.training import TrainJob
+
+    return TrainJob(
+        target.arch,
+        dataset=target.dataset,
+        config=target.config,
+        data_dir=target.data_dir,
+        download=options.download,
+        train_limit=options.train_limit,
+        val_limit=target.val_limit,
+        test_limit=options.test_limit,
+        out_dir=str(target.run_dir),
+        resume=options.resume,
+    )
+
+
+# -- running -----------------------------------------------------------------------
+
+
+class RetrainObserver:
+    """Hooks of a retrain run (the CLI's progress display, the dashboard's notes);
+    all no-ops here. An observer that raises stops the run (models already stored
+    stay stored)."""
+
+    def on_start(self, study: optuna.Study, targets: Sequence[RetrainTarget]) -> None:
+        pass
+
+    def training_callbacks(self, target: RetrainTarget, index: int) -> Sequence[Callback]:
+        """Training callbacks for the ``index``-th model (0-based)."""
+        return ()
+
+    def on_model_end(self, model: RetrainedModel) -> None:
+        pass
+
+    def on_end(self, study: optuna.Study, report: RetrainReport) -> None:
+        """After the last model; ``study`` is writable (notes may be added)."""
+
+
+@dataclass(frozen=True)
+class RetrainReport:
+    """What :func:`retrain_study` did; ``to_dict`` is what ``--json`` prints."""
+
+    study: str
+    selection: str
+    dataset: str
+    out_dir: str
+    models: tuple[RetrainedModel, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "study": self.study,
+            "selection": self.selection,
+            "dataset": self.dataset,
+            "out_dir": self.out_dir,
+            "models": [m.to_dict() for m in self.models],
+        }
+
+
+def retrain_study(
+    name: str | None,
+    url: str,
+    options: RetrainOptions,
+    *,
+    observer: RetrainObserver | None = None,
+) -> RetrainReport:
+    """Retrains the selected trials of study ``name`` in storage ``url`` (see the
+    module docstring) and stores each result on the study as soon as it is tested.
+
+    Raises:
+        StorageError: No such storage or study.
+        SearchError, SpecError, CheckpointError, UnknownNameError: see
+            :func:`plan_retrain`; raised before anything is trained or written.
+        DatasetError, TrainingError: The data cannot be loaded, training diverged.
+    """
+    from nasmlcn.search._study_access import load_existing_study
+
+    watcher = observer or RetrainObserver()
+    readable = load_existing_study(name, url)
+    targets = plan_retrain(readable, options)
+    watcher.on_start(readable, targets)
+    writable: optuna.Study | None = None
+    done: list[RetrainedModel] = []
+    test_images: dict[str, Any] = {}
+    for index, target in enumerate(targets):
+        model = _retrain_one(
+            target, options, watcher.training_callbacks(target, index), test_images
+        )
+        if writable is None:
+            writable = load_existing_study(readable.study_name, url, read_only=False)
+        store_retrained(writable, model)
+        done.append(model)
+        watcher.on_model_end(model)
+    report = RetrainReport(
+        readable.study_name,
+        options.selection,
+        targets[0].dataset,
+        options.out_dir,
+        tuple(done),
+    )
+    assert writable is not None  # plan_retrain never returns no target
+    watcher.on_end(writable, report)
+    return report
+
+
+def _retrain_one(
+    target: RetrainTarget,
+    options: RetrainOptions,
+    callbacks: Sequence[Callback],
+    test_images: dict[str, Any],
+) -> RetrainedModel:
+    """Trains, tests and times one model; writes its run folder."""
+    from nasmlcn.measure import time_inference
+    from nasmlcn.training import load_job_splits, load_model, run_training
+    from nasmlcn.training._job import CHECKPOINT_NAME, write_result
+
+    started = time.perf_counter()
+    job = _job(target, options)
+    report = run_training(job, list(callbacks))
+    weights = target.run_dir / CHECKPOINT_NAME
+    # timed on the weights as written: what other commands load
+    model, _ = load_model(weights)
+    model.to(report.device)
+    if target.dataset not in test_images:
+        test_images[target.dataset] = load_job_splits(job).test.images
+    images = test_images[target.dataset].float().div_(255.0)  # (N, C, H, W)
+    inference = time_inference(
+        model,
+        images,
+        input_device=report.device,
+        batch_size=options.inference_batch_size,
+    )
+    result = report.to_dict()
+    retrained = RetrainedModel(
+        number=target.number,
+        dataset=target.dataset,
+        lanes=target.arch.describe(),
+        test_accuracy=report.test_accuracy,
+        test_loss=report.test_loss,
+        test_images=report.test_images,
+        params=report.params,
+        epochs=len(report.history),
+        batch_size=target.config.batch_size,
+        lr=target.config.lr,
+        train_images=report.train_images,
+        train_images_per_second=float(result["images_per_second"]),
+        inference_images_per_second=1.0 / inference.seconds_per_image,
+        inference_batch_size=inference.batch_size,
+        device=report.device,
+        seconds=time.perf_counter() - started,
+        search_accuracy=target.search_accuracy,
+        search_epochs=target.search_epochs,
+        val_accuracy_per_epoch=[h.val_accuracy for h in report.history],
+        weights=str(weights.resolve()),
+        run_dir=str(target.run_dir.resolve()),
+        retrained_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    )
+    write_result(
+        target.run_dir,
+        {**result, "retrain": {**retrained.to_dict(), "inference": inference.to_dict()}},
+    )
+    logger.info("trial %d retrained: test accuracy %.4f", target.number, retrained.test_accuracy)
+    return retrained

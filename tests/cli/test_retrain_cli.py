@@ -1,0 +1,157 @@
+"""``nasmlcn retrain`` end to end on a real (tiny) search, and what ``best``,
+``correlate``, ``export`` and the dashboard's study note show afterwards; bad
+requests are refused in one line and leave the study file as it was."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+
+from nasmlcn.search import SearchConfig, run_search
+from tests.conftest import run_cli
+
+WIDE = {"COLUMNS": "250"}  # tables unfolded, so their headers can be read
+
+
+@pytest.fixture(scope="module")
+def storage(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A real two-objective search: 3 trials of 2 epochs on 50 synthetic images."""
+    folder = tmp_path_factory.mktemp("retrain-cli")
+    config = SearchConfig(
+        devices="1xK80",
+        mem="12GB",
+        flops="0.05x",
+        objectives=("accuracy", "latency"),
+        evaluator="train",
+        dataset="synthetic",
+        epochs=2,
+        train_limit=50,
+        val_limit=30,
+        trials=3,
+        sampler="random",
+        storage=f"sqlite:///{folder / 's.db'}",
+        study="s",
+        run_on="cpu",
+        seed=3,
+    )
+    run_search(config)
+    return config.storage
+
+
+def _ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+@pytest.fixture(scope="module")
+def retrained(storage: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """``nasmlcn retrain --top 2 --json`` on the search: what it printed and where."""
+    out = tmp_path_factory.mktemp("runs") / "runs"
+    tiny = ("--epochs", "1", "--train-limit", "30", "--test-limit", "20", "--inference-batch", "5")
+    result = _ok(
+        run_cli("retrain", "--storage", storage, "--top", "2", *tiny, "--out", str(out), "--json")
+    )
+    return {"out": out, "stderr": result.stderr, **json.loads(result.stdout)}
+
+
+def test_retrain_top_2_is_stored_where_best_correlate_export_and_the_note_show_it(
+    storage: str, retrained: dict[str, Any]
+) -> None:
+    from nasmlcn.dashboard import extract_report
+    from nasmlcn.dashboard._notes import read_note
+    from nasmlcn.dashboard._report import render_report
+    from nasmlcn.search._optuna_compat import storage_of, study_id_of
+    from nasmlcn.search._study_access import load_existing_study
+
+    out, models = retrained["out"], retrained["models"]
+    study = load_existing_study("s", storage)
+    done = [t for t in study.trials if t.values is not None]
+    ranked = sorted(done, key=lambda t: (-(t.values or [0.0])[0], t.number))
+    assert [m["number"] for m in models] == [t.number for t in ranked[:2]]
+    for m in models:
+        assert Path(m["weights"]) == (out / f"trial-{m['number']:04d}" / "checkpoint.pt").resolve()
+        assert Path(m["weights"]).is_file()
+        assert 0.0 <= m["test_accuracy"] <= 1.0
+        assert m["test_images"] == 20
+        assert m["params"] > 0
+        assert m["train_images_per_second"] > 0
+        assert m["inference_images_per_second"] > 0
+    assert "test accuracy" in retrained["stderr"]  # the progress lines, on stderr
+
+    best = json.loads(_ok(run_cli("best", "--storage", storage, "--json")).stdout)
+    tested = {m["number"]: m["test_accuracy"] for m in models}
+    assert {m["number"]: m["test_accuracy"] for m in best["retrained"]} == tested
+    for row in best["best"]:
+        if row["number"] in tested:
+            assert row["retrained"]["test_accuracy"] == tested[row["number"]]
+        else:
+            assert row["retrained"] is None
+
+    correlate = json.loads(_ok(run_cli("correlate", "--storage", storage, "--json")).stdout)
+    assert correlate["retrained"]["trials"] == 2
+    assert [e["epoch"] for e in correlate["retrained"]["epochs"]] == [1, 2]
+
+    # the HTML report's section (what `nasmlcn export` renders into report.html)
+    page = render_report(extract_report(study, importances=False), {}, [], plotly_js="")
+    section = page[page.index('<section id="retrained">') :]
+    assert all(f"<td>{a:.4f}</td>" in section for a in tested.values())
+
+    system = storage_of(study)
+    attrs = getattr(system, "_backend", system).get_study_system_attrs(study_id_of(study))
+    note = read_note(attrs, None)[1]
+    assert "Retrained (`nasmlcn retrain`)" in note
+    assert all(f"| {n} |" in note for n in tested)
+
+
+@pytest.mark.slow
+def test_the_best_and_correlate_tables_show_the_retrained_columns(
+    storage: str, retrained: dict[str, Any]
+) -> None:
+    assert "retrained test acc" in _ok(run_cli("best", "--storage", storage, env=WIDE)).stdout
+    table = _ok(run_cli("correlate", "--storage", storage, env=WIDE)).stdout
+    assert "Pearson r vs retrained test" in table
+    assert "Spearman rho vs retrained test" in table
+
+
+def _fingerprint(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--study", "nope", "--top", "1"), "no study 'nope'"),
+        (("--top", "2", "--pareto"), "give --pareto or --top K, not both"),
+        ((), "say which trials to retrain: --pareto (the Pareto front) or --top K"),
+        (("--top", "1", "--dataset", "nope"), "'nope'"),
+    ],
+    ids=["unknown-study", "top-and-pareto", "no-selection", "unknown-dataset"],
+)
+def test_bad_requests_are_refused_in_one_line_and_change_nothing(
+    storage: str, tmp_path: Path, args: tuple[str, ...], expected: str
+) -> None:
+    db = Path(storage.removeprefix("sqlite:///"))
+    before = _fingerprint(db)
+    out = tmp_path / "runs"
+    result = run_cli("retrain", "--storage", storage, *args, "--out", str(out))
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    assert expected in lines[0]
+    assert _fingerprint(db) == before
+    assert not out.exists()
+
+
+def test_a_study_without_completed_trials_is_refused(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    optuna.create_study(study_name="empty", storage=url).ask()
+    result = run_cli("retrain", "--storage", url, "--pareto", "--out", str(tmp_path / "r"))
+    assert result.returncode == 2
+    assert "study 'empty' has no completed feasible trial to retrain" in result.stderr

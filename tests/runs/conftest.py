@@ -1,0 +1,60 @@
+"""Run folders for the tests: trained ones (``nasmlcn train``'s library call) and
+ones written directly from a freshly built model (faster, same files)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from nasmlcn.models import build_model
+from nasmlcn.specs import ArchSpec, MLCNSpec, save_arch
+from nasmlcn.training import TrainConfig, TrainJob, run_training, save_checkpoint
+
+TINY_MLCN = "mlcn1:1x1,mlcn2:1x1"
+
+
+def write_run(
+    folder: Path,
+    arch: ArchSpec,
+    *,
+    dataset: str | None = "fashion-mnist",
+    seed: int = 3,
+) -> torch.nn.Module:
+    """A run folder as ``nasmlcn train --out`` lays it out, holding the seeded
+    initial weights of ``arch``; without ``dataset``, as ``best --export`` (no
+    ``result.json``). Returns the model written."""
+    torch.manual_seed(seed)
+    model = build_model(arch)
+    folder.mkdir(parents=True, exist_ok=True)
+    save_checkpoint(
+        folder / "checkpoint.pt",
+        arch=arch,
+        model=model,
+        epoch=1,
+        train_config=TrainConfig(seed=seed).to_dict(),
+    )
+    save_arch(arch, folder / "arch.json")
+    if dataset is not None:
+        (folder / "result.json").write_text(json.dumps({"dataset": dataset}))
+    return model
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny MLCN trained for one epoch on the synthetic dataset by ``run_training``."""
+    out = tmp_path_factory.mktemp("trained") / "run"
+    run_training(
+        TrainJob(
+            MLCNSpec(TINY_MLCN),
+            dataset="synthetic",
+            config=TrainConfig(epochs=1, seed=2, batch_size=50),
+            train_limit=200,
+            val_limit=100,
+            test_limit=120,
+            out_dir=str(out),
+        )
+    )
+    return out

@@ -1,0 +1,113 @@
+"""Loading run folders: what train --out and best --export write, and every way a
+folder can be wrong (one clear error each)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from nasmlcn.errors import CheckpointError, RunError, SpecError, UnknownNameError
+from nasmlcn.runs import load_run
+from nasmlcn.specs import CapsNetSpec, MLCNSpec, arch_to_json, create_arch, save_arch
+from nasmlcn.training import load_checkpoint
+from tests.conftest import run_cli
+from tests.runs.conftest import TINY_MLCN, write_run
+
+
+def test_a_trained_run_loads_with_its_weights_dataset_and_split_seed(trained_run: Path) -> None:
+    run = load_run(trained_run)
+    payload = load_checkpoint(trained_run / "checkpoint.pt")
+    assert run.arch == payload["arch"] == MLCNSpec(TINY_MLCN)
+    assert (run.dataset, run.dataset_source) == ("synthetic", "result.json")
+    assert run.seed == 2  # the training seed, which is also the split's
+    assert run.epoch == 1
+    assert not run.model.training
+    state = run.model.state_dict()
+    assert all(torch.equal(state[k], v) for k, v in payload["model"].items())
+
+
+def test_dataset_option_overrides_the_runs_and_is_checked(tmp_path: Path) -> None:
+    write_run(tmp_path / "run", MLCNSpec(TINY_MLCN), dataset="fashion-mnist")
+    assert load_run(tmp_path / "run", dataset="synthetic").dataset_source == "--dataset"
+    with pytest.raises(UnknownNameError, match="fashion-mnst"):
+        load_run(tmp_path / "run", dataset="fashion-mnst")
+    with pytest.raises(SpecError, match=r"--dataset 'cifar10' does not fit run .*3x32x32"):
+        load_run(tmp_path / "run", dataset="cifar10")
+
+
+def test_an_exported_trial_needs_dataset_unless_none_is_asked_for(tmp_path: Path) -> None:
+    folder = tmp_path / "best"
+    write_run(folder, create_arch("capsnet-tiny"), dataset=None)  # as best --export writes
+    with pytest.raises(RunError, match=r"does not say which dataset .* give --dataset"):
+        load_run(folder)
+    run = load_run(folder, require_dataset=False)
+    assert run.dataset is None
+    assert isinstance(run.arch, CapsNetSpec)
+    assert load_run(folder, dataset="mnist").dataset == "mnist"
+
+
+def _refusals(tmp_path: Path) -> list[tuple[Path, type[Exception], str]]:
+    spec = MLCNSpec(TINY_MLCN)
+    missing, empty, foreign, mixed, broken_result = (
+        tmp_path / n for n in ("missing", "empty", "foreign", "mixed", "broken")
+    )
+    empty.mkdir()
+    foreign.mkdir()
+    (foreign / "checkpoint.pt").write_bytes(b"not a torch file")
+    write_run(mixed, spec)
+    save_arch(MLCNSpec("mlcn1:2x1"), mixed / "arch.json")
+    write_run(broken_result, spec)
+    (broken_result / "result.json").write_text("{oops")
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    return [
+        (missing, RunError, "does not exist"),
+        (a_file, RunError, "is a file; give the run folder that holds checkpoint.pt"),
+        (empty, RunError, "holds no checkpoint.pt; give a folder written by nasmlcn train"),
+        (foreign, CheckpointError, "is not a nasmlcn checkpoint"),
+        (mixed, RunError, "describes mlcn1:2x1 but the checkpoint beside it holds"),
+        (broken_result, RunError, "is not valid JSON"),
+    ]
+
+
+def test_every_wrong_folder_gets_its_own_error(tmp_path: Path) -> None:
+    for folder, error, message in _refusals(tmp_path):
+        with pytest.raises(error, match=message):
+            load_run(folder)
+
+
+def test_weights_of_another_architecture_are_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    write_run(folder, MLCNSpec(TINY_MLCN))
+    payload = torch.load(folder / "checkpoint.pt", weights_only=True)
+    payload["arch"] = arch_to_json(MLCNSpec("mlcn1:2x1,mlcn2:1x1"))
+    torch.save(payload, folder / "checkpoint.pt")
+    (folder / "arch.json").unlink()
+    with pytest.raises(CheckpointError, match="do not fit its architecture mlcn1:2x1,mlcn2:1x1"):
+        load_run(folder)
+
+
+def test_the_cli_refuses_a_wrong_folder_in_one_line(tmp_path: Path) -> None:
+    for command in ("evaluate", "export-model"):
+        result = run_cli(command, "--run", str(tmp_path / "nope"))
+        _one_line(result, "run folder")
+    write_run(tmp_path / "run", MLCNSpec(TINY_MLCN))
+    result = run_cli("evaluate", "--run", str(tmp_path / "run"), "--dataset", "fashion-mnst")
+    _one_line(result, "did you mean 'fashion-mnist'")
+
+
+def _one_line(result: subprocess.CompletedProcess[str], expected: str) -> None:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: "), lines[0]
+    assert expected in lines[0], lines[0]
+
+
+def test_arch_json_alone_is_not_required(tmp_path: Path) -> None:
+    write_run(tmp_path / "run", MLCNSpec(TINY_MLCN))
+    (tmp_path / "run" / "arch.json").unlink()
+    assert load_run(tmp_path / "run").arch == MLCNSpec(TINY_MLCN)

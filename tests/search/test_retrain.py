@@ -1,0 +1,310 @@
+"""``retrain_study``: NASCaps' second stage on a real (tiny) search, trained for
+real on the synthetic dataset; the stored record; the correlation with the
+retrained test accuracy."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+import pytest
+from scipy import stats
+
+from nasmlcn.errors import CheckpointError, SearchError, UnknownNameError
+from nasmlcn.search import SearchConfig, best_trials, run_search
+from nasmlcn.search._correlation import epoch_correlations, final_correlations
+from nasmlcn.search._results import correlation_report
+from nasmlcn.search._retrain import (
+    RETRAINED_VERSION,
+    RetrainedModel,
+    RetrainOptions,
+    retrain_study,
+    retrained_by_trial,
+    retrained_correlations,
+    retrained_models,
+)
+from nasmlcn.search._study_access import load_existing_study, study_info
+
+TINY: dict[str, Any] = {
+    "epochs": 1,
+    "train_limit": 50,
+    "test_limit": 30,
+    "inference_batch_size": 10,
+}
+
+
+def _search(tmp_path: Path, **options: Any) -> SearchConfig:
+    config = SearchConfig(
+        devices="1xK80",
+        mem="12GB",
+        flops="0.05x",  # small models: a few seconds a trial on a CPU
+        dataset="synthetic",
+        epochs=2,
+        train_limit=50,
+        val_limit=30,
+        sampler="random",
+        storage=f"sqlite:///{tmp_path / 's.db'}",
+        study="s",
+        run_on="cpu",
+        seed=3,
+        **options,
+    )
+    run_search(config)
+    return config
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> SearchConfig:
+    """A real search: 3 trials of 2 epochs on 50 synthetic images, two objectives."""
+    return _search(
+        tmp_path_factory.mktemp("trained"),
+        evaluator="train",
+        trials=3,
+        objectives=("accuracy", "latency"),
+    )
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory: pytest.TempPathFactory) -> SearchConfig:
+    """A single-objective search with the proxy evaluator (fast, no training)."""
+    return _search(tmp_path_factory.mktemp("proxy"), evaluator="proxy", trials=5)
+
+
+def _ranked(study: optuna.Study) -> list[int]:
+    done = [t for t in study.trials if t.state.name == "COMPLETE" and t.values]
+    return [t.number for t in sorted(done, key=lambda t: (-(t.values or [0.0])[0], t.number))]
+
+
+def test_retrain_top_2_trains_tests_and_stores_loadable_weights(
+    trained: SearchConfig, tmp_path: Path
+) -> None:
+    import torch
+
+    from nasmlcn.data import load_splits
+    from nasmlcn.training import evaluate, load_checkpoint, load_model
+
+    out = tmp_path / "runs"
+    report = retrain_study("s", trained.storage, RetrainOptions(top=2, out_dir=str(out), **TINY))
+    study = load_existing_study("s", trained.storage)
+    assert [m.number for m in report.models] == _ranked(study)[:2]
+    test = load_splits("synthetic", seed=trained.seed, test_limit=30).test
+    for model in report.models:
+        trial = study.trials[model.number]
+        run = out / f"trial-{model.number:04d}"
+        assert model.weights == str((run / "checkpoint.pt").resolve())
+        assert {p.name for p in run.iterdir()} >= {"checkpoint.pt", "arch.json", "result.json"}
+        payload = load_checkpoint(model.weights)
+        assert payload["arch"].to_dict() == trial.user_attrs["arch"]
+        # the weights as written give the reported test accuracy again
+        net, _ = load_model(model.weights)
+        loss, accuracy = evaluate(net, test, batch_size=500, device=torch.device("cpu"))
+        assert (loss, accuracy) == pytest.approx((model.test_loss, model.test_accuracy))
+        assert model.test_images == 30
+        assert model.train_images == 50
+        assert model.epochs == 1
+        assert model.params == sum(p.numel() for p in net.parameters() if p.requires_grad)
+        assert model.train_images_per_second > 0
+        assert model.inference_images_per_second > 0
+        assert model.inference_batch_size == 10
+        # the trial's own settings and its search-time accuracy
+        assert model.batch_size == int(trial.params.get("batch_size", trained.batch_size))
+        assert model.search_accuracy == trial.values[0]
+        assert model.search_epochs == 2
+        result = json.loads((run / "result.json").read_text())
+        assert result["test_accuracy"] == model.test_accuracy
+        assert result["retrain"]["number"] == model.number
+    stored = retrained_by_trial(study_info(study))
+    assert {n: m.test_accuracy for n, m in stored.items()} == {
+        m.number: m.test_accuracy for m in report.models
+    }
+    # what the search stored on the study is kept
+    assert study_info(study)["config"]["epochs"] == 2
+
+
+def test_retraining_again_updates_the_stored_results_instead_of_adding(
+    trained: SearchConfig, tmp_path: Path
+) -> None:
+    first = retrain_study(
+        "s", trained.storage, RetrainOptions(top=1, out_dir=str(tmp_path / "a"), **TINY)
+    )
+    again = retrain_study(
+        "s",
+        trained.storage,
+        RetrainOptions(
+            top=1,
+            out_dir=str(tmp_path / "b"),
+            epochs=2,
+            train_limit=10,
+            test_limit=10,
+            inference_batch_size=1,
+        ),
+    )
+    (number,) = {m.number for m in (*first.models, *again.models)}
+    models = retrained_models(study_info(load_existing_study("s", trained.storage)))
+    mine = [m for m in models if m.number == number]
+    assert len(mine) == 1
+    assert mine[0].epochs == 2
+    assert mine[0].run_dir == str((tmp_path / "b" / f"trial-{number:04d}").resolve())
+
+
+def test_pareto_retrains_the_front_of_a_multi_objective_study(
+    trained: SearchConfig, tmp_path: Path
+) -> None:
+    study = load_existing_study("s", trained.storage)
+    front = [t.number for t in best_trials(study)]
+    report = retrain_study(
+        "s",
+        trained.storage,
+        RetrainOptions(
+            pareto=True,
+            out_dir=str(tmp_path),
+            epochs=1,
+            train_limit=20,
+            test_limit=20,
+            inference_batch_size=1,
+        ),
+    )
+    assert [m.number for m in report.models] == front
+    assert report.selection == "pareto"
+
+
+def test_correlation_with_the_retrained_test_accuracy_over_every_trial(
+    trained: SearchConfig, tmp_path: Path
+) -> None:
+    report = retrain_study(
+        "s", trained.storage, RetrainOptions(top=3, out_dir=str(tmp_path), **TINY)
+    )
+    study = load_existing_study("s", trained.storage)
+    corr = correlation_report(study)
+    curves = [
+        study.trials[m.number].user_attrs["training"]["val_accuracy_per_epoch"]
+        for m in report.models
+    ]
+    tests = [m.test_accuracy for m in report.models]
+    assert [c.epoch for c in corr.retrained] == [1, 2]
+    for c in corr.retrained:
+        at_n = [curve[c.epoch - 1] for curve in curves]
+        assert c.trials == 3
+        if len(set(at_n)) > 1 and len(set(tests)) > 1:
+            assert c.pearson == pytest.approx(stats.pearsonr(at_n, tests).statistic)
+
+
+def test_pareto_on_a_single_objective_study_is_its_best_trial(
+    proxy: SearchConfig, tmp_path: Path
+) -> None:
+    study = load_existing_study("s", proxy.storage)
+    report = retrain_study(
+        "s",
+        proxy.storage,
+        RetrainOptions(
+            pareto=True,
+            out_dir=str(tmp_path),
+            epochs=1,
+            train_limit=20,
+            test_limit=20,
+            inference_batch_size=1,
+        ),
+    )
+    assert [m.number for m in report.models] == _ranked(study)[:1]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"pareto": True, "top": 2}, "give --pareto or --top K, not both"),
+        ({}, "say which trials to retrain: --pareto"),
+        ({"top": 0}, "top must be >= 1, got 0"),
+    ],
+)
+def test_bad_selections_are_refused(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(SearchError, match=message):
+        RetrainOptions(**options)
+
+
+def _attrs(config: SearchConfig) -> dict[str, object]:
+    return dict(load_existing_study("s", config.storage).user_attrs)
+
+
+def test_refusals_leave_the_study_and_the_run_folder_untouched(
+    proxy: SearchConfig, tmp_path: Path
+) -> None:
+    before = _attrs(proxy)
+    with pytest.raises(UnknownNameError, match="nope"):
+        retrain_study(
+            "s", proxy.storage, RetrainOptions(top=1, dataset="nope", out_dir=str(tmp_path / "x"))
+        )
+    assert not (tmp_path / "x").exists()
+    best = _ranked(load_existing_study("s", proxy.storage))[0]
+    taken = tmp_path / "taken" / f"trial-{best:04d}"
+    taken.mkdir(parents=True)
+    (taken / "checkpoint.pt").write_bytes(b"mine")
+    with pytest.raises(CheckpointError, match="already holds a checkpoint"):
+        retrain_study("s", proxy.storage, RetrainOptions(top=1, out_dir=str(tmp_path / "taken")))
+    assert (taken / "checkpoint.pt").read_bytes() == b"mine"
+    assert _attrs(proxy) == before
+
+
+def test_a_study_without_completed_trials_is_refused(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    study = optuna.create_study(study_name="empty", storage=url)
+    study.ask()  # a running trial, none completed
+    with pytest.raises(SearchError, match="no completed feasible trial to retrain"):
+        retrain_study("empty", url, RetrainOptions(top=1, out_dir=str(tmp_path / "r")))
+
+
+# -- the record and the correlation (pure) ------------------------------------------
+
+
+def _model(number: int, test_accuracy: float, **extra: Any) -> RetrainedModel:
+    fields: dict[str, Any] = {
+        "number": number, "dataset": "synthetic", "lanes": "2*mlcn1:1x1",
+        "test_accuracy": test_accuracy, "test_loss": 0.1, "test_images": 10, "params": 5,
+        "epochs": 1, "batch_size": 10, "lr": 1e-3, "train_images": 10,
+        "train_images_per_second": 1.0, "inference_images_per_second": 2.0,
+        "inference_batch_size": 100, "device": "cpu", "seconds": 1.0,
+        "search_accuracy": 0.5, "search_epochs": 2, **extra,
+    }  # fmt: skip
+    return RetrainedModel(**fields)
+
+
+def test_records_round_trip_and_newer_or_broken_ones_are_skipped() -> None:
+    model = _model(3, 0.8)
+    info = {
+        "retrained": {
+            "version": RETRAINED_VERSION,
+            "models": [
+                {**model.to_dict(), "added_later": 1},
+                {**_model(4, 0.7).to_dict(), "version": RETRAINED_VERSION + 1},
+                {"number": 5},
+            ],
+        }
+    }
+    assert retrained_models(info) == [model]
+    assert retrained_models({}) == []
+
+
+def test_final_correlations_match_scipy_and_epoch_correlations_use_the_last_epoch() -> None:
+    curves = [[0.1, 0.3, 0.5], [0.2, 0.2, 0.6], [0.4, 0.5, 0.55], [0.3, 0.6, 0.9], [0.5]]
+    finals = [0.52, 0.61, 0.58, 0.93, 0.1]
+    rows = final_correlations(curves, finals)
+    assert [r.trials for r in rows] == [4, 4, 4]  # the odd one-epoch curve is left out
+    for r in rows:
+        at_n = [c[r.epoch - 1] for c in curves[:4]]
+        assert r.pearson == pytest.approx(stats.pearsonr(at_n, finals[:4]).statistic)
+        assert r.spearman == pytest.approx(stats.spearmanr(at_n, finals[:4]).statistic)
+    assert epoch_correlations(curves) == final_correlations(curves[:4], [c[-1] for c in curves[:4]])
+
+
+def test_retrained_correlations_pair_each_curve_with_its_own_trial() -> None:
+    curves = {1: [0.1, 0.2], 2: [0.3, 0.4], 3: [0.5, 0.9], 9: [0.9, 0.9]}
+    models = [_model(3, 0.95), _model(1, 0.2), _model(2, 0.5), _model(7, 0.1)]  # 7: no curve
+    rows = retrained_correlations(curves, models)
+    assert [(r.epoch, r.trials) for r in rows] == [(1, 3), (2, 3)]
+    assert rows[0].spearman == pytest.approx(1.0)
+    expected = np.corrcoef([0.1, 0.3, 0.5], [0.2, 0.5, 0.95])[0, 1]
+    assert rows[0].pearson == pytest.approx(expected)
+    assert math.isnan(retrained_correlations({1: [0.5]}, [_model(1, 0.2)])[0].pearson)
