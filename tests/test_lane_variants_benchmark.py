@@ -121,6 +121,7 @@ def test_variants_seeds_and_a_rerun_that_trains_nothing(
     assert fourth["from_results"] == 0
 
 
+@pytest.mark.slow  # 8 s; the trainer resume tests cover the mechanism
 def test_a_killed_run_resumes_from_its_checkpoint(
     script: Any, capsys: pytest.CaptureFixture[str], data_dir: Path, tmp_path: Path
 ) -> None:

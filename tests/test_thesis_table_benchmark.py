@@ -113,6 +113,7 @@ def test_bad_options_are_one_line_before_any_training(
     assert not results.exists()
 
 
+@pytest.mark.slow  # 12 s; the trainer resume tests cover the mechanism
 def test_a_killed_row_resumes_from_its_checkpoint(
     script: Any, capsys: pytest.CaptureFixture[str], data_dir: Path, tmp_path: Path
 ) -> None:

@@ -47,6 +47,7 @@ def _check_report(report: dict[str, Any], out: Path, lanes: int) -> None:
         assert predicted >= sample["peak_bytes"], sample
 
 
+@pytest.mark.slow  # 23 s; tests/costs/test_calibrated.py measures real lanes by default
 def test_quick_calibration_writes_the_file_and_prints_json(tmp_path: Path) -> None:
     out = tmp_path / "calibration.json"
     result = run_cli(

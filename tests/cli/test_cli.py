@@ -106,6 +106,7 @@ def test_train_from_arch_file_and_capsnet_model(tmp_path: Path) -> None:
     assert "test accuracy" in caps.stdout
 
 
+@pytest.mark.slow  # 22 s; resuming is tested in tests/training and tests/cli/test_bad_input.py
 def test_resume_through_the_cli(tmp_path: Path) -> None:
     common = (
         "train",

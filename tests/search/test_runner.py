@@ -237,6 +237,7 @@ def random_best(tmp_path_factory: pytest.TempPathFactory) -> float:
     return statistics.fmean(_best_after("random", s, folder, BEAT_TRIALS) for s in BEAT_SEEDS)
 
 
+@pytest.mark.slow  # 68 s with its fixture; benchmarks/search_quality.py measures the same at scale
 @pytest.mark.parametrize("sampler", ["tpe"])
 def test_model_based_samplers_beat_random_on_the_proxy(
     sampler: str, tmp_path: Path, random_best: float

@@ -78,15 +78,15 @@ def test_four_workers_started_together_on_a_fresh_sqlite_file(tmp_path: Path) ->
     _check_study(url, "s", 16, 4)
 
 
-def test_eight_workers_on_an_empty_then_an_existing_postgresql_database(
+def test_four_workers_on_an_empty_then_an_existing_postgresql_database(
     postgres: PostgresServer,
 ) -> None:
     url = postgres.create_database().url
-    _wait_all(_start_workers(8, url, "pg", 16))
-    _check_study(url, "pg", 16, 8)
-    # the schema and the study exist now: 8 more workers continue the study
-    _wait_all(_start_workers(8, url, "pg", 24))
-    _check_study(url, "pg", 24, 8)
+    _wait_all(_start_workers(4, url, "pg", 12))
+    _check_study(url, "pg", 12, 4)
+    # the schema and the study exist now: 4 more workers continue the study
+    _wait_all(_start_workers(4, url, "pg", 16))
+    _check_study(url, "pg", 16, 4)
 
 
 def test_one_worker_with_one_seed_is_reproducible(tmp_path: Path) -> None:

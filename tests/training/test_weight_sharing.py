@@ -121,6 +121,7 @@ def replace_capsnet(info: object) -> CapsNetSpec:
     return replace(fitted, weight_sharing=True)
 
 
+@pytest.mark.slow  # 14 s; the library tests in this file cover weight sharing
 def test_train_weight_sharing_option(tmp_path: Path) -> None:
     args = ["train", "--dataset", "synthetic", "--lanes", "mlcn1:1x1", "--decoder", "none"]
     args += ["--epochs", "1", "--train-limit", "20", "--val-limit", "10", "--test-limit", "10"]
