@@ -71,6 +71,7 @@ first convolution (a 14x14 primary grid against our 8x8) and that 9x9 window
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -329,34 +330,23 @@ def _class_layers(
     grid = h * w
     side = math.isqrt(grid) if math.isqrt(grid) ** 2 == grid else max(h, w)
     capsule_channels = channels // capsule_dim
-    layers = [
-        CapsAccLayer(
-            name=f"{prefix}class",
-            kind=CLASS,
-            positions_in=grid,
-            ch_in=capsule_channels,
-            caps_in=capsule_dim,
-            kernel=side,
-            positions_out=1,
-            ch_out=ch_out,
-            caps_out=caps_out,
-        )
+    votes = CapsAccLayer(
+        name=f"{prefix}class",
+        kind=CLASS,
+        positions_in=grid,
+        ch_in=capsule_channels,
+        caps_in=capsule_dim,
+        kernel=side,
+        positions_out=1,
+        ch_out=ch_out,
+        caps_out=caps_out,
+    )
+    # every routing operation runs over the class layer's shape
+    routing = [
+        dataclasses.replace(votes, name=f"{prefix}routing{k + 1}", kind=ROUTING)
+        for k in range(routing_ops)
     ]
-    for k in range(routing_ops):
-        layers.append(
-            CapsAccLayer(
-                name=f"{prefix}routing{k + 1}",
-                kind=ROUTING,
-                positions_in=grid,
-                ch_in=capsule_channels,
-                caps_in=capsule_dim,
-                kernel=side,
-                positions_out=1,
-                ch_out=ch_out,
-                caps_out=caps_out,
-            )
-        )
-    return layers
+    return [votes, *routing]
 
 
 def lane_layers(lane: LaneSpec, ctx: CostContext, prefix: str = "") -> list[CapsAccLayer]:
