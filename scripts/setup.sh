@@ -64,6 +64,13 @@ pip_install() {
 
 # 3. Python packages -----------------------------------------------------------
 if ! .venv/bin/python -c "import torch, torchvision" >/dev/null 2>&1; then
+  # The pinned x86_64 torch is a CUDA build: about 5.6 GB in .venv, 6.2 GB with the
+  # rest. Say so up front rather than let pip fail half-way with "No space left".
+  need_kb=$((13 * 512 * 1024))
+  free_kb=$(df -Pk .venv 2>/dev/null | awk 'NR==2 {print $4}')
+  if [[ -n "$free_kb" && "$free_kb" -lt "$need_kb" ]]; then
+    die "installing $TORCH_SPEC needs about 6.5 GB free beside .venv; $(df -Ph .venv | awk 'NR==2 {print $6}') has $((free_kb / 1024)) MB free; free some space and run this again"
+  fi
   say "installing $TORCH_SPEC (about a minute from local disk)"
   # shellcheck disable=SC2086
   pip_install $TORCH_SPEC || die "pip could not install $TORCH_SPEC"
