@@ -61,7 +61,7 @@ def with_default_driver(url: str) -> str:
 
     ``mysql://`` and ``mariadb://`` mean mysqlclient (``MySQLdb``) to SQLAlchemy,
     which needs C headers to install; when it is not importable they become
-    ``mysql+pymysql://`` (PyMySQL, pure Python, a nasmlcn dependency). URLs with
+    ``mysql+pymysql://`` (PyMySQL, pure Python, nasmlcn's ``mysql`` extra). URLs with
     an explicit driver (``mysql+mysqlconnector://``) and every other database are
     returned unchanged.
     """
@@ -97,10 +97,21 @@ _DRIVER_PACKAGES = {
 }
 
 
+# The drivers nasmlcn's own extras install (pyproject.toml's optional dependencies).
+_DRIVER_EXTRAS = {"psycopg": "postgres", "psycopg2": "postgres", "pymysql": "mysql"}
+
+
 def driver_package(driver: str) -> str:
     """The pip package that provides SQLAlchemy's driver ``driver`` (``psycopg2`` ->
     ``psycopg2-binary``); unknown drivers are their own package name."""
     return _DRIVER_PACKAGES.get(driver.lower(), driver)
+
+
+def driver_install(driver: str) -> str:
+    """What to ``pip install`` for ``driver``: nasmlcn's extra where one carries it
+    (``psycopg`` -> ``nasmlcn[postgres]``), else the driver's own package."""
+    extra = _DRIVER_EXTRAS.get(driver.lower())
+    return f"nasmlcn[{extra}]" if extra else driver_package(driver)
 
 
 def register_url(url: str) -> None:

@@ -75,9 +75,12 @@ if ! .venv/bin/python -c "import torch, torchvision" >/dev/null 2>&1; then
   # shellcheck disable=SC2086
   pip_install $TORCH_SPEC || die "pip could not install $TORCH_SPEC"
 fi
-extras=""
-((DEV)) && extras="[dev]"
-stamp=".venv/.nasmlcn-installed${extras:+-dev}"
+# [all]: the PostgreSQL and MySQL drivers, optuna-dashboard and the ONNX exporter
+# (pyproject.toml's optional extras); --dev adds the test and lint tools.
+extras="[all]"
+((DEV)) && extras="[all,dev]"
+stamp=".venv/.nasmlcn-installed"
+((DEV)) && stamp+="-dev"
 want=$(sha256sum pyproject.toml | cut -d" " -f1)
 installed() { [[ -f "$1" && "$(cat "$1")" == "$want" ]]; }
 # a dev install also satisfies a runtime one

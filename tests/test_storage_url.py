@@ -11,6 +11,7 @@ from nasmlcn import _storage_url
 from nasmlcn._storage_url import (
     DEFAULT_STORAGE,
     STORAGE_ENV,
+    driver_install,
     driver_package,
     redact_url,
     register_url,
@@ -141,6 +142,22 @@ def test_plain_postgresql_urls_get_a_driver_that_is_installed_here() -> None:
 )
 def test_driver_package(driver: str, package: str) -> None:
     assert driver_package(driver) == package
+
+
+@pytest.mark.parametrize(
+    ("driver", "install"),
+    [
+        ("psycopg", "nasmlcn[postgres]"),
+        ("psycopg2", "nasmlcn[postgres]"),
+        ("pymysql", "nasmlcn[mysql]"),
+        ("mysqldb", "mysqlclient"),  # no extra carries it: the driver's own package
+        ("pg8000", "pg8000"),
+    ],
+)
+def test_driver_install_names_nasmlcns_extra_where_one_carries_the_driver(
+    driver: str, install: str
+) -> None:
+    assert driver_install(driver) == install
 
 
 def test_resolve_storage(monkeypatch: pytest.MonkeyPatch) -> None:

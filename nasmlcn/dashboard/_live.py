@@ -146,9 +146,16 @@ def make_dashboard_server(
 
     Raises:
         StorageError: The storage cannot be opened.
-        DashboardError: ``host:port`` cannot be bound (in use, unknown host).
+        DashboardError: ``host:port`` cannot be bound (in use, unknown host), or
+            optuna-dashboard is not installed.
     """
-    import optuna_dashboard
+    try:
+        import optuna_dashboard
+    except ImportError:
+        raise DashboardError(
+            "nasmlcn dashboard needs optuna-dashboard: pip install 'nasmlcn[dashboard]' "
+            "(nasmlcn export writes the figures and an HTML report without it)"
+        ) from None
 
     storage = open_dashboard_storage(url)
     prepare_studies(storage, refresh=refresh)

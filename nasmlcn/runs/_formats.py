@@ -113,13 +113,22 @@ EXPORT_FORMATS.register(
 )
 
 
-def _write_onnx(model: Classifier, example: torch.Tensor, path: Path) -> None:
-    missing = [m for m in ("onnx", "onnxscript") if not _importable(m)]
+# What writing (onnx, onnxscript) and checking (onnxruntime) an ONNX file needs:
+# nasmlcn's ``onnx`` extra.
+_ONNX_MODULES = ("onnx", "onnxscript", "onnxruntime")
+
+
+def _check_onnx_installed() -> None:
+    missing = [m for m in _ONNX_MODULES if not _importable(m)]
     if missing:
         raise ExportError(
-            f"--format onnx needs the Python package(s) {', '.join(missing)}: pip install "
-            f"{' '.join(missing)}"
+            f"--format onnx needs the Python package(s) {', '.join(missing)}: "
+            "pip install 'nasmlcn[onnx]'"
         )
+
+
+def _write_onnx(model: Classifier, example: torch.Tensor, path: Path) -> None:
+    _check_onnx_installed()  # before anything is written
     import torch
 
     batch = torch.export.Dim("batch")
@@ -137,8 +146,7 @@ def _write_onnx(model: Classifier, example: torch.Tensor, path: Path) -> None:
 
 
 def _load_onnx(path: Path) -> Callable[[torch.Tensor], Outputs]:
-    if not _importable("onnxruntime"):
-        raise ExportError("checking an ONNX export needs onnxruntime: pip install onnxruntime")
+    _check_onnx_installed()
     import onnxruntime
     import torch
 

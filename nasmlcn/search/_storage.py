@@ -35,7 +35,7 @@ from urllib.parse import quote
 from nasmlcn._storage_url import (
     DEFAULT_STORAGE,
     STORAGE_ENV,
-    driver_package,
+    driver_install,
     redact_url,
     resolve_storage,
     scrub,
@@ -216,7 +216,7 @@ def _check_driver(url: str, shown: str) -> str:
     try:
         dialect.import_dbapi()
     except ImportError as err:
-        install = f"install it with: pip install {shlex.quote(driver_package(driver))}"
+        install = f"install it with: pip install {shlex.quote(driver_install(driver))}"
         if isinstance(err, ModuleNotFoundError):
             raise StorageError(
                 f"storage {shown!r}: the database driver {driver!r} is not installed; {install}"

@@ -140,3 +140,18 @@ def test_export_model_help_names_every_format() -> None:
     command = group.commands["export-model"]
     (option,) = [p for p in command.params if "--format" in getattr(p, "opts", ())]
     assert all(name in str(getattr(option, "help", "")) for name in EXPORT_FORMATS)
+
+
+@pytest.mark.parametrize("module", ["onnx", "onnxscript", "onnxruntime"])
+def test_onnx_without_its_extra_is_one_line_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str
+) -> None:
+    write_run(tmp_path / "run", MODELS["mlcn-grey"])
+    before = sorted(p.name for p in (tmp_path / "run").iterdir())
+    monkeypatch.setitem(sys.modules, module, None)  # as if it were not installed
+    with pytest.raises(ExportError) as info:
+        export_run(load_run(tmp_path / "run"), "onnx")
+    assert str(info.value) == (
+        f"--format onnx needs the Python package(s) {module}: pip install 'nasmlcn[onnx]'"
+    )
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before

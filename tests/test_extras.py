@@ -1,0 +1,63 @@
+"""The optional extras: the core install leaves out the storage drivers, the live
+dashboard and the ONNX exporter, and what needs one of them names its extra."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from nasmlcn._toml import read_toml
+from nasmlcn.errors import DashboardError, NasmlcnError, StorageError
+
+ROOT = Path(__file__).resolve().parents[1]
+EXTRAS = {
+    "postgres": {"psycopg", "psycopg2-binary"},
+    "mysql": {"pymysql"},
+    "dashboard": {"optuna-dashboard"},
+    "onnx": {"onnx", "onnxscript", "onnxruntime"},
+}
+
+
+def _name(requirement: str) -> str:
+    """``psycopg[binary]>=3.1`` -> ``psycopg`` (lower case, as pip compares them)."""
+    match = re.match(r"[A-Za-z0-9._-]+", requirement)
+    assert match is not None, requirement
+    return match.group(0).lower()
+
+
+def test_the_core_install_leaves_each_optional_part_to_its_extra() -> None:
+    project = read_toml(ROOT / "pyproject.toml", "pyproject", NasmlcnError)["project"]
+    core = {_name(r) for r in project["dependencies"]}
+    optional = project["optional-dependencies"]
+    for extra, names in EXTRAS.items():
+        assert {_name(r) for r in optional[extra]} == names
+        assert not names & core
+    assert optional["all"] == [f"nasmlcn[{','.join(EXTRAS)}]"]
+
+
+def test_a_postgresql_url_without_the_driver_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from nasmlcn.search import open_storage
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if it were not installed
+    with pytest.raises(StorageError) as info:
+        open_storage("postgresql://user:hunter2hunter2@127.0.0.1:1/db")
+    assert str(info.value) == (
+        "storage 'postgresql://user:***@127.0.0.1:1/db': the database driver 'psycopg' is "
+        "not installed; install it with: pip install 'nasmlcn[postgres]'"
+    )
+
+
+def test_the_dashboard_without_optuna_dashboard_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from nasmlcn.dashboard._live import make_dashboard_server
+
+    monkeypatch.setitem(sys.modules, "optuna_dashboard", None)
+    with pytest.raises(DashboardError, match=r"pip install 'nasmlcn\[dashboard\]'"):
+        make_dashboard_server(f"sqlite:///{tmp_path / 'none.db'}", port=0)
+    assert not (tmp_path / "none.db").exists()  # refused before the storage is opened
