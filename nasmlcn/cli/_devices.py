@@ -33,7 +33,7 @@ def devices(
     from rich.table import Table
 
     table = Table(title="device catalog (--devices NxNAME)")
-    for column in ("name", "memory", "peak FP32", "bandwidth", "speed (K80 = 1)"):
+    for column in ("name", "memory", "peak FP32", "bandwidth", "speed", "cost model"):
         table.add_column(column, justify="left" if column == "name" else "right")
     for name in catalog:
         kind = catalog[name]
@@ -43,11 +43,13 @@ def devices(
             format_flops(kind.peak_flops) + "/s",
             f"{kind.bandwidth_bytes_per_s / 1e9:.0f} GB/s",
             f"{kind.speed:g}",
+            kind.cost_model or "any",
         )
     out.print(table)
     out.print(
-        "speeds: K80, M40, P100, V100 measured in the thesis; the others derived from peak "
-        "FLOPS and bandwidth (sources in --json and nasmlcn/hardware/devices.toml)"
+        "speed: K80 = 1; K80, M40, P100, V100 measured in the thesis, the others derived from "
+        "peak FLOPS and bandwidth (sources in --json and nasmlcn/hardware/devices.toml). "
+        "cost model: 'any' takes --cost-model; a named one is what plan and search use there"
     )
     here = Table(title="detected on this machine (training runs here)")
     for column in ("device", "model", "memory", "catalog kind", "cores"):

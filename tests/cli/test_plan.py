@@ -21,9 +21,12 @@ def test_devices_json_lists_catalog_and_this_machine() -> None:
     assert {"K80", "M40", "P100", "V100", "T4", "A100", "H100", "H200", "cpu"} <= set(names)
     assert data["detected"][0]["name"] == "cpu"
     assert data["detected"][0]["cores"] >= 1
-    table = run_cli("devices")
+    assert {d["name"]: d["cost_model"] for d in data["catalog"]}["capsacc"] == "capsacc"
+    table = run_cli("devices", env={"COLUMNS": "100"})
     assert table.returncode == 0
-    assert "K80" in table.stdout
+    rows = {line.split()[1]: line.split() for line in table.stdout.splitlines() if "│" in line}
+    assert rows["capsacc"][-2] == "capsacc"  # the cost model it declares
+    assert rows["K80"][-2] == "any"
     assert "detected" in table.stdout
 
 
