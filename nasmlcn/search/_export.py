@@ -92,6 +92,9 @@ def _train_command(
         "--dataset",
         str(config.get("dataset", "fashion-mnist")),
     ]
+    for key in ("train_limit", "val_limit"):  # the images the search trained on
+        if config.get(key) is not None:
+            command += [f"--{key.replace('_', '-')}", str(int(config[key]))]
     if "lr" in trial.params:
         command += ["--lr", repr(float(trial.params["lr"]))]
     for key in ("lr_policy", "batch_policy"):  # where the space searched them

@@ -152,8 +152,11 @@ def test_best_export_writes_arch_and_weights_that_train_resume_tests(
     # the printed command continues the checkpoint (nothing left to train) and tests it
     command = shlex.split(exported["command"])[1:]
     assert command[:3] == ["train", "--arch", str(folder / "arch.json")]
+    # the search's image limits are part of it (train_limit 200, val_limit 200)
+    assert command[command.index("--train-limit") + 1] == "200"
+    assert command[command.index("--val-limit") + 1] == "200"
     limits = ["--data-dir", str(data_dir), "--test-limit", "200", "-q", "--json"]
-    trained = run_cli(*command, *limits, "--train-limit", "200", "--val-limit", "200")
+    trained = run_cli(*command, *limits)
     assert trained.returncode == 0, trained.stderr
     report = json.loads(trained.stdout)
     assert report["epochs"] == 2
