@@ -8,10 +8,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests._postgres import PostgresServer
+
+if TYPE_CHECKING:
+    from nasmlcn.search import SearchConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,6 +43,31 @@ def postgres() -> Iterator[PostgresServer]:
         yield server
     finally:
         server.stop()
+
+
+def small_search(folder: Path, **options: Any) -> SearchConfig:
+    """Runs a real search of small models (``flops 0.05x``: a few seconds a trial on a
+    CPU) on 50 synthetic images, 2 epochs, into ``folder/s.db``; ``options`` add to or
+    replace the settings. The retrain tests build on it."""
+    from nasmlcn.search import SearchConfig, run_search
+
+    settings: dict[str, Any] = {
+        "devices": "1xK80",
+        "mem": "12GB",
+        "flops": "0.05x",
+        "dataset": "synthetic",
+        "epochs": 2,
+        "train_limit": 50,
+        "val_limit": 30,
+        "sampler": "random",
+        "storage": f"sqlite:///{folder / 's.db'}",
+        "study": "s",
+        "run_on": "cpu",
+        "seed": 3,
+    }
+    config = SearchConfig(**{**settings, **options})
+    run_search(config)
+    return config
 
 
 def run_cli(

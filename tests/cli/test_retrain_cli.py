@@ -13,8 +13,7 @@ from typing import Any
 import optuna
 import pytest
 
-from nasmlcn.search import SearchConfig, run_search
-from tests.conftest import run_cli
+from tests.conftest import run_cli, small_search
 
 WIDE = {"COLUMNS": "250"}  # tables unfolded, so their headers can be read
 
@@ -23,24 +22,7 @@ WIDE = {"COLUMNS": "250"}  # tables unfolded, so their headers can be read
 def storage(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A real two-objective search: 3 trials of 2 epochs on 50 synthetic images."""
     folder = tmp_path_factory.mktemp("retrain-cli")
-    config = SearchConfig(
-        devices="1xK80",
-        mem="12GB",
-        flops="0.05x",
-        objectives=("accuracy", "latency"),
-        evaluator="train",
-        dataset="synthetic",
-        epochs=2,
-        train_limit=50,
-        val_limit=30,
-        trials=3,
-        sampler="random",
-        storage=f"sqlite:///{folder / 's.db'}",
-        study="s",
-        run_on="cpu",
-        seed=3,
-    )
-    run_search(config)
+    config = small_search(folder, evaluator="train", trials=3, objectives=("accuracy", "latency"))
     return config.storage
 
 

@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 from nasmlcn.errors import CheckpointError, SearchError, UnknownNameError
-from nasmlcn.search import SearchConfig, best_trials, run_search
+from nasmlcn.search import SearchConfig, best_trials
 from nasmlcn.search._correlation import epoch_correlations, final_correlations
 from nasmlcn.search._results import correlation_report
 from nasmlcn.search._retrain import (
@@ -28,6 +28,7 @@ from nasmlcn.search._retrain import (
     retrained_models,
 )
 from nasmlcn.search._study_access import load_existing_study, study_info
+from tests.conftest import small_search
 
 TINY: dict[str, Any] = {
     "epochs": 1,
@@ -37,30 +38,10 @@ TINY: dict[str, Any] = {
 }
 
 
-def _search(tmp_path: Path, **options: Any) -> SearchConfig:
-    config = SearchConfig(
-        devices="1xK80",
-        mem="12GB",
-        flops="0.05x",  # small models: a few seconds a trial on a CPU
-        dataset="synthetic",
-        epochs=2,
-        train_limit=50,
-        val_limit=30,
-        sampler="random",
-        storage=f"sqlite:///{tmp_path / 's.db'}",
-        study="s",
-        run_on="cpu",
-        seed=3,
-        **options,
-    )
-    run_search(config)
-    return config
-
-
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> SearchConfig:
     """A real search: 3 trials of 2 epochs on 50 synthetic images, two objectives."""
-    return _search(
+    return small_search(
         tmp_path_factory.mktemp("trained"),
         evaluator="train",
         trials=3,
@@ -71,7 +52,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> SearchConfig:
 @pytest.fixture(scope="module")
 def proxy(tmp_path_factory: pytest.TempPathFactory) -> SearchConfig:
     """A single-objective search with the proxy evaluator (fast, no training)."""
-    return _search(tmp_path_factory.mktemp("proxy"), evaluator="proxy", trials=5)
+    return small_search(tmp_path_factory.mktemp("proxy"), evaluator="proxy", trials=5)
 
 
 def _ranked(study: optuna.Study) -> list[int]:
