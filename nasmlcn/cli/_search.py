@@ -235,7 +235,14 @@ def _run_one(config: Any, *, as_json: bool, quiet: bool, pool: dict[str, Any]) -
         workers = (
             None if pool["gpus_per_trial"] is not None and pool["workers"] == 1 else pool["workers"]
         )
-        run = functools.partial(run_workers, workers=workers, gpus_per_trial=pool["gpus_per_trial"])
+        run = functools.partial(
+            run_workers,
+            workers=workers,
+            gpus_per_trial=pool["gpus_per_trial"],
+            # each worker writes its trials' notes as they end; the figures once, here
+            observers=[DashboardObserver()],
+            worker_observers=[functools.partial(DashboardObserver, figures=False)],
+        )
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with warnings.catch_warnings():

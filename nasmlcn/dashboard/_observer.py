@@ -13,9 +13,16 @@ if TYPE_CHECKING:
 
 class DashboardObserver(SearchObserver):
     """Writes each finished trial's note and, at the end of a run, the study's
-    figures, where optuna-dashboard shows them."""
+    figures, where optuna-dashboard shows them.
 
-    def __init__(self) -> None:
+    Args:
+        figures: Write the figures (and any missing trial note) at the end. A
+            ``--workers`` pool's workers write only their trials' notes; the parent
+            writes the figures once, after every worker has stopped.
+    """
+
+    def __init__(self, figures: bool = True) -> None:
+        self.figures = figures
         self.study: optuna.Study | None = None
 
     def on_study(self, study: optuna.Study) -> None:
@@ -30,5 +37,5 @@ class DashboardObserver(SearchObserver):
     def on_end(self, result: SearchResult) -> None:
         from nasmlcn.dashboard import write_study_figures
 
-        if self.study is not None:
+        if self.study is not None and self.figures:
             write_study_figures(self.study)

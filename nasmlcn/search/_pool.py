@@ -30,6 +30,7 @@ from typing import Any
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config import SearchConfig
 from nasmlcn.search._runner import (
+    Observers,
     SearchObserver,
     SearchResult,
     TrialOutcome,
@@ -150,6 +151,7 @@ def run_workers(
     *,
     workers: int | None = None,
     gpus_per_trial: int | None = None,
+    observers: Sequence[SearchObserver] = (),
     worker_observers: Sequence[Callable[[], SearchObserver]] = (),
 ) -> SearchResult:
     """Runs the search of ``config`` with a pool of worker processes (see the module
@@ -158,6 +160,8 @@ def run_workers(
     Args:
         config: The search.
         observer: Receives the run's start and every worker's finished trials.
+        observers: More observers in this process, as ``observer`` (the run's
+            end included: ``DashboardObserver()`` writes the figures once).
         workers: Worker processes (None: one per ``gpus_per_trial`` GPUs, else 1).
         gpus_per_trial: GPUs of each worker (None: no GPUs assigned; CPU cores split).
         worker_observers: Picklable factories of observers each worker attaches
@@ -167,10 +171,11 @@ def run_workers(
         NasmlcnError: Invalid configuration, storage or device request (before any
             worker starts), or every worker failed.
     """
-    observer = observer or SearchObserver()
+    observer = Observers([o for o in (observer, *observers) if o is not None])
     started = time.perf_counter()
     slots = plan_workers(workers, gpus_per_trial)
     setup, study, resumed = open_search(config)  # errors here, before any worker starts
+    observer.on_study(study)
     from nasmlcn.search._claim import finished
 
     result = start_run(config, setup, study, resumed, finished(study), observer)
@@ -198,10 +203,14 @@ def run_workers(
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, forward) if main else None
     try:
-        return _collect(config, observer, slots, processes, channel, setup, study, result, started)
+        result = _collect(
+            config, observer, slots, processes, channel, setup, study, result, started
+        )
     finally:
         if main:
             signal.signal(signal.SIGTERM, previous)
+    observer.on_end(result)
+    return result
 
 
 def _collect(

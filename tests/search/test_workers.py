@@ -189,6 +189,17 @@ def test_workers_option_runs_a_pool_on_one_study(tmp_path: Path) -> None:
     assert data["run_trials"] == 12
     assert data["errors"] == []
     _check_study(url, "p", 12, 2)
+    # the dashboard's notes and figures, as a one-process search writes them
+    from nasmlcn.dashboard import GRAPH_ID_PREFIX
+    from nasmlcn.dashboard._notes import STUDY_NOTE_MARK, read_note
+    from nasmlcn.search._study_access import load_existing_study
+
+    study = load_existing_study("p", url)
+    system = study._storage.get_study_system_attrs(study._study_id)
+    assert read_note(system, None)[1].startswith(STUDY_NOTE_MARK)
+    ids = {k.split(":")[2] for k in system if k.startswith("dashboard:plot_data:")}
+    assert GRAPH_ID_PREFIX + "accuracy_vs_latency" in ids
+    assert [read_note(system, t._trial_id)[0] for t in study.trials] == [1] * 12
 
 
 def test_more_gpus_per_trial_than_the_machine_has_is_one_clear_error(tmp_path: Path) -> None:
