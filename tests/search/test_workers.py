@@ -150,25 +150,28 @@ def test_a_trial_without_any_heartbeat_goes_stale_after_the_grace(tmp_path: Path
 
 
 def test_trial_timeout_prunes_at_an_epoch_boundary_keeping_its_epochs(tmp_path: Path) -> None:
-    c = config(f"sqlite:///{tmp_path / 't.db'}", "s", 2, 120).with_overrides(trial_timeout=0.7)
-    result = run_search(c, evaluator=SlowProxy(0.5))
+    # 1 s epochs: epoch 1 ends at ~1 s (under the limit, with 0.6 s to spare for a
+    # loaded machine), epoch 2 at ~2 s (over it)
+    c = config(f"sqlite:///{tmp_path / 't.db'}", "s", 2, 120).with_overrides(trial_timeout=1.6)
+    result = run_search(c, evaluator=SlowProxy(1.0))
     assert [t.state for t in result.run_trials] == ["PRUNED", "PRUNED"]
     study = load_existing_study("s", c.storage)
     for trial in study.trials:
         assert trial.user_attrs["prune_reason"].startswith(
-            "--trial-timeout 0.7 s: stopped after epoch 2 of 3"
+            "--trial-timeout 1.6 s: stopped after epoch 2 of 3"
         )
         assert len(trial.user_attrs["training"]["val_accuracy_per_epoch"]) == 2
 
 
 def test_the_search_timeout_stops_the_running_trial_too(tmp_path: Path) -> None:
+    # --timeout counts from the run's start, set-up included: 5 s leaves room for a
+    # loaded machine (1.5 s did not, with two test processes on 2 cores) before the
+    # first trial (20 s of 0.5 s epochs) starts
     c = config(f"sqlite:///{tmp_path / 'to.db'}", "s", 5, 120)
-    result = run_search(c.with_overrides(timeout=1.5, epochs=10), evaluator=SlowProxy(0.5))
+    result = run_search(c.with_overrides(timeout=5.0, epochs=40), evaluator=SlowProxy(0.5))
     assert result.stopped == "timeout"
     assert [t.state for t in result.run_trials] == ["PRUNED"]
-    assert "the search's --timeout 1.5 s: stopped after epoch" in (
-        result.run_trials[0].reason or ""
-    )
+    assert "the search's --timeout 5 s: stopped after epoch" in (result.run_trials[0].reason or "")
 
 
 def test_workers_option_runs_a_pool_on_one_study(tmp_path: Path) -> None:
