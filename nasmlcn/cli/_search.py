@@ -240,7 +240,7 @@ def _run_one(config: Any, *, as_json: bool, quiet: bool, pool: dict[str, Any]) -
             workers=workers,
             gpus_per_trial=pool["gpus_per_trial"],
             # each worker writes its trials' notes as they end; the figures once, here
-            observers=[DashboardObserver()],
+            observers=[DashboardObserver(notes=False)],
             worker_observers=[functools.partial(DashboardObserver, figures=False)],
         )
 

@@ -16,12 +16,15 @@ class DashboardObserver(SearchObserver):
     figures, where optuna-dashboard shows them.
 
     Args:
+        notes: Write each trial's note as it ends.
         figures: Write the figures (and any missing trial note) at the end. A
-            ``--workers`` pool's workers write only their trials' notes; the parent
-            writes the figures once, after every worker has stopped.
+            ``--workers`` pool's workers write only their trials' notes
+            (``figures=False``); the parent only the figures, once, after every
+            worker has stopped (``notes=False``).
     """
 
-    def __init__(self, figures: bool = True) -> None:
+    def __init__(self, *, notes: bool = True, figures: bool = True) -> None:
+        self.notes = notes
         self.figures = figures
         self.study: optuna.Study | None = None
 
@@ -31,7 +34,7 @@ class DashboardObserver(SearchObserver):
     def on_trial_end(self, outcome: TrialOutcome) -> None:
         from nasmlcn.dashboard import write_trial_note
 
-        if self.study is not None:
+        if self.study is not None and self.notes:
             write_trial_note(self.study, outcome.number)
 
     def on_end(self, result: SearchResult) -> None:

@@ -161,7 +161,7 @@ def run_workers(
         config: The search.
         observer: Receives the run's start and every worker's finished trials.
         observers: More observers in this process, as ``observer`` (the run's
-            end included: ``DashboardObserver()`` writes the figures once).
+            end included: ``DashboardObserver(notes=False)`` writes the figures once).
         workers: Worker processes (None: one per ``gpus_per_trial`` GPUs, else 1).
         gpus_per_trial: GPUs of each worker (None: no GPUs assigned; CPU cores split).
         worker_observers: Picklable factories of observers each worker attaches
