@@ -43,6 +43,7 @@ from nasmlcn.runs._evaluate import (
 from nasmlcn.runs._load import LoadedRun, run_summary
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.training._job import ARCH_NAME, CHECKPOINT_NAME
+from nasmlcn.training._job import check_out_dir as check_folder
 
 if TYPE_CHECKING:
     from nasmlcn.data import Split
@@ -368,15 +369,13 @@ def save_pruned(report: PruneReport, keep: int, out_dir: Path) -> Path:
 
 
 def check_out_dir(out_dir: Path) -> None:
-    """``out_dir`` can take a pruned model: not a file, no checkpoint in it yet.
+    """``out_dir`` can take a pruned model: a folder ``train`` could write (see
+    :func:`nasmlcn.training._job.check_out_dir`), no checkpoint in it yet.
 
     Raises:
         CheckpointError: Naming what is in the way.
     """
-    if out_dir.exists() and not out_dir.is_dir():
-        raise CheckpointError(
-            f"--out {str(out_dir)!r} is a file, not a folder; choose another --out"
-        )
+    check_folder(out_dir)
     if (out_dir / CHECKPOINT_NAME).exists():
         raise CheckpointError(
             f"--out {str(out_dir)!r} already holds a checkpoint; choose another --out"

@@ -203,7 +203,7 @@ def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None,
             "(it reads the checkpoint they wrote) or start a new --out"
         )
     if out is not None:
-        _check_out_dir(out)
+        check_out_dir(out)
     if checkpoint is not None and checkpoint.exists() and not job.resume:
         raise CheckpointError(
             f"{str(out)!r} already holds a checkpoint; pass --resume to continue it or choose another --out"
@@ -223,7 +223,7 @@ def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None,
     return out, checkpoint
 
 
-def _check_out_dir(out: Path) -> None:
+def check_out_dir(out: Path) -> None:
     """``out`` is a folder, or one that can be made: its nearest existing ancestor is
     a writable folder."""
     existing = out

@@ -36,6 +36,13 @@ TINY: dict[str, Any] = {
     "test_limit": 30,
     "inference_batch_size": 10,
 }
+# --pareto may select every trial: fewer images still
+PARETO_TINY: dict[str, Any] = {
+    "epochs": 1,
+    "train_limit": 20,
+    "test_limit": 20,
+    "inference_batch_size": 1,
+}
 
 
 @pytest.fixture(scope="module")
@@ -140,14 +147,7 @@ def test_pareto_retrains_the_front_of_a_multi_objective_study(
     report = retrain_study(
         "s",
         trained.storage,
-        RetrainOptions(
-            pareto=True,
-            out_dir=str(tmp_path),
-            epochs=1,
-            train_limit=20,
-            test_limit=20,
-            inference_batch_size=1,
-        ),
+        RetrainOptions(pareto=True, out_dir=str(tmp_path), **PARETO_TINY),
     )
     assert [m.number for m in report.models] == front
     assert report.selection == "pareto"
@@ -181,14 +181,7 @@ def test_pareto_on_a_single_objective_study_is_its_best_trial(
     report = retrain_study(
         "s",
         proxy.storage,
-        RetrainOptions(
-            pareto=True,
-            out_dir=str(tmp_path),
-            epochs=1,
-            train_limit=20,
-            test_limit=20,
-            inference_batch_size=1,
-        ),
+        RetrainOptions(pareto=True, out_dir=str(tmp_path), **PARETO_TINY),
     )
     assert [m.number for m in report.models] == _ranked(study)[:1]
 
