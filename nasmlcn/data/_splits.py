@@ -60,6 +60,11 @@ class Split:
             return images
         return self.normalization.apply(images)
 
+    def first_inputs(self, count: int) -> torch.Tensor:
+        """The first ``count`` images as a model takes them (what inference is timed
+        on): scaled to [0, 1], then :meth:`inputs`."""
+        return self.inputs(self.images[:count].float().div_(255.0))
+
 
 @dataclass(frozen=True)
 class DataSplits:

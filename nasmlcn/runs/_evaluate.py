@@ -21,7 +21,7 @@ from nasmlcn.runs._load import LoadedRun, run_summary
 if TYPE_CHECKING:
     import torch
 
-    from nasmlcn.data import DataSplits, Split
+    from nasmlcn.data import DataSplits
     from nasmlcn.measure import InferenceTiming
     from nasmlcn.specs import ArchSpec
 
@@ -101,12 +101,6 @@ def load_run_splits(
     )
 
 
-def model_inputs(split: Split, count: int) -> torch.Tensor:
-    """The first ``count`` images of ``split`` as the model takes them."""
-    images, _ = next(split.batches(min(count, len(split))))
-    return split.inputs(images)
-
-
 def time_classifier(
     model: torch.nn.Module,
     arch: ArchSpec,
@@ -174,7 +168,7 @@ def evaluate_run(
     settings = inference or InferenceSettings()
     tell("timing inference")
     timing = time_classifier(
-        model, run.arch, model_inputs(splits.test, settings.batch), where, settings
+        model, run.arch, splits.test.first_inputs(settings.batch), where, settings
     )
     return RunEvaluation(
         run=run,

@@ -37,7 +37,6 @@ from nasmlcn.models import MLCN, build_model, count_parameters
 from nasmlcn.runs._evaluate import (
     InferenceSettings,
     load_run_splits,
-    model_inputs,
     time_classifier,
 )
 from nasmlcn.runs._load import LoadedRun, run_summary
@@ -280,7 +279,7 @@ def prune_run(
     )
     importance = lane_importance(capsules, labels)
     order = removal_order(importance)
-    images = model_inputs(splits.val, settings.batch)
+    images = splits.val.first_inputs(settings.batch)
     total = model.spec.num_lanes
     steps: list[PruneStep] = []
     loads: list[float] = []

@@ -501,7 +501,7 @@ def _retrain_one(
     test_images: dict[str, Any],
 ) -> RetrainedModel:
     """Trains, tests and times one model; writes its run folder."""
-    from nasmlcn.measure import time_inference
+    from nasmlcn.measure import INFERENCE_PASSES, INFERENCE_WARMUP, time_inference
     from nasmlcn.training import load_job_splits, load_model, run_training
     from nasmlcn.training._job import CHECKPOINT_NAME, write_result
 
@@ -512,9 +512,11 @@ def _retrain_one(
     # timed on the weights as written: what other commands load
     model, _ = load_model(weights)
     model.to(report.device)
-    if target.dataset not in test_images:
-        test_images[target.dataset] = load_job_splits(job).test.images
-    images = test_images[target.dataset].float().div_(255.0)  # (N, C, H, W)
+    if target.dataset not in test_images:  # (N, C, H, W), normalised as in training
+        test_images[target.dataset] = load_job_splits(job).test.first_inputs(
+            options.inference_batch_size * (INFERENCE_WARMUP + INFERENCE_PASSES)
+        )
+    images = test_images[target.dataset]
     inference = time_inference(
         model,
         images,

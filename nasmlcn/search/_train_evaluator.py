@@ -212,7 +212,7 @@ def _measure_inference(
 
     n = (INFERENCE_WARMUP + INFERENCE_PASSES) * INFERENCE_BATCH_SIZE
     # (n, C, H, W), cycled if fewer; normalised as in training
-    images = splits.val.inputs(splits.val.images[:n].float().div_(255.0))
+    images = splits.val.first_inputs(n)
     return time_inference(
         model,
         images,

@@ -174,6 +174,9 @@ def test_splits_carry_the_normalisation_and_inputs_apply_it(
     ):
         expected = (splits.test.images[:, c].double() / 255 - mean) / std
         assert torch.allclose(inputs[:, c].double(), expected, atol=1e-5)
+    # what inference is timed on (evaluate, prune, retrain, the search): the same
+    assert torch.equal(splits.test.first_inputs(10), inputs)
+    assert torch.equal(splits.test.first_inputs(4), inputs[:4])
     grey = load_splits("synthetic", train_limit=8)
     g, _ = next(grey.train.batches(8))
     assert grey.train.normalization is None
