@@ -12,6 +12,7 @@ import typer
 
 from nasmlcn.cli._best import STUDY
 from nasmlcn.cli._console import err, out
+from nasmlcn.cli._evaluate import DEVICE, INFERENCE_BATCH
 from nasmlcn.cli._options import STORAGE
 
 if TYPE_CHECKING:
@@ -53,13 +54,8 @@ def retrain(
         None, "--data-dir", help="Dataset directory [default: the search's, else the default]."
     ),
     download: bool = typer.Option(True, "--download/--no-download", help="Download missing data."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
-    inference_batch: int | None = typer.Option(
-        None,
-        "--inference-batch",
-        min=1,
-        help="Images per timed pass of the inference throughput [default: 100].",
-    ),
+    device: str = DEVICE,
+    inference_batch: int = INFERENCE_BATCH,
     out_dir: Path | None = typer.Option(
         None,
         "--out",
@@ -77,7 +73,7 @@ def retrain(
     on the study (nasmlcn best, correlate, export and the dashboard show them)."""
     from nasmlcn._storage_url import resolve_storage
     from nasmlcn.cli._retrain_progress import RetrainProgress
-    from nasmlcn.search._retrain import INFERENCE_THROUGHPUT_BATCH, RetrainOptions, retrain_study
+    from nasmlcn.search._retrain import RetrainOptions, retrain_study
 
     url = resolve_storage(storage)
     if out_dir is None:
@@ -93,7 +89,7 @@ def retrain(
         device=device,
         out_dir=str(out_dir),
         resume=resume,
-        inference_batch_size=inference_batch or INFERENCE_THROUGHPUT_BATCH,
+        inference_batch_size=inference_batch,
         download=download,
     )
     with RetrainProgress(err, quiet=quiet) as progress:
