@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from nasmlcn._io import parse_json, read_text_file, write_text_atomic
 from nasmlcn._paths import cache_path
+from nasmlcn._toml import check_keys
 from nasmlcn.costs._context import CostContext
 from nasmlcn.costs._features import (
     MEMORY_FEATURES,
@@ -180,7 +182,8 @@ class Calibration:
         """A calibration from its dict.
 
         Raises:
-            CalibrationError: Not a calibration, a newer schema, or a bad field.
+            CalibrationError: Not a calibration, a newer schema, an unknown key
+                ("did you mean"), or a bad field.
         """
         if not isinstance(data, dict):
             raise CalibrationError(
@@ -192,6 +195,7 @@ class Calibration:
                 f"schema version {version} is newer than this nasmlcn reads ({SCHEMA_VERSION}); "
                 "upgrade nasmlcn or run 'nasmlcn calibrate' again"
             )
+        _check_calibration_keys(data)
         try:
             ctx = dict(data["context"])
             ctx["input_shape"] = tuple(ctx["input_shape"])
@@ -262,3 +266,47 @@ class Calibration:
             return cls.from_json(text)
         except CalibrationError as err:
             raise CalibrationError(f"calibration file {str(p)!r}: {err}") from None
+
+
+_KEYS = (
+    "schema_version",
+    "created",
+    "hostname",
+    "cpu_model",
+    "torch_version",
+    "load_average",
+    "device",
+    "device_description",
+    "threads",
+    "clock",
+    "context",
+    "fc_flops_per_second",
+    "device_speeds",
+    "speed",
+    "speed_anchor",
+    "time_features",
+    "time_coefficients",
+    "memory_method",
+    "memory_features",
+    "memory_coefficients",
+    "memory_envelope",
+    "samples",
+)
+"""The top-level keys of a calibration file (what :meth:`Calibration.to_dict`
+writes and :meth:`Calibration.from_dict` reads). ``fc_flops_per_second`` and
+``device_speeds`` map device names, any, to figures."""
+_CONTEXT_KEYS = tuple(f.name for f in fields(CostContext) if f.init)
+"""The keys of ``context`` (:class:`CostContext`'s fields)."""
+_SAMPLE_KEYS = tuple(f.name for f in fields(LaneSample) if f.init)
+"""The keys of each entry of ``samples`` (:class:`LaneSample`'s fields)."""
+
+
+def _check_calibration_keys(data: Mapping[str, Any]) -> None:
+    """Refuses an unknown key at the top level, in ``context`` or in a sample."""
+    check_keys(data, _KEYS, "", CalibrationError)
+    if isinstance(data.get("context"), Mapping):
+        check_keys(data["context"], _CONTEXT_KEYS, "", CalibrationError, inside="context")
+    samples = data.get("samples")
+    for i, sample in enumerate(samples if isinstance(samples, list) else []):
+        if isinstance(sample, Mapping):
+            check_keys(sample, _SAMPLE_KEYS, "", CalibrationError, inside=f"samples[{i}]")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from nasmlcn._toml import read_toml
+from nasmlcn._toml import check_keys, read_toml
 from nasmlcn.errors import DeviceError
 from nasmlcn.hardware._units import parse_size
 from nasmlcn.registry import did_you_mean
@@ -23,6 +23,8 @@ from nasmlcn.registry import did_you_mean
 #: Traversable; ``resources.as_file`` gives a path on disk).
 BUILTIN_CATALOG = resources.files("nasmlcn.hardware").joinpath("devices.toml")
 _FIELDS = ("memory", "peak_flops", "bandwidth", "speed", "source", "cost_model")
+"""The keys of a device file's ``[KIND]`` table (:func:`parse_catalog` reads them);
+the first four are required."""
 
 
 @dataclass(frozen=True)
@@ -125,18 +127,14 @@ def parse_catalog(data: Mapping[str, Any], origin: str) -> Catalog:
     """A catalog from the parsed TOML of a device file.
 
     Raises:
-        DeviceError: A kind misses a field, has an unknown one or a bad value;
-            the message names the file, the kind and the field.
+        DeviceError: A kind misses a field, has an unknown one ("did you mean")
+            or a bad value; the message names the file, the kind and the field.
     """
     kinds: dict[str, DeviceKind] = {}
     for name, entry in data.items():
         if not isinstance(entry, Mapping):
             raise DeviceError(f"{origin}: [{name}] must be a table of {', '.join(_FIELDS)}")
-        unknown = sorted(set(entry) - set(_FIELDS))
-        if unknown:
-            raise DeviceError(
-                f"{origin}: [{name}] has unknown field {unknown[0]!r}; known: {', '.join(_FIELDS)}"
-            )
+        check_keys(entry, _FIELDS, origin, DeviceError, inside=f"[{name}]")
         missing = [f for f in _FIELDS[:4] if f not in entry]
         if missing:
             raise DeviceError(f"{origin}: [{name}] misses {', '.join(missing)}")

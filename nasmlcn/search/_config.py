@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nasmlcn._storage_url import DEFAULT_STORAGE, redact_url
-from nasmlcn._toml import read_toml
+from nasmlcn._toml import check_keys, read_toml
 from nasmlcn.errors import SearchError
 
 CONFIG_SCHEMA_VERSION = 1
@@ -221,6 +221,16 @@ _FLOAT_FIELDS = {
 }
 
 
+def _option_name(key: str) -> str:
+    """A recipe key's option name (``train-limit`` is ``train_limit``)."""
+    return key.replace("-", "_")
+
+
+_RECIPE_KEYS = (*sorted(_FIELD_NAMES), "description", "schema_version", "sweep")
+"""The top-level keys of a recipe: the options, its description, and ``[sweep]``
+(whose keys are options)."""
+
+
 def config_from_mapping(
     data: Mapping[str, Any], origin: str
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -229,29 +239,32 @@ def config_from_mapping(
     Keys are the option names with ``-`` or ``_`` (``train-limit``).
 
     Raises:
-        SearchError: Unknown key (with the known ones) or a value of the wrong kind.
+        SearchError: Unknown key ("did you mean", with the known ones), at the top
+            level or in ``[sweep]``, or a value of the wrong kind.
     """
     options: dict[str, Any] = {}
     sweep: dict[str, Any] = {}
+    check_keys(data, _RECIPE_KEYS, origin, SearchError, fold=_option_name)
     for key, value in data.items():
-        name = key.replace("-", "_")
+        name = _option_name(key)
         if name == "sweep":
             if not isinstance(value, Mapping):
                 raise SearchError(f"{origin}: [sweep] must be a table of option = [values]")
+            check_keys(
+                value,
+                sorted(_FIELD_NAMES),
+                origin,
+                SearchError,
+                inside="[sweep]",
+                fold=_option_name,
+            )
             for skey, values in value.items():
-                sname = skey.replace("-", "_")
-                if sname not in _FIELD_NAMES or not isinstance(values, list) or not values:
-                    raise SearchError(
-                        f"{origin}: sweep.{skey} must name an option and list its values"
-                    )
-                sweep[sname] = values
+                if not isinstance(values, list) or not values:
+                    raise SearchError(f"{origin}: sweep.{skey} must list the values to sweep")
+                sweep[_option_name(skey)] = values
             continue
         if name in ("description", "schema_version"):
             continue
-        if name not in _FIELD_NAMES:
-            raise SearchError(
-                f"{origin}: unknown key {key!r}; known keys: {', '.join(sorted(_FIELD_NAMES))}"
-            )
         if name in _FLOAT_FIELDS and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if name == "objectives" and isinstance(value, list):

@@ -124,7 +124,7 @@ def test_device_file_extends_and_overrides_the_catalog(tmp_path: Path) -> None:
         ('[X]\nmemory = "1GB"\npeak_flops = 1e12\nbandwidth = 1e11\n', "misses speed"),
         (
             '[X]\nmemory = "1GB"\npeak_flops = 1e12\nbandwidth = 1e11\nspeed = 1\ncolour = 2\n',
-            "unknown field 'colour'",
+            r"unknown key 'colour' in \[X\]",
         ),
         ('[X]\nmemory = "1XB"\npeak_flops = 1e12\nbandwidth = 1e11\nspeed = 1\n', "unknown unit"),
         ('[X]\nmemory = "1GB"\npeak_flops = 1e12\nbandwidth = 1e11\nspeed = 0\n', "speed must be"),

@@ -105,7 +105,7 @@ def test_build_puts_the_trials_settings_into_spec_and_costs(tmp_path: Path) -> N
         ('[training]\nlr_policy = ["cosine"]\n', "unknown learning-rate policy 'cosine'"),
         ('[training]\nbatch_policy = "fixed"\n', "training.batch_policy must list"),
         ('[training]\nbatch_policy = ["adabach"]\n', "did you mean 'adabatch'"),
-        ("[training]\nmomentum = [0.9]\n", "known: lr, batch_size, lr_policy, batch_policy"),
+        ("[training]\nmomentum = [0.9]\n", "known keys: lr, batch_size, lr_policy, batch_policy"),
     ],
 )
 def test_bad_dimensions_are_one_line_errors(tmp_path: Path, body: str, message: str) -> None:

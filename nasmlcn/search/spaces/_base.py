@@ -16,6 +16,11 @@ dimension (absent or a single value: fixed for the whole study):
   ``lr_policy`` and ``batch_policy`` (lists: categorical; the registries'
   names, see ``nasmlcn train --help``).
 
+Every key of the file, and of its ``[training]`` table, must be one its kind
+reads (:data:`COMMON_KEYS` and the kind's :attr:`SearchSpace.keys`, declared
+beside the code that reads them): a misspelled key is refused with a "did you
+mean", never replaced by its default in silence.
+
 A trial's model settings go into its spec (and the cost context its lanes are
 costed in); its training settings into :attr:`Candidate.training`, which the
 evaluator trains with.
@@ -30,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn._toml import check_keys
 from nasmlcn.costs import CostContext, CostModel
 from nasmlcn.errors import SearchError
 from nasmlcn.hardware import DeviceSpec
@@ -100,6 +106,9 @@ class SearchSpace(ABC):
     """
 
     kind: str = ""
+    keys: tuple[str, ...] = ()
+    """The top-level keys this kind reads besides :data:`COMMON_KEYS`; any other
+    key of the file is refused (declared by each kind beside its reading code)."""
     placement: str = "greedy"
     """How a trial's plan places lanes with no assignment of their own: ``greedy``
     (a placer), or ``buckets`` (the space assigns every lane to a device)."""
@@ -107,6 +116,8 @@ class SearchSpace(ABC):
     def __init__(self, name: str, data: Mapping[str, Any], source: str) -> None:
         self.name = name
         self.source = source
+        where = f"search space file {source!r}"
+        check_keys(data, (*COMMON_KEYS, *self.keys), where, SearchError)
         self.data = dict(data)
         self.description = str(data.get("description", ""))
         origin = f"space {name!r}"
@@ -121,7 +132,7 @@ class SearchSpace(ABC):
         self.decoder = str(self.choices["decoder"][0])
         self.weight_sharing = bool(self.choices["weight_sharing"][0])
         self.lane_dropout = _lane_dropout(data.get("lane_dropout", 0.0), origin)
-        self.training = _training_dimensions(data.get("training", {}), origin)
+        self.training = _training_dimensions(data.get("training", {}), origin, where)
 
     def prepare(self, ctx: SpaceContext) -> None:  # noqa: B027 - optional hook, no-op by default
         """Called once per search, before :meth:`distributions` is read, with the
@@ -288,7 +299,17 @@ the full decoder reads more; unshared transforms are more weights), and the
 default."""
 
 TRAINING_DIMENSIONS = ("lr", "batch_size", "lr_policy", "batch_policy")
-"""The keys a ``[training]`` table may open."""
+"""The keys a ``[training]`` table may open (its only keys)."""
+
+COMMON_KEYS = (
+    "kind",
+    "description",
+    *MODEL_CHOICES,
+    "lane_dropout",
+    "training",
+)
+"""The top-level keys every space file may hold (read by :class:`SearchSpace`);
+each kind adds its own (:attr:`SearchSpace.keys`)."""
 
 
 def _model_choice(
@@ -328,9 +349,10 @@ def _lane_dropout(value: Any, origin: str) -> float | tuple[float, float]:
     )
 
 
-def _training_dimensions(data: Any, origin: str) -> dict[str, Any]:
+def _training_dimensions(data: Any, origin: str, where: str) -> dict[str, Any]:
     if not isinstance(data, Mapping):
         raise SearchError(f"{origin}: [training] must be a table")
+    check_keys(data, TRAINING_DIMENSIONS, where, SearchError, inside="[training]")
     out: dict[str, Any] = {}
     for key, value in data.items():
         if key == "lr":
@@ -350,13 +372,8 @@ def _training_dimensions(data: Any, origin: str) -> dict[str, Any]:
             ):
                 raise SearchError(f"{origin}: training.batch_size must list batch sizes > 0")
             out["batch_size"] = tuple(value)
-        elif key in ("lr_policy", "batch_policy"):
+        else:  # lr_policy, batch_policy (check_keys refused every other key)
             out[key] = _policies(key, value, origin)
-        else:
-            raise SearchError(
-                f"{origin}: unknown training dimension {key!r}; known: "
-                f"{', '.join(TRAINING_DIMENSIONS)}"
-            )
     return out
 
 
@@ -413,6 +430,10 @@ def lane_types(data: Mapping[str, Any], origin: str) -> tuple[str, ...]:
         if t not in LANE_TYPES:
             raise SearchError(f"{origin}: {LANE_TYPES.unknown_message(str(t))}")
     return tuple(value)
+
+
+LANE_RANGE_KEYS = ("lane_types", "width", "depth")
+"""The keys :func:`lane_ranges` reads (a kind that calls it declares them)."""
 
 
 def lane_ranges(

@@ -74,6 +74,7 @@ from nasmlcn.costs import LaneCost
 from nasmlcn.errors import SearchError
 from nasmlcn.planning import Bucket
 from nasmlcn.search.spaces._base import (
+    LANE_RANGE_KEYS,
     SPACE_KINDS,
     Candidate,
     SearchSpace,
@@ -101,6 +102,14 @@ class BucketSpace(SearchSpace):
     per-device memory/load buckets and balanced."""
 
     kind = "buckets"
+    keys = (
+        *LANE_RANGE_KEYS,
+        "kinds",
+        "max_lanes_per_device",
+        "fill",
+        "accuracy_fill",
+        "balance",
+    )
     placement = "buckets"
 
     def __init__(self, name: str, data: Mapping[str, Any], source: str) -> None:

@@ -15,6 +15,7 @@ from nasmlcn.errors import PlacementError
 from nasmlcn.placement import greedy_assignment
 from nasmlcn.planning import placement_problem
 from nasmlcn.search.spaces._base import (
+    LANE_RANGE_KEYS,
     SPACE_KINDS,
     Candidate,
     SearchSpace,
@@ -33,6 +34,7 @@ class HomogeneousSpace(SearchSpace):
     """``lanes`` copies of one lane."""
 
     kind = "homogeneous"
+    keys = (*LANE_RANGE_KEYS, "lanes")
 
     def __init__(self, name: str, data: Mapping[str, Any], source: str) -> None:
         super().__init__(name, data, source)

@@ -25,6 +25,7 @@ class TableSpace(SearchSpace):
     """A choice among named MLCN architectures (``nasmlcn models``)."""
 
     kind = "table"
+    keys = ("models",)
 
     def __init__(self, name: str, data: Mapping[str, Any], source: str) -> None:
         super().__init__(name, data, source)

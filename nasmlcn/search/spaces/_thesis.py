@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 
 from nasmlcn.errors import SearchError
 from nasmlcn.search.spaces._base import (
+    LANE_RANGE_KEYS,
     SPACE_KINDS,
     Candidate,
     SearchSpace,
@@ -88,6 +89,7 @@ class ThesisSpace(SearchSpace):
     """Random lanes drawn into devices that are not yet full (Algorithms 4-5)."""
 
     kind = "thesis"
+    keys = (*LANE_RANGE_KEYS, "max_lanes_per_device")
     placement = "buckets"
 
     def __init__(self, name: str, data: Mapping[str, Any], source: str) -> None:
