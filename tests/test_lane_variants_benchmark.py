@@ -191,7 +191,7 @@ def test_the_cli_refuses_a_bad_variant_with_one_line(data_dir: Path, tmp_path: P
     assert proc.stdout == ""
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip() == (
-        "--variant 'mlcn1:1x1 lr=-1': TrainConfig.lr must be a positive number, got -1.0"
+        "--variant 'mlcn1:1x1 lr=-1': training lr must be a positive number, got -1.0"
     )
 
 

@@ -41,8 +41,8 @@ def test_lane_syntax_parses_types_widths_depths_and_repeats() -> None:
     ("text", "message"),
     [
         ("mlcn3:4x1", "unknown lane type 'mlcn3'; did you mean"),
-        ("mlcn1:0x1", "LaneSpec.width must be an integer >= 1, got 0"),
-        ("mlcn1:2x0", "LaneSpec.depth must be an integer >= 1, got 0"),
+        ("mlcn1:0x1", "lane width must be an integer >= 1, got 0"),
+        ("mlcn1:2x0", "lane depth must be an integer >= 1, got 0"),
         ("0*mlcn1:2x1", "repeat count must be 1..4096, got 0"),
         ("mlcn1", "expected TYPE:WIDTHxDEPTH"),
         ("mlcn1:axb", "invalid lane 'mlcn1:axb'"),
@@ -58,14 +58,14 @@ def test_lane_syntax_errors_name_the_part(text: str, message: str) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"type": "mlcn1", "width": 0}, "LaneSpec.width must be an integer >= 1, got 0"),
+        ({"type": "mlcn1", "width": 0}, "lane width must be an integer >= 1, got 0"),
         (
             {"type": "mlcn1", "width": 2, "depth": -1},
-            "LaneSpec.depth must be an integer >= 1, got -1",
+            "lane depth must be an integer >= 1, got -1",
         ),
-        ({"type": "mlcn1", "width": 2.5}, "LaneSpec.width must be an integer >= 1, got 2.5"),
-        ({"type": "mlcn1", "width": True}, "LaneSpec.width must be an integer >= 1, got True"),
-        ({"type": "capsule", "width": 1}, "LaneSpec.type: unknown lane type 'capsule'"),
+        ({"type": "mlcn1", "width": 2.5}, "lane width must be an integer >= 1, got 2.5"),
+        ({"type": "mlcn1", "width": True}, "lane width must be an integer >= 1, got True"),
+        ({"type": "capsule", "width": 1}, "unknown lane type 'capsule'"),
     ],
 )
 def test_lane_spec_validation_names_field_and_value(kwargs: dict[str, Any], message: str) -> None:
@@ -168,15 +168,15 @@ def test_depth_adds_same_size_convolutions() -> None:
     [
         (
             {"routing": "dynamic"},
-            "MLCNSpec.routing must be one of vector, classwise; got 'dynamic'",
+            "MLCN routing must be one of vector, classwise; got 'dynamic'",
         ),
-        ({"decoder": "big"}, "MLCNSpec.decoder must be one of full, reduced, none; got 'big'"),
-        ({"lane_dropout": 1.0}, r"MLCNSpec.lane_dropout must be a number in \[0, 1\), got 1.0"),
-        ({"num_classes": 1}, "MLCNSpec.num_classes must be an integer >= 2, got 1"),
-        ({"routing_iterations": 0}, "MLCNSpec.routing_iterations must be an integer >= 1, got 0"),
-        ({"input_shape": (1, 28)}, r"MLCNSpec.input_shape must be \[channels, height, width\]"),
+        ({"decoder": "big"}, "MLCN decoder must be one of full, reduced, none; got 'big'"),
+        ({"lane_dropout": 1.0}, r"MLCN lane_dropout must be a number in \[0, 1\), got 1.0"),
+        ({"num_classes": 1}, "MLCN num_classes must be an integer >= 2, got 1"),
+        ({"routing_iterations": 0}, "MLCN routing_iterations must be an integer >= 1, got 0"),
+        ({"input_shape": (1, 28)}, r"MLCN input_shape must be \[channels, height, width\]"),
         ({"input_shape": (1, 8, 8)}, "lane mlcn1:1x1 does not fit input 1x8x8"),
-        ({"lanes": []}, "MLCNSpec.lanes must hold at least one lane"),
+        ({"lanes": []}, "MLCN lanes must hold at least one lane"),
     ],
 )
 def test_mlcn_spec_validation(kwargs: dict[str, Any], message: str) -> None:
@@ -239,7 +239,7 @@ def test_json_accepts_lane_strings_and_rejects_bad_documents() -> None:
     assert spec.describe() == "mlcn1:2x1,mlcn2:1x2"
     with pytest.raises(SpecError, match="schema_version 99 is newer"):
         arch_from_dict({"schema_version": 99, "kind": "mlcn", "lanes": "mlcn1:1"})
-    with pytest.raises(SpecError, match="MLCNSpec has no field 'width'"):
+    with pytest.raises(SpecError, match="the mlcn architecture has no field 'width'"):
         arch_from_dict({"kind": "mlcn", "lanes": "mlcn1:1", "width": 3})
     with pytest.raises(SpecError, match="kind must be one of mlcn, capsnet; got 'resnet'"):
         arch_from_dict({"kind": "resnet"})

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from nasmlcn.cli._console import out
-from nasmlcn.cli._options import one_of
+from nasmlcn.cli._options import ARCH, one_of
 from nasmlcn.costs import TARGETS
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 def estimate(
     target: str = typer.Option(
-        "capsacc", "--target", help=f"Accelerator: {one_of(TARGETS)} [default: capsacc]."
+        "capsacc", "--target", help=f"Accelerator: {one_of(TARGETS)}."
     ),
     model: str | None = typer.Option(
         None, "--model", help="A named architecture, e.g. capsnet (see 'nasmlcn models')."
@@ -27,7 +27,7 @@ def estimate(
     lanes: str | None = typer.Option(
         None, "--lanes", help="Lanes in the compact syntax, e.g. '2*mlcn2:4x1'."
     ),
-    arch: Path | None = typer.Option(None, "--arch", help="Architecture JSON file."),
+    arch: Path | None = ARCH,
     dataset: str | None = typer.Option(
         None,
         "--dataset",

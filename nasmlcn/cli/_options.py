@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +23,25 @@ def one_of(names: Iterable[str]) -> str:
     names = list(names)
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def local_file(value: str | Path) -> Path:
+    """A local path; a URL is refused as it is (``Path`` would fold ``https://x/a.json``
+    into the missing file ``https:/x/a.json``)."""
+    if isinstance(value, Path):
+        return value
+    if _URL.match(value):
+        raise typer.BadParameter(
+            f"{value!r} is a URL; only local files are read: download it and give its path"
+        )
+    return Path(value)
+
+
+ARCH = typer.Option(
+    None, "--arch", help="Architecture JSON file.", parser=local_file, metavar="<path>"
+)
 
 DEVICE_FILE = typer.Option(
     None, "--device-file", help="A TOML device catalog that extends the built-in one."

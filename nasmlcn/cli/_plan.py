@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from nasmlcn.cli._console import out
-from nasmlcn.cli._options import CALIBRATION, COST_MODEL, DEVICE_FILE, format_time, one_of
+from nasmlcn.cli._options import ARCH, CALIBRATION, COST_MODEL, DEVICE_FILE, format_time, one_of
 from nasmlcn.placement import PLACERS
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def plan(
     lanes: str | None = typer.Option(
         None, "--lanes", help="Lanes in the compact syntax, e.g. 'mlcn1:4x2,2*mlcn2:2x1'."
     ),
-    arch: Path | None = typer.Option(None, "--arch", help="Architecture JSON file."),
+    arch: Path | None = ARCH,
     strategy: str = typer.Option("greedy", "--strategy", help=f"Placement: {one_of(PLACERS)}."),
     cost_model: str = COST_MODEL,
     calibration: Path | None = CALIBRATION,

@@ -64,7 +64,13 @@ class ProgressDisplay:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
+        # Progress.stop() writes an empty line when the console is not a terminal (a
+        # pipe, a log), which put a blank line before the CLI's "error:"; stop the bars'
+        # Live alone there (transient: a terminal keeps nothing of it either)
+        if self.console.is_interactive:
+            self.progress.stop()
+        else:
+            self.progress.live.stop()
 
     def bar(
         self,

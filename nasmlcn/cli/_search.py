@@ -147,8 +147,8 @@ def search(
         1,
         "--workers",
         min=1,
-        help="Worker processes on this machine, sharing the study (with --gpus-per-trial: "
-        "[default: GPUs / K]; on CPU they split the cores).",
+        help="Worker processes on this machine, sharing the study (with --gpus-per-trial "
+        "and no --workers: GPUs / K; on CPU they split the cores).",
     ),
     gpus_per_trial: int | None = typer.Option(
         None,

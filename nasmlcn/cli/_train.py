@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from nasmlcn.cli._console import err, out
-from nasmlcn.cli._options import one_of
+from nasmlcn.cli._options import ARCH, one_of
 from nasmlcn.placement import PLACERS
 from nasmlcn.specs import DECODERS, DEFAULT_LANES, ROUTINGS
 from nasmlcn.training._augment import AUGMENTATIONS
@@ -30,7 +30,7 @@ def train(
         help="Lanes in the compact syntax, e.g. '8*mlcn2:4x1' or 'mlcn1:4x2,mlcn2:2x1' "
         f"[default without --arch or --model: {DEFAULT_LANES}].",
     ),
-    arch: Path | None = typer.Option(None, "--arch", help="Architecture JSON file."),
+    arch: Path | None = ARCH,
     model: str | None = typer.Option(
         None,
         "--model",

@@ -37,11 +37,11 @@ class CostContext:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "input_shape", tuple(int(v) for v in self.input_shape))
-        check_int("CostContext", "num_classes", self.num_classes, 2)
-        check_int("CostContext", "routing_iterations", self.routing_iterations, 1)
-        check_int("CostContext", "batch_size", self.batch_size, 1)
-        check_choice("CostContext", "routing", self.routing, ("vector", "classwise"))
-        check_choice("CostContext", "decoder", self.decoder, ("full", "reduced", "none"))
+        check_int("cost context", "num_classes", self.num_classes, 2)
+        check_int("cost context", "routing_iterations", self.routing_iterations, 1)
+        check_int("cost context", "batch_size", self.batch_size, 1)
+        check_choice("cost context", "routing", self.routing, ("vector", "classwise"))
+        check_choice("cost context", "decoder", self.decoder, ("full", "reduced", "none"))
 
     @classmethod
     def of(cls, spec: MLCNSpec, batch_size: int = 100) -> CostContext:

@@ -52,6 +52,11 @@ def _common_length(curves: Sequence[Sequence[float]]) -> list[int]:
     return [i for i, c in enumerate(curves) if len(c) == length]
 
 
+MIN_CORRELATION_TRIALS = 3
+"""Fewer trials have no correlation: two points always lie on a line (Pearson and
+Spearman are +-1 whatever the trials), so they are reported as undefined (NaN)."""
+
+
 def epoch_correlations(curves: Sequence[Sequence[float]]) -> list[EpochCorrelation]:
     """Per epoch, Pearson and Spearman of accuracy at that epoch vs at the last.
 
@@ -87,8 +92,10 @@ def final_correlations(
     out = []
     for n in range(1, len(full[0]) + 1):
         at_n = [c[n - 1] for c in full]
-        if len(full) < 2:  # no correlation of one trial
+        if len(full) < MIN_CORRELATION_TRIALS:
             out.append(EpochCorrelation(n, len(full), math.nan, math.nan))
+
+    Below :data:`MIN_CORRELATION_TRIALS` trials both coefficients are NaN.
             continue
         out.append(EpochCorrelation(n, len(full), pearson(at_n, last), spearman(at_n, last)))
     return out

@@ -47,7 +47,7 @@ masked to zero (Sabour et al.); ``reduced`` reads only the selected class capsul
 
 def _check_input_shape(owner: str, value: Any) -> tuple[int, int, int]:
     if not isinstance(value, (tuple, list)) or len(value) != 3:
-        raise SpecError(f"{owner}.input_shape must be [channels, height, width], got {value!r}")
+        raise SpecError(f"{owner} input_shape must be [channels, height, width], got {value!r}")
     for name, v in zip(("channels", "height", "width"), value, strict=True):
         check_int(owner, f"input_shape.{name}", v, 1)
     return (int(value[0]), int(value[1]), int(value[2]))
@@ -55,11 +55,11 @@ def _check_input_shape(owner: str, value: Any) -> tuple[int, int, int]:
 
 def _check_bool(owner: str, name: str, value: Any) -> None:
     if not isinstance(value, bool):
-        raise SpecError(f"{owner}.{name} must be true or false, got {value!r}")
+        raise SpecError(f"{owner} {name} must be true or false, got {value!r}")
 
 
 def _check_common(spec: MLCNSpec | CapsNetSpec) -> None:
-    owner = type(spec).__name__
+    owner = _OWNER[type(spec)]
     check_int(owner, "num_classes", spec.num_classes, 2)
     object.__setattr__(spec, "input_shape", _check_input_shape(owner, spec.input_shape))
     check_int(owner, "routing_iterations", spec.routing_iterations, 1)
@@ -118,16 +118,16 @@ class MLCNSpec:
         if isinstance(lanes, str):
             lanes = parse_lanes(lanes)
         if not isinstance(lanes, (list, tuple)) or not lanes:
-            raise SpecError(f"MLCNSpec.lanes must hold at least one lane, got {lanes!r}")
+            raise SpecError(f"MLCN lanes must hold at least one lane, got {lanes!r}")
         lanes = tuple(
             lane if isinstance(lane, LaneSpec) else LaneSpec.from_dict(lane) for lane in lanes
         )
         object.__setattr__(self, "lanes", lanes)
         _check_common(self)
-        check_choice("MLCNSpec", "routing", self.routing, ROUTINGS)
-        dropout = check_fraction("MLCNSpec", "lane_dropout", self.lane_dropout)
+        check_choice("MLCN", "routing", self.routing, ROUTINGS)
+        dropout = check_fraction("MLCN", "lane_dropout", self.lane_dropout)
         object.__setattr__(self, "lane_dropout", dropout)
-        _check_bool("MLCNSpec", "weight_sharing", self.weight_sharing)
+        _check_bool("MLCN", "weight_sharing", self.weight_sharing)
         layouts = tuple(lane.layout(self.input_shape) for lane in lanes)
         object.__setattr__(self, "_layouts", layouts)
 
@@ -200,8 +200,8 @@ class CapsNetSpec:
     def __post_init__(self) -> None:
         _check_common(self)
         for name in ("conv_channels", "primary_channels", "primary_dim", "class_dim", "kernel"):
-            check_int("CapsNetSpec", name, getattr(self, name), 1)
-        _check_bool("CapsNetSpec", "weight_sharing", self.weight_sharing)
+            check_int("CapsNet", name, getattr(self, name), 1)
+        _check_bool("CapsNet", "weight_sharing", self.weight_sharing)
         convs = (
             ConvSpec(self.input_shape[0], self.conv_channels, self.kernel),
             ConvSpec(
@@ -218,7 +218,7 @@ class CapsNetSpec:
             h, w = conv.output_size(h), conv.output_size(w)
             if h < 1 or w < 1:
                 raise SpecError(
-                    f"CapsNetSpec.kernel {self.kernel} is too large for input {self.input_shape}"
+                    f"CapsNet kernel {self.kernel} is too large for input {self.input_shape}"
                 )
             shapes.append((conv.out_channels, h, w))
         layout = LaneLayout(convs, tuple(shapes), self.primary_dim, self.primary_channels * h * w)
@@ -242,6 +242,8 @@ class CapsNetSpec:
 
 ArchSpec = MLCNSpec | CapsNetSpec
 _KINDS: dict[str, type[MLCNSpec] | type[CapsNetSpec]] = {"mlcn": MLCNSpec, "capsnet": CapsNetSpec}
+_OWNER: dict[type, str] = {MLCNSpec: "MLCN", CapsNetSpec: "CapsNet"}
+"""What the field checks' messages call each kind (a user knows no class names)."""
 
 
 def arch_from_dict(data: Any) -> ArchSpec:
@@ -264,7 +266,7 @@ def arch_from_dict(data: Any) -> ArchSpec:
     if kind not in _KINDS:
         raise SpecError(f"kind must be one of {', '.join(_KINDS)}; got {kind!r}")
     cls = _KINDS[kind]
-    check_keys(cls.__name__, data, (f.name for f in fields(cls) if f.init))
+    check_keys(f"the {kind} architecture", data, (f.name for f in fields(cls) if f.init))
     if "input_shape" in data and isinstance(data["input_shape"], list):
         data["input_shape"] = tuple(data["input_shape"])
     if cls is MLCNSpec and "lanes" not in data:

@@ -27,9 +27,9 @@ class LaneSpec:
 
     def __post_init__(self) -> None:
         if self.type not in LANE_TYPES:
-            raise SpecError(f"LaneSpec.type: {LANE_TYPES.unknown_message(str(self.type))}")
-        check_int("LaneSpec", "width", self.width, 1)
-        check_int("LaneSpec", "depth", self.depth, 1)
+            raise SpecError(LANE_TYPES.unknown_message(str(self.type)))
+        check_int("lane", "width", self.width, 1)
+        check_int("lane", "depth", self.depth, 1)
 
     def __str__(self) -> str:
         return f"{self.type}:{self.width}x{self.depth}"
@@ -72,7 +72,7 @@ class LaneSpec:
             return parse_lane(data)
         if not isinstance(data, dict):
             raise SpecError(f"a lane must be an object or a lane string, got {data!r}")
-        check_keys("LaneSpec", data, ("type", "width", "depth"))
+        check_keys("a lane", data, ("type", "width", "depth"))
         if "type" not in data or "width" not in data:
             raise SpecError(f"a lane needs 'type' and 'width', got {data!r}")
         return cls(data["type"], data["width"], data.get("depth", 1))

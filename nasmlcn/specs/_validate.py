@@ -1,4 +1,8 @@
-"""Field checks shared by the spec dataclasses; each names the field and the value."""
+"""Field checks shared by the spec dataclasses; each names the field and the value.
+
+``owner`` is the word a user knows the object by (``lane``, ``MLCN``), not a class name:
+the messages reach the command line as they are.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from nasmlcn.errors import SpecError
 def check_int(owner: str, field: str, value: Any, minimum: int) -> int:
     """Returns ``value`` if it is an int >= ``minimum``; raises SpecError otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise SpecError(f"{owner}.{field} must be an integer >= {minimum}, got {value!r}")
+        raise SpecError(f"{owner} {field} must be an integer >= {minimum}, got {value!r}")
     return value
 
 
@@ -21,7 +25,7 @@ def check_fraction(owner: str, field: str, value: Any, *, inclusive_high: bool =
     high_ok = ok and (value <= 1 if inclusive_high else value < 1)
     if not ok or value < 0 or not high_ok:
         bound = "1]" if inclusive_high else "1)"
-        raise SpecError(f"{owner}.{field} must be a number in [0, {bound}, got {value!r}")
+        raise SpecError(f"{owner} {field} must be a number in [0, {bound}, got {value!r}")
     return float(value)
 
 
@@ -29,7 +33,7 @@ def check_choice(owner: str, field: str, value: Any, choices: Iterable[str]) -> 
     """Returns ``value`` if it is one of ``choices``."""
     options = list(choices)
     if value not in options:
-        raise SpecError(f"{owner}.{field} must be one of {', '.join(options)}; got {value!r}")
+        raise SpecError(f"{owner} {field} must be one of {', '.join(options)}; got {value!r}")
     return str(value)
 
 

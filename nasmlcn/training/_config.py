@@ -57,33 +57,33 @@ class TrainConfig:
     batch_policy: str = "fixed"
 
     def __post_init__(self) -> None:
-        check_int("TrainConfig", "epochs", self.epochs, 1)
-        check_int("TrainConfig", "batch_size", self.batch_size, 1)
-        check_int("TrainConfig", "eval_batch_size", self.eval_batch_size, 1)
-        check_int("TrainConfig", "seed", self.seed, 0)
+        check_int("training", "epochs", self.epochs, 1)
+        check_int("training", "batch_size", self.batch_size, 1)
+        check_int("training", "eval_batch_size", self.eval_batch_size, 1)
+        check_int("training", "seed", self.seed, 0)
         for name in ("lr", "lr_decay"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-                raise SpecError(f"TrainConfig.{name} must be a positive number, got {value!r}")
+                raise SpecError(f"training {name} must be a positive number, got {value!r}")
         if self.reconstruction_weight < 0:
             raise SpecError(
-                f"TrainConfig.reconstruction_weight must be >= 0, got {self.reconstruction_weight!r}"
+                f"training reconstruction_weight must be >= 0, got {self.reconstruction_weight!r}"
             )
         from nasmlcn.training._schedules import LR_POLICIES
 
         if self.lr_policy not in LR_POLICIES:
-            raise SpecError(f"TrainConfig.lr_policy: {LR_POLICIES.unknown_message(self.lr_policy)}")
+            raise SpecError(f"training lr_policy: {LR_POLICIES.unknown_message(self.lr_policy)}")
         from nasmlcn.training._batch_policy import BATCH_POLICIES
 
         if self.batch_policy not in BATCH_POLICIES:
             raise SpecError(
-                f"TrainConfig.batch_policy: {BATCH_POLICIES.unknown_message(self.batch_policy)}"
+                f"training batch_policy: {BATCH_POLICIES.unknown_message(self.batch_policy)}"
             )
         from nasmlcn.training._augment import AUGMENTATIONS
 
         if self.augment not in AUGMENTATIONS:
             raise SpecError(
-                f"TrainConfig.augment: unknown augmentation {self.augment!r}; "
+                f"training augment: unknown augmentation {self.augment!r}; "
                 f"choose one of: {', '.join(AUGMENTATIONS.names())}"
             )
 

@@ -148,7 +148,7 @@ def _bad_arch_files(tmp_path: Path) -> dict[str, Path]:
     ("args", "expected"),
     [
         (("--lanes", "mlcn3:4x1"), "unknown lane type 'mlcn3'; did you mean"),
-        (("--lanes", "mlcn1:0x1"), "LaneSpec.width must be an integer >= 1, got 0"),
+        (("--lanes", "mlcn1:0x1"), "lane width must be an integer >= 1, got 0"),
         (
             ("--dataset", "fashion_mnist"),
             "unknown dataset 'fashion_mnist'; did you mean 'fashion-mnist'",
