@@ -134,6 +134,16 @@ CASES = [
         SearchError,
     ),
     Case(
+        "thesis",
+        _builtin(SPACES / "mlcn-thesis.toml"),
+        lambda t: _rename_toml(t, "kind", "knd"),  # no kind: named before its absence
+        "knd",
+        "kind",
+        "",
+        lambda p: load_space(str(p)),
+        SearchError,
+    ),
+    Case(
         "homogeneous",
         _builtin(SPACES / "mlcn-homogeneous.toml"),
         lambda t: _rename_toml(t, "lanes", "lanse"),

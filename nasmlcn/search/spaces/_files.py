@@ -17,10 +17,10 @@ import os
 from importlib import resources
 from pathlib import Path
 
-from nasmlcn._toml import read_toml
+from nasmlcn._toml import check_keys, read_toml
 from nasmlcn.errors import SearchError
 from nasmlcn.registry import did_you_mean
-from nasmlcn.search.spaces._base import SPACE_KINDS, SearchSpace
+from nasmlcn.search.spaces._base import COMMON_KEYS, SPACE_KINDS, SearchSpace
 
 SPACES_ENV = "NASMLCN_SPACES"
 BUILTIN_SPACES_PACKAGE = "nasmlcn.search_spaces"
@@ -77,6 +77,9 @@ def load_space(name_or_path: str) -> SearchSpace:
     data = read_toml(path, "search space file", SearchError)
     kind = data.pop("kind", None)
     if kind is None:
+        # a misspelled kind (``knd``) is named as such, before its absence
+        every = (k for name in SPACE_KINDS.names() for k in SPACE_KINDS.get(name).keys)
+        check_keys(data, (*COMMON_KEYS, *every), f"search space file {str(path)!r}", SearchError)
         raise SearchError(
             f"search space file {str(path)!r} has no 'kind' ({', '.join(SPACE_KINDS.names())})"
         )
