@@ -9,6 +9,7 @@ reads the same whatever it is; every file it writes whole goes through
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -70,6 +71,31 @@ def write_text_atomic(path: Path, text: str) -> None:
     """Writes ``text`` to a temporary file beside ``path``, then renames it over."""
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def probe_folder(folder: Path) -> OSError | None:
+    """Whether a file can really be written in ``folder``: makes the folder (and its
+    missing parents), writes and removes a probe file, then removes the folders it
+    made. Permission bits alone do not say (root passes them; ``/proc`` refuses
+    root). Returns the error that stopped it, None when the probe was written.
+    """
+    made: list[Path] = []
+    missing = folder
+    while not missing.exists() and missing.parent != missing:
+        made.append(missing)
+        missing = missing.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=".nasmlcn-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(name)
+    except OSError as err:
+        return err
+    finally:
+        for path in made:  # deepest first
+            with contextlib.suppress(OSError):
+                path.rmdir()
+    return None
 
 
 @contextmanager

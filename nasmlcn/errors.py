@@ -79,3 +79,8 @@ class DashboardError(NasmlcnError, OSError):
 
 class RunError(NasmlcnError, OSError):
     """A run folder is missing, unreadable or not one that nasmlcn wrote."""
+
+
+class TrackingError(NasmlcnError, RuntimeError):
+    """Experiment tracking cannot start (MLflow not installed, a tracking URI it
+    cannot open)."""

@@ -1,5 +1,6 @@
 """The optional extras: the core install leaves out the storage drivers, the live
-dashboard and the ONNX exporter, and what needs one of them names its extra."""
+dashboard, the ONNX exporter and experiment tracking, and what needs one of them
+names its extra."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ EXTRAS = {
     "mysql": {"pymysql"},
     "dashboard": {"optuna-dashboard"},
     "onnx": {"onnx", "onnxscript", "onnxruntime"},
+    "tracking": {"mlflow-skinny"},
 }
 
 

@@ -7,12 +7,32 @@ to stderr.
 from __future__ import annotations
 
 import logging
+import os
+import sys
+from typing import TextIO
 
 from rich.console import Console
 from rich.logging import RichHandler
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+UNWRAPPED_WIDTH = 10_000
+"""The width of a console that is not a terminal: wide enough that no table or line
+wraps, so a pipe, a log or CI gets whole rows (rich's default there is 80 columns,
+which broke lane mixes mid-word)."""
+
+
+def _width(stream: TextIO) -> int | None:
+    """None where rich should decide: a terminal (its width), or ``$COLUMNS`` set."""
+    if os.environ.get("COLUMNS", "").strip().isdigit():
+        return None  # rich reads COLUMNS itself
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):  # a closed or odd stream
+        terminal = False
+    return None if terminal else UNWRAPPED_WIDTH
+
+
+out = Console(highlight=False, width=_width(sys.stdout))
+err = Console(stderr=True, highlight=False, width=_width(sys.stderr))
 
 
 def print_error(message: str) -> None:

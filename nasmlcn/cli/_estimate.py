@@ -18,9 +18,7 @@ if TYPE_CHECKING:
 
 
 def estimate(
-    target: str = typer.Option(
-        "capsacc", "--target", help=f"Accelerator: {one_of(TARGETS)}."
-    ),
+    target: str = typer.Option("capsacc", "--target", help=f"Accelerator: {one_of(TARGETS)}."),
     model: str | None = typer.Option(
         None, "--model", help="A named architecture, e.g. capsnet (see 'nasmlcn models')."
     ),

@@ -143,6 +143,13 @@ def search(
     calibration: Path | None = typer.Option(
         None, "--calibration", help="Calibration file of the calibrated cost model."
     ),
+    mlflow: str | None = typer.Option(
+        None,
+        "--mlflow",
+        help="Log every trial to MLflow at this tracking URI (a folder, sqlite:///mlflow.db, "
+        "http://host:5000): one run per trial under one parent run per study. Needs "
+        "pip install 'nasmlcn[tracking]'.",
+    ),
     workers: int = typer.Option(
         1,
         "--workers",
@@ -161,7 +168,7 @@ def search(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live display."),
 ) -> int:
     """Search MLCNs that fit the target devices (Optuna study, SQL storage)."""
-    from nasmlcn._storage_url import resolve_storage
+    from nasmlcn._storage_url import DEFAULT_STORAGE, resolve_storage
     from nasmlcn.search import SearchConfig, expand_sweep, load_recipe
 
     options: dict[str, Any] = {
@@ -199,6 +206,7 @@ def search(
         "latency_budget": latency_budget,
         "device_file": str(device_file) if device_file else None,
         "calibration": str(calibration) if calibration else None,
+        "mlflow": mlflow,
     }
     sweep: dict[str, list[Any]] = {}
     base = SearchConfig()
@@ -206,7 +214,7 @@ def search(
         recipe, sweep, _ = load_recipe(config)
         base = base.with_overrides(**recipe)
     # --storage, else $NASMLCN_STORAGE, else the recipe's, else the default
-    options["storage"] = resolve_storage(storage, fallback=base.storage)
+    options["storage"] = resolve_storage(storage, fallback=base.storage or DEFAULT_STORAGE)
     base = base.with_overrides(**options)
     configs = expand_sweep(base, sweep)  # a bad value is refused before any study is made
     pool = {"workers": workers, "gpus_per_trial": gpus_per_trial}

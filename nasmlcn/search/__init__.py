@@ -9,11 +9,12 @@ front or best trials again and tests them (NASCaps' second stage). Registries:
 
 from __future__ import annotations
 
+from nasmlcn._storage_url import DEFAULT_STORAGE
 from nasmlcn.search import (
     _proxy,  # noqa: F401  (register the proxy evaluator)
     _train_evaluator,  # noqa: F401  (register the train evaluator)
 )
-from nasmlcn.search._config import DEFAULT_STORAGE, IDENTITY_FIELDS, SearchConfig, load_recipe
+from nasmlcn.search._config import IDENTITY_FIELDS, SearchConfig, load_recipe
 from nasmlcn.search._correlation import (
     CorrelationPruner,
     EpochCorrelation,
@@ -21,6 +22,7 @@ from nasmlcn.search._correlation import (
     final_correlations,
     first_epoch_reaching,
 )
+from nasmlcn.search._entry import TrialProgress
 from nasmlcn.search._evaluator import (
     EVALUATORS,
     EpochCallback,
@@ -92,6 +94,7 @@ __all__ = [
     "SearchSetup",
     "SearchStart",
     "TrialOutcome",
+    "TrialProgress",
     "TrialSummary",
     "best_trials",
     "completed_curves",

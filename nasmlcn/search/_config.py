@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from nasmlcn._storage_url import DEFAULT_STORAGE, redact_url
+from nasmlcn._storage_url import redact_url
 from nasmlcn._toml import check_keys, read_toml
 from nasmlcn.errors import SearchError
 
@@ -52,7 +52,12 @@ class SearchConfig:
         flops: Per-device load limit of the buckets (``1x`` = the thesis baseline).
         space: Search space name (``mlcn-buckets``) or path to a space file.
         sampler: ``random``, ``tpe`` or ``nsga2`` (see ``SAMPLERS``).
-        objectives: ``accuracy`` and optionally ``latency``, ``memory``, ``params``.
+        objectives: ``accuracy`` and optionally any of ``latency`` (predicted
+            training step time), ``inference`` (predicted per-image inference
+            latency, batch 1), ``memory`` (predicted training memory of the fullest
+            device), ``params`` and ``energy`` (per inference on CapsAcc; needs the
+            ``capsacc`` cost model, e.g. ``devices="capsacc"``); several make a
+            Pareto study (see ``OBJECTIVES``).
         evaluator: ``train`` (real training) or ``proxy`` (analytic stand-in).
         dataset: Dataset name.
         data_dir: Dataset directory (None: the default).
@@ -80,7 +85,11 @@ class SearchConfig:
         prune_threshold: Spearman rho an epoch must reach before it may prune.
         prune_percentile: Prune trials below this percentile of the others.
         prune_min_trials: Completed trials needed before pruning starts.
-        storage: SQLAlchemy URL of the study storage (``to_dict`` hides its password).
+        storage: SQLAlchemy URL of the study storage (``to_dict`` hides its
+            password). Required by :func:`run_search` (the library creates no file
+            the caller did not name); ``nasmlcn search`` gives
+            ``sqlite:///studies/nasmlcn.db`` (:data:`DEFAULT_STORAGE`) when neither
+            ``--storage`` nor ``$NASMLCN_STORAGE`` names one.
         study: Study name (None: derived from the identity).
         run_on: ``auto``, ``cpu`` or ``cuda:0,...`` (where training runs).
         seed: Seeds the sampler, the data split and training.
@@ -88,6 +97,10 @@ class SearchConfig:
         latency_budget: Optional constraint on predicted step time (seconds).
         device_file: Extra device catalog.
         calibration: Calibration file of the calibrated cost model.
+        mlflow: MLflow tracking URI (a folder, ``sqlite:///mlflow.db``, a tracking
+            server's ``http(s)://`` address) that :func:`run_search` logs every
+            trial to (:mod:`nasmlcn.tracking`; needs ``pip install
+            'nasmlcn[tracking]'``), or None. Not part of the identity.
     """
 
     devices: str = "8xK80"
@@ -114,7 +127,7 @@ class SearchConfig:
     prune_threshold: float = 0.9
     prune_percentile: float = 50.0
     prune_min_trials: int = 5
-    storage: str = DEFAULT_STORAGE
+    storage: str = ""
     study: str | None = None
     run_on: str = "auto"
     seed: int = 0
@@ -122,6 +135,7 @@ class SearchConfig:
     latency_budget: float | None = None
     device_file: str | None = None
     calibration: str | None = None
+    mlflow: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -131,6 +145,8 @@ class SearchConfig:
         object.__setattr__(self, "objectives", tuple(objectives))
         _check_positive_int("epochs", self.epochs)
         _check_positive_int("trials", self.trials)
+        _check_at_most("trials", self.trials, MAX_TRIALS, "a million 1-second trials take 12 days")
+        _check_at_most("epochs", self.epochs, MAX_EPOCHS, "the thesis trains 10 to 100")
         _check_positive_int("batch_size", self.batch_size)
         _check_positive_int("prune_min_trials", self.prune_min_trials)
         for name in ("train_limit", "val_limit"):
@@ -195,6 +211,7 @@ class SearchConfig:
         data = asdict(self)
         data.pop("extra")
         data["storage"] = redact_url(self.storage)
+        data["mlflow"] = redact_url(self.mlflow) if self.mlflow else None
         data["objectives"] = list(self.objectives)
         data["schema_version"] = CONFIG_SCHEMA_VERSION
         return data
@@ -203,6 +220,19 @@ class SearchConfig:
         """A copy with the non-None ``overrides`` applied."""
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(self, **given)
+
+
+MAX_TRIALS = 1_000_000
+"""The most trials a study may be asked to reach: more is no run's target but a typo."""
+
+MAX_EPOCHS = 100_000
+"""The most epochs a trial may train (a typo beyond it would allocate the schedule of
+every epoch before failing)."""
+
+
+def _check_at_most(name: str, value: int, most: int, why: str) -> None:
+    if value > most:
+        raise SearchError(f"{name} must be at most {most:,} ({why}), got {value:,}")
 
 
 def _check_positive_int(name: str, value: Any) -> None:

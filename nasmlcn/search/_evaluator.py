@@ -44,6 +44,10 @@ class EvalJob:
         checkpoint_path: Where to write a checkpoint after every epoch (evaluators
             with ``checkpoints = True``; None: nowhere).
         resume: Go on from the checkpoint at ``checkpoint_path`` (a retried trial).
+        should_stop: Asked between training batches (evaluators that train);
+            a reason it returns stops the evaluation at once with
+            :class:`~nasmlcn.training._callbacks.TrainingStopped`, which the
+            runner handles as Ctrl-C (the search's ``--timeout``).
     """
 
     spec: MLCNSpec
@@ -57,15 +61,20 @@ class EvalJob:
     assignment: tuple[int, ...] = ()
     checkpoint_path: str | None = None
     resume: bool = False
+    should_stop: Callable[[], str | None] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
 class EpochReport:
-    """Sent after every epoch; the callback may raise :class:`PruneTrial`."""
+    """Sent after every epoch; the callback may raise :class:`PruneTrial`.
+
+    ``val_loss`` is the validation loss (None: the evaluator has none, as the proxy).
+    """
 
     epoch: int
     val_accuracy: float
     seconds: float
+    val_loss: float | None = None
 
 
 @dataclass(frozen=True)

@@ -18,17 +18,19 @@ every worker: each fails and queues its running trial, and the run stops.
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import os
 import queue
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config import SearchConfig
+from nasmlcn.search._entry import TrialProgress, call_observers, quiet_optuna, require_storage
 from nasmlcn.search._runner import (
     Observers,
     SearchObserver,
@@ -153,6 +155,7 @@ def run_workers(
     gpus_per_trial: int | None = None,
     observers: Sequence[SearchObserver] = (),
     worker_observers: Sequence[Callable[[], SearchObserver]] = (),
+    progress: Callable[[TrialProgress], None] | None = None,
 ) -> SearchResult:
     """Runs the search of ``config`` with a pool of worker processes (see the module
     docstring); one result for the whole run.
@@ -166,15 +169,22 @@ def run_workers(
         gpus_per_trial: GPUs of each worker (None: no GPUs assigned; CPU cores split).
         worker_observers: Picklable factories of observers each worker attaches
             (``nasmlcn.dashboard.DashboardObserver``: the dashboard's notes).
+        progress: Called after every worker's trial, as in :func:`run_search`.
+
+    ``config.mlflow``: each worker logs its own trials to MLflow, under the one
+    parent run this process opens for the study and closes at the end.
 
     Raises:
         NasmlcnError: Invalid configuration, storage or device request (before any
             worker starts), or every worker failed.
     """
-    observer = Observers([o for o in (observer, *observers) if o is not None])
     started = time.perf_counter()
+    require_storage(config)
     slots = plan_workers(workers, gpus_per_trial)
-    setup, study, resumed = open_search(config)  # errors here, before any worker starts
+    added, worker_observers = _pool_observers(config, progress, worker_observers)
+    observer = Observers([o for o in (observer, *observers, *added) if o is not None])
+    with quiet_optuna():
+        setup, study, resumed = open_search(config)  # errors here, before any worker starts
     observer.on_study(study)
     from nasmlcn.search._claim import finished
 
@@ -184,7 +194,8 @@ def run_workers(
     processes = [
         context.Process(
             target=_worker,
-            args=(config, slot, channel, tuple(worker_observers)),
+            # the workers' trackers come from worker_observers, not the config
+            args=(replace(config, mlflow=None), slot, channel, tuple(worker_observers)),
             name=f"worker-{slot.index}",
         )
         for slot in slots
@@ -211,6 +222,24 @@ def run_workers(
             signal.signal(signal.SIGTERM, previous)
     observer.on_end(result)
     return result
+
+
+def _pool_observers(
+    config: SearchConfig,
+    progress: Callable[[TrialProgress], None] | None,
+    worker_observers: Sequence[Callable[[], SearchObserver]],
+) -> tuple[list[SearchObserver], list[Callable[[], SearchObserver]]]:
+    """This process's added observers (``progress``; the MLflow parent run, which
+    logs no trial) and the workers' observer factories (each worker's MLflow
+    tracker logs its trials and leaves the parent run open)."""
+    added = call_observers(replace(config, mlflow=None), progress)
+    factories = list(worker_observers)
+    if config.mlflow:
+        from nasmlcn.tracking import MlflowObserver
+
+        added.append(MlflowObserver(config.mlflow, trials=False))
+        factories.append(functools.partial(MlflowObserver, config.mlflow, end_parent=False))
+    return added, factories
 
 
 def _collect(

@@ -133,6 +133,13 @@ class TrialRecord:
         return all(v <= 0 for v in self.constraints.values())
 
     @property
+    def learned(self) -> bool:
+        """Whether the trial's accuracy beat chance by a clear margin (True when it
+        was not trained, or trained before nasmlcn checked; see
+        :mod:`nasmlcn.search._learning`)."""
+        return self.constraints.get("learning", 0.0) <= 0
+
+    @property
     def reason(self) -> str | None:
         """Why it failed or was pruned."""
         return self.fail_reason or self.prune_reason

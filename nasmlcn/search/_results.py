@@ -8,10 +8,11 @@ configuration.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from nasmlcn.search._correlation import EpochCorrelation, epoch_correlations
+from nasmlcn.search._correlation import EpochCorrelation, FinishedTrial, epoch_correlations
 from nasmlcn.search._record import TrialRecord
 
 if TYPE_CHECKING:
@@ -140,6 +141,47 @@ def completed_curves(study: optuna.Study) -> list[list[float]]:
         if curve:
             curves.append(curve)
     return curves
+
+
+def finished_for_pruning(
+    study: optuna.Study, cost_objectives: Sequence[tuple[str, int, bool]]
+) -> list[FinishedTrial]:
+    """The completed trials as the pruner compares with them, in trial order.
+
+    Args:
+        study: The study.
+        cost_objectives: Per cost objective (one predicted before training), its
+            name, its index in the trial's values, and whether it is maximised
+            (then its value is negated, so that every cost is minimised).
+    """
+    from optuna.trial import TrialState
+
+    out = []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        record = TrialRecord.of(t)
+        curve = record.accuracy_per_epoch
+        if not curve or record.values is None:
+            continue
+        costs = {
+            name: -record.values[i] if maximize else record.values[i]
+            for name, i, maximize in cost_objectives
+        }
+        out.append(FinishedTrial(tuple(curve), costs, record.feasible))
+    return out
+
+
+def not_learning(study: optuna.Study) -> list[dict[str, Any]]:
+    """The completed trials that did not learn (:mod:`nasmlcn.search._learning`):
+    per trial its number and final validation accuracy, in trial order."""
+    from optuna.trial import TrialState
+
+    out = []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        record = TrialRecord.of(t)
+        if not record.learned:
+            curve = record.accuracy_per_epoch
+            out.append({"number": t.number, "accuracy": curve[-1] if curve else None})
+    return out
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import threading
 import time
 import traceback
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -46,19 +46,29 @@ from nasmlcn.search._evaluator import (
     PruneTrial,
 )
 from nasmlcn.search._heartbeat import heartbeat
+from nasmlcn.search._learning import LEARNING_CONSTRAINT, learning_constraint
 from nasmlcn.search._lock import hold
 from nasmlcn.search._optuna_compat import storage_of, trial_id_of
 from nasmlcn.search._recovery import retry
-from nasmlcn.search._results import best_trials, completed_curves, correlation_report, summarize
+from nasmlcn.search._results import (
+    best_trials,
+    correlation_report,
+    finished_for_pruning,
+    not_learning,
+    summarize,
+)
 from nasmlcn.search._samplers import SAMPLERS
 from nasmlcn.search._setup import SearchSetup, setup_search
 from nasmlcn.search._storage import open_storage
 from nasmlcn.search.spaces import Candidate
 from nasmlcn.search.spaces._base import space_changes
 from nasmlcn.specs import format_lane_mix
+from nasmlcn.training._callbacks import TrainingStopped
 
 if TYPE_CHECKING:
     import optuna
+
+    from nasmlcn.search._entry import TrialProgress
 
 logger = logging.getLogger(__name__)
 
@@ -185,6 +195,9 @@ class SearchResult:
     directions: list[str] = field(default_factory=list)
     mean_values: dict[str, float] = field(default_factory=dict)
     completed: int = 0
+    # completed trials that did not beat chance by a clear margin (kept in the
+    # study, never on the front): their numbers and accuracies
+    not_learning: list[dict[str, Any]] = field(default_factory=list)
     # per epoch: EpochCorrelation.to_dict() over the study's completed trials, and
     # "prunes": whether this run's pruner may stop a trial at that epoch now
     correlation: list[dict[str, Any]] = field(default_factory=list)
@@ -211,6 +224,7 @@ class SearchResult:
             "metric_names": self.metric_names,
             "directions": self.directions,
             "completed": self.completed,
+            "not_learning": self.not_learning,
             "mean_values": self.mean_values,
             "best": self.best,
             "failures": [{"number": t.number, "reason": t.reason} for t in self.failures],
@@ -389,30 +403,42 @@ def run_search(
     *,
     observers: Sequence[SearchObserver] = (),
     evaluator: Evaluator | None = None,
+    progress: Callable[[TrialProgress], None] | None = None,
 ) -> SearchResult:
     """Runs (or continues) the search of ``config``.
 
+    Writes nothing but the study in ``config.storage`` (and its trials' weights
+    beside it), prints nothing, and keeps Optuna's log lines quiet for the call.
+
     Args:
-        config: The search.
+        config: The search (``config.storage`` must name the study storage;
+            ``config.mlflow`` adds MLflow tracking, :mod:`nasmlcn.tracking`).
         observer: Receives progress.
         observers: More observers (e.g. ``nasmlcn.dashboard.DashboardObserver``,
             which writes the dashboard's trial notes and figures).
         evaluator: Overrides the configured evaluator (tests).
+        progress: Called after every trial with a :class:`TrialProgress` (the
+            outcome, and the study's finished trials out of ``config.trials``).
 
     Returns:
         What this run did and the study's best trials (or Pareto front).
 
     Raises:
-        NasmlcnError: Invalid configuration or storage (before anything is written).
+        NasmlcnError: Invalid configuration or storage, no storage named, or
+            tracking that cannot start (before anything is written).
     """
     import optuna
 
-    with warnings.catch_warnings():
+    from nasmlcn.search._entry import call_observers, quiet_optuna, require_storage
+
+    require_storage(config)
+    with warnings.catch_warnings(), quiet_optuna():
         # Heartbeats with ask-and-tell and metric names are "experimental" in
         # Optuna; they are what this runner is built on, so the warnings say nothing.
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         warnings.filterwarnings("ignore", message="Heartbeat of storage")
-        every = Observers([o for o in (observer, *observers) if o is not None])
+        added = call_observers(config, progress)
+        every = Observers([o for o in (observer, *observers, *added) if o is not None])
         with sigterm_as_interrupt():
             return _run_search(config, every, evaluator)
 
@@ -483,11 +509,7 @@ def _run_search(
     done = finished(study)
     if evaluator is None:
         evaluator = EVALUATORS.get(config.evaluator)(config=config, dataset=setup.dataset)
-    pruner = (
-        CorrelationPruner(config.prune_threshold, config.prune_percentile, config.prune_min_trials)
-        if config.prune
-        else None
-    )
+    pruner = _pruner(config)
     result = start_run(config, setup, study, resumed, done, observer)
     distributions = setup.space.distributions()
     deadline = started + config.timeout if config.timeout is not None else None
@@ -551,7 +573,9 @@ def _run_search(
                         prune_weights(study, files.store, config.keep_weights)
             outcome = replace(outcome, timings=timings)
         except KeyboardInterrupt as stop:
-            result.stopped = "interrupted"
+            # the search's --timeout stops a trial between batches as Ctrl-C does
+            timed_out = isinstance(stop, TrainingStopped)
+            result.stopped = "timeout" if timed_out else "interrupted"
             if trial is None:  # Ctrl-C while sampling: Optuna may have left a RUNNING trial
                 if config.storage.startswith("sqlite"):  # one machine: it can only be ours
                     with _no_interrupts():
@@ -561,6 +585,8 @@ def _run_search(
                 reason = (
                     "stopped by SIGTERM"
                     if isinstance(stop, Terminated)
+                    else f"{stop}; queued again, a re-run resumes it"
+                    if timed_out
                     else "interrupted by the user (Ctrl-C)"
                 )
                 trial.set_user_attr("fail_reason", reason)
@@ -592,21 +618,37 @@ def summarize_study(study: optuna.Study, setup: SearchSetup, result: SearchResul
         t.values for t in study.get_trials(deepcopy=False, states=(_state("COMPLETE"),)) if t.values
     ]
     result.completed = len(complete)
+    result.not_learning = not_learning(study)
     if complete:
         result.mean_values = {
             name: sum(v[i] for v in complete) / len(complete)
             for i, name in enumerate(setup.metric_names)
         }
     result.best = [summarize(t, setup.metric_names).to_dict() for t in best_trials(study)]
-    pruner = (
-        CorrelationPruner(config.prune_threshold, config.prune_percentile, config.prune_min_trials)
-        if config.prune
-        else None
-    )
+    pruner = _pruner(config)
     correlations = correlation_report(study).correlations
     result.correlation = [
         {**c.to_dict(), "prunes": pruner is not None and pruner.allows(c.epoch, correlations)}
         for c in correlations
+    ]
+
+
+def _pruner(config: SearchConfig) -> CorrelationPruner | None:
+    """The search's pruner (None: ``--no-prune``)."""
+    if not config.prune:
+        return None
+    return CorrelationPruner(
+        config.prune_threshold, config.prune_percentile, config.prune_min_trials
+    )
+
+
+def _cost_objectives(setup: SearchSetup) -> list[tuple[str, int, bool]]:
+    """Per objective known before training (latency, memory, ...): its name, its
+    index in a trial's values, and whether it is maximised."""
+    return [
+        (o.name, i, o.direction == "maximize")
+        for i, o in enumerate(setup.objectives)
+        if not o.needs_training
     ]
 
 
@@ -715,6 +757,12 @@ def _run_trial(
                 "training",
                 {**evaluation.to_dict(), "evaluator": evaluator.name, "versions": versions()},
             )
+            # a model that learned nothing stays in the study but off the front
+            _set_constraint(
+                trial,
+                LEARNING_CONSTRAINT,
+                learning_constraint(evaluation.accuracy, setup.dataset.num_classes),
+            )
         tick = time.perf_counter()
         values = tuple(float(o.value(plan, evaluation)) for o in setup.objectives)
         if not all(math.isfinite(v) for v in values):
@@ -769,9 +817,19 @@ def _evaluate(
     trial through :class:`_Ended`."""
     config = setup.config
     params = trial.params
-    stop_at, stop_why = _trial_deadline(config, start, deadline)
+    stop_at, stop_why = _trial_deadline(config, start)
     # one epoch leaves nothing to prune (the last epoch is the result)
-    curves = completed_curves(study) if pruner is not None and config.epochs > 1 else []
+    cost_objectives = _cost_objectives(setup)
+    finished = (
+        finished_for_pruning(study, cost_objectives)
+        if pruner is not None and config.epochs > 1
+        else []
+    )
+    # the trial's own costs are predictions, known before it trains
+    costs = {
+        name: (-1.0 if maximize else 1.0) * float(setup.objectives[i].value(plan, None))
+        for name, i, maximize in cost_objectives
+    }
     single = len(setup.directions) == 1
     job = EvalJob(
         spec=candidate.spec,
@@ -786,6 +844,7 @@ def _evaluate(
         assignment=tuple(candidate.assignment or plan.placement.assignment),
         checkpoint_path=str(files.path) if files is not None else None,
         resume=files is not None and files.resumed_epoch > 0,
+        should_stop=_search_deadline(config, deadline),
     )
     seen: list[EpochReport] = []
     # a retried trial keeps the epochs its failed run reported
@@ -802,6 +861,9 @@ def _evaluate(
         if single and report.epoch not in reported:
             trial.report(report.val_accuracy, report.epoch)
         observer.on_epoch(trial.number, report, config.epochs)
+        timeout = job.should_stop() if job.should_stop and report.epoch < config.epochs else None
+        if timeout is not None:  # an evaluator that does not ask between batches stops here
+            raise TrainingStopped(f"{timeout} (after epoch {report.epoch})")
         if stop_at is not None and report.epoch < config.epochs:
             now = time.perf_counter()
             if now >= stop_at:
@@ -811,7 +873,7 @@ def _evaluate(
                     report.epoch,
                 )
         if pruner is not None and report.epoch < config.epochs:
-            reason = pruner.decide(report.epoch, report.val_accuracy, curves)
+            reason = pruner.decide(report.epoch, report.val_accuracy, finished, costs)
             if reason is not None:
                 raise PruneTrial(reason, report.epoch)
 
@@ -945,15 +1007,21 @@ def _original_number(trial: optuna.Trial) -> int:
     return int(original) if original is not None else trial.number
 
 
-def _trial_deadline(
-    config: SearchConfig, start: float, search_deadline: float | None
-) -> tuple[float | None, str]:
-    """When the trial starting at ``start`` must stop (at an epoch boundary), and why."""
-    limits = []
-    if config.trial_timeout is not None:
-        limits.append((start + config.trial_timeout, f"--trial-timeout {config.trial_timeout:g} s"))
-    if search_deadline is not None:
-        limits.append((search_deadline, f"the search's --timeout {config.timeout:g} s"))
-    if not limits:
+def _trial_deadline(config: SearchConfig, start: float) -> tuple[float | None, str]:
+    """When the trial starting at ``start`` must stop (at an epoch boundary, PRUNED),
+    and why: its ``--trial-timeout``."""
+    if config.trial_timeout is None:
         return None, ""
-    return min(limits)
+    return start + config.trial_timeout, f"--trial-timeout {config.trial_timeout:g} s"
+
+
+def _search_deadline(
+    config: SearchConfig, deadline: float | None
+) -> Callable[[], str | None] | None:
+    """The trainer's per-batch check for the search's ``--timeout``: past
+    ``deadline`` it stops the trial within a batch, as Ctrl-C does (the trial is
+    queued again and a re-run resumes it from its last epoch; never PRUNED)."""
+    if deadline is None:
+        return None
+    why = f"stopped by the search's --timeout {config.timeout:g} s"
+    return lambda: why if time.perf_counter() >= deadline else None

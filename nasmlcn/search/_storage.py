@@ -25,12 +25,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 import shlex
 import sqlite3
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, unquote
 
 from nasmlcn._storage_url import (
     DEFAULT_STORAGE,
@@ -77,14 +78,47 @@ def heartbeat_interval(grace: float) -> int:
 
 
 def sqlite_path(url: str) -> Path | None:
-    """The file of a ``sqlite:///`` URL (None for other URLs and in-memory SQLite)."""
+    """The file of a ``sqlite:///`` URL (None for other URLs and in-memory SQLite).
+
+    SQLite's URI form, ``sqlite:///file:PATH?mode=rw&uri=true`` (SQLAlchemy hands
+    ``file:PATH?...`` to SQLite as a URI), names the file ``PATH``.
+    """
     prefix = "sqlite:///"
     if not url.startswith(prefix):
         return None
-    rest = url[len(prefix) :].split("?", 1)[0]
+    rest, _, query = url[len(prefix) :].partition("?")
+    params = _sqlite_query(query)
+    if params.get("uri", "").lower() == "true" and rest.startswith("file:"):
+        if params.get("mode") == "memory":
+            return None
+        rest = unquote(rest[len("file:") :])
+        if rest.startswith("//"):  # file://localhost/abs or file:///abs
+            rest = "/" + rest[2:].partition("/")[2]
     if not rest or rest == ":memory:":
         return None
     return Path(rest)
+
+
+def _sqlite_query(query: str) -> dict[str, str]:
+    """The ``key=value`` pairs of a SQLite URL's query string (the last of each key)."""
+    return {k.lower(): v for k, v in parse_qsl(query, keep_blank_values=True)}
+
+
+_READ_ONLY_QUERY = (("mode", "ro"), ("immutable", "1"))
+"""SQLite URI parameters that make every write fail."""
+
+
+def _refuse_read_only_sqlite(url: str, shown: str) -> None:
+    """A search writes its trials: a ``sqlite:///file:...?mode=ro&uri=true`` URL
+    (or ``immutable=1``) is refused before anything is opened."""
+    params = _sqlite_query(url.partition("?")[2])
+    for key, value in _READ_ONLY_QUERY:
+        if params.get(key, "").lower() == value:
+            raise StorageError(
+                f"storage {shown!r} is opened read-only ({key}={value}), but a search "
+                f"writes its trials there; remove {key}={value} from the URL (nasmlcn best, "
+                "correlate and export read a study without writing)"
+            )
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -133,6 +167,9 @@ def open_storage(
     if path is not None:
         if not create and not path.is_file():
             raise StorageError(f"storage {shown!r}: no such database file {str(path)!r}")
+        if not read_only:
+            _refuse_read_only_sqlite(url, shown)
+            _check_sqlite_writable(path, shown)
         if create:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -178,11 +215,66 @@ def open_storage(
     if path is not None and not read_only:
         event.listen(storage.engine, "connect", _sqlite_pragmas)
         storage.engine.dispose()  # later connections get the pragmas
+    if not read_only:
+        _check_writes(storage.engine, shown, path)
     from nasmlcn.search._buffered_storage import BufferedStorage
 
     buffered = BufferedStorage(storage)
     buffered.lock = lock
     return buffered
+
+
+def _check_sqlite_writable(path: Path, shown: str) -> None:
+    """The SQLite file ``path`` (if it exists) and its folder can be written (SQLite
+    writes its journal and nasmlcn its lock file beside the database); checked
+    before anything is opened. Root passes every permission check: for it,
+    :func:`_check_writes` finds out."""
+    folder = path.parent if str(path.parent) else Path(".")
+    fix = "make it writable or choose another --storage"
+    if path.exists() and not os.access(path, os.W_OK):
+        raise StorageError(
+            f"storage {shown!r}: the database file {str(path)!r} is read-only, but a search "
+            f"writes its trials there; {fix}"
+        )
+    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        raise StorageError(
+            f"storage {shown!r}: the folder {str(folder)!r} is not writable, but SQLite "
+            f"writes its journal (and nasmlcn its lock file) beside the database; {fix}"
+        )
+
+
+def _check_writes(engine: Any, shown: str, path: Path | None) -> None:
+    """Writes a row of Optuna's ``version_info`` table unchanged and rolls it back,
+    so a storage that cannot be written is refused here, in one line, and not by
+    Optuna's ``StorageInternalError`` ("... e.g. exceeding max length") at the
+    first trial. The study is not touched.
+
+    Raises:
+        StorageError: The write failed (a read-only file, folder, database or user).
+    """
+    import sqlalchemy
+
+    try:
+        with engine.connect() as connection, connection.begin() as transaction:
+            connection.execute(
+                sqlalchemy.text("UPDATE version_info SET schema_version = schema_version")
+            )
+            transaction.rollback()
+    except Exception as err:  # the driver's error: read-only, permission denied
+        cause = getattr(err, "orig", None) or err
+        text = str(cause).strip()
+        first = text.splitlines()[0] if text else type(cause).__name__
+        where = (
+            f"make {str(path)!r} and its folder writable"
+            if path is not None
+            else "give a user that may write to it"
+        )
+        raise StorageError(
+            scrub(
+                f"storage {shown!r} cannot be written ({first}), but a search writes its "
+                f"trials there; {where}, or choose another --storage"
+            )
+        ) from None
 
 
 def _open_error(shown: str, err: BaseException) -> StorageError:
@@ -204,6 +296,10 @@ def _check_driver(url: str, shown: str) -> str:
     try:
         parsed = make_url(url)
     except Exception as err:
+        if "://" not in url:  # a path: the SQLite file it most likely means
+            raise StorageError(
+                f"storage {shown!r} is not a URL; for the SQLite file {url!r} write sqlite:///{url}"
+            ) from None
         raise StorageError(scrub(f"storage {shown!r} is not a valid URL: {err}")) from None
     try:
         dialect = parsed.get_dialect()

@@ -57,7 +57,12 @@ class _Relay(Callback):
 
     def on_epoch_end(self, result: EpochResult) -> None:
         self.on_epoch(
-            EpochReport(result.epoch, result.val_accuracy, time.perf_counter() - self.started)
+            EpochReport(
+                result.epoch,
+                result.val_accuracy,
+                time.perf_counter() - self.started,
+                val_loss=result.val_loss,
+            )
         )
 
 
@@ -177,6 +182,7 @@ class TrainEvaluator:
             resume=job.resume,
             measure=memory,
             test=False,
+            should_stop=job.should_stop,
         )
         extra: dict[str, Any] = {}
         if lanes is None:

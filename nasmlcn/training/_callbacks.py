@@ -114,3 +114,21 @@ class CallbackList(Callback):
     def on_epoch_end(self, result: EpochResult) -> None:
         for cb in self.callbacks:
             cb.on_epoch_end(result)
+
+
+class TrainingStopped(KeyboardInterrupt):
+    """Training was stopped between two batches by its ``should_stop`` (the
+    search's ``--timeout``). A :class:`KeyboardInterrupt`, so that everything
+    that handles Ctrl-C (the search saves the trial, queues it again and a re-run
+    resumes it from its last epoch's checkpoint) handles it the same way.
+
+    Attributes:
+        reason: What ``should_stop`` said.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.reason

@@ -1,10 +1,17 @@
 """Checkpoints: ``state_dict`` plus the architecture JSON, loaded with
-``weights_only=True`` (no pickled code runs on load)."""
+``weights_only=True`` (no pickled code runs on load).
+
+Every checkpoint carries a ``run_id``: made when a run starts, kept by every
+epoch's checkpoint and by a resumed run, and copied into the ``result.json``
+beside it, so a reader can tell that the files of a run folder belong together
+(:func:`nasmlcn.training._run_folder.check_run_files`). Checkpoints written
+before it have none (``None``)."""
 
 from __future__ import annotations
 
 import json
 import os
+import uuid
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,11 +41,17 @@ def save_checkpoint(
     scheduler: Any = None,
     history: list[dict[str, Any]] | None = None,
     train_config: dict[str, Any] | None = None,
+    run_id: str | None = None,
 ) -> Path:
-    """Writes a checkpoint atomically: a crash mid-write leaves the old one intact."""
+    """Writes a checkpoint atomically: a crash mid-write leaves the old one intact.
+
+    ``run_id`` names the run the weights belong to (None: a new one,
+    :func:`new_run_id`); a run's every checkpoint passes its own.
+    """
     p = Path(path)
     payload: dict[str, Any] = {
         "version": CHECKPOINT_VERSION,
+        "run_id": run_id or new_run_id(),
         "arch": arch_to_json(arch, indent=None),
         "model": model.state_dict(),
         "epoch": epoch,
@@ -89,9 +102,37 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str = "cpu") -> 
         raise CheckpointError(
             f"checkpoint {str(p)!r} holds an invalid architecture: {err}"
         ) from None
+    if not isinstance(payload.get("run_id"), (str, type(None))):
+        raise CheckpointError(f"{str(p)!r} is not a nasmlcn checkpoint; it was not loaded")
+    payload["run_id"] = payload.get("run_id")
     payload["history"] = json.loads(payload.get("history", "[]"))
     payload["train_config"] = json.loads(payload.get("train_config", "{}"))
     return payload
+
+
+def new_run_id() -> str:
+    """A fresh run id (random: two runs of the same model differ)."""
+    return uuid.uuid4().hex
+
+
+def checkpoint_run_id(path: str | os.PathLike[str]) -> str | None:
+    """The ``run_id`` of the checkpoint at ``path`` (None: none recorded), read
+    without loading its tensors (memory-mapped).
+
+    Raises:
+        CheckpointError: Missing, unreadable, or not a nasmlcn checkpoint.
+    """
+    p = Path(path)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            payload = torch.load(p, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # an old or foreign file: the full load says what is wrong
+        return load_checkpoint(p)["run_id"]
+    if not isinstance(payload, dict) or any(k not in payload for k in _REQUIRED):
+        raise CheckpointError(f"{str(p)!r} is not a nasmlcn checkpoint; it was not loaded")
+    run_id = payload.get("run_id")
+    return run_id if isinstance(run_id, str) else None
 
 
 def check_same_arch(path: str | os.PathLike[str], saved: ArchSpec, arch: ArchSpec) -> None:

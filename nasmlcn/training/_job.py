@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nasmlcn._io import write_text_atomic
+from nasmlcn._io import probe_folder, write_text_atomic
 from nasmlcn.data import DATASETS, DatasetInfo
 from nasmlcn.data._normalize import normalization_record
 from nasmlcn.errors import CheckpointError, SpecError
@@ -225,7 +225,8 @@ def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None,
 
 def check_out_dir(out: Path) -> None:
     """``out`` is a folder, or one that can be made: its nearest existing ancestor is
-    a writable folder."""
+    a writable folder, and a probe file can really be written there (the folders
+    the probe made are removed again)."""
     existing = out
     while not existing.exists() and existing.parent != existing:
         existing = existing.parent
@@ -235,6 +236,12 @@ def check_out_dir(out: Path) -> None:
     if existing != out and not os.access(existing, os.W_OK | os.X_OK):
         raise CheckpointError(
             f"--out {str(out)!r} cannot be made: {str(existing)!r} is not writable; "
+            "choose another --out"
+        )
+    error = probe_folder(out)
+    if error is not None:
+        raise CheckpointError(
+            f"--out {str(out)!r} cannot be written ({error.strerror or error}); "
             "choose another --out"
         )
 

@@ -98,6 +98,8 @@ def run_job(
     out_dir: Path | None = None,
     measure: contextlib.AbstractContextManager[Any] | None = None,
     test: bool = True,
+    run_id: str | None = None,
+    should_stop: Callable[[], str | None] | None = None,
 ) -> JobRun:
     """Seeds, builds ``arch``, places it, trains it (resuming) and tests it.
 
@@ -117,6 +119,9 @@ def run_job(
         out_dir: ``arch.json`` is written here once the model is built.
         measure: Entered around placing and training (peak memory).
         test: Evaluate the trained model on ``splits.test``.
+        run_id: The id the checkpoints carry (see :func:`~nasmlcn.training.train`).
+        should_stop: Asked after every batch; a reason stops training at once
+            (:class:`~nasmlcn.training._trainer.TrainingStopped`).
 
     Raises:
         TrainingError: The loss became NaN or infinite.
@@ -140,6 +145,8 @@ def run_job(
             callbacks=[_WholeJob(callbacks, params, device_label)],
             checkpoint_path=checkpoint_path,
             resume=resume,
+            run_id=run_id,
+            should_stop=should_stop,
         )
     tested = None
     if test:

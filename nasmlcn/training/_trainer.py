@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -19,11 +19,12 @@ from nasmlcn.models import capsule_loss, count_parameters
 from nasmlcn.specs import ArchSpec
 from nasmlcn.training._augment import AUGMENTATIONS
 from nasmlcn.training._batch_policy import check_same_batch_policy, epoch_batch_sizes
-from nasmlcn.training._callbacks import Callback, CallbackList, TrainStart
+from nasmlcn.training._callbacks import Callback, CallbackList, TrainingStopped, TrainStart
 from nasmlcn.training._checkpoint import (
     check_same_arch,
     check_same_schedule,
     load_checkpoint,
+    new_run_id,
     save_checkpoint,
 )
 from nasmlcn.training._config import EpochResult, TrainConfig
@@ -61,13 +62,16 @@ def evaluate(
     batch_size: int = 500,
     device: torch.device | str = "cpu",
     reconstruction_weight: float = 0.0005,
+    should_stop: Callable[[], str | None] | None = None,
 ) -> tuple[float, float]:
     """Mean loss and accuracy of ``model`` on ``split`` (eval mode, no gradients).
 
     The decoder reconstructs from the predicted class, as at inference. The model
     gets ``split``'s normalised images (:meth:`~nasmlcn.data.Split.inputs`); the
-    decoder reconstructs the [0, 1] ones.
+    decoder reconstructs the [0, 1] ones. ``should_stop`` is asked after every
+    batch (see :func:`train`).
     """
+    stop = _stopper(should_stop)
     was_training = model.training
     model.eval()
     sums = _Sums()
@@ -77,6 +81,7 @@ def evaluate(
             out = model(split.inputs(x))
             loss = capsule_loss(out.lengths, out.reconstruction, x, y, reconstruction_weight).total
             sums.add(loss, out.lengths, y)
+            stop(None, sums.seen)
     finally:
         model.train(was_training)
     total_loss, correct = sums.read()
@@ -139,6 +144,21 @@ def _non_finite(loss: float, epoch: int, batch: int) -> DivergedError:
     return DivergedError(f"loss became {loss} at epoch {epoch}, batch {batch}")
 
 
+def _stopper(should_stop: Callable[[], str | None] | None) -> Callable[[int | None, int], None]:
+    """A check to call after every batch: raises :class:`TrainingStopped` once
+    ``should_stop`` gives a reason (the epoch and batch are added to it)."""
+    if should_stop is None:
+        return lambda epoch, batch: None
+
+    def check(epoch: int | None, batch: int) -> None:
+        reason = should_stop()
+        if reason is not None:
+            where = f"epoch {epoch}, batch {batch}" if epoch is not None else "validation"
+            raise TrainingStopped(f"{reason} (in {where})")
+
+    return check
+
+
 def _epoch_seed(seed: int, epoch: int) -> int:
     # Every epoch reseeds from (seed, epoch), so a resumed run sees the same
     # shuffles, lane-dropout masks and augmentations as an uninterrupted one.
@@ -161,6 +181,8 @@ def train(
     callbacks: Sequence[Callback] = (),
     checkpoint_path: str | Path | None = None,
     resume: bool = False,
+    run_id: str | None = None,
+    should_stop: Callable[[], str | None] | None = None,
 ) -> list[EpochResult]:
     """Trains ``model`` (built from ``arch``) and returns one result per epoch.
 
@@ -177,13 +199,20 @@ def train(
         checkpoint_path: Written atomically after every epoch when given.
         resume: Continue from ``checkpoint_path`` if it exists; its architecture
             must equal ``arch``.
+        run_id: The id every checkpoint of this run carries (a resumed
+            checkpoint's own id wins; None and no resumed id: a new one).
+        should_stop: Asked after every training and validation batch; a reason
+            it returns stops training at once with :class:`TrainingStopped`
+            (the last epoch's checkpoint is the one kept), as Ctrl-C would.
 
     Raises:
         DivergedError: The loss became NaN or infinite (found at the end of the
             epoch, or at once where a callback wants every batch's figures).
         CheckpointError: ``resume`` and the checkpoint belongs to another model.
+        TrainingStopped: ``should_stop`` gave a reason.
     """
     device = resolve_device(config.device)
+    stop = _stopper(should_stop)
     placed = getattr(model, "input_device", None)
     if isinstance(placed, torch.device):
         # The model placed its own lanes on several devices; moving it would undo that.
@@ -224,8 +253,10 @@ def train(
             scheduler.load_state_dict(payload["scheduler"])
         history = [EpochResult(**h) for h in payload["history"]]
         first_epoch = int(payload["epoch"]) + 1
+        run_id = payload["run_id"] or run_id
         logger.info("resuming from %s after epoch %d", checkpoint_path, first_epoch - 1)
 
+    run_id = run_id or new_run_id()
     hooks = CallbackList(callbacks)
     batch_hooks = hooks.wants_batches
     hooks.on_train_start(
@@ -273,6 +304,7 @@ def train(
                 scheduler.step()
             if batch_hooks:
                 hooks.on_batch_end(epoch, i + 1, value, correct_so_far / sums.seen)
+            stop(epoch, i + 1)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         seconds = time.perf_counter() - t0
@@ -288,6 +320,7 @@ def train(
             batch_size=config.eval_batch_size,
             device=device,
             reconstruction_weight=config.reconstruction_weight,
+            should_stop=should_stop,
         )
         # len(splits.train), not the images seen here: a rank's share of every batch
         # (ShardedSplit) has the whole split's length, so this is the job's rate.
@@ -326,6 +359,7 @@ def train(
                     **config.to_dict(),
                     "normalization": normalization_record(splits.train.normalization),
                 },
+                run_id=run_id,
             )
         hooks.on_epoch_end(result)
     return history

@@ -22,7 +22,9 @@ WIDE = {"COLUMNS": "250"}  # tables unfolded, so their headers can be read
 def storage(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A real two-objective search: 3 trials of 2 epochs on 50 synthetic images."""
     folder = tmp_path_factory.mktemp("retrain-cli")
-    config = small_search(folder, evaluator="train", trials=3, objectives=("accuracy", "latency"))
+    config = small_search(
+        folder, evaluator="train", trials=3, objectives=("accuracy", "latency"), seed=7
+    )
     return config.storage
 
 

@@ -37,7 +37,8 @@ def test_the_runner_writes_every_field_of_the_current_record(tmp_path: Path) -> 
         assert record.plan["devices"]
         assert "latency" in record.predicted
         assert len(record.accuracy_per_epoch) == 2
-        assert set(record.constraints) == {"memory", "latency"}
+        assert set(record.constraints) == {"memory", "latency", "learning"}
+        assert record.learned
         assert record.feasible
         assert record.sampler_seed == trial_seed(0, trial.number)
         assert record.worker

@@ -24,6 +24,7 @@ from nasmlcn.search import (
     first_epoch_reaching,
     run_search,
 )
+from nasmlcn.search._correlation import FinishedTrial
 from nasmlcn.search._study_access import load_existing_study
 
 
@@ -179,13 +180,13 @@ def test_correlation_gated_pruning_in_a_multi_objective_study(tmp_path: Path) ->
 
 
 def test_pruner_rules_on_known_curves() -> None:
-    curves = [[0.5 + 0.01 * i, 0.6 + 0.01 * i, 0.7 + 0.01 * i] for i in range(6)]
+    curves = [FinishedTrial((0.5 + 0.01 * i, 0.6 + 0.01 * i, 0.7 + 0.01 * i)) for i in range(6)]
     pruner = CorrelationPruner(threshold=0.9, percentile=50, min_trials=5)
     assert pruner.decide(1, 0.50, curves[:4]) is None  # not enough finished trials
     assert pruner.decide(1, 0.50, curves) is not None  # below the median of 0.5..0.55
     assert pruner.decide(1, 0.54, curves) is None  # above it
     assert pruner.decide(3, 0.0, curves) is None  # the last epoch is never pruned
-    shuffled = [[0.5 + 0.01 * ((i * 5) % 6), 0.6, 0.7 + 0.01 * i] for i in range(6)]
+    shuffled = [FinishedTrial((0.5 + 0.01 * ((i * 5) % 6), 0.6, 0.7 + 0.01 * i)) for i in range(6)]
     assert pruner.decide(1, 0.0, shuffled) is None  # epoch 1 does not rank like the last
 
 

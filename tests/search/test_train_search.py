@@ -91,7 +91,8 @@ def test_a_trained_trial_measures_its_inference_latency(tmp_path: Path) -> None:
         evaluator="train",
         dataset="synthetic",
         epochs=1,
-        train_limit=20,
+        train_limit=200,
+        batch_size=10,  # enough steps to learn: a model at chance is no best trial
         val_limit=8,  # fewer than the passes: the images are cycled
         trials=1,
         storage=f"sqlite:///{tmp_path / 's.db'}",

@@ -31,6 +31,7 @@ def _config(data_dir: Path, tmp_path: Path, name: str, **kw: Any) -> SearchConfi
         "epochs": 3,
         "train_limit": 300,
         "val_limit": 200,
+        "batch_size": 20,  # enough steps that the models learn (beat chance clearly)
         "trials": 1,
         "sampler": "random",
         "storage": f"sqlite:///{tmp_path / name / 'study.db'}",  # artifacts/ beside it
@@ -199,3 +200,52 @@ def test_optuna_dashboard_lists_and_serves_a_trial_s_weights(
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_search_timeout_stops_a_trial_within_a_batch_and_a_re_run_resumes_it(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25 item 8: the search's --timeout stops the running trial between two
+    batches, as Ctrl-C does (FAIL, queued again, resumed by a re-run), never as
+    PRUNED with "saved" seconds. The deadline is a fake one (no wall clock): it
+    passes in the second epoch's first batch."""
+    from nasmlcn.search import SearchObserver, _runner
+
+    class Epochs(SearchObserver):
+        seen = 0
+
+        def on_epoch(self, number: int, report: EpochReport, epochs: int) -> None:
+            self.seen += 1
+
+    epochs = Epochs()
+    asked_after_epoch_1: list[int] = []
+
+    def deadline(config: SearchConfig, at: float | None) -> Any:
+        def check() -> str | None:
+            if epochs.seen >= 1:
+                asked_after_epoch_1.append(1)
+            # the first ask after epoch 1 is the runner's own at the epoch's end
+            return "stopped by the test's deadline" if len(asked_after_epoch_1) == 2 else None
+
+        return check
+
+    config = _config(data_dir, tmp_path, "timeout", epochs=2, train_limit=200, timeout=3600)
+    monkeypatch.setattr(_runner, "_search_deadline", deadline)
+    stopped = run_search(config, observer=epochs)
+    monkeypatch.undo()
+    assert stopped.stopped == "timeout"
+    (outcome,) = stopped.run_trials
+    assert outcome.state == "FAIL"
+    assert outcome.reason == (
+        "stopped by the test's deadline (in epoch 2, batch 1); queued again, a re-run resumes it"
+    )
+    assert stopped.to_dict()["seconds_saved_by_pruning"] == 0
+    failed, queued = load_existing_study("s", config.storage).trials
+    assert failed.user_attrs["failure"] == "interrupted"
+    assert "seconds_saved" not in failed.user_attrs
+    assert queued.state == TrialState.WAITING
+    assert queued.user_attrs["checkpoint"]["epoch"] == 1
+    resumed = run_search(config)
+    assert [(t.number, t.state) for t in resumed.run_trials] == [(queued.number, "COMPLETE")]
+    done = load_existing_study("s", config.storage).trials[queued.number]
+    assert done.user_attrs["resumed_from_epoch"] == 1

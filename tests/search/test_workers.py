@@ -170,8 +170,16 @@ def test_the_search_timeout_stops_the_running_trial_too(tmp_path: Path) -> None:
     c = config(f"sqlite:///{tmp_path / 'to.db'}", "s", 5, 120)
     result = run_search(c.with_overrides(timeout=5.0, epochs=40), evaluator=SlowProxy(0.5))
     assert result.stopped == "timeout"
-    assert [t.state for t in result.run_trials] == ["PRUNED"]
-    assert "the search's --timeout 5 s: stopped after epoch" in (result.run_trials[0].reason or "")
+    # stopped as Ctrl-C stops it (issue 25 item 8): FAIL, queued again, never PRUNED
+    assert [t.state for t in result.run_trials] == ["FAIL"]
+    reason = result.run_trials[0].reason or ""
+    assert reason.startswith("stopped by the search's --timeout 5 s (after epoch "), reason
+    assert reason.endswith("; queued again, a re-run resumes it")
+    assert result.to_dict()["seconds_saved_by_pruning"] == 0
+    trials = load_existing_study("s", c.storage).trials
+    assert [t.state for t in trials] == [TrialState.FAIL, TrialState.WAITING]
+    assert trials[0].user_attrs["failure"] == "interrupted"
+    assert "seconds_saved" not in trials[0].user_attrs
 
 
 def test_workers_option_runs_a_pool_on_one_study(tmp_path: Path) -> None:

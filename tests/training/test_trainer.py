@@ -307,3 +307,46 @@ def test_a_file_that_is_no_checkpoint_is_refused_in_one_line(tmp_path: Path, con
         "and plain data); it was not loaded"
     )
     assert not marker.exists()
+
+
+def test_should_stop_stops_between_batches_and_keeps_the_last_epoch_s_checkpoint(
+    tmp_path: Path,
+) -> None:
+    """The search's --timeout (issue 25 item 8): a stop within a batch, not at the
+    epoch's end, raised as an interruption (Ctrl-C's path), the checkpoint of the
+    last finished epoch whole, and the run id kept by the resume."""
+    from nasmlcn.training._callbacks import TrainingStopped
+
+    spec = MLCNSpec("mlcn1:1x1")
+    splits = load_splits("synthetic", train_limit=40, val_limit=10)
+    config = TrainConfig(epochs=3, batch_size=10)  # 4 training batches an epoch
+    checkpoint = tmp_path / "checkpoint.pt"
+    recorder = Recorder()
+    asked: list[int] = []
+
+    def should_stop() -> str | None:
+        asked.append(recorder.batches)
+        return "time is up" if recorder.batches == 6 else None  # epoch 2, batch 2
+
+    with pytest.raises(TrainingStopped) as stopped:
+        train(
+            build_model(spec),
+            spec,
+            splits,
+            config,
+            callbacks=[recorder],
+            checkpoint_path=checkpoint,
+            should_stop=should_stop,
+        )
+    assert isinstance(stopped.value, KeyboardInterrupt)
+    assert str(stopped.value) == "time is up (in epoch 2, batch 2)"
+    assert recorder.batches == 6  # not one batch more
+    assert [r.epoch for r in recorder.epochs] == [1]
+    saved = load_checkpoint(checkpoint)
+    assert saved["epoch"] == 1
+    assert isinstance(saved["run_id"], str)
+    history = train(
+        build_model(spec), spec, splits, config, checkpoint_path=checkpoint, resume=True
+    )
+    assert [h.epoch for h in history] == [1, 2, 3]
+    assert load_checkpoint(checkpoint)["run_id"] == saved["run_id"]
