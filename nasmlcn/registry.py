@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, TypeVar, overload
 
@@ -31,10 +32,28 @@ def did_you_mean(
     closest ``choices`` (compared after ``fold``, e.g. ``str.lower``), else
     ``otherwise`` (typically the list of known names)."""
     by_folded = {fold(c): c for c in choices}
-    close = difflib.get_close_matches(fold(name), list(by_folded), n=most, cutoff=cutoff)
+    folded = fold(name)
+    close = difflib.get_close_matches(folded, list(by_folded), n=most, cutoff=cutoff)
+    # a typo mostly keeps a word's start: a shared start (up to 3 characters) adds to
+    # difflib's similarity, so 'lanse' means 'lane_types' before 'balance'
+    close.sort(
+        key=lambda c: (
+            -(
+                difflib.SequenceMatcher(None, folded, c).ratio()
+                + 0.05 * min(_shared_start(c, folded), 3)
+            )
+        )
+    )
     if close:
         return "did you mean " + " or ".join(repr(by_folded[c]) for c in close) + "?"
     return otherwise
+
+
+def _shared_start(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share."""
+    return sum(
+        1 for _ in itertools.takewhile(lambda pair: pair[0] == pair[1], zip(a, b, strict=False))
+    )
 
 
 class Registry(Generic[T]):

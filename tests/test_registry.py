@@ -5,7 +5,7 @@ from collections.abc import Callable
 import pytest
 
 from nasmlcn.errors import UnknownNameError
-from nasmlcn.registry import Registry
+from nasmlcn.registry import Registry, did_you_mean
 
 
 def test_register_get_and_wildcards() -> None:
@@ -55,3 +55,9 @@ def test_did_you_mean_names_the_closest_or_falls_back() -> None:
     assert did_you_mean("zzz", ["tpe", "random"], otherwise="known: tpe, random") == (
         "known: tpe, random"
     )
+
+
+def test_did_you_mean_prefers_a_name_with_the_same_start() -> None:
+    """'lanse' is closer to 'balance' by difflib's ratio, but a typo keeps the start."""
+    keys = ["kind", "lane_types", "width", "depth", "fill", "balance", "routing"]
+    assert did_you_mean("lanse", keys, otherwise="") == "did you mean 'lane_types' or 'balance'?"
