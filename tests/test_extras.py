@@ -63,3 +63,24 @@ def test_the_dashboard_without_optuna_dashboard_names_the_extra(
     with pytest.raises(DashboardError, match=r"pip install 'nasmlcn\[dashboard\]'"):
         make_dashboard_server(f"sqlite:///{tmp_path / 'none.db'}", port=0)
     assert not (tmp_path / "none.db").exists()  # refused before the storage is opened
+
+
+def test_tracking_without_mlflow_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from nasmlcn.errors import TrackingError
+    from nasmlcn.search import SearchConfig, run_search
+
+    for name in ("mlflow", "mlflow.tracking"):
+        monkeypatch.setitem(sys.modules, name, None)  # as if it were not installed
+    storage = tmp_path / "s.db"
+    config = SearchConfig(
+        evaluator="proxy", trials=1, storage=f"sqlite:///{storage}", mlflow=str(tmp_path / "ml")
+    )
+    with pytest.raises(TrackingError) as info:
+        run_search(config)
+    assert str(info.value) == (
+        "--mlflow needs MLflow, which is not installed: pip install 'nasmlcn[tracking]' "
+        "(or pip install mlflow)"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # refused before the study

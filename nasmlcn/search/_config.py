@@ -147,6 +147,10 @@ class SearchConfig:
         _check_positive_int("trials", self.trials)
         _check_at_most("trials", self.trials, MAX_TRIALS, "a million 1-second trials take 12 days")
         _check_at_most("epochs", self.epochs, MAX_EPOCHS, "the thesis trains 10 to 100")
+        if self.mlflow is not None:  # a URI MLflow cannot open is refused here, not mid-run
+            from nasmlcn.tracking._uri import check_tracking_uri
+
+            object.__setattr__(self, "mlflow", check_tracking_uri(self.mlflow))
         _check_positive_int("batch_size", self.batch_size)
         _check_positive_int("prune_min_trials", self.prune_min_trials)
         for name in ("train_limit", "val_limit"):

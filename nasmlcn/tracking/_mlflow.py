@@ -60,6 +60,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -71,6 +72,7 @@ from urllib.parse import urlparse
 from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import TrackingError
 from nasmlcn.search import SearchObserver, SearchResult, SearchStart, TrialOutcome
+from nasmlcn.tracking._uri import check_tracking_uri, is_folder
 
 if TYPE_CHECKING:
     import optuna
@@ -156,6 +158,7 @@ class MlflowObserver(SearchObserver):
         trials: bool = True,
         end_parent: bool = True,
     ) -> None:
+        uri = check_tracking_uri(uri)
         try:
             from mlflow.tracking import MlflowClient
         except ImportError:
@@ -166,13 +169,13 @@ class MlflowObserver(SearchObserver):
         self.end_parent = end_parent
         name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
         try:
-            with _quiet_mlflow(), _file_store_allowed(uri):
+            with _quiet_mlflow(), _opening(uri):
                 self.client = MlflowClient(tracking_uri=uri)
                 self.experiment_id = self._experiment(name)
         except TrackingError:
             raise
         except Exception as err:
-            raise TrackingError(f"--mlflow {self.shown!r}: {_first_line(err)}") from None
+            raise TrackingError(_open_error(self.shown, uri, err)) from None
         self.study: optuna.Study | None = None
         self.study_key = ""
         self.parent_id: str | None = None
@@ -431,30 +434,76 @@ def _artifact_location(uri: str) -> str | None:
     return (path.resolve().parent / "mlartifacts").as_uri() if path is not None else None
 
 
+_OPENING_ENV = {
+    # A server that does not answer is reported in seconds, not after MLflow's
+    # seven retries with backoff (four minutes); logging later keeps the retries.
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "15",
+}
+
+
 @contextlib.contextmanager
-def _file_store_allowed(uri: str) -> Iterator[None]:
-    """Lets MLflow 3 open its file store while the client is made, when the URI is a
-    folder (MLflow keeps the store it opened for the process)."""
-    variable = "MLFLOW_ALLOW_FILE_STORE"
-    if urlparse(uri).scheme not in ("", "file") or variable in os.environ:
-        yield
-        return
-    os.environ[variable] = "true"
+def _opening(uri: str) -> Iterator[None]:
+    """The environment MLflow reads while the observer opens the store, then the
+    caller's again (a variable the caller set is left as it is).
+
+    A folder: MLflow 3 refuses its file store ("maintenance mode") unless
+    ``MLFLOW_ALLOW_FILE_STORE`` is set; a folder given as the URI is the user's
+    explicit choice, so it is allowed while the client is made (MLflow keeps the
+    store it opened for the process, so logging needs no variable). Reading the
+    folder back with MLflow 3 (``mlflow ui``, ``MlflowClient``) needs
+    ``MLFLOW_ALLOW_FILE_STORE=true`` too; ``sqlite:///mlflow.db`` needs nothing.
+    An ``http(s)://`` server: few retries, so a wrong address fails fast.
+    """
+    scheme = urlparse(uri).scheme.lower()
+    if is_folder(uri):
+        wanted = {"MLFLOW_ALLOW_FILE_STORE": "true"}
+    elif scheme in ("http", "https"):
+        wanted = _OPENING_ENV
+    else:
+        wanted = {}
+    set_here = [k for k in wanted if k not in os.environ]
+    for key in set_here:
+        os.environ[key] = wanted[key]
     try:
         yield
     finally:
-        os.environ.pop(variable, None)
+        for key in set_here:
+            os.environ.pop(key, None)
+
+
+_ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")\]]+")
+
+
+def _open_error(shown: str, uri: str, err: BaseException) -> str:
+    """One line for a store MLflow could not open: for a server, the reason it did
+    not answer (MLflow's text quotes the whole request and its retries)."""
+    text = str(err)
+    if urlparse(uri).scheme.lower() in ("http", "https"):
+        reasons = _ERRNO.findall(text)
+        reason = reasons[-1].strip() if reasons else _first_line(err)
+        if len(reason) > 200:
+            reason = reason[:197] + "..."
+        return (
+            f"--mlflow {shown!r}: no MLflow tracking server answered ({reason}); start one "
+            "(mlflow server --port PORT) or give a folder or sqlite:///mlflow.db"
+        )
+    return f"--mlflow {shown!r}: MLflow cannot open it: {_first_line(err)}"
 
 
 @contextlib.contextmanager
 def _quiet_mlflow() -> Iterator[None]:
-    """MLflow's and alembic's INFO lines (creating a SQLite store's tables) unseen."""
-    loggers = [logging.getLogger(name) for name in ("mlflow", "alembic")]
-    before = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.WARNING)
+    """MLflow's and alembic's INFO lines (creating a SQLite store's tables) and
+    urllib3's retry warnings (a server that does not answer: the error says it)
+    unseen while the store is opened."""
+    levels = {"mlflow": logging.WARNING, "alembic": logging.WARNING, "urllib3": logging.ERROR}
+    loggers = {logging.getLogger(name): level for name, level in levels.items()}
+    before = {lg: lg.level for lg in loggers}
+    for lg, level in loggers.items():
+        lg.setLevel(level)
     try:
         yield
     finally:
-        for lg, level in zip(loggers, before, strict=True):
+        for lg, level in before.items():
             lg.setLevel(level)

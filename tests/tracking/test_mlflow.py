@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +33,9 @@ from nasmlcn.search import (
 from nasmlcn.search._study_access import load_existing_study
 from nasmlcn.specs import arch_from_dict, load_arch
 from tests.conftest import run_cli
+from tests.search._worker_script import config as worker_config
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _client(uri: str) -> MlflowClient:
@@ -248,3 +255,40 @@ def test_the_cli_option_and_the_recipe_key(tmp_path: Path) -> None:
     )  # fmt: skip
     assert again.returncode == 0, again.stderr[-2000:]
     assert len(_check_trial_runs(uri, config)) == 4
+
+
+def test_a_killed_worker_s_trial_retried_by_a_pool_continues_its_run(tmp_path: Path) -> None:
+    """A worker killed with -9 mid-trial leaves a RUNNING trial and its run; a pool
+    fails the trial once its heartbeat is stale and retries it as a new Optuna
+    trial, which continues the dead worker's run: one run per trial."""
+    uri = str(tmp_path / "mlruns")
+    url = f"sqlite:///{tmp_path / 'kill.db'}"
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tests.tracking._mlflow_worker", url, "s", "3", "1", "2", uri],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert worker.stdout is not None
+    assert worker.stdout.readline().startswith("trial 0 epoch 1")  # mid-trial
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.wait()
+    _, children = _runs(uri)
+    (killed,) = children
+    assert killed.info.status == "RUNNING"  # nobody closed it
+    assert "state" not in killed.data.tags
+
+    config = replace(worker_config(url, "s", 3, 1.0), mlflow=uri)
+    result = run_workers(config, workers=2)
+    assert result.errors == []
+    study = load_existing_study("s", url)
+    retries = [t for t in study.trials if t.system_attrs.get("failed_trial") == 0]
+    assert len(retries) == 1
+    children = _check_trial_runs(uri, config)
+    assert len(children) == 3  # trials 0 (retried), and two more: no duplicate
+    (continued,) = [r for r in children if r.data.tags["nasmlcn.trial"] == "0"]
+    assert continued.info.run_id == killed.info.run_id
+    assert continued.data.tags["nasmlcn.optuna_trial"] == str(retries[0].number)
+    assert continued.info.status == "FINISHED"
+    history = _client(uri).get_metric_history(continued.info.run_id, "val_accuracy")
+    assert [m.step for m in history] == [1, 2, 3]  # epoch 1 not logged twice
