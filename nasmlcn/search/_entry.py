@@ -33,7 +33,10 @@ class TrialProgress:
     Attributes:
         outcome: How the trial ended.
         done: The study's trials that count toward ``target`` (COMPLETE and
-            PRUNED, by every worker), this one included.
+            PRUNED, by every worker), this one included, when the callback is
+            called (in a ``run_workers`` pool the parent relays each trial after
+            it ended, so other trials may have finished since: ``done`` never
+            goes back, but may step by more than one).
         target: The trials the study should reach (``SearchConfig.trials``).
     """
 
