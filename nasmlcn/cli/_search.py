@@ -306,6 +306,7 @@ def _print_result(data: dict[str, Any]) -> None:
         out.print(f"{len(data['workers'])} workers ({where})", highlight=False)
     for error in data["errors"]:
         out.print(f"[yellow]{error}[/]", highlight=False, soft_wrap=True)
+    _print_not_learning(data)
     failures = data["failures"]
     if failures:
         out.print(f"{len(failures)} failed trial(s):")
@@ -324,6 +325,23 @@ def _print_result(data: dict[str, Any]) -> None:
             "[yellow]stopped: the last trials all failed (see the reasons above); failed "
             "trials do not count toward --trials[/]"
         )
+
+
+def _print_not_learning(data: dict[str, Any]) -> None:
+    """The trials that did not learn: kept in the study, never on the front."""
+    idle = data.get("not_learning") or []
+    if not idle:
+        return
+    threshold = data.get("learning_threshold")
+    below = f"accuracy below {threshold:.2g}" if threshold is not None else "accuracy near chance"
+    numbers = ", ".join(f"#{t['number']}" for t in idle)
+    trials = "trial" if len(idle) == 1 else "trials"
+    out.print(
+        f"{len(idle)} {trials} did not learn ({below}): {numbers} — kept in the study, "
+        "not on the front",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _print_pruning(data: dict[str, Any]) -> None:

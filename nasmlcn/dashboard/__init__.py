@@ -158,7 +158,7 @@ def refresh_study(study: optuna.Study, *, notes: str = "missing") -> list[str]:
     """
     from nasmlcn.dashboard._figures import dashboard_figures
     from nasmlcn.dashboard._notes import (
-        STUDY_NOTE_MARK,
+        is_nasmlcn_note,
         note_items,
         read_note,
         set_study_system_attrs,
@@ -180,7 +180,7 @@ def refresh_study(study: optuna.Study, *, notes: str = "missing") -> list[str]:
         old = sum(1 for k in system if k.startswith(prefix))
         items += split_chunks(prefix, figure.to_json(), old)
     version, body, chunks = read_note(system, None)
-    if not body or body.startswith(STUDY_NOTE_MARK):  # never replace a user's note
+    if not body or is_nasmlcn_note(body):  # never replace a user's note
         new = study_note(study, [FIGURES.get(n).title for n in figures])
         if new != body:
             items += note_items(None, new, version + 1, chunks)

@@ -195,7 +195,7 @@ def write_images(
     specs = []
     paths = []
     for name, fig in figures.items():
-        fig_dict = fig.to_plotly_json()
+        fig_dict = static_figure(fig)
         height = int(fig.layout.height or 500)
         for fmt in formats:
             path = folder / f"{name}.{fmt}"
@@ -220,6 +220,20 @@ def write_images(
     if missing:
         raise ExportError(f"Kaleido did not write {', '.join(str(p) for p in missing[:3])}")
     return paths
+
+
+STATIC_CONTROLS = ("updatemenus", "sliders")
+"""Layout keys of plotly's buttons, menus and sliders: they do nothing on paper."""
+
+
+def static_figure(fig: go.Figure) -> dict[str, Any]:
+    """``fig`` as a plotly JSON dict for a PNG or SVG: without its buttons, menus and
+    sliders (the figure itself, which the HTML report shows, keeps them)."""
+    fig_dict = fig.to_plotly_json()
+    layout = dict(fig_dict.get("layout") or {})
+    for key in STATIC_CONTROLS:
+        layout.pop(key, None)
+    return {**fig_dict, "layout": layout}
 
 
 def _csv_value(value: Any) -> Any:

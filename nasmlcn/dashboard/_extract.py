@@ -59,6 +59,10 @@ class TrialRow(NamedTuple):
     datetime_complete: str | None
     duration_s: float | None
     attrs: Mapping[str, Any]
+    learned: bool = True
+    """False when the trained model did not beat chance by a clear margin
+    (:mod:`nasmlcn.search._learning`): infeasible, and drawn apart from trials
+    over a budget."""
 
     @property
     def complete(self) -> bool:
@@ -97,6 +101,27 @@ class StudyData(NamedTuple):
     def accuracy_is_proxy(self) -> bool:
         return bool(self.info.get("accuracy_is_proxy"))
 
+    @property
+    def target_devices(self) -> str | None:
+        """The target devices the predictions are for (``8xK80``); None for
+        foreign studies."""
+        devices = (self.info.get("config") or {}).get("devices")
+        return str(devices) if devices else None
+
+    @property
+    def learning_threshold(self) -> float | None:
+        """The accuracy a trial had to reach to count as learning (0.19 for 10
+        classes), read back from a trial's ``learning`` constraint (threshold minus
+        its accuracy); None when no trial carries one (older or untrained studies)."""
+        from nasmlcn.search._learning import LEARNING_CONSTRAINT
+
+        for r in self.rows:
+            margin = r.constraints.get(LEARNING_CONSTRAINT)
+            accuracy = (r.attrs.get("training") or {}).get("accuracy")
+            if margin is not None and isinstance(accuracy, (int, float)):
+                return round(float(accuracy) + margin, 6)
+        return None
+
 
 class HypervolumeHistory(NamedTuple):
     """Hypervolume of the feasible front after each completed trial.
@@ -124,6 +149,8 @@ class ObjectiveHistory(NamedTuple):
     values: tuple[float, ...]
     feasible: tuple[bool, ...]
     best_so_far: tuple[float | None, ...]
+    learned: tuple[bool, ...] = ()
+    """Per trial, whether it learned (empty: all did)."""
 
 
 class Importances(NamedTuple):
@@ -226,6 +253,7 @@ def _row(trial: FrozenTrial) -> TrialRow:
         datetime_complete=trial.datetime_complete.isoformat() if trial.datetime_complete else None,
         duration_s=duration,
         attrs=record.attrs,
+        learned=record.learned,
     )
 
 
@@ -360,6 +388,7 @@ def optimization_histories(data: StudyData) -> list[ObjectiveHistory]:
                 tuple(r.values[i] for r in done if r.values is not None),
                 tuple(r.feasible for r in done),
                 tuple(bests),
+                tuple(r.learned for r in done),
             )
         )
     return out
@@ -381,7 +410,8 @@ def param_importances(study: optuna.Study, data: StudyData) -> Importances:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for i in range(len(data.directions)):
-                per_objective.append(dict(get_param_importances(study, target=_objective_value(i))))
+                target = _objective_value(i, data.directions[i] == "maximize")
+                per_objective.append(dict(get_param_importances(study, target=target)))
     except Exception as err:  # Optuna's evaluators raise on degenerate studies
         logger.info("parameter importances skipped: %s", err)
         return Importances((), (), (), f"could not be computed: {err}")
@@ -398,10 +428,17 @@ def param_importances(study: optuna.Study, data: StudyData) -> Importances:
     )
 
 
-def _objective_value(index: int) -> Callable[[FrozenTrial], float]:
+def _objective_value(index: int, maximize: bool) -> Callable[[FrozenTrial], float]:
+    """Objective ``index`` as a target to minimise: Optuna's default importance
+    evaluator (PED-ANOVA) takes low ``target`` values as the good ones, so a
+    maximised objective is negated. Without that, accuracy's panel showed what
+    makes accuracy *low*: in an accuracy-vs-latency study the same small models
+    that make latency low, so the panels of both objectives were alike."""
+    sign = -1.0 if maximize else 1.0
+
     def value(trial: FrozenTrial) -> float:
         assert trial.values is not None
-        return trial.values[index]
+        return sign * trial.values[index]
 
     return value
 

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 FRONT_COLOR = "#d62728"
 FEASIBLE_COLOR = "#1f77b4"
 INFEASIBLE_COLOR = "#9e9e9e"
+NOT_LEARNING_COLOR = "#ff7f0e"
+"""Trials that did not learn (accuracy near chance): apart from those over a budget."""
 TEMPLATE = "plotly_white"
 WIDTH = 1000
 """Width of the PNG/SVG exports in pixels (heights depend on the figure)."""
@@ -66,6 +68,9 @@ class FigureSpec:
 FIGURES: Registry[FigureSpec] = Registry("figure")
 DASHBOARD_HEIGHT = 440
 """optuna-dashboard draws saved figures in 450-pixel-high cells."""
+PANEL_GAP_PX = 60
+"""Pixels between panels stacked in rows: the upper panel's tick labels (about 20)
+and the lower panel's title (about 20), with room to spare."""
 
 
 def _figure(
@@ -163,6 +168,64 @@ def dominated_shade(rows: Sequence[TrialRow]) -> tuple[list[int], str]:
     return [r.number for r in rows], "trial"
 
 
+def shade_marker(shade: Sequence[int], name: str, *, showscale: bool) -> dict[str, Any]:
+    """The marker of the dominated trials: coloured by ``shade`` with a colour bar
+    over exactly its range, in whole steps. Fewer than two distinct values get one
+    colour and no bar (plotly would draw a bar around the single value, e.g. -0.4
+    to 0.4 for generation 0 of a one-generation NSGA-II study)."""
+    if len(set(shade)) < 2:
+        return {"color": FEASIBLE_COLOR, "size": 6, "opacity": 0.75}
+    low, high = min(shade), max(shade)
+    return {
+        "color": list(shade),
+        "colorscale": "Viridis",
+        "cmin": low,
+        "cmax": high,
+        "size": 6,
+        "opacity": 0.75,
+        "showscale": showscale,
+        "colorbar": {
+            "title": {"text": name},
+            "thickness": 12,
+            "len": 0.6,
+            "tickmode": "auto",
+            "nticks": min(6, high - low + 1),
+            "tickformat": "d",
+        },
+    }
+
+
+ACCURACY = "accuracy"
+AXIS_PAD = 0.05
+"""Share of the shown accuracies' range left free at each end of an accuracy axis."""
+
+
+def accuracy_range(learned: Sequence[float], idle: Sequence[float] = ()) -> tuple[float, float]:
+    """The range of an accuracy axis: inside [0, 1] (no accuracy lies outside it),
+    fitted to the trials that learned, so that one model at chance (0.098 against
+    models at 0.9) does not squeeze their spread into a strip; with no trial that
+    learned, fitted to ``idle``. The trials that did not learn are drawn at the
+    lower edge when they lie below it (:func:`pin`), with their own marker."""
+    shown = list(learned) or list(idle)
+    if not shown:
+        return (0.0, 1.0)
+    low, high = min(shown), max(shown)
+    pad = max(AXIS_PAD * (high - low), 0.01)
+    return (max(0.0, low - pad), min(1.0, high + pad))
+
+
+def pin(values: Sequence[float], bounds: tuple[float, float]) -> list[float]:
+    """``values`` clamped into ``bounds`` (drawn at the axis's edge)."""
+    return [min(max(v, bounds[0]), bounds[1]) for v in values]
+
+
+def not_learning_name(data: ReportData, pinned: bool) -> str:
+    """The legend entry of the trials that did not learn."""
+    threshold = data.study.learning_threshold
+    below = f"accuracy < {threshold:.2g}" if threshold is not None else "near chance"
+    return f"did not learn ({below}{'; at the axis edge' if pinned else ''})"
+
+
 # -- figures ------------------------------------------------------------------
 
 
@@ -172,8 +235,10 @@ def dominated_shade(rows: Sequence[TrialRow]) -> tuple[list[int], str]:
     "Every completed trial in each pair of objectives: the feasible Pareto front "
     "(computed over all objectives) in red, dominated feasible trials coloured by the "
     "NSGA-II generation (or trial number) in which they appeared, as in NASCaps Fig. 10, "
-    "and infeasible trials as grey crosses. The buttons show or hide dominated and "
-    "infeasible trials.",
+    "trials over a budget as grey crosses, and trials that did not learn (accuracy near "
+    "chance) as orange triangles, drawn at the accuracy axis's lower edge when they lie "
+    "below the trials that learned. The buttons (interactive views only) show or hide "
+    "dominated and infeasible trials.",
     order=10,
     dashboard=True,
 )
@@ -190,23 +255,44 @@ def pareto_front(data: ReportData, compact: bool = False) -> go.Figure | None:
         pairs = pairs[: min(2, len(directions) - 1)]
     cols = min(3, len(pairs))
     nrows = math.ceil(len(pairs) / cols)
-    fig = make_subplots(rows=nrows, cols=cols, horizontal_spacing=0.08, vertical_spacing=0.14)
+    # room between panels for the next panel's tick labels and axis title (at 0.08 a
+    # half-width dashboard cell drew one over the panel beside it)
+    fig = make_subplots(
+        rows=nrows,
+        cols=cols,
+        horizontal_spacing=0.16 if compact else 0.1,
+        vertical_spacing=0.16,
+    )
     done = study.complete
     front = sorted((r for r in done if r.pareto), key=lambda r: r.values or ())
     dominated = [r for r in done if r.feasible and not r.pareto]
-    infeasible = [r for r in done if not r.feasible]
+    over_budget = [r for r in done if not r.feasible and r.learned]
+    idle = [r for r in done if not r.learned]
     shade, shade_name = dominated_shade(dominated)
+    accuracy = names.index(ACCURACY) if ACCURACY in names else None
+    bounds = None
+    pinned = False
+    if accuracy is not None:
+        learned = [r.values[accuracy] for r in done if r.learned and r.values]
+        bounds = accuracy_range(learned, [r.values[accuracy] for r in idle if r.values])
+        pinned = any(r.values[accuracy] < bounds[0] for r in idle if r.values)
     kinds: list[str] = []
     for k, (a, b) in enumerate(pairs):
         row, col = k // cols + 1, k % cols + 1
         first = k == 0
 
         def xy(rows: Sequence[TrialRow], a: int = a, b: int = b) -> dict[str, Any]:
+            xs = [r.values[a] for r in rows if r.values]
+            ys = [r.values[b] for r in rows if r.values]
             return {
-                "x": [r.values[a] for r in rows if r.values],
-                "y": [r.values[b] for r in rows if r.values],
+                "x": pin(xs, bounds) if bounds and a == accuracy else xs,
+                "y": pin(ys, bounds) if bounds and b == accuracy else ys,
+                # the true values: a pinned point's position is not its value
+                "customdata": list(zip(xs, ys, strict=True)),
                 "text": _hover(rows),
-                "hovertemplate": f"%{{text}}<br>{names[a]} %{{x:.4g}}<br>{names[b]} %{{y:.4g}}",
+                "hovertemplate": f"%{{text}}<br>{names[a]} %{{customdata[0]:.4g}}"
+                f"<br>{names[b]} %{{customdata[1]:.4g}}<extra></extra>",
+                "cliponaxis": False,
             }
 
         fig.add_trace(
@@ -216,26 +302,36 @@ def pareto_front(data: ReportData, compact: bool = False) -> go.Figure | None:
                 name=f"dominated (colour: {shade_name})",
                 legendgroup="dominated",
                 showlegend=first,
-                marker={
-                    "color": shade,
-                    "colorscale": "Viridis",
-                    "size": 6,
-                    "opacity": 0.75,
-                    "showscale": first,
-                    "colorbar": {"title": {"text": shade_name}, "thickness": 12, "len": 0.6},
-                },
+                marker=shade_marker(shade, shade_name, showscale=first),
             ),
             row=row,
             col=col,
         )
         fig.add_trace(
             go.Scatter(
-                **xy(infeasible),
+                **xy(over_budget),
                 mode="markers",
-                name="infeasible",
+                name="infeasible (over a budget)",
                 legendgroup="infeasible",
-                showlegend=first,
+                showlegend=first and bool(over_budget),
                 marker={"color": INFEASIBLE_COLOR, "symbol": "x", "size": 6},
+            ),
+            row=row,
+            col=col,
+        )
+        fig.add_trace(
+            go.Scatter(
+                **xy(idle),
+                mode="markers",
+                name=not_learning_name(data, pinned),
+                legendgroup="idle",
+                showlegend=first and bool(idle),
+                # pointing off the axis edge they are drawn at: lower accuracies lie there
+                marker={
+                    "color": NOT_LEARNING_COLOR,
+                    "symbol": "triangle-left" if a == accuracy else "triangle-down",
+                    "size": 7,
+                },
             ),
             row=row,
             col=col,
@@ -258,14 +354,16 @@ def pareto_front(data: ReportData, compact: bool = False) -> go.Figure | None:
             row=row,
             col=col,
         )
-        kinds += ["dominated", "infeasible", "front"]
+        kinds += ["dominated", "infeasible", "idle", "front"]
         fig.update_xaxes(
             title_text=_axis_title(names[a], directions[a], study.accuracy_is_proxy),
+            range=list(bounds) if bounds and a == accuracy else None,
             row=row,
             col=col,
         )
         fig.update_yaxes(
             title_text=_axis_title(names[b], directions[b], study.accuracy_is_proxy),
+            range=list(bounds) if bounds and b == accuracy else None,
             row=row,
             col=col,
         )
@@ -293,14 +391,16 @@ def pareto_front(data: ReportData, compact: bool = False) -> go.Figure | None:
                     {
                         "label": "feasible front only",
                         "method": "restyle",
-                        "args": [{"visible": visible("dominated", "infeasible")}],
+                        "args": [{"visible": visible("dominated", "infeasible", "idle")}],
                     },
                 ],
             }
         ]
     )
+    idle_count = f"{len(idle)} did not learn, " if idle else ""
     counts = (
-        f"{len(done)} completed trials, {len(infeasible)} infeasible, {len(front)} on the front"
+        f"{len(done)} completed trials, {len(over_budget)} over a budget, {idle_count}"
+        f"{len(front)} on the front"
     )
     if compact:  # buttons above, legend below: a half-width cell has no room for both
         return _layout(
@@ -331,29 +431,41 @@ def hypervolume(data: ReportData, compact: bool = False) -> go.Figure | None:
             y=list(hv.values),
             mode="lines",
             line={"shape": "hv", "color": FRONT_COLOR, "width": 2},
+            cliponaxis=False,
             name="hypervolume",
             hovertemplate="after trial %{x}: %{y:.4f}<extra></extra>",
         )
     )
     fig.update_xaxes(title_text="trial")
     upper = (1 + HYPERVOLUME_MARGIN) ** len(hv.reference_point)
-    fig.update_yaxes(title_text=f"hypervolume (scaled; at most {upper:.3g})", rangemode="tozero")
+    # a volume in objectives scaled to [0, 1]: no unit; the axis says so, and where
+    # it ends (the reference point, given in the objectives' own units below)
+    fig.update_yaxes(
+        title_text=f"hypervolume (unitless, max {upper:.3g})",
+        range=[0, upper],
+    )
     reference = ", ".join(
         f"{n} {v:.4g}" for n, v in zip(data.study.metric_names, hv.reference_point, strict=False)
     )
+    subtitle = (
+        f"objectives scaled to [0, 1] between the best and worst feasible value; "
+        f"reference point (worst + {HYPERVOLUME_MARGIN:.0%} of the range): {reference}"
+    )
+    final = f"final {hv.values[-1]:.4f}; " if hv.values else ""
     return _layout(
         fig,
         "Hypervolume history",
         DASHBOARD_HEIGHT if compact else 420,
-        f"final {hv.values[-1]:.4f}; reference point: {reference}" if hv.values else None,
+        final + subtitle,
     )
 
 
 @_figure(
     "optimization_history",
     "Optimisation history",
-    "Each objective of every completed trial in trial order (infeasible trials as grey "
-    "crosses), with the best feasible value so far as a red step line.",
+    "Each objective of every completed trial in trial order (trials over a budget as grey "
+    "crosses, trials that did not learn as orange triangles, at the accuracy axis's lower "
+    "edge when below the others), with the best feasible value so far as a red step line.",
     order=30,
 )
 def optimization_history(data: ReportData, compact: bool = False) -> go.Figure | None:
@@ -364,39 +476,62 @@ def optimization_history(data: ReportData, compact: bool = False) -> go.Figure |
     if not histories or not histories[0].numbers:
         return None
     fig = make_subplots(rows=len(histories), cols=1, shared_xaxes=True, vertical_spacing=0.06)
+    shown: set[str] = set()
+    pinned = False  # any trial that did not learn drawn at the accuracy axis's edge
+    for h in histories:
+        if h.name == ACCURACY and h.learned:
+            ok = [v for v, learned in zip(h.values, h.learned, strict=True) if learned]
+            idle = [v for v, learned in zip(h.values, h.learned, strict=True) if not learned]
+            pinned = any(v < accuracy_range(ok, idle)[0] for v in idle)
     for i, h in enumerate(histories):
         row = i + 1
-        ok = [j for j, f in enumerate(h.feasible) if f]
-        bad = [j for j, f in enumerate(h.feasible) if not f]
-        fig.add_trace(
-            go.Scatter(
-                x=[h.numbers[j] for j in ok],
-                y=[h.values[j] for j in ok],
-                mode="markers",
-                marker={"color": FEASIBLE_COLOR, "size": 5, "opacity": 0.6},
-                name="feasible trial",
-                legendgroup="feasible",
-                showlegend=i == 0,
-                hovertemplate="trial %{x}: %{y:.4g}<extra></extra>",
+        learned = h.learned or (True,) * len(h.numbers)
+        groups = {
+            "feasible": [j for j, f in enumerate(h.feasible) if f],
+            "infeasible": [j for j, f in enumerate(h.feasible) if not f and learned[j]],
+            "idle": [j for j, ok in enumerate(learned) if not ok],
+        }
+        values = list(h.values)
+        bounds = None
+        if h.name == ACCURACY:
+            bounds = accuracy_range(
+                [v for v, ok in zip(values, learned, strict=True) if ok],
+                [values[j] for j in groups["idle"]],
+            )
+            fig.update_yaxes(range=list(bounds), row=row, col=1)
+        styles = {
+            "feasible": ("feasible trial", {"color": FEASIBLE_COLOR, "size": 5, "opacity": 0.6}),
+            "infeasible": (
+                "infeasible trial (over a budget)",
+                {"color": INFEASIBLE_COLOR, "symbol": "x", "size": 5},
             ),
-            row=row,
-            col=1,
-        )
-        if bad:
+            "idle": (
+                not_learning_name(data, pinned),
+                {"color": NOT_LEARNING_COLOR, "symbol": "triangle-down", "size": 7},
+            ),
+        }
+        for kind, (name, marker) in styles.items():
+            picked = groups[kind]
+            if not picked:
+                continue
+            ys = [values[j] for j in picked]
             fig.add_trace(
                 go.Scatter(
-                    x=[h.numbers[j] for j in bad],
-                    y=[h.values[j] for j in bad],
+                    x=[h.numbers[j] for j in picked],
+                    y=pin(ys, bounds) if bounds else ys,
+                    customdata=ys,
                     mode="markers",
-                    marker={"color": INFEASIBLE_COLOR, "symbol": "x", "size": 5},
-                    name="infeasible trial",
-                    legendgroup="infeasible",
-                    showlegend=True,
-                    hovertemplate="trial %{x}: %{y:.4g}<extra></extra>",
+                    marker=marker,
+                    name=name,
+                    legendgroup=kind,
+                    showlegend=kind not in shown,  # one legend entry each, not one per row
+                    cliponaxis=False,
+                    hovertemplate="trial %{x}: %{customdata:.4g}<extra></extra>",
                 ),
                 row=row,
                 col=1,
             )
+            shown.add(kind)
         fig.add_trace(
             go.Scatter(
                 x=list(h.numbers),
@@ -491,9 +626,14 @@ def placement(data: ReportData, compact: bool = False) -> go.Figure | None:
         width = 34 if compact else 90
         label = p.label if len(p.label) <= width else p.label[: width - 3] + "..."
         titles.append(f"{label} ({p.strategy}{imbalance})")
-    fig = make_subplots(
-        rows=len(shown), cols=1, subplot_titles=titles, vertical_spacing=0.3 / len(shown)
-    )
+    devices = max(len(p.devices) for p in shown)
+    height = DASHBOARD_HEIGHT if compact else 100 + len(shown) * (60 + 22 * devices)
+    # a fixed gap in pixels between panels, for the tick labels of the panel above and
+    # the title of the one below (a share of the height, as before, let the title of
+    # a one-device panel run into the ticks above it)
+    plot_height = height - 70 - 50  # _layout's top and bottom margins
+    spacing = min(PANEL_GAP_PX / plot_height, 0.5 / max(1, len(shown) - 1))
+    fig = make_subplots(rows=len(shown), cols=1, subplot_titles=titles, vertical_spacing=spacing)
     kinds = sorted({g.kind for p in shown for d in p.devices for g in d.groups})
     palette = qualitative.Plotly + qualitative.D3 + qualitative.Set3
     colors = {k: palette[i % len(palette)] for i, k in enumerate(kinds)}
@@ -539,11 +679,10 @@ def placement(data: ReportData, compact: bool = False) -> go.Figure | None:
         )
     fig.update_xaxes(title_text=f"predicted time per training step ({unit})", row=len(shown), col=1)
     fig.update_layout(barmode="stack", uniformtext={"minsize": 8, "mode": "hide"})
-    devices = max(len(p.devices) for p in shown)
     return _layout(
         fig,
         "Lane placement of the best trials",
-        DASHBOARD_HEIGHT if compact else 100 + len(shown) * (60 + 22 * devices),
+        height,
         legend={**LEGEND_RIGHT, "title": {"text": "lane kind"}},
     )
 
@@ -553,7 +692,8 @@ def placement(data: ReportData, compact: bool = False) -> go.Figure | None:
     "Accuracy vs predicted latency",
     "Accuracy of every completed trial against its predicted step latency on the target "
     "devices, coloured by predicted peak memory per device; Pareto-front trials have a "
-    "black outline and infeasible trials are crosses.",
+    "black outline, trials over a budget are crosses, and trials that did not learn are "
+    "orange triangles (at the accuracy axis's lower edge when below the others).",
     order=60,
     dashboard=True,
 )
@@ -565,38 +705,71 @@ def accuracy_vs_latency(data: ReportData, compact: bool = False) -> go.Figure | 
     if not rows:
         return None
     scale, unit = _ms(rows[0].time_unit)
+    learned = [r for r in rows if r.learned]
+    idle = [r for r in rows if not r.learned]
+
+    def accuracies(rows: Sequence[TrialRow]) -> list[float]:
+        return [a for a in (_accuracy(study, r) for r in rows) if a is not None]
+
+    bounds = accuracy_range(accuracies(learned), accuracies(idle))
+    devices = data.study.target_devices
     fig = go.Figure(
         go.Scatter(
-            x=[(r.latency or 0.0) * scale for r in rows],
-            y=[_accuracy(study, r) for r in rows],
+            x=[(r.latency or 0.0) * scale for r in learned],
+            y=accuracies(learned),
             mode="markers",
-            text=_hover(rows),
-            customdata=[(r.peak_memory_bytes or 0.0) / MIB for r in rows],
+            text=_hover(learned),
+            customdata=[(r.peak_memory_bytes or 0.0) / MIB for r in learned],
             hovertemplate=(
                 "%{text}<br>latency %{x:.4g} " + unit + "<br>accuracy %{y:.4f}"
                 "<br>memory %{customdata:.4g} MiB<extra></extra>"
             ),
             marker={
-                "color": [(r.peak_memory_bytes or 0.0) / MIB for r in rows],
+                "color": [(r.peak_memory_bytes or 0.0) / MIB for r in learned],
                 "colorscale": "Plasma",
                 "colorbar": {"title": {"text": "peak memory (MiB)"}, "thickness": 12},
-                "size": [10 if r.pareto else 7 for r in rows],
-                "symbol": ["circle" if r.feasible else "x" for r in rows],
+                "size": [10 if r.pareto else 7 for r in learned],
+                "symbol": ["circle" if r.feasible else "x" for r in learned],
                 "line": {
                     "color": "black",
-                    "width": [1.5 if r.pareto else 0 for r in rows],
+                    "width": [1.5 if r.pareto else 0 for r in learned],
                 },
                 "opacity": 0.85,
             },
             name="trials",
+            showlegend=bool(idle),
+            cliponaxis=False,
         )
     )
-    fig.update_xaxes(title_text=f"predicted latency per training step ({unit}) ↓")
-    fig.update_yaxes(title_text="accuracy (proxy) ↑" if study.accuracy_is_proxy else "accuracy ↑")
+    if idle:
+        true = accuracies(idle)
+        fig.add_trace(
+            go.Scatter(
+                x=[(r.latency or 0.0) * scale for r in idle],
+                y=pin(true, bounds),
+                customdata=true,
+                text=_hover(idle),
+                mode="markers",
+                marker={"color": NOT_LEARNING_COLOR, "symbol": "triangle-down", "size": 8},
+                name=not_learning_name(data, any(a < bounds[0] for a in true)),
+                hovertemplate="%{text}<br>latency %{x:.4g} "
+                + unit
+                + "<br>accuracy %{customdata:.4f}<extra></extra>",
+                cliponaxis=False,
+            )
+        )
+    where = f" on {devices}" if devices else ""
+    fig.update_xaxes(title_text=f"predicted latency per training step{where} ({unit}) ↓")
+    fig.update_yaxes(
+        title_text="accuracy (proxy) ↑" if study.accuracy_is_proxy else "accuracy ↑",
+        range=list(bounds),
+    )
     return _layout(
         fig,
         "Accuracy vs predicted latency (colour: peak memory)",
         DASHBOARD_HEIGHT if compact else 480,
+        legend=LEGEND_BELOW if idle else None,
+        bottom=90 if idle else 50,
     )
 
 
@@ -612,7 +785,8 @@ def _accuracy(study: Any, row: TrialRow) -> float | None:
     "epoch_curves",
     "Validation accuracy per epoch",
     "The validation accuracy after every epoch of each completed trial (grey), with the "
-    "best trials (Pareto front or top 5) highlighted.",
+    "best trials (Pareto front or top 5) highlighted; trials that did not learn are "
+    "orange dots, drawn at the axis's lower edge when below the others.",
     order=70,
 )
 def epoch_curves(data: ReportData, compact: bool = False) -> go.Figure | None:
@@ -621,21 +795,37 @@ def epoch_curves(data: ReportData, compact: bool = False) -> go.Figure | None:
     curves = [r for r in data.study.complete if r.accuracy_per_epoch]
     if not curves:
         return None
-    xs: list[int | None] = []
-    ys: list[float | None] = []
-    for r in curves:  # one trace, curves separated by gaps: fast with hundreds of trials
-        xs += [*range(1, len(r.accuracy_per_epoch) + 1), None]
-        ys += [*r.accuracy_per_epoch, None]
-    fig = go.Figure(
-        go.Scatter(
-            x=xs,
-            y=ys,
-            mode="lines",
-            line={"color": "rgba(120,120,120,0.25)", "width": 1},
-            name=f"all completed trials ({len(curves)})",
-            hoverinfo="skip",
-        )
+    learned = [r for r in curves if r.learned]
+    idle = [r for r in curves if not r.learned]
+    bounds = accuracy_range(
+        [a for r in learned for a in r.accuracy_per_epoch],
+        [a for r in idle for a in r.accuracy_per_epoch],
     )
+    fig = go.Figure()
+    for rows, name, line in (
+        (learned, f"all completed trials ({len(learned)})", "rgba(120,120,120,0.25)"),
+        (idle, None, NOT_LEARNING_COLOR),
+    ):
+        if not rows:
+            continue
+        xs: list[int | None] = []
+        ys: list[float | None] = []
+        for r in rows:  # one trace, curves separated by gaps: fast with hundreds of trials
+            xs += [*range(1, len(r.accuracy_per_epoch) + 1), None]
+            ys += [*pin(r.accuracy_per_epoch, bounds), None]
+        pinned = any(a < bounds[0] for r in rows for a in r.accuracy_per_epoch)
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines" if name else "lines+markers",
+                line={"color": line, "width": 1, "dash": "solid" if name else "dot"},
+                marker={"size": 4, "color": line},
+                name=name or f"{not_learning_name(data, pinned)} ({len(rows)})",
+                hoverinfo="skip",
+                cliponaxis=False,
+            )
+        )
     highlight = sorted(
         (r for r in data.best if r.accuracy_per_epoch),
         key=lambda r: -r.accuracy_per_epoch[-1],
@@ -644,21 +834,24 @@ def epoch_curves(data: ReportData, compact: bool = False) -> go.Figure | None:
         fig.add_trace(
             go.Scatter(
                 x=list(range(1, len(r.accuracy_per_epoch) + 1)),
-                y=list(r.accuracy_per_epoch),
+                y=pin(r.accuracy_per_epoch, bounds),
+                customdata=list(r.accuracy_per_epoch),
                 mode="lines+markers",
                 name=r.label if len(r.label) <= 60 else r.label[:57] + "...",
-                hovertemplate="epoch %{x}: %{y:.4f}",
+                hovertemplate="epoch %{x}: %{customdata:.4f}",
+                cliponaxis=False,
             )
         )
     fig.update_xaxes(title_text="epoch", dtick=1)
     label = "validation accuracy (proxy)" if data.study.accuracy_is_proxy else "validation accuracy"
-    fig.update_yaxes(title_text=label)
+    fig.update_yaxes(title_text=label, range=list(bounds))
+    entries = len(highlight) + bool(idle)
     return _layout(
         fig,
         "Validation accuracy per epoch",
-        460 + 20 * len(highlight),
+        460 + 20 * entries,
         legend=LEGEND_BELOW,
-        bottom=80 + 20 * len(highlight),
+        bottom=80 + 20 * entries,
     )
 
 
@@ -706,7 +899,13 @@ def epoch_correlation(data: ReportData, compact: bool = False) -> go.Figure | No
             )
         )
     fig.update_xaxes(title_text="epoch n", dtick=1)
-    fig.update_yaxes(title_text="correlation with the last epoch", range=[-0.05, 1.05])
+    # a correlation lies in [-1, 1]; the last epoch's with itself is 1, on the edge
+    values = [v for c in rows for v in (c.pearson, c.spearman)]
+    lowest = min((v for v in values if v is not None and math.isfinite(v)), default=0.0)
+    fig.update_yaxes(
+        title_text="correlation with the last epoch", range=[-1.0 if lowest < 0 else 0.0, 1.0]
+    )
+    fig.update_traces(cliponaxis=False)
     return _layout(
         fig,
         "Early-epoch correlation",

@@ -32,8 +32,17 @@ if TYPE_CHECKING:
 
 NOTE_CHUNK = 2045
 """optuna-dashboard's longest system attribute string (``SYSTEM_ATTR_MAX_LENGTH``)."""
-STUDY_NOTE_MARK = "<!-- nasmlcn study note -->"
-"""Starts the study notes nasmlcn writes, so that it never overwrites one a user wrote."""
+STUDY_NOTE_MARK = "*Written by nasmlcn after every run; delete this line to keep your edits.*"
+"""Starts the study notes nasmlcn writes, so that it never overwrites one a user wrote.
+A line a reader sees and understands: optuna-dashboard shows HTML as text, so the
+HTML comment used before (``LEGACY_NOTE_MARKS``) stood in every study note."""
+LEGACY_NOTE_MARKS = ("<!-- nasmlcn study note -->",)
+"""Marks of study notes written by earlier versions (replaced like today's)."""
+
+
+def is_nasmlcn_note(body: str) -> bool:
+    """Whether a study note is nasmlcn's own (else a user wrote it: leave it)."""
+    return body.startswith((STUDY_NOTE_MARK, *LEGACY_NOTE_MARKS))
 
 
 def _note_keys(trial_id: int | None) -> tuple[str, str]:
@@ -293,6 +302,7 @@ def study_note(study: optuna.Study, figure_titles: Sequence[str]) -> str:
     directions = [d.name.lower() for d in study.directions]
     lines = [
         STUDY_NOTE_MARK,
+        "",
         f"### {study.study_name}",
         "",
         "objectives: "

@@ -23,7 +23,7 @@ def pruning_figure(curves: Mapping[str, PruneReport], title: str | None = None) 
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from nasmlcn.dashboard._figures import TEMPLATE
+    from nasmlcn.dashboard._figures import TEMPLATE, accuracy_range
 
     fig = make_subplots(
         rows=1,
@@ -71,8 +71,15 @@ def pruning_figure(curves: Mapping[str, PruneReport], title: str | None = None) 
         title_text="lanes removed (least important first)",
         dtick=1 if len(first.steps) <= 16 else None,
     )
-    fig.update_yaxes(title_text="accuracy", row=1, col=1)
-    fig.update_yaxes(title_text="speedup (x)", row=1, col=2)
+    # plotly's autorange pads a flat curve by a fixed amount (one step of 0.55 drew an
+    # accuracy axis from -0.4 to 1.5): the range is set, inside what can occur
+    accuracies = [s.accuracy for report in curves.values() for s in report.steps]
+    fig.update_yaxes(title_text="accuracy", range=list(accuracy_range(accuracies)), row=1, col=1)
+    speedups = [s.speedup for report in curves.values() for s in report.steps]
+    top = max(speedups, default=1.0)
+    fig.update_yaxes(title_text="speedup (x)", range=[0, top * 1.08 or 1.0], row=1, col=2)
+    for trace in fig.data:
+        trace.cliponaxis = False  # a marker on the axis's edge is drawn whole
     return fig
 
 

@@ -46,7 +46,11 @@ from nasmlcn.search._evaluator import (
     PruneTrial,
 )
 from nasmlcn.search._heartbeat import heartbeat
-from nasmlcn.search._learning import LEARNING_CONSTRAINT, learning_constraint
+from nasmlcn.search._learning import (
+    LEARNING_CONSTRAINT,
+    learning_constraint,
+    learning_threshold,
+)
 from nasmlcn.search._lock import hold
 from nasmlcn.search._optuna_compat import storage_of, trial_id_of
 from nasmlcn.search._recovery import retry
@@ -198,6 +202,8 @@ class SearchResult:
     # completed trials that did not beat chance by a clear margin (kept in the
     # study, never on the front): their numbers and accuracies
     not_learning: list[dict[str, Any]] = field(default_factory=list)
+    # the accuracy a trial had to reach to count as learning (0.19 for 10 classes)
+    learning_threshold: float | None = None
     # per epoch: EpochCorrelation.to_dict() over the study's completed trials, and
     # "prunes": whether this run's pruner may stop a trial at that epoch now
     correlation: list[dict[str, Any]] = field(default_factory=list)
@@ -225,6 +231,7 @@ class SearchResult:
             "directions": self.directions,
             "completed": self.completed,
             "not_learning": self.not_learning,
+            "learning_threshold": self.learning_threshold,
             "mean_values": self.mean_values,
             "best": self.best,
             "failures": [{"number": t.number, "reason": t.reason} for t in self.failures],
@@ -619,6 +626,7 @@ def summarize_study(study: optuna.Study, setup: SearchSetup, result: SearchResul
     ]
     result.completed = len(complete)
     result.not_learning = not_learning(study)
+    result.learning_threshold = learning_threshold(setup.dataset.num_classes)
     if complete:
         result.mean_values = {
             name: sum(v[i] for v in complete) / len(complete)

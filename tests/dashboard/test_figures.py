@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from nasmlcn.dashboard._figures import dominated_shade
 from tests.dashboard.test_extract import _row
 
@@ -15,3 +17,65 @@ def test_dominated_trials_are_coloured_by_generation_only_when_there_are_several
     assert dominated_shade(one) == ([3, 4, 5], "trial")
     assert dominated_shade([_row(7, (0.5, 1.0))]) == ([7], "trial")  # not NSGA-II
     assert dominated_shade([]) == ([], "trial")
+
+
+def test_a_single_colour_value_gets_no_colour_bar() -> None:
+    """Plotly draws a bar around one value (-0.4 to 0.4 for generation 0)."""
+    from nasmlcn.dashboard._figures import shade_marker
+
+    assert "showscale" not in shade_marker([0], "generation", showscale=True)
+    assert "showscale" not in shade_marker([3, 3], "trial", showscale=True)
+    several = shade_marker([3, 5, 9], "trial", showscale=True)
+    assert several["showscale"] is True
+    assert (several["cmin"], several["cmax"]) == (3, 9)
+
+
+def test_each_objective_gets_its_own_importances() -> None:
+    """Optuna's PED-ANOVA takes low targets as good: a maximised objective must be
+    negated, or its panel shows what makes it *low*. Here the first objective
+    (maximised) is ``x`` where ``y > 0.5``, else 0: what makes it high is mostly
+    ``x``; what makes it low is ``y`` alone, as for the second objective (``y``,
+    minimised): the two panels were alike."""
+    import optuna
+
+    from nasmlcn.dashboard import extract_study, param_importances
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        directions=["maximize", "minimize"], sampler=optuna.samplers.RandomSampler(seed=1)
+    )
+
+    def objective(trial: optuna.Trial) -> tuple[float, float]:
+        x, y = trial.suggest_float("x", 0, 1), trial.suggest_float("y", 0, 1)
+        return (x if y > 0.5 else 0.0), y
+
+    study.optimize(objective, n_trials=100)
+    imp = param_importances(study, extract_study(study))
+    first = dict(zip(imp.params, imp.values[0], strict=True))
+    second = dict(zip(imp.params, imp.values[1], strict=True))
+    assert first["x"] > first["y"]
+    assert second["y"] > second["x"]
+
+
+def test_the_study_note_shows_no_html_and_replaces_an_old_one(tmp_path: Path) -> None:
+    """optuna-dashboard shows HTML as text: the old ``<!-- ... -->`` mark stood in
+    every study note. Today's mark is a sentence; notes with the old one are still
+    nasmlcn's and get replaced, a user's own note is kept."""
+    import optuna
+
+    from nasmlcn.dashboard import refresh_study
+    from nasmlcn.dashboard._notes import STUDY_NOTE_MARK, read_note, write_note
+    from nasmlcn.search._optuna_compat import storage_of, study_id_of
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", study_name="s")
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=2)
+    storage, study_id = storage_of(study), study_id_of(study)
+    write_note(storage, study_id, None, "<!-- nasmlcn study note -->\n### s\nold\n")
+    refresh_study(study, notes="none")
+    _, body, _ = read_note(storage.get_study_system_attrs(study_id), None)
+    assert body.startswith(STUDY_NOTE_MARK)
+    assert "<" not in body  # no HTML a Markdown viewer shows as text
+    write_note(storage, study_id, None, "my own note", version=5)
+    refresh_study(study, notes="none")
+    assert read_note(storage.get_study_system_attrs(study_id), None)[1] == "my own note"
