@@ -181,10 +181,20 @@ def run_workers(
     started = time.perf_counter()
     require_storage(config)
     slots = plan_workers(workers, gpus_per_trial)
-    added, worker_observers = _pool_observers(config, progress, worker_observers)
-    observer = Observers([o for o in (observer, *observers, *added) if o is not None])
+    every = Observers([o for o in (observer, *observers) if o is not None])
+    factories: list[Callable[[], SearchObserver]] = []
+
+    def attach() -> None:
+        # after the configuration is checked: a bad one opens no tracking store
+        added, made = _pool_observers(config, progress, worker_observers)
+        every.observers.extend(added)
+        factories.extend(made)
+
     with quiet_optuna():
-        setup, study, resumed = open_search(config)  # errors here, before any worker starts
+        # errors here, before any worker starts
+        setup, study, resumed = open_search(config, attach)
+    observer = every
+    worker_observers = factories
     observer.on_study(study)
     from nasmlcn.search._claim import finished
 

@@ -444,10 +444,14 @@ def run_search(
         # Optuna; they are what this runner is built on, so the warnings say nothing.
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         warnings.filterwarnings("ignore", message="Heartbeat of storage")
-        added = call_observers(config, progress)
-        every = Observers([o for o in (observer, *observers, *added) if o is not None])
+        every = Observers([o for o in (observer, *observers) if o is not None])
+
+        def attach() -> None:
+            # after the configuration is checked: a bad one opens no tracking store
+            every.observers.extend(call_observers(config, progress))
+
         with sigterm_as_interrupt():
-            return _run_search(config, every, evaluator)
+            return _run_search(config, every, evaluator, attach)
 
 
 FAILURES_IN_A_ROW = 10
@@ -455,14 +459,20 @@ FAILURES_IN_A_ROW = 10
 toward ``--trials``, so a space where every candidate fails would never end)."""
 
 
-def open_search(config: SearchConfig) -> tuple[SearchSetup, optuna.Study, bool]:
+def open_search(
+    config: SearchConfig, checked: Callable[[], None] | None = None
+) -> tuple[SearchSetup, optuna.Study, bool]:
     """Checks ``config``, opens its storage and creates or loads its study (taking
     turns with workers started at the same moment); also whether it existed.
+    ``checked`` is called once the configuration is checked, before the storage
+    is opened (the caller opens its experiment tracker there).
 
     Raises:
         NasmlcnError: Invalid configuration or storage (before anything is written).
     """
     setup = setup_search(config)
+    if checked is not None:
+        checked()
     storage = open_storage(config.storage, grace=config.grace)
     storage.hide_dashboard = True  # the samplers need no notes or figures
     with hold(storage):  # workers started together create the study once
@@ -506,10 +516,13 @@ def start_run(
 
 
 def _run_search(
-    config: SearchConfig, observer: SearchObserver, evaluator: Evaluator | None
+    config: SearchConfig,
+    observer: SearchObserver,
+    evaluator: Evaluator | None,
+    checked: Callable[[], None] | None = None,
 ) -> SearchResult:
     started = time.perf_counter()
-    setup, study, resumed = open_search(config)
+    setup, study, resumed = open_search(config, checked)
     observer.on_study(study)
     storage = storage_of(study)
     sampler_entry = SAMPLERS.get(config.sampler)

@@ -108,3 +108,27 @@ def test_the_library_refuses_before_the_study_is_made(tmp_path: Path) -> None:
     with pytest.raises(NasmlcnError, match="no MLflow tracking server answered"):
         run_search(config)
     assert not storage.exists()
+
+
+def test_a_bad_configuration_opens_no_tracking_store(tmp_path: Path) -> None:
+    """The settings are checked before MLflow's store is opened (or made): a search
+    that is refused leaves no mlflow.db behind, in one process or with workers."""
+    from nasmlcn.search import run_workers
+
+    tracking = tmp_path / "mlflow.db"
+    config = SearchConfig(
+        evaluator="proxy",
+        devices="2xK80",
+        mem="12GB",
+        trials=1,
+        epochs=1,
+        storage=f"sqlite:///{tmp_path / 's.db'}",
+        mlflow=f"sqlite:///{tracking}",
+        space=str(tmp_path / "no-such-space.toml"),
+    )
+    with pytest.raises(NasmlcnError, match="no-such-space.toml"):
+        run_search(config)
+    with pytest.raises(NasmlcnError, match="no-such-space.toml"):
+        run_workers(config, workers=2)
+    assert not tracking.exists()
+    assert not (tmp_path / "s.db").exists()
