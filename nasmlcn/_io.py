@@ -98,6 +98,30 @@ def probe_folder(folder: Path) -> OSError | None:
     return None
 
 
+def check_output_file(path: Path, option: str, error: type[NasmlcnError]) -> None:
+    """``path`` (given as ``option``) can be written as a file: it is no folder, no
+    folder on its way is a file, and a probe file can really be written beside it
+    (:func:`probe_folder`). Checked before the work whose result it is written
+    after, so a long run does not end in an unwritable path.
+
+    Raises:
+        error: Naming the option, what is in the way and the fix.
+    """
+    fix = f"choose another {option}"
+    if path.is_dir():
+        raise error(f"{option} {str(path)!r} is a folder; give the file to write")
+    existing = path.parent
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise error(f"{option} {str(path)!r} is inside the file {str(existing)!r}; {fix}")
+    problem = probe_folder(path.parent)
+    if problem is not None:
+        raise error(
+            f"{option} {str(path)!r} cannot be written ({problem.strerror or problem}); {fix}"
+        )
+
+
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temporary path beside ``path`` that replaces it when the block succeeds.
@@ -111,14 +135,15 @@ def atomic_path(path: Path) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, 0o666 & ~umask())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
 
 
-def _umask() -> int:
+def umask() -> int:
+    """The process's umask (read by setting it, then set back)."""
     mask = os.umask(0o022)
     os.umask(mask)
     return mask

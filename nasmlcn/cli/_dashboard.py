@@ -35,10 +35,13 @@ def dashboard(
     from nasmlcn.dashboard._live import make_dashboard_server
 
     storage = resolve_storage(storage)
-    err.print(f"opening {redact_url(storage)} ...", markup=False, soft_wrap=True)
-    server = make_dashboard_server(
-        storage, host, port, refresh=refresh, artifacts=str(artifacts) if artifacts else None
-    )
+    shown = redact_url(storage)
+    # a spinner (on a terminal only) while it opens: an error stays the one line on stderr
+    with err.status(f"opening {shown} ..."):
+        server = make_dashboard_server(
+            storage, host, port, refresh=refresh, artifacts=str(artifacts) if artifacts else None
+        )
+    err.print(f"opened {shown}", markup=False, soft_wrap=True)
     shown_host = f"[{host}]" if ":" in host else host
     # The URL is the command's result (stdout), so scripts can read where it listens.
     out.print(

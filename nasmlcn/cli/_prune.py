@@ -65,8 +65,7 @@ def prune(
     loaded = load_run(run, dataset=dataset)
     check_prunable(loaded, keep)
     folder = out_dir if out_dir is not None else loaded.path / "pruned"
-    if keep is not None:
-        check_out_dir(folder)
+    check_out_dir(folder, keep=keep is not None)  # before the work, not after it
     if not quiet:
         err.print(f"pruning {loaded.arch.describe()} ({loaded.path}) on {loaded.dataset}")
     with PruneProgress(err, quiet=quiet) as progress:

@@ -179,6 +179,7 @@ def calibrate(
         CalibrationError: Too few lanes, a bad clock or device, or no device
             anchors the speed scale.
     """
+    from nasmlcn._io import check_output_file
     from nasmlcn.costs._calibration_file import default_calibration_path
     from nasmlcn.costs._fit import fit_calibration
     from nasmlcn.costs._samples import MIN_LANES
@@ -189,6 +190,7 @@ def calibrate(
             f"--lanes must be at least {least} to fit and judge the models, got {request.lanes}"
         )
     path = request.out or default_calibration_path()
+    check_output_file(path, "--out", CalibrationError)  # before minutes of measuring
     measured = measure_calibration(request, progress)
     device = measured.lane_device
     calibration = fit_calibration(

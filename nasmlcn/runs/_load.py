@@ -3,8 +3,10 @@
 A run folder is what ``nasmlcn train --out DIR`` writes (``checkpoint.pt``,
 ``arch.json``, ``result.json``), what ``nasmlcn best --export DIR`` writes
 (``arch.json`` and ``checkpoint.pt``) or what ``nasmlcn prune --keep K`` writes.
-The checkpoint holds the architecture and the weights; ``arch.json``, where
-present, must describe the same architecture. The dataset is the one given
+The checkpoint holds the architecture and the weights; ``arch.json`` and
+``result.json``, where present, must belong to it
+(:func:`~nasmlcn.training._run_folder.check_run_files`): a folder that mixes two
+models is refused. The dataset is the one given
 (``--dataset``), else the one ``result.json`` names, else the one the
 checkpoint's ``train_config`` names; a folder that names none (``best --export``
 writes no ``result.json``) needs ``--dataset``.
@@ -24,11 +26,11 @@ from typing import Any
 
 from torch import nn
 
-from nasmlcn._io import parse_json, read_text_file
 from nasmlcn.data import DATASETS
-from nasmlcn.errors import CheckpointError, NasmlcnError, RunError, SpecError
-from nasmlcn.specs import ArchSpec, arch_from_json
-from nasmlcn.training._job import ARCH_NAME, CHECKPOINT_NAME, RESULT_NAME, arch_for_dataset
+from nasmlcn.errors import CheckpointError, RunError, SpecError
+from nasmlcn.specs import ArchSpec
+from nasmlcn.training._job import arch_for_dataset
+from nasmlcn.training._run_folder import CHECKPOINT_NAME, RESULT_NAME, check_run_files
 
 WRITERS = "nasmlcn train --out, nasmlcn best --export or nasmlcn prune --keep"
 
@@ -79,8 +81,8 @@ def load_run(
 
     Raises:
         RunError: ``path`` is missing, a file, holds no checkpoint, its
-            ``arch.json`` or ``result.json`` is unreadable or disagrees with the
-            checkpoint, or no dataset is known.
+            ``arch.json`` or ``result.json`` is unreadable or belongs to another
+            model or run, or no dataset is known.
         CheckpointError: The checkpoint is unreadable, not nasmlcn's, or its
             weights do not fit its architecture.
         UnknownNameError: ``dataset`` is not registered.
@@ -103,9 +105,9 @@ def load_run(
         )
     payload = load_checkpoint(checkpoint)
     arch: ArchSpec = payload["arch"]
-    _check_arch_file(folder / ARCH_NAME, arch)
+    result = check_run_files(folder, payload)
     train_config = payload["train_config"] if isinstance(payload["train_config"], dict) else {}
-    name, source = _dataset(folder, dataset, train_config, require_dataset)
+    name, source = _dataset(folder, dataset, result, train_config, require_dataset)
     if name is not None:
         try:
             arch = arch_for_dataset(arch, DATASETS.get(name), strict=True)
@@ -134,38 +136,19 @@ def load_run(
     )
 
 
-def _check_arch_file(path: Path, arch: ArchSpec) -> None:
-    """``arch.json``, where there is one, describes the checkpoint's architecture."""
-    if not path.exists():
-        return
-    text = read_text_file(path, "architecture file", RunError, expected="a JSON file")
-    try:
-        written = arch_from_json(text)
-    except SpecError as err:
-        raise RunError(f"architecture file {str(path)!r}: {err}") from None
-    if written != arch:
-        raise RunError(
-            f"{str(path)!r} describes {written.describe()} but the checkpoint beside it holds "
-            f"{arch.describe()}; the folder mixes two runs"
-        )
-
-
 def _dataset(
-    folder: Path, given: str | None, train_config: dict[str, Any], required: bool
+    folder: Path,
+    given: str | None,
+    result: dict[str, Any] | None,
+    train_config: dict[str, Any],
+    required: bool,
 ) -> tuple[str | None, str | None]:
-    """The dataset's name and where it came from."""
+    """The dataset's name and where it came from (``result``: the folder's
+    ``result.json``, if any)."""
     if given is not None:
         return given, "--dataset"
-    result = folder / RESULT_NAME
-    if result.exists():
-        text = read_text_file(result, "result file", RunError)
-        try:
-            value = parse_json(text, RunError)
-        except NasmlcnError as err:
-            raise RunError(f"result file {str(result)!r} is {err}") from None
-        if not isinstance(value, dict):
-            raise RunError(f"result file {str(result)!r} is not a JSON object")
-        name = value.get("dataset")
+    if result is not None:
+        name = result.get("dataset")
         if isinstance(name, str):
             return name, RESULT_NAME
     name = train_config.get("dataset")

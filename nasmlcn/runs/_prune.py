@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from nasmlcn.errors import CheckpointError, SpecError
+from nasmlcn.errors import SpecError
 from nasmlcn.models import MLCN, build_model, count_parameters
 from nasmlcn.runs._evaluate import (
     InferenceSettings,
@@ -41,8 +41,13 @@ from nasmlcn.runs._evaluate import (
 )
 from nasmlcn.runs._load import LoadedRun, run_summary
 from nasmlcn.specs import MLCNSpec
-from nasmlcn.training._job import ARCH_NAME, CHECKPOINT_NAME
 from nasmlcn.training._job import check_out_dir as check_folder
+from nasmlcn.training._run_folder import (
+    ARCH_NAME,
+    CHECKPOINT_NAME,
+    check_free_run_folder,
+    write_run_folder,
+)
 
 if TYPE_CHECKING:
     from nasmlcn.data import Split
@@ -336,49 +341,53 @@ def save_pruned(report: PruneReport, keep: int, out_dir: Path) -> Path:
     """Writes the model of ``report``'s ``keep`` most important lanes into
     ``out_dir`` as a run folder (``checkpoint.pt``, ``arch.json``) that
     ``nasmlcn evaluate`` and ``nasmlcn train --arch OUT/arch.json --out OUT
-    --resume`` (fine-tuning from epoch 1, under any schedule) read.
+    --resume`` (fine-tuning from epoch 1, under any schedule) read; both files
+    are put in place together (:func:`~nasmlcn.training._run_folder.write_run_folder`).
 
     The checkpoint has epoch 0, no optimizer state and a ``train_config`` naming
     only the dataset, the split seed and the reconstruction weight, so a resumed
     training starts afresh from the pruned weights on the same split.
 
     Raises:
-        CheckpointError: ``out_dir`` already holds a checkpoint, or is a file.
+        CheckpointError: ``out_dir`` already holds a model, is a file or cannot
+            be written.
     """
     from nasmlcn.specs import save_arch
     from nasmlcn.training import save_checkpoint
 
-    check_out_dir(out_dir)
     model = check_prunable(report.run, keep)
     pruned = select_lanes(model, kept_lanes(report, keep)).cpu()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    checkpoint = save_checkpoint(
-        out_dir / CHECKPOINT_NAME,
-        arch=pruned.spec,
-        model=pruned,
-        epoch=0,
-        train_config={
-            "dataset": report.run.dataset,
-            "seed": report.run.seed,
-            "reconstruction_weight": report.run.reconstruction_weight,
-        },
-    )
-    save_arch(pruned.spec, out_dir / ARCH_NAME)
-    return checkpoint
+
+    def write(folder: Path) -> None:
+        save_checkpoint(
+            folder / CHECKPOINT_NAME,
+            arch=pruned.spec,
+            model=pruned,
+            epoch=0,
+            train_config={
+                "dataset": report.run.dataset,
+                "seed": report.run.seed,
+                "reconstruction_weight": report.run.reconstruction_weight,
+            },
+        )
+        save_arch(pruned.spec, folder / ARCH_NAME)
+
+    write_run_folder(out_dir, write, option="--out")
+    return out_dir / CHECKPOINT_NAME
 
 
-def check_out_dir(out_dir: Path) -> None:
-    """``out_dir`` can take a pruned model: a folder ``train`` could write (see
-    :func:`nasmlcn.training._job.check_out_dir`), no checkpoint in it yet.
+def check_out_dir(out_dir: Path, *, keep: bool) -> None:
+    """``out_dir`` can take prune's files: a folder that can be made and written
+    (see :func:`nasmlcn.training._job.check_out_dir`) and, for a ``keep`` model,
+    one that holds no model yet. Checked before any work.
 
     Raises:
         CheckpointError: Naming what is in the way.
     """
-    check_folder(out_dir)
-    if (out_dir / CHECKPOINT_NAME).exists():
-        raise CheckpointError(
-            f"--out {str(out_dir)!r} already holds a checkpoint; choose another --out"
-        )
+    if keep:
+        check_free_run_folder(out_dir, "--out")
+    else:
+        check_folder(out_dir)
 
 
 def pruned_spec(spec: MLCNSpec, keep: Sequence[int]) -> MLCNSpec:

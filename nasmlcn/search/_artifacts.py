@@ -188,15 +188,17 @@ def has_weights(trial: Any) -> bool:
 def export_trial(trial: Any, store: ArtifactStore, out_dir: Path) -> dict[str, Path]:
     """Writes ``arch.json`` and ``checkpoint.pt`` (the trial's weights: the file
     ``nasmlcn train --arch OUT/arch.json --out OUT --resume`` continues and tests)
-    into ``out_dir``; the paths written.
+    into ``out_dir``, together
+    (:func:`~nasmlcn.training._run_folder.write_run_folder`); the paths written.
 
     Raises:
         SearchError: The trial has no architecture or no weights (never trained,
             trained before weights were kept, or removed by ``--keep-weights``).
+        CheckpointError: ``out_dir`` is a file, cannot be written or already
+            holds a model.
     """
     from optuna.artifacts.exceptions import ArtifactNotFound
 
-    from nasmlcn._io import atomic_path
     from nasmlcn.specs import arch_from_dict, save_arch
 
     record = TrialRecord.of(trial)
@@ -217,11 +219,12 @@ def export_trial(trial: Any, store: ArtifactStore, out_dir: Path) -> dict[str, P
             f"trial {trial.number}: its weights {weights['artifact_id']!r} are not in the "
             "artifact store; give the folder they were saved to with --artifacts"
         ) from None
-    out_dir.mkdir(parents=True, exist_ok=True)
-    from nasmlcn.training._job import ARCH_NAME, CHECKPOINT_NAME
+    from nasmlcn.training._run_folder import ARCH_NAME, CHECKPOINT_NAME, write_run_folder
 
-    arch_path, weights_path = out_dir / ARCH_NAME, out_dir / CHECKPOINT_NAME
-    save_arch(arch_from_dict(record.arch), arch_path)
-    with atomic_path(weights_path) as tmp:
-        tmp.write_bytes(body)
-    return {"arch": arch_path, "weights": weights_path}
+    def write(folder: Path) -> None:
+        (folder / CHECKPOINT_NAME).write_bytes(body)
+        save_arch(arch_from_dict(record.arch), folder / ARCH_NAME)
+
+    # both files at once, and never into a folder that holds another model
+    write_run_folder(out_dir, write, option="--export")
+    return {"arch": out_dir / ARCH_NAME, "weights": out_dir / CHECKPOINT_NAME}

@@ -41,11 +41,20 @@ def export_best(
     ``arch.json`` and ``checkpoint.pt``, from the search's artifact folder
     (``artifacts``, default beside the study as the search put it).
 
+    ``out_dir`` must be new or empty (or hold no model's files): an export
+    into the folder of another run would leave that run's ``result.json`` beside
+    this trial's weights.
+
     Raises:
         SearchError: No such trial, no completed feasible trial, no artifact
             folder, or the trial kept no weights.
+        CheckpointError: ``out_dir`` is a file, cannot be written or already
+            holds a model.
     """
+    from nasmlcn.training._run_folder import check_free_run_folder
+
     chosen = _chosen(study, trial)
+    check_free_run_folder(out_dir, "--export")  # a file, or another model's folder
     folder = artifacts_dir(storage, artifacts)
     if not folder.is_dir():
         raise SearchError(f"no artifact folder {str(folder)!r}; give the search's with --artifacts")

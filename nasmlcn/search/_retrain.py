@@ -469,16 +469,15 @@ def retrain_study(
     watcher = observer or RetrainObserver()
     readable = load_existing_study(name, url)
     targets = plan_retrain(readable, options)
+    # a storage that cannot be written is refused now, not after the first model trained
+    writable = load_existing_study(readable.study_name, url, read_only=False)
     watcher.on_start(readable, targets)
-    writable: optuna.Study | None = None
     done: list[RetrainedModel] = []
     test_images: dict[str, Any] = {}
     for index, target in enumerate(targets):
         model = _retrain_one(
             target, options, watcher.training_callbacks(target, index), test_images
         )
-        if writable is None:
-            writable = load_existing_study(readable.study_name, url, read_only=False)
         store_retrained(writable, model)
         done.append(model)
         watcher.on_model_end(model)
@@ -489,7 +488,6 @@ def retrain_study(
         options.out_dir,
         tuple(done),
     )
-    assert writable is not None  # plan_retrain never returns no target
     watcher.on_end(writable, report)
     return report
 

@@ -109,14 +109,15 @@ _READ_ONLY_QUERY = (("mode", "ro"), ("immutable", "1"))
 
 
 def _refuse_read_only_sqlite(url: str, shown: str) -> None:
-    """A search writes its trials: a ``sqlite:///file:...?mode=ro&uri=true`` URL
-    (or ``immutable=1``) is refused before anything is opened."""
+    """A command that writes (a search, retrain, ``dashboard --refresh``) refuses a
+    ``sqlite:///file:...?mode=ro&uri=true`` URL (or ``immutable=1``) before
+    anything is opened."""
     params = _sqlite_query(url.partition("?")[2])
     for key, value in _READ_ONLY_QUERY:
         if params.get(key, "").lower() == value:
             raise StorageError(
-                f"storage {shown!r} is opened read-only ({key}={value}), but a search "
-                f"writes its trials there; remove {key}={value} from the URL (nasmlcn best, "
+                f"storage {shown!r} is opened read-only ({key}={value}), but this command "
+                f"writes to the study; remove {key}={value} from the URL (nasmlcn best, "
                 "correlate and export read a study without writing)"
             )
 
@@ -227,20 +228,39 @@ def open_storage(
 def _check_sqlite_writable(path: Path, shown: str) -> None:
     """The SQLite file ``path`` (if it exists) and its folder can be written (SQLite
     writes its journal and nasmlcn its lock file beside the database); checked
-    before anything is opened. Root passes every permission check: for it,
-    :func:`_check_writes` finds out."""
+    before anything is opened. Root passes permission bits, so an existing folder
+    gets a probe file as well (``/proc`` refuses it); a file root cannot write
+    is found by :func:`_check_writes`."""
+    from nasmlcn._io import probe_folder
+
     folder = path.parent if str(path.parent) else Path(".")
     fix = "make it writable or choose another --storage"
+    existing = folder
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        raise StorageError(
+            f"storage {shown!r}: {str(existing)!r} is a file, not a folder; choose another "
+            "--storage"
+        )
     if path.exists() and not os.access(path, os.W_OK):
         raise StorageError(
-            f"storage {shown!r}: the database file {str(path)!r} is read-only, but a search "
-            f"writes its trials there; {fix}"
+            f"storage {shown!r}: the database file {str(path)!r} is read-only, but this "
+            f"command writes to the study; {fix}"
         )
-    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+    problem = None
+    if folder.is_dir():
+        writable = os.access(folder, os.W_OK | os.X_OK)
+        problem = "not writable" if not writable else _probe_problem(probe_folder(folder))
+    if problem is not None:
         raise StorageError(
-            f"storage {shown!r}: the folder {str(folder)!r} is not writable, but SQLite "
+            f"storage {shown!r}: the folder {str(folder)!r} is {problem}, but SQLite "
             f"writes its journal (and nasmlcn its lock file) beside the database; {fix}"
         )
+
+
+def _probe_problem(error: OSError | None) -> str | None:
+    return None if error is None else f"not writable ({error.strerror or error})"
 
 
 def _check_writes(engine: Any, shown: str, path: Path | None) -> None:
@@ -271,8 +291,8 @@ def _check_writes(engine: Any, shown: str, path: Path | None) -> None:
         )
         raise StorageError(
             scrub(
-                f"storage {shown!r} cannot be written ({first}), but a search writes its "
-                f"trials there; {where}, or choose another --storage"
+                f"storage {shown!r} cannot be written ({first}), but this command writes "
+                f"to the study; {where}, or choose another --storage"
             )
         ) from None
 

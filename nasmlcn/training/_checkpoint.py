@@ -5,7 +5,7 @@ Every checkpoint carries a ``run_id``: made when a run starts, kept by every
 epoch's checkpoint and by a resumed run, and copied into the ``result.json``
 beside it, so a reader can tell that the files of a run folder belong together
 (:func:`nasmlcn.training._run_folder.check_run_files`). Checkpoints written
-before it have none (``None``)."""
+before it have none (``None``), and are compared by architecture only."""
 
 from __future__ import annotations
 
@@ -83,7 +83,12 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str = "cpu") -> 
             payload = torch.load(p, map_location=map_location, weights_only=True)
     except OSError as err:
         raise CheckpointError(f"cannot read checkpoint {str(p)!r}: {err.strerror or err}") from None
-    except Exception:
+    except Exception as err:
+        if _truncated(err):
+            raise CheckpointError(
+                f"checkpoint {str(p)!r} is truncated or damaged (its zip archive is "
+                "incomplete); it was not loaded: copy it again, or train anew into another --out"
+            ) from None
         # weights_only refuses anything but tensors and plain data (torch's message
         # suggests weights_only=False, which would run the file's code: never).
         raise CheckpointError(
@@ -108,6 +113,13 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str = "cpu") -> 
     payload["history"] = json.loads(payload.get("history", "[]"))
     payload["train_config"] = json.loads(payload.get("train_config", "{}"))
     return payload
+
+
+def _truncated(err: Exception) -> bool:
+    """Whether torch's error says the file ends early (a cut copy or an interrupted
+    write of another program: nasmlcn's own writes are atomic)."""
+    text = str(err)
+    return isinstance(err, EOFError) or "central directory" in text or "zip archive" in text
 
 
 def new_run_id() -> str:

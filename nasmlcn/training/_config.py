@@ -9,6 +9,10 @@ from typing import Any
 from nasmlcn.errors import SpecError
 from nasmlcn.specs._validate import check_int
 
+MAX_EPOCHS = 100_000
+"""The most epochs a training run may be given: more is no run's plan but a typo, and
+the batch sizes and learning rates of every epoch are laid out before the first."""
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -58,6 +62,11 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_int("training", "epochs", self.epochs, 1)
+        if self.epochs > MAX_EPOCHS:  # a typo: the schedule of every epoch is laid out first
+            raise SpecError(
+                f"training epochs must be at most {MAX_EPOCHS:,} (the thesis trains 10 to "
+                f"100), got {self.epochs:,}"
+            )
         check_int("training", "batch_size", self.batch_size, 1)
         check_int("training", "eval_batch_size", self.eval_batch_size, 1)
         check_int("training", "seed", self.seed, 0)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform
@@ -18,12 +17,16 @@ from nasmlcn.errors import CheckpointError, SpecError
 from nasmlcn.specs import DEFAULT_LANES, ArchSpec, CapsNetSpec, MLCNSpec, create_arch, load_arch
 from nasmlcn.training._callbacks import Callback
 from nasmlcn.training._config import EpochResult, TrainConfig
+from nasmlcn.training._run_folder import (  # noqa: F401 (importers read the names here too)
+    ARCH_NAME,
+    CHECKPOINT_NAME,
+    RESULT_NAME,
+    check_run_files,
+    dumps_result,
+    result_with_run_id,
+)
 
 logger = logging.getLogger(__name__)
-
-CHECKPOINT_NAME = "checkpoint.pt"
-RESULT_NAME = "result.json"
-ARCH_NAME = "arch.json"
 
 
 def arch_for_dataset(arch: ArchSpec, dataset: DatasetInfo, *, strict: bool) -> ArchSpec:
@@ -218,31 +221,35 @@ def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None,
 
         payload = load_checkpoint(checkpoint)
         check_same_arch(checkpoint, payload["arch"], job.arch)
+        check_run_files(checkpoint.parent, payload)  # a result.json of another run
         check_same_schedule(checkpoint, payload["train_config"], job.config)
         check_same_batch_policy(checkpoint, payload["train_config"], job.config.batch_policy)
     return out, checkpoint
 
 
-def check_out_dir(out: Path) -> None:
-    """``out`` is a folder, or one that can be made: its nearest existing ancestor is
-    a writable folder, and a probe file can really be written there (the folders
-    the probe made are removed again)."""
+def check_out_dir(out: Path, option: str = "--out") -> None:
+    """``out`` (given as ``option``) is a folder, or one that can be made: its
+    nearest existing ancestor is a writable folder, and a probe file can really be
+    written there (the folders the probe made are removed again).
+
+    Raises:
+        CheckpointError: Naming the option, what is in the way and the fix.
+    """
     existing = out
     while not existing.exists() and existing.parent != existing:
         existing = existing.parent
+    fix = f"choose another {option}"
     if not existing.is_dir():
         what = "is a file" if existing == out else f"is inside the file {str(existing)!r}"
-        raise CheckpointError(f"--out {str(out)!r} {what}, not a folder; choose another --out")
+        raise CheckpointError(f"{option} {str(out)!r} {what}, not a folder; {fix}")
     if existing != out and not os.access(existing, os.W_OK | os.X_OK):
         raise CheckpointError(
-            f"--out {str(out)!r} cannot be made: {str(existing)!r} is not writable; "
-            "choose another --out"
+            f"{option} {str(out)!r} cannot be made: {str(existing)!r} is not writable; {fix}"
         )
     error = probe_folder(out)
     if error is not None:
         raise CheckpointError(
-            f"--out {str(out)!r} cannot be written ({error.strerror or error}); "
-            "choose another --out"
+            f"{option} {str(out)!r} cannot be written ({error.strerror or error}); {fix}"
         )
 
 
@@ -275,9 +282,11 @@ def load_job_splits(job: TrainJob) -> Any:
 
 
 def write_result(out_dir: Path | None, result: dict[str, Any]) -> None:
-    """Writes ``result.json`` (what ``--json`` prints) into ``out_dir``, if there is one."""
+    """Writes ``result.json`` (what ``--json`` prints, and the ``run_id`` of the
+    checkpoint beside it: see :mod:`nasmlcn.training._run_folder`) into
+    ``out_dir``, if there is one."""
     if out_dir is not None:
-        write_text_atomic(out_dir / RESULT_NAME, json.dumps(result, indent=2) + "\n")
+        write_text_atomic(out_dir / RESULT_NAME, dumps_result(result_with_run_id(out_dir, result)))
 
 
 def run_training(job: TrainJob, callbacks: list[Callback] | None = None) -> TrainReport:

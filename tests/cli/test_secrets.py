@@ -167,7 +167,7 @@ def test_the_url_is_shown_with_its_password_hidden(seen: Seen) -> None:
     psycopg2 = json.loads(runs["best, psycopg2"].stdout)
     assert psycopg2["storage"] == seen.shown.replace("postgresql://", "postgresql+psycopg2://")
     assert psycopg2["best"] == json.loads(runs["best --json"].stdout)["best"]
-    assert f"opening {seen.shown} ..." in runs["dashboard"].stderr
+    assert f"opened {seen.shown}" in runs["dashboard"].stderr
     assert f"<p>storage: {seen.shown}</p>" in seen.files["report.html"].decode()
     trials = json.loads(seen.files["trials.json"])
     assert trials["nasmlcn"]["config"]["storage"] == seen.shown

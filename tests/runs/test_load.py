@@ -3,6 +3,8 @@ folder can be wrong (one clear error each)."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -23,6 +25,11 @@ def test_a_trained_run_loads_with_its_weights_dataset_and_split_seed(trained_run
     assert run.arch == payload["arch"] == MLCNSpec(TINY_MLCN)
     assert (run.dataset, run.dataset_source) == ("synthetic", "result.json")
     assert run.seed == 2  # the training seed, which is also the split's
+    # result.json records the run id of the checkpoint beside it
+    result = json.loads((trained_run / "result.json").read_text())
+    assert isinstance(payload["run_id"], str)
+    assert len(payload["run_id"]) == 32
+    assert result["run_id"] == payload["run_id"]
     assert run.epoch == 1
     assert not run.model.training
     state = run.model.state_dict()
@@ -51,14 +58,25 @@ def test_an_exported_trial_needs_dataset_unless_none_is_asked_for(tmp_path: Path
 
 def _refusals(tmp_path: Path) -> list[tuple[Path, type[Exception], str]]:
     spec = MLCNSpec(TINY_MLCN)
-    missing, empty, foreign, mixed, broken_result = (
-        tmp_path / n for n in ("missing", "empty", "foreign", "mixed", "broken")
+    missing, empty, foreign, mixed, broken_result, other_run, other_arch = (
+        tmp_path / n
+        for n in ("missing", "empty", "foreign", "mixed", "broken", "other-run", "other-arch")
     )
     empty.mkdir()
     foreign.mkdir()
     (foreign / "checkpoint.pt").write_bytes(b"not a torch file")
     write_run(mixed, spec)
     save_arch(MLCNSpec("mlcn1:2x1"), mixed / "arch.json")
+    # the result.json of another run of the same model (run ids differ)
+    write_run(other_run, spec)
+    (other_run / "result.json").write_text(
+        json.dumps({"dataset": "synthetic", "arch": spec.to_dict(), "run_id": "f" * 32})
+    )
+    # a result.json written before run ids, of another model
+    write_run(other_arch, spec)
+    (other_arch / "result.json").write_text(
+        json.dumps({"dataset": "synthetic", "arch": MLCNSpec("mlcn1:2x1").to_dict()})
+    )
     write_run(broken_result, spec)
     (broken_result / "result.json").write_text("{oops")
     a_file = tmp_path / "file.txt"
@@ -68,15 +86,47 @@ def _refusals(tmp_path: Path) -> list[tuple[Path, type[Exception], str]]:
         (a_file, RunError, "is a file; give the run folder that holds checkpoint.pt"),
         (empty, RunError, "holds no checkpoint.pt; give a folder written by nasmlcn train"),
         (foreign, CheckpointError, "is not a nasmlcn checkpoint"),
-        (mixed, RunError, "describes mlcn1:2x1 but the checkpoint beside it holds"),
+        (
+            mixed,
+            RunError,
+            "mixes two models: arch.json describes mlcn1:2x1 but checkpoint.pt holds "
+            f"{TINY_MLCN}; remove the stale arch.json, or export or train into a new folder",
+        ),
         (broken_result, RunError, "is not valid JSON"),
+        (other_run, RunError, "mixes two models: result.json reports run ffffffff but "),
+        (
+            other_arch,
+            RunError,
+            f"result.json reports mlcn1:2x1 but checkpoint.pt holds {TINY_MLCN}; remove the "
+            "stale result.json",
+        ),
     ]
 
 
 def test_every_wrong_folder_gets_its_own_error(tmp_path: Path) -> None:
     for folder, error, message in _refusals(tmp_path):
-        with pytest.raises(error, match=message):
+        with pytest.raises(error, match=re.escape(message)):
             load_run(folder)
+
+
+def test_a_folder_from_before_run_ids_still_loads(tmp_path: Path) -> None:
+    """Checkpoints and result.json files written before run ids (None) are
+    compared by architecture only."""
+    spec = MLCNSpec(TINY_MLCN)
+    folder = tmp_path / "old"
+    write_run(folder, spec)
+    payload = torch.load(folder / "checkpoint.pt", weights_only=True)
+    del payload["run_id"]
+    torch.save(payload, folder / "checkpoint.pt")
+    (folder / "result.json").write_text(
+        json.dumps({"dataset": "synthetic", "arch": spec.to_dict()})
+    )
+    assert load_run(folder).arch == spec
+    # a run id on one side only is not a mismatch either
+    (folder / "result.json").write_text(
+        json.dumps({"dataset": "synthetic", "arch": spec.to_dict(), "run_id": "a" * 32})
+    )
+    assert load_run(folder).dataset == "synthetic"
 
 
 def test_weights_of_another_architecture_are_refused(tmp_path: Path) -> None:

@@ -144,7 +144,9 @@ def test_a_kept_model_is_a_run_that_evaluates_and_trains_on(
     assert (kept.dataset, kept.dataset_source, kept.seed) == ("synthetic", "checkpoint", 4)
     evaluated = evaluate_run(kept, test_limit=50, inference=FAST)
     assert evaluated.test_images == 50
-    with pytest.raises(CheckpointError, match="already holds a checkpoint"):
+    with pytest.raises(
+        CheckpointError, match=r"already holds a model \(checkpoint.pt, arch.json\)"
+    ):
         save_pruned(report, 2, out)
     # train --arch OUT/arch.json --out OUT --resume: fine-tunes from epoch 1
     report_after = run_training(

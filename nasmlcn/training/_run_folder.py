@@ -1,0 +1,199 @@
+"""A run folder's files, and whether they belong together.
+
+A run folder holds ``checkpoint.pt`` (architecture, weights and a ``run_id``),
+``arch.json`` (the architecture, for people and ``train --arch``) and, once
+``nasmlcn train`` finished, ``result.json`` (its report, with the checkpoint's
+``run_id``). Several commands write them, at different times: ``train --out``
+(``arch.json`` first, a checkpoint after every epoch, ``result.json`` at the
+end), ``best --export`` and ``prune --keep`` (a checkpoint and ``arch.json``).
+A folder written into twice can mix two models: ``evaluate`` would then report
+one model's test accuracy under another's result. So
+
+- every reader (``evaluate``, ``export-model``, ``prune``, ``train --resume``,
+  ``retrain --resume``) calls :func:`check_run_files`, which compares the
+  checkpoint's ``run_id`` with ``result.json``'s and its architecture with
+  ``arch.json``'s and ``result.json``'s (files written before run ids, whose id
+  is None, are compared by architecture only);
+- every writer of a whole model (``best --export``, ``prune --keep``) goes
+  through :func:`write_run_folder`, which refuses a folder that already holds a
+  run's files and puts the new files in place at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from nasmlcn.errors import NasmlcnError, RunError, SpecError
+
+CHECKPOINT_NAME = "checkpoint.pt"
+RESULT_NAME = "result.json"
+ARCH_NAME = "arch.json"
+RUN_FILES = (CHECKPOINT_NAME, ARCH_NAME, RESULT_NAME)
+"""The files that make a folder a run folder, in the order a writer puts them in place."""
+
+
+def read_result(folder: Path) -> dict[str, Any] | None:
+    """The ``result.json`` of ``folder`` (None: there is none).
+
+    Raises:
+        RunError: It is unreadable, not JSON or not a JSON object.
+    """
+    from nasmlcn._io import parse_json, read_text_file
+
+    path = folder / RESULT_NAME
+    if not path.exists():
+        return None
+    text = read_text_file(path, "result file", RunError)
+    try:
+        value = parse_json(text, RunError)
+    except NasmlcnError as err:
+        raise RunError(f"result file {str(path)!r} is {err}") from None
+    if not isinstance(value, dict):
+        raise RunError(f"result file {str(path)!r} is not a JSON object")
+    return value
+
+
+def check_run_files(folder: Path, checkpoint: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Checks that ``folder``'s ``arch.json`` and ``result.json`` belong to its
+    checkpoint (``checkpoint`` is the payload
+    :func:`~nasmlcn.training._checkpoint.load_checkpoint` read); returns the
+    parsed ``result.json`` (None: there is none).
+
+    Raises:
+        RunError: A file is unreadable, or describes another model or run; the
+            message names the folder, the file and the fix.
+    """
+    from nasmlcn._io import read_text_file
+    from nasmlcn.specs import arch_from_dict, arch_from_json
+
+    arch = checkpoint["arch"]
+    arch_path = folder / ARCH_NAME
+    if arch_path.exists():
+        text = read_text_file(arch_path, "architecture file", RunError, expected="a JSON file")
+        try:
+            written = arch_from_json(text)
+        except SpecError as err:
+            raise RunError(f"architecture file {str(arch_path)!r}: {err}") from None
+        if written != arch:
+            raise _mixed(
+                folder,
+                f"{ARCH_NAME} describes {written.describe()} but {CHECKPOINT_NAME} holds "
+                f"{arch.describe()}",
+                ARCH_NAME,
+            )
+    result = read_result(folder)
+    if result is None:
+        return None
+    theirs, ours = result.get("run_id"), checkpoint.get("run_id")
+    if isinstance(theirs, str) and isinstance(ours, str) and theirs != ours:
+        raise _mixed(
+            folder,
+            f"{RESULT_NAME} reports run {theirs[:8]} but {CHECKPOINT_NAME} is of run {ours[:8]}",
+            RESULT_NAME,
+        )
+    if isinstance(result.get("arch"), dict):
+        try:
+            reported = arch_from_dict(result["arch"])
+        except (SpecError, TypeError, KeyError, ValueError):
+            raise RunError(
+                f"result file {str(folder / RESULT_NAME)!r} holds no valid architecture; "
+                f"remove it (it is rewritten when the run is trained again)"
+            ) from None
+        if reported != arch:
+            raise _mixed(
+                folder,
+                f"{RESULT_NAME} reports {reported.describe()} but {CHECKPOINT_NAME} holds "
+                f"{arch.describe()}",
+                RESULT_NAME,
+            )
+    return result
+
+
+def _mixed(folder: Path, what: str, stale: str) -> RunError:
+    return RunError(
+        f"run folder {str(folder)!r} mixes two models: {what}; remove the stale {stale}, "
+        "or export or train into a new folder"
+    )
+
+
+def held_run_files(folder: Path) -> list[str]:
+    """The run files (:data:`RUN_FILES`) already in ``folder``."""
+    return [name for name in RUN_FILES if (folder / name).exists()]
+
+
+def check_free_run_folder(folder: Path, option: str) -> None:
+    """``folder`` (given as ``option``) can take a new model: a folder that can be
+    made and written (:func:`~nasmlcn.training._job.check_out_dir`), holding no
+    run's files yet.
+
+    Raises:
+        CheckpointError: Naming what is in the way.
+    """
+    from nasmlcn.errors import CheckpointError
+    from nasmlcn.training._job import check_out_dir
+
+    check_out_dir(folder, option)
+    held = held_run_files(folder)
+    if held:
+        raise CheckpointError(
+            f"{option} {str(folder)!r} already holds a model ({', '.join(held)}); "
+            f"choose a new or empty folder for {option}"
+        )
+
+
+def write_run_folder(folder: Path, write: Callable[[Path], None], *, option: str) -> Path:
+    """Writes a whole model into ``folder`` at once: ``write`` fills a fresh
+    temporary folder beside it, whose files then take their places. A missing or
+    empty ``folder`` is replaced by the temporary folder in one rename; into a
+    folder holding other files (a prune's figures), the run files are renamed
+    one by one, checkpoint first, so a reader never finds a file of the new model
+    beside one of another. A failure or crash leaves ``folder`` as it was.
+
+    Raises:
+        CheckpointError: ``folder`` cannot be written or already holds a run's
+            files (:func:`check_free_run_folder`).
+    """
+    from nasmlcn._io import umask
+
+    check_free_run_folder(folder, option)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        write(tmp)
+        os.chmod(tmp, 0o777 & ~umask())
+        try:
+            os.replace(tmp, folder)  # rename(2) replaces a missing or empty folder
+            return folder
+        except OSError:
+            if not folder.is_dir():
+                raise
+        for name in RUN_FILES:
+            if (tmp / name).exists():
+                os.replace(tmp / name, folder / name)
+        return folder
+    finally:
+        with contextlib.suppress(OSError):
+            if tmp.exists():
+                shutil.rmtree(tmp)
+
+
+def result_with_run_id(folder: Path, result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with the ``run_id`` of ``folder``'s checkpoint (None where the
+    checkpoint predates run ids or is missing), as ``result.json`` records it."""
+    from nasmlcn.training._checkpoint import checkpoint_run_id
+
+    checkpoint = folder / CHECKPOINT_NAME
+    run_id = checkpoint_run_id(checkpoint) if checkpoint.is_file() else None
+    return {**result, "run_id": run_id}
+
+
+def dumps_result(result: dict[str, Any]) -> str:
+    """``result.json``'s text."""
+    return json.dumps(result, indent=2) + "\n"
