@@ -71,7 +71,7 @@ from urllib.parse import urlparse
 
 from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import TrackingError
-from nasmlcn.search import SearchObserver, SearchResult, SearchStart, TrialOutcome
+from nasmlcn.search import IDENTITY_FIELDS, SearchObserver, SearchResult, SearchStart, TrialOutcome
 from nasmlcn.tracking._uri import check_tracking_uri, is_folder
 
 if TYPE_CHECKING:
@@ -97,21 +97,7 @@ PARENT_TAG = "mlflow.parentRunId"
 _STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED"}
 """A trial's state -> its run's MLflow status (the tag ``state`` keeps the state)."""
 
-_STUDY_PARAMS = (
-    "devices",
-    "mem",
-    "flops",
-    "space",
-    "objectives",
-    "evaluator",
-    "dataset",
-    "epochs",
-    "train_limit",
-    "val_limit",
-    "batch_size",
-    "cost_model",
-    "latency_budget",
-)
+_STUDY_PARAMS = IDENTITY_FIELDS
 """The study's params: its identity, which never changes (an MLflow param cannot)."""
 _STUDY_TAGS = ("sampler", "seed", "trials", "prune", "storage")
 """Settings a continued study may change: tags, set again by every run."""
