@@ -89,7 +89,8 @@ def best(
             )
         )
         return
-    _print_best(loaded.study_name, names, rows, len(loaded.directions) > 1)
+    devices = (study_info(loaded).get("config") or {}).get("devices")
+    _print_best(loaded.study_name, names, rows, len(loaded.directions) > 1, devices)
     others = sorted(set(retrained) - {r["number"] for r in rows})
     if others:
         out.print(
@@ -107,16 +108,31 @@ def best(
         )
 
 
-def _print_best(study: str, names: list[str], rows: list[dict[str, Any]], multi: bool) -> None:
+def _print_best(
+    study: str,
+    names: list[str],
+    rows: list[dict[str, Any]],
+    multi: bool,
+    devices: str | None = None,
+) -> None:
+    """The best trials in two tables: what was predicted for the target
+    ``devices`` (the headings name them), then what was measured where each trial
+    trained (its device named, with the spread over the timed passes), so that
+    figures for different devices never share a table."""
     from rich.table import Table
 
     from nasmlcn.hardware import format_bytes
+    from nasmlcn.search._where import metric_heading, predicted_on
 
+    on = predicted_on(devices)
     table = Table(title=f"{'Pareto front' if multi else 'best trials'} of {study}")
-    inference = ("inference predicted", "inference measured")
     # NASCaps' second stage: the test accuracy of trials `nasmlcn retrain` trained again
     tested = ("retrained test acc",) if any(r.get("retrained") for r in rows) else ()
-    for column in ("#", "lane mix", *names, *tested, "lanes", "memory", "imbalance", *inference):
+    heads = (
+        "#", "lane mix", *(metric_heading(n, devices) for n in names), *tested, "lanes",
+        f"memory ({on})", "imbalance", f"inference ({on})",
+    )  # fmt: skip
+    for column in heads:
         table.add_column(
             column, overflow="fold", justify="left" if column == "lane mix" else "right"
         )
@@ -132,23 +148,56 @@ def _print_best(study: str, names: list[str], rows: list[dict[str, Any]], multi:
             format_bytes(predicted.get("peak_memory_bytes", 0)),
             f"{predicted.get('imbalance', 0):.1%}",
             _per_image(predicted.get("inference_latency_s"), predicted.get("time_unit", "s")),
-            _per_image(
-                row["measured"].get("measured_inference_latency_s"),
-                "s",
-                row["measured"].get("measured_inference_device"),
-            ),
         )
     out.print(table)
     if not rows:
         out.print("no completed feasible trials yet")
-    else:
-        from nasmlcn.costs import INFERENCE_BATCH_SIZE
+        return
+    from nasmlcn.costs import INFERENCE_BATCH_SIZE
 
+    measured = print_measured(rows, devices)
+    out.print(
+        f"inference: latency per image at batch {INFERENCE_BATCH_SIZE}, no decoder; "
+        f"{on}: the cost model's figures for those devices"
+        + (
+            "; measured: the median of the timed passes on the machine that trained "
+            "the trial, with their interquartile range (IQR)"
+            if measured
+            else ""
+        ),
+        highlight=False,
+    )
+
+
+def print_measured(rows: list[dict[str, Any]], devices: str | None) -> bool:
+    """The measured inference latencies, in a table of their own (the device in
+    its heading when all share one, else in each cell); whether any was measured."""
+    from rich.table import Table
+
+    from nasmlcn.search._where import common_device, format_measured, measured_heading
+
+    measured = [r["measured"] for r in rows]
+    if not any(m.get("measured_inference_latency_s") is not None for m in measured):
         out.print(
-            f"inference: latency per image at batch {INFERENCE_BATCH_SIZE}, no decoder; "
-            "predicted for the target devices, measured where the trial trained "
-            "(- : not measured, e.g. the proxy evaluator)"
+            "inference measured: nothing (the evaluator measured nothing, e.g. the proxy)",
+            highlight=False,
         )
+        return False
+    device = common_device(measured)
+    target = devices or "the target devices"
+    table = Table(title=f"measured where trained, not on {target}")
+    for column in ("#", "lane mix", measured_heading(device)):
+        table.add_column(
+            column, overflow="fold", justify="left" if column == "lane mix" else "right"
+        )
+    for row in rows:
+        table.add_row(
+            str(row["number"]),
+            row["lane_mix"] or row["lanes"] or "",
+            format_measured(row["measured"], device=device is None),
+        )
+    out.print(table)
+    return True
 
 
 def _coefficient(value: float | None) -> str:
@@ -162,12 +211,12 @@ def _retrained_cell(retrained: dict[str, Any] | None) -> str:
     return f"{retrained['test_accuracy']:.4f} ({retrained['epochs']} ep)"
 
 
-def _per_image(value: Any, unit: str, where: str | None = None) -> str:
+def _per_image(value: Any, unit: str) -> str:
     from nasmlcn.cli._options import format_time
 
     if not isinstance(value, (int, float)):
         return "-"
-    return format_time(value, unit) + (f" on {where}" if where else "")
+    return format_time(value, unit)
 
 
 def correlate(

@@ -107,9 +107,13 @@ def _print_report(report: RetrainReport) -> None:
         title=f"retrained trials ({report.selection}) of {report.study} on {report.dataset}"
     )
     batch = report.models[0].inference_batch_size if report.models else 0
+    # measured on this machine, never on the search's target devices: say where
+    devices = {m.device for m in report.models}
+    on = f"measured on {devices.pop()}" if len(devices) == 1 else "measured"
     heads = (
-        "#", "lanes", "search val acc", "epochs", "test acc", "params", "train img/s",
-        f"inference img/s (batch {batch})",
+        "#", "lanes", "search val acc", "epochs", "test acc", "params",
+        f"train img/s ({on})", f"inference img/s (batch {batch}, {on})",
+        *(("device",) if on == "measured" else ()),
     )  # fmt: skip
     for head in heads:
         table.add_column(head, overflow="fold", justify="left" if head == "lanes" else "right")
@@ -124,6 +128,7 @@ def _print_report(report: RetrainReport) -> None:
             f"{m.params:,}",
             f"{m.train_images_per_second:.0f}",
             f"{m.inference_images_per_second:.0f}",
+            *((m.device,) if on == "measured" else ()),
         )
     out.print(table)
     out.print(

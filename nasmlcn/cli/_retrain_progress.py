@@ -51,7 +51,8 @@ class RetrainProgress(TrainProgress, RetrainObserver):
         self.console.print(
             f"trial {model.number}: test accuracy {model.test_accuracy:.4f} "
             f"({model.test_images} images), {model.train_images_per_second:.0f} training "
-            f"img/s, {model.inference_images_per_second:.0f} inference img/s; {model.weights}",
+            f"img/s, {model.inference_images_per_second:.0f} inference img/s, measured on "
+            f"{model.device}; {model.weights}",
             highlight=False,
             markup=False,
             soft_wrap=True,

@@ -271,13 +271,26 @@ def _run_one(config: Any, *, as_json: bool, quiet: bool, pool: dict[str, Any]) -
 def _print_result(data: dict[str, Any]) -> None:
     from rich.table import Table
 
+    from nasmlcn.cli._best import print_measured
     from nasmlcn.hardware import format_bytes
+    from nasmlcn.search._results import describe_counts
+    from nasmlcn.search._where import format_seconds, metric_heading, predicted_on
 
     names = data["metric_names"]
     multi = len(names) > 1
     title = "Pareto front" if multi else "best trials"
-    table = Table(title=f"{title} of {data['study']} ({data['n_trials']} trials)")
-    for column in ("#", "lane mix", *names, "lanes", "latency", "memory", "imbalance"):
+    # only complete and pruned trials count toward --trials: a failed one (retried
+    # or not) is named apart, so that "20" means 20 results
+    counts = data.get("trial_counts")
+    shown = describe_counts(counts) if counts else f"{data['n_trials']} trials"
+    table = Table(title=f"{title} of {data['study']} ({shown})")
+    devices = data["config"].get("devices")
+    on = predicted_on(devices)
+    heads = (
+        "#", "lane mix", *(metric_heading(n, devices) for n in names), "lanes",
+        f"training step ({on})", f"memory ({on})", "imbalance",
+    )  # fmt: skip
+    for column in heads:
         table.add_column(
             column, overflow="fold", justify="left" if column == "lane mix" else "right"
         )
@@ -289,13 +302,13 @@ def _print_result(data: dict[str, Any]) -> None:
             best["lane_mix"] or best["lanes"] or "",
             *(f"{values.get(n, float('nan')):.4g}" for n in names),
             str(best["num_lanes"]),
-            f"{predicted.get('latency', 0) * 1e3:.3g} ms"
-            if predicted.get("time_unit") == "s"
-            else f"{predicted.get('latency', 0):.4g}",
+            format_seconds(predicted.get("latency", 0), predicted.get("time_unit", "s")),
             format_bytes(predicted.get("peak_memory_bytes", 0)),
             f"{predicted.get('imbalance', 0):.1%}",
         )
     out.print(table)
+    if data["best"] and any(b["measured"] for b in data["best"]):
+        print_measured(data["best"], devices)
     if data["workers"]:
         each = data["workers"][0]
         where = (

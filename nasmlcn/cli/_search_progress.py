@@ -1,15 +1,29 @@
 """``nasmlcn search``'s live display: two bars (trials with ETA; the running trial's
-epochs) and a line per trial, on the one :class:`~nasmlcn.cli._progress.ProgressDisplay`."""
+epochs) and a line per trial, on the one :class:`~nasmlcn.cli._progress.ProgressDisplay`.
+
+Retries are shown as such: a trial failed and queued again (Ctrl-C, SIGTERM, the
+search's ``--timeout``) says ``queued again as #M``, its copy says ``retry of
+#N`` when it starts and ends, and a run that continues a study names the copies
+it will take first. The trials bar counts what ``--trials`` counts, complete and
+pruned trials: a failed trial, retried or not, does not move it.
+"""
 
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from nasmlcn.cli._progress import ProgressDisplay
 from nasmlcn.planning import Plan
 from nasmlcn.search import EpochReport, SearchObserver, SearchStart, TrialOutcome
+
+if TYPE_CHECKING:
+    import optuna
+
+COUNTED = ("COMPLETE", "PRUNED")
+"""The states that count toward ``--trials`` (and move the trials bar)."""
 
 
 class SearchProgress(ProgressDisplay, SearchObserver):
@@ -20,6 +34,10 @@ class SearchProgress(ProgressDisplay, SearchObserver):
         self._start: SearchStart | None = None
         self._best: float | None = None
         self._trial_started = 0.0
+        self._study: optuna.Study | None = None
+
+    def on_study(self, study: optuna.Study) -> None:
+        self._study = study
 
     def on_start(self, start: SearchStart) -> None:
         self._start = start
@@ -35,15 +53,25 @@ class SearchProgress(ProgressDisplay, SearchObserver):
             self.console.print(
                 "[yellow]evaluator 'proxy': accuracies are an analytic stand-in, not trained[/]"
             )
+        queued = self._queued_retries()
+        if queued:
+            shown = ", ".join(f"#{n} (retry of #{of})" for n, of in queued)
+            self.console.print(
+                f"queued again by an earlier run, taken first: {shown}",
+                highlight=False,
+                soft_wrap=True,
+            )
         self.bar("trials", total=start.target, completed=start.done)
 
     def on_trial_start(self, number: int, index: int, lanes: str, plan: Plan) -> None:
         assert self._start is not None
         self._trial_started = time.perf_counter()
         self.remove("epochs")
+        of = self._retry_of(number)
         self.bar(
             "epochs",
-            f"trial {number}: {plan.spec.num_lanes} lanes",
+            f"trial {number}{f' (retry of #{of})' if of is not None else ''}: "
+            f"{plan.spec.num_lanes} lanes",
             total=self._start.epochs,
             stats=f"imbalance {plan.imbalance:.1%}",
         )
@@ -58,10 +86,13 @@ class SearchProgress(ProgressDisplay, SearchObserver):
         seconds = (
             outcome.seconds if outcome.seconds > 0 else time.perf_counter() - self._trial_started
         )
+        name = f"trial {outcome.number}"
+        if outcome.retry_of is not None:
+            name += f" (retry of #{outcome.retry_of})"
         if outcome.state == "COMPLETE" and outcome.values is not None:
             shown = ", ".join(
-                f"{name} {value:.4g}"
-                for name, value in zip(self._start.metric_names, outcome.values, strict=False)
+                f"{metric} {value:.4g}"
+                for metric, value in zip(self._start.metric_names, outcome.values, strict=False)
             )
             first = outcome.values[0]
             better = self._best is None or (
@@ -71,11 +102,49 @@ class SearchProgress(ProgressDisplay, SearchObserver):
             )
             if better:
                 self._best = first
-            line = f"trial {outcome.number}: {shown} ({seconds:.1f} s){'  best so far' if better else ''}"
+            line = f"{name}: {shown} ({seconds:.1f} s){'  best so far' if better else ''}"
+        elif outcome.state == "FAIL":
+            after = (
+                f"queued again as #{outcome.queued_again_as}"
+                if outcome.queued_again_as is not None
+                else "not retried"
+            )
+            line = f"{name}: FAIL — {outcome.reason}; {after} (not counted toward --trials)"
         else:
-            line = f"trial {outcome.number}: {outcome.state} — {outcome.reason}"
+            line = f"{name}: {outcome.state} — {outcome.reason}"
         self.console.print(line, highlight=False, soft_wrap=True)
         best = (
             f"best {self._start.metric_names[0]} {self._best:.4g}" if self._best is not None else ""
         )
-        self.bar("trials", advance=1, stats=best)
+        # only complete and pruned trials count toward --trials
+        self.bar("trials", advance=1 if outcome.state in COUNTED else 0, stats=best)
+
+    def _retry_of(self, number: int) -> int | None:
+        """The failed trial that trial ``number`` runs again (None: a new trial, or
+        no study to ask)."""
+        if self._study is None:
+            return None
+        from nasmlcn.search._optuna_compat import storage_of, study_id_of
+
+        storage = storage_of(self._study)
+        try:
+            trial_id = storage.get_trial_id_from_study_id_trial_number(
+                study_id_of(self._study), number
+            )
+            history = storage.get_trial(trial_id).system_attrs.get("retry_history")
+        except Exception:  # a display never stops a search
+            return None
+        return int(history[-1]) if history else None
+
+    def _queued_retries(self) -> list[tuple[int, int]]:
+        """The WAITING copies of failed trials: (number, the failed trial's number)."""
+        if self._study is None:
+            return []
+        from optuna.trial import TrialState
+
+        waiting = self._study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+        return [
+            (t.number, int(t.system_attrs["retry_history"][-1]))
+            for t in waiting
+            if t.system_attrs.get("retry_history")
+        ]

@@ -545,6 +545,7 @@ _PREDICTED = (
 _TRAINING = (
     "accuracy", "seconds", "step_seconds", "images_per_second", "peak_memory_bytes",
     "measured_inference_latency_s", "measured_inference_batch_size", "measured_inference_device",
+    "measured_inference_p25_s", "measured_inference_p75_s",
 )  # fmt: skip
 
 
@@ -563,7 +564,7 @@ def trial_table(data: StudyData) -> tuple[list[str], list[dict[str, Any]]]:
         *(f"constraint:{c}" for c in constraint_names),
         *(f"param:{p}" for p in param_names),
         "num_lanes", "lane_mix", "lanes",
-        *(f"predicted:{k}" for k in _PREDICTED), "predicted:time_unit",
+        *(f"predicted:{k}" for k in _PREDICTED), "predicted:time_unit", "predicted:devices",
         *(f"training:{k}" for k in _TRAINING),
         *(f"accuracy_epoch_{e + 1}" for e in range(epochs)),
         "generation", "reason", "datetime_start", "datetime_complete", "duration_s",
@@ -581,6 +582,9 @@ def trial_table(data: StudyData) -> tuple[list[str], list[dict[str, Any]]]:
             "lane_mix": r.lane_mix,
             "lanes": r.lanes,
             "predicted:time_unit": predicted.get("time_unit"),
+            # the predictions are for the study's target devices, the training:
+            # figures for where it trained (training:measured_inference_device)
+            "predicted:devices": data.target_devices,
             "generation": r.generation,
             "reason": r.reason,
             "datetime_start": r.datetime_start,

@@ -224,6 +224,9 @@ def trial_note(trial: FrozenTrial, metric_names: Sequence[str]) -> str:
                 f", predicted inference {_seconds(predicted['inference_latency_s'], unit)}"
                 f"/image at batch {predicted.get('inference_batch_size', 1)}"
             )
+        if predicted.get("latency") is not None or predicted.get("inference_latency_s") is not None:
+            # for the devices listed below, never for the machine that trained it
+            head += " on the devices below"
         lines += [
             "",
             head + ")",
@@ -269,23 +272,29 @@ def trial_note(trial: FrozenTrial, metric_names: Sequence[str]) -> str:
             _bytes(training["peak_memory_bytes"]) + " peak"
             if isinstance(training.get("peak_memory_bytes"), (int, float))
             else "",
-            str(training.get("device") or ""),
             _measured_inference(training),
         ]
         if any(measured):
+            # where it trained, not the target devices of the placement above
+            where = training.get("device") if training.get("device") != "proxy" else None
             lines.append("")
-            lines.append("measured: " + " · ".join(m for m in measured if m))
+            lines.append(
+                (f"measured on {where} (where it trained): " if where else "measured: ")
+                + " · ".join(m for m in measured if m)
+            )
     return "\n".join(lines) + "\n"
 
 
 def _measured_inference(training: Mapping[str, Any]) -> str:
-    """``inference 3.1 ms/image at batch 1`` (and where, when not the training
-    device); empty when nothing was measured (the proxy)."""
-    value = training.get("measured_inference_latency_s")
-    if not isinstance(value, (int, float)):
+    """``inference 3.1 ms (IQR 2.9-3.4 ms)/image at batch 1``: the median of the
+    timed passes and their spread (and where, when not the training device);
+    empty when nothing was measured (the proxy)."""
+    from nasmlcn.search._where import format_measured
+
+    if not isinstance(training.get("measured_inference_latency_s"), (int, float)):
         return ""
     text = (
-        f"inference {_seconds(value)}/image at batch "
+        f"inference {format_measured(training, device=False)}/image at batch "
         f"{training.get('measured_inference_batch_size', '?')}"
     )
     where = training.get("measured_inference_device")

@@ -51,6 +51,7 @@ table { border-collapse: collapse; font-size: 13px; }
 th, td { border-bottom: 1px solid #e4e7eb; padding: 4px 10px; text-align: right;
          vertical-align: top; }
 th { background: #f5f7fa; }
+th.group, td.group { border-left: 2px solid #9aa5b1; }
 td.text, th.text { text-align: left; }
 td.mono { font-family: ui-monospace, Menlo, monospace; font-size: 12px; text-align: left;
           max-width: 520px; word-break: break-all; }
@@ -223,6 +224,12 @@ def _summary_section(data: ReportData) -> str:
 
 
 def _best_section(data: ReportData) -> str:
+    """The best trials in one table whose headings fall into three groups: the
+    trial, what was predicted for the target devices (named), and what was
+    measured where the trial trained (named, with its spread), a rule between
+    the groups so that figures for different devices do not run together."""
+    from nasmlcn.search._where import PREDICTED_METRICS, predicted_on
+
     study = data.study
     best = data.best
     title = "Pareto front" if study.multi_objective else "Best trials"
@@ -232,21 +239,41 @@ def _best_section(data: ReportData) -> str:
         if study.multi_objective
         else "The best feasible completed trials."
     )
+    devices = study.target_devices
+    on = predicted_on(devices)
+    device = _measured_device(best)
+    where = f"on {device}" if device else "where each trial trained"
     desc += (
-        " Inference: latency per image (batch 1, no decoder), predicted for the target "
-        "devices and measured where the trial trained (- where nothing was measured)."
+        f" Predicted: the cost model's figures for the target devices ({_e(devices or '?')}). "
+        f"Measured: inference latency per image (batch 1, no decoder) {_e(where)}, after "
+        "training: the median of the timed passes and their interquartile range (IQR); "
+        "- where nothing was measured (the proxy evaluator)."
     )
-    heads = [
-        "#", *study.metric_names, "lanes", "lane mix", "peak memory", "imbalance", "params",
-        "inference predicted", "inference measured",
-    ]  # fmt: skip
-    head = "".join(f'<th class="{"text" if h == "lane mix" else ""}">{_e(h)}</th>' for h in heads)
-    shown = [_best_row(r) for r in best[:SHOWN_BEST_ROWS]]
-    folded = [_best_row(r) for r in best[SHOWN_BEST_ROWS:MAX_BEST_ROWS]]
-    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(shown)}</tbody></table>"
+    names = study.metric_names
+    own = [n for n in names if n not in PREDICTED_METRICS]
+    predicted = [n for n in names if n in PREDICTED_METRICS]
+    groups = (
+        ("", ["#", *own, "lanes", "lane mix", "params"]),
+        (on, [*predicted, "peak memory", "imbalance", "inference per image"]),
+        (f"measured {where}", ["inference per image (median, IQR)"]),
+    )
+    top = "".join(
+        f'<th colspan="{len(heads)}" class="group">{_e(label)}</th>' for label, heads in groups
+    )
+    head = "".join(
+        f'<th class="{"text" if h == "lane mix" else ""}'
+        f'{" group" if i == 0 and label else ""}">{_e(h)}</th>'
+        for label, heads in groups
+        for i, h in enumerate(heads)
+    )
+    head = f"<tr>{top}</tr><tr>{head}</tr>"
+    row = lambda r: _best_row(r, names, own, predicted, device)  # noqa: E731
+    shown = [row(r) for r in best[:SHOWN_BEST_ROWS]]
+    folded = [row(r) for r in best[SHOWN_BEST_ROWS:MAX_BEST_ROWS]]
+    table = f"<table><thead>{head}</thead><tbody>{''.join(shown)}</tbody></table>"
     if folded:  # a long front stays one click away, so the figures are not pushed down
         table += (
-            f"<details><summary>{len(folded)} more</summary><table><thead><tr>{head}</tr>"
+            f"<details><summary>{len(folded)} more</summary><table><thead>{head}"
             f"</thead><tbody>{''.join(folded)}</tbody></table></details>"
         )
     if len(best) > MAX_BEST_ROWS:
@@ -259,18 +286,40 @@ def _best_section(data: ReportData) -> str:
     )
 
 
-def _best_row(r: TrialRow) -> str:
-    values = "".join(f"<td>{_num(v)}</td>" for v in (r.values or ()))
+def _measured_device(rows: Sequence[TrialRow]) -> str | None:
+    """The one device the rows' inference latencies were measured on (None:
+    none measured, or several)."""
+    from nasmlcn.search._where import common_device
+
+    return common_device([r.attrs.get("training") or {} for r in rows])
+
+
+def _best_row(
+    r: TrialRow,
+    names: Sequence[str],
+    own: Sequence[str],
+    predicted_names: Sequence[str],
+    device: str | None,
+) -> str:
+    from nasmlcn.search._where import format_measured
+
+    by_name = dict(zip(names, r.values or (), strict=False))
+    own_values = "".join(f"<td>{_num(by_name.get(n))}</td>" for n in own)
+    predicted_values = "".join(
+        f'<td class="{"group" if i == 0 else ""}">{_num(by_name.get(n))}</td>'
+        for i, n in enumerate(predicted_names)
+    )
     memory = f"{r.peak_memory_bytes / MIB:.4g} MiB" if r.peak_memory_bytes is not None else "-"
     imbalance = f"{r.imbalance:.1%}" if r.imbalance is not None else "-"
     params = f"{r.model_params:,}" if isinstance(r.model_params, int) else "-"
     predicted = (r.attrs.get("predicted") or {}).get("inference_latency_s")
-    measured = (r.attrs.get("training") or {}).get("measured_inference_latency_s")
+    measured = format_measured(r.attrs.get("training") or {}, device=device is None)
+    first = "" if predicted_names else ' class="group"'
     return (
-        f"<tr><td>{r.number}</td>{values}<td>{_num(r.num_lanes)}</td>"
-        f'<td class="mono">{_e(r.lane_mix or r.lanes or "")}</td>'
-        f"<td>{memory}</td><td>{imbalance}</td><td>{params}</td>"
-        f"<td>{_time(predicted, r.time_unit)}</td><td>{_time(measured, 's')}</td></tr>"
+        f"<tr><td>{r.number}</td>{own_values}<td>{_num(r.num_lanes)}</td>"
+        f'<td class="mono">{_e(r.lane_mix or r.lanes or "")}</td><td>{params}</td>'
+        f"{predicted_values}<td{first}>{memory}</td><td>{imbalance}</td>"
+        f'<td>{_time(predicted, r.time_unit)}</td><td class="group">{_e(measured)}</td></tr>'
     )
 
 
@@ -295,14 +344,14 @@ def _retrained_section(data: ReportData) -> str:
         return ""
     heads = (
         "#", "dataset", "lanes", "search val acc", "epochs", "test acc", "test images",
-        "params", "train img/s", "inference img/s", "weights",
+        "params", "measured on", "train img/s", "inference img/s", "weights",
     )  # fmt: skip
     head = "".join(f"<th>{_e(h)}</th>" for h in heads)
     body = "".join(
         f"<tr><td>{m.number}</td><td class='text'>{_e(m.dataset)}</td>"
         f'<td class="mono">{_e(m.lanes)}</td><td>{_num(m.search_accuracy)}</td>'
         f"<td>{m.epochs}</td><td>{m.test_accuracy:.4f}</td><td>{m.test_images}</td>"
-        f"<td>{m.params:,}</td><td>{m.train_images_per_second:.0f}</td>"
+        f"<td>{m.params:,}</td><td>{_e(m.device)}</td><td>{m.train_images_per_second:.0f}</td>"
         f"<td>{m.inference_images_per_second:.0f} (batch {m.inference_batch_size})</td>"
         f'<td class="mono">{_e(m.weights)}</td></tr>'
         for m in models
@@ -328,7 +377,8 @@ def _retrained_section(data: ReportData) -> str:
         '<section id="retrained"><h2>Retrained</h2><p class="desc">Trials trained again '
         "and tested by <code>nasmlcn retrain</code> (NASCaps' second stage): test accuracy "
         "on the test set the search never used, parameters, training and inference "
-        "throughput (images/s, inference forward only), and the weights written.</p>"
+        "throughput (images/s, inference forward only) measured on the machine that "
+        "retrained them (not the search's target devices), and the weights written.</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{table}</section>"
     )
 

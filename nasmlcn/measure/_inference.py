@@ -14,6 +14,12 @@ size: latency as a deployed model sees it on this machine, at torch's thread
 count, without discarding the cost of an ordinary busy moment (the fastest pass,
 as :mod:`nasmlcn.measure._lane_timing` uses for training steps, would flatter it).
 
+Its spread is the interquartile range of the same passes (the 25th and 75th
+percentiles, per image): half of the passes took between the two. Quartiles and
+not the minimum and maximum because one pass that a page fault or another
+process delayed would stretch a min-max range without saying anything about the
+model; reports show ``2.54 ms (IQR 2.41-2.70)``.
+
 On a shared CPU, threaded batch-1 passes suffer most from other processes: on
 the 2-core development machine with another process busy (load ~2),
 ``2*mlcn1:4x1`` took 80 ms per image with torch's 2 threads and 1.8 ms with 1
@@ -38,7 +44,7 @@ INFERENCE_WARMUP = 3
 """Untimed passes before the timed ones."""
 
 INFERENCE_PASSES = 20
-"""Timed passes (the median is reported)."""
+"""Timed passes (the median is reported, the quartiles give its spread)."""
 
 
 class LaneModel(Protocol):
@@ -52,7 +58,7 @@ class InferenceTiming:
     """A measured inference latency.
 
     Attributes:
-        seconds_per_image: Median pass time over ``batch_size``.
+        seconds_per_image: Median pass time over ``batch_size`` (the figure).
         batch_size: Images per pass.
         passes: Timed passes.
         warmup: Untimed passes before them.
@@ -61,6 +67,10 @@ class InferenceTiming:
         load_average: The higher 1-minute load average before and after (other
             processes inflate CPU timings, threaded ones at batch 1 most); None
             where unknown.
+        p25_seconds_per_image: The passes' 25th percentile over ``batch_size``
+            (the spread's lower end; see the module docstring); None in records
+            written before it was kept.
+        p75_seconds_per_image: Their 75th percentile over ``batch_size``.
     """
 
     seconds_per_image: float
@@ -70,6 +80,8 @@ class InferenceTiming:
     device: str
     threads: int
     load_average: float | None = None
+    p25_seconds_per_image: float | None = None
+    p75_seconds_per_image: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -141,6 +153,7 @@ def time_inference(
                     seconds.append(time.perf_counter() - start)
     finally:
         model.train(was_training)
+    low, high = quartiles(seconds)
     return InferenceTiming(
         seconds_per_image=statistics.median(seconds) / batch_size,
         batch_size=batch_size,
@@ -149,7 +162,18 @@ def time_inference(
         device=device_name or str(dev),
         threads=torch.get_num_threads(),
         load_average=max((v for v in (load, _load_average()) if v is not None), default=None),
+        p25_seconds_per_image=low / batch_size,
+        p75_seconds_per_image=high / batch_size,
     )
+
+
+def quartiles(values: Sequence[float]) -> tuple[float, float]:
+    """The 25th and 75th percentiles of ``values`` (inclusive method: inside the
+    values' range, so a single pass gives that pass twice)."""
+    if len(values) < 2:
+        return values[0], values[0]
+    low, _, high = statistics.quantiles(values, n=4, method="inclusive")
+    return low, high
 
 
 def _load_average() -> float | None:

@@ -97,6 +97,9 @@ class Evaluation:
             was measured (the proxy).
         measured_inference_device: Where that was measured.
         measured_inference_batch_size: Images per timed pass.
+        measured_inference_p25_s: The timed passes' 25th percentile per image
+            (with the 75th: the measured figure's spread, its interquartile range).
+        measured_inference_p75_s: Their 75th percentile per image.
     """
 
     accuracy: float
@@ -111,6 +114,8 @@ class Evaluation:
     measured_inference_latency_s: float | None = None
     measured_inference_device: str | None = None
     measured_inference_batch_size: int | None = None
+    measured_inference_p25_s: float | None = None
+    measured_inference_p75_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

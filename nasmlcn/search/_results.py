@@ -25,6 +25,8 @@ MEASURED_KEYS = (
     "measured_inference_latency_s",
     "measured_inference_device",
     "measured_inference_batch_size",
+    "measured_inference_p25_s",
+    "measured_inference_p75_s",
 )
 """What ``TrialSummary.measured`` takes from the trial's ``training`` attribute."""
 
@@ -168,6 +170,64 @@ def finished_for_pruning(
         }
         out.append(FinishedTrial(tuple(curve), costs, record.feasible))
     return out
+
+
+def trial_counts(study: optuna.Study) -> dict[str, int]:
+    """The study's trials by how they ended, as the summaries show them.
+
+    Only ``complete`` and ``pruned`` trials count toward ``--trials`` (their sum is
+    ``results``); a ``failed`` trial never does, whether it was ``retried`` (queued
+    again as a WAITING copy: Ctrl-C, a dead worker, the search's ``--timeout``) or
+    not (an error in training: a new trial takes its place). ``waiting`` are the
+    queued copies no run has taken yet, ``running`` the trials running now (or
+    left by a worker that died, until one fails them).
+    """
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    queued = {n for t in trials for n in t.system_attrs.get("retry_history") or ()}
+    by_state = {
+        state: [t for t in trials if t.state == state]
+        for state in (
+            TrialState.COMPLETE,
+            TrialState.PRUNED,
+            TrialState.FAIL,
+            TrialState.WAITING,
+            TrialState.RUNNING,
+        )
+    }
+    complete, pruned = len(by_state[TrialState.COMPLETE]), len(by_state[TrialState.PRUNED])
+    return {
+        "results": complete + pruned,
+        "complete": complete,
+        "pruned": pruned,
+        "failed": len(by_state[TrialState.FAIL]),
+        "retried": sum(t.number in queued for t in by_state[TrialState.FAIL]),
+        "waiting": len(by_state[TrialState.WAITING]),
+        "running": len(by_state[TrialState.RUNNING]),
+    }
+
+
+def describe_counts(counts: dict[str, int]) -> str:
+    """``20 results: 18 complete, 2 pruned; 2 failed and queued again (not
+    counted)``: what a summary's title says of :func:`trial_counts`."""
+    text = (
+        f"{counts.get('results', 0)} results: {counts.get('complete', 0)} complete, "
+        f"{counts.get('pruned', 0)} pruned"
+    )
+    failed, retried = counts.get("failed", 0), counts.get("retried", 0)
+    if failed:
+        again = (
+            " and queued again"
+            if retried == failed
+            else f", {retried} of them queued again"
+            if retried
+            else ""
+        )
+        text += f"; {failed} failed{again} (not counted)"
+    if counts.get("waiting"):
+        text += f"; {counts['waiting']} queued to run"
+    return text
 
 
 def not_learning(study: optuna.Study) -> list[dict[str, Any]]:

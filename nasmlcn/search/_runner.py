@@ -60,6 +60,7 @@ from nasmlcn.search._results import (
     finished_for_pruning,
     not_learning,
     summarize,
+    trial_counts,
 )
 from nasmlcn.search._samplers import SAMPLERS
 from nasmlcn.search._setup import SearchSetup, setup_search
@@ -93,6 +94,11 @@ class TrialOutcome:
         seconds_saved: Training time pruning saved (estimated from its epochs).
         timings: Seconds per phase: ``ask`` (sampling), ``build`` (space and
             plan), ``record`` (attributes and constraints), ``evaluate``, ``tell``.
+        retry_of: The failed trial this one runs again (its parameters and, for
+            the train evaluator, its last checkpoint); None for a new trial.
+        queued_again_as: For a FAIL queued again (Ctrl-C, SIGTERM, the search's
+            ``--timeout``), the number of its WAITING copy, which the next run
+            takes; None otherwise. A FAIL never counts toward ``--trials``.
     """
 
     number: int
@@ -103,6 +109,8 @@ class TrialOutcome:
     seconds: float
     seconds_saved: float = 0.0
     timings: dict[str, float] = field(default_factory=dict, compare=False)
+    retry_of: int | None = None
+    queued_again_as: int | None = None
 
 
 @dataclass(frozen=True)
@@ -210,6 +218,9 @@ class SearchResult:
     # --workers: each worker's GPUs, threads and why it stopped; what went wrong
     workers: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # the study's trials by how they ended (nasmlcn.search._results.trial_counts):
+    # only complete and pruned ones count toward --trials
+    trial_counts: dict[str, int] = field(default_factory=dict)
 
     @property
     def failures(self) -> list[TrialOutcome]:
@@ -243,6 +254,7 @@ class SearchResult:
             "correlation": self.correlation,
             "workers": self.workers,
             "errors": self.errors,
+            "trial_counts": self.trial_counts,
         }
 
 
@@ -591,7 +603,7 @@ def _run_search(
                 if config.keep_weights != "all":
                     with hold(storage):
                         prune_weights(study, files.store, config.keep_weights)
-            outcome = replace(outcome, timings=timings)
+            outcome = replace(outcome, timings=timings, retry_of=_retry_of(trial, taken.retried))
         except KeyboardInterrupt as stop:
             # the search's --timeout stops a trial between batches as Ctrl-C does
             timed_out = isinstance(stop, TrainingStopped)
@@ -613,10 +625,11 @@ def _run_search(
                 trial.set_user_attr("failure", "interrupted")
                 study.tell(trial, state=_state("FAIL"))
                 # queued again: the next run resumes it (from its last checkpoint)
-                retry(study, storage.get_trial(trial_id_of(trial)), config.max_retries)
+                again = retry(study, storage.get_trial(trial_id_of(trial)), config.max_retries)
                 outcome = TrialOutcome(
-                    trial.number, "FAIL", None, trial.user_attrs.get("lanes", ""), reason, 0.0
-                )
+                    trial.number, "FAIL", None, trial.user_attrs.get("lanes", ""), reason, 0.0,
+                    retry_of=_retry_of(trial, taken.retried), queued_again_as=again,
+                )  # fmt: skip
                 result.run_trials.append(outcome)
                 observer.on_trial_end(outcome)
             break
@@ -634,6 +647,7 @@ def summarize_study(study: optuna.Study, setup: SearchSetup, result: SearchResul
     """Fills ``result``'s study-wide figures: trials, means, best trials, correlation."""
     config = setup.config
     result.n_trials = len(study.get_trials(deepcopy=False))
+    result.trial_counts = trial_counts(study)
     complete = [
         t.values for t in study.get_trials(deepcopy=False, states=(_state("COMPLETE"),)) if t.values
     ]
@@ -1026,6 +1040,16 @@ def _original_number(trial: optuna.Trial) -> int:
     frozen = storage_of(trial.study).get_trial(trial_id_of(trial))
     original = RetryHeartbeatStaleTrialCallback.retried_trial_number(frozen)
     return int(original) if original is not None else trial.number
+
+
+def _retry_of(trial: optuna.Trial, retried: bool) -> int | None:
+    """The failed trial that ``trial`` runs again (the last in its retry history,
+    which the live display showed as queued again); None for a new trial."""
+    if not retried:
+        return None
+    frozen = storage_of(trial.study).get_trial(trial_id_of(trial))
+    history = frozen.system_attrs.get("retry_history")
+    return int(history[-1]) if history else _original_number(trial)
 
 
 def _trial_deadline(config: SearchConfig, start: float) -> tuple[float | None, str]:

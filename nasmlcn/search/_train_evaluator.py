@@ -13,7 +13,10 @@ starts), and after training the inference latency on the same device(s):
 the median of 20 timed passes (after 3 warm-up passes) classifying one
 validation image each (batch ``INFERENCE_BATCH_SIZE`` = 1; eval mode, no
 gradients, no decoder; :func:`nasmlcn.measure.time_inference`), stored as
-``measured_inference_latency_s`` next to the device it ran on.
+``measured_inference_latency_s`` next to the device it ran on, with its spread
+over the passes (``measured_inference_p25_s`` and ``measured_inference_p75_s``,
+the interquartile range). That device is where the trial trained, usually not
+the target devices the plan predicts for: reports keep the two apart.
 
 Where it trains (``SearchConfig.run_on``): when the trial's target devices are
 present here (``--devices 2xH100`` with ``--run-on auto`` on a two-H100 machine),
@@ -269,6 +272,8 @@ def _evaluation(
         measured_inference_latency_s=inference.seconds_per_image,
         measured_inference_device=inference.device,
         measured_inference_batch_size=inference.batch_size,
+        measured_inference_p25_s=inference.p25_seconds_per_image,
+        measured_inference_p75_s=inference.p75_seconds_per_image,
     )
 
 

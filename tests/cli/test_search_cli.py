@@ -224,5 +224,9 @@ def test_inference_objective_in_a_proxy_search_and_best(tmp_path: Path) -> None:
         assert row["measured"] == {}  # the proxy measures nothing and invents nothing
     shown = run_cli("best", "--storage", f"sqlite:///{db}", env={"COLUMNS": "250"})
     assert shown.returncode == 0, shown.stderr
-    for label in ("inference_latency_s", "inference predicted", "inference measured"):
+    for label in (
+        "inference_latency_s (predicted on 2xK80)",
+        "inference (predicted on 2xK80)",
+        "inference measured: nothing",  # the proxy measured nothing
+    ):
         assert label in shown.stdout, label

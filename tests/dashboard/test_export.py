@@ -73,8 +73,9 @@ def test_report_is_self_contained(exported: Path) -> None:
     assert 'id="correlation_table"' in page
     assert "Spearman" in page
     assert "proxy evaluator" in page  # the proxy accuracy is labelled as such
-    assert ">inference predicted</th>" in page
-    assert ">inference measured</th>" in page
+    # predicted and measured figures under their own headings, each naming its device
+    assert 'class="group">predicted on ' in page
+    assert ">inference per image (median, IQR)</th>" in page
 
 
 def test_single_objective_export_leaves_out_pareto_figures(

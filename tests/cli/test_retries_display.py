@@ -1,0 +1,122 @@
+"""Issue 25 item 13: retries in the live display and the summary's counts.
+
+A search stopped mid-trial (Ctrl-C from inside the evaluator, as
+tests/search/test_trial_files.py does) leaves a FAIL and its WAITING copy; a
+re-run takes the copy. The live display (a rich console off a terminal prints
+its lines) must say which trial was queued again as which, must not move the
+trials bar for a failed trial, and the summary must count results, not trials.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+from nasmlcn.cli._search_progress import SearchProgress
+from nasmlcn.search import SearchConfig, run_search
+from nasmlcn.search._evaluator import EpochCallback, EvalJob, Evaluation
+from nasmlcn.search._proxy import ProxyEvaluator
+from tests.conftest import run_cli
+
+
+class _StopOn(ProxyEvaluator):
+    """The proxy, with Ctrl-C during the trial numbered ``number``."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__()
+        self.number = number
+
+    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+        if job.trial == self.number:
+            raise KeyboardInterrupt
+        return super().evaluate(job, on_epoch)
+
+
+class _FailOn(ProxyEvaluator):
+    """The proxy, failing (an error in training, not retried) on trial ``number``."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__()
+        self.number = number
+
+    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+        if job.trial == self.number:
+            raise RuntimeError("CUDA out of memory (simulated)")
+        return super().evaluate(job, on_epoch)
+
+
+def _config(tmp_path: Path, trials: int = 4) -> SearchConfig:
+    return SearchConfig(
+        evaluator="proxy",
+        devices="2xK80",
+        mem="12GB",
+        trials=trials,
+        epochs=2,
+        storage=f"sqlite:///{tmp_path / 's.db'}",
+        study="s",
+        seed=3,
+    )
+
+
+def _display(config: SearchConfig, evaluator: ProxyEvaluator | None = None) -> tuple[str, int]:
+    """Runs the search under the CLI's live display: its text, and where the
+    trials bar ended."""
+    text = io.StringIO()
+    console = Console(file=text, force_terminal=False, width=200)
+    with SearchProgress(console) as progress:
+        run_search(config, progress, evaluator=evaluator)
+        bar = progress.progress.tasks[0]
+        assert bar.description == "trials"
+        return text.getvalue(), int(bar.completed)
+
+
+def test_an_interrupted_trial_is_shown_queued_again_and_its_retry_as_such(
+    tmp_path: Path,
+) -> None:
+    config = _config(tmp_path)
+    first, bar = _display(config, _StopOn(1))
+    # trial 0 completed; trial 1 was stopped and queued again as trial 2
+    assert "trial 1: FAIL — interrupted by the user (Ctrl-C); queued again as #2" in first
+    assert "not counted toward --trials" in first
+    assert bar == 1  # the failed trial did not move the bar
+
+    second, bar = _display(config)
+    assert "queued again by an earlier run, taken first: #2 (retry of #1)" in second
+    assert "trial 2 (retry of #1): accuracy" in second
+    assert bar == config.trials
+
+    # the summary a user reads: results, and the failure named apart
+    again = run_cli(
+        "search", "--evaluator", "proxy", "--devices", "2xK80", "--mem", "12GB",
+        "--trials", str(config.trials), "--epochs", "2", "--seed", "3",
+        "--storage", config.storage, "--study", "s",
+        env={"COLUMNS": "250"},
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    title = next(line for line in again.stdout.splitlines() if "best trials of s" in line)
+    # 5 trials in the study, of which 4 results: "5 trials" would count the FAIL
+    assert "(4 results: 4 complete, 0 pruned; 1 failed and queued again (not counted))" in title
+    assert "5 trials" not in title
+
+
+def test_a_failed_trial_does_not_move_the_bar_and_the_json_counts_it_apart(
+    tmp_path: Path,
+) -> None:
+    config = _config(tmp_path, trials=3)
+    text, bar = _display(config, _FailOn(1))
+    assert "trial 1: FAIL — " in text
+    assert "CUDA out of memory (simulated); not retried (not counted toward --trials)" in text
+    assert bar == 3  # three results; the failure took no place among them
+    result = run_search(config)  # nothing left to do: the counts as the summary reads them
+    assert result.to_dict()["trial_counts"] == {
+        "results": 3,
+        "complete": 3,
+        "pruned": 0,
+        "failed": 1,
+        "retried": 0,
+        "waiting": 0,
+        "running": 0,
+    }
+    assert result.n_trials == 4  # unchanged meaning: every trial in the study
