@@ -8,6 +8,8 @@ are imported only when used.
 
 from __future__ import annotations
 
+import logging
+
 __version__ = "0.1.0"
 
 from nasmlcn.errors import NasmlcnError
@@ -20,6 +22,12 @@ from nasmlcn.specs import (
     load_arch,
     parse_lanes,
 )
+
+# A library prints nothing of its own: without this, Python's last-resort handler
+# writes nasmlcn's warnings (a trial queued again, an observer that failed) to the
+# stderr of a program that configured no logging. The CLI and any program that
+# configures logging still get them through the root logger.
+logging.getLogger("nasmlcn").addHandler(logging.NullHandler())
 
 __all__ = [
     "ARCH_SCHEMA_VERSION",

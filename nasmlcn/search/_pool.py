@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import multiprocessing
 import os
 import queue
@@ -120,9 +121,13 @@ def _worker(
     slot: WorkerSlot,
     channel: Any,
     observer_factories: Sequence[Callable[[], SearchObserver]],
+    log: bool = False,
 ) -> None:
     """One worker process (a fresh interpreter: the environment is set before torch
-    is imported)."""
+    is imported). ``log``: the parent configured logging (the CLI does), so the
+    worker's warnings go to stderr too; a library caller's workers print nothing."""
+    if log:
+        logging.basicConfig(level=logging.WARNING, format="%(message)s")
     if slot.gpus is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(slot.gpus)
     os.environ["OMP_NUM_THREADS"] = str(slot.threads)
@@ -205,7 +210,13 @@ def run_workers(
         context.Process(
             target=_worker,
             # the workers' trackers come from worker_observers, not the config
-            args=(replace(config, mlflow=None), slot, channel, tuple(worker_observers)),
+            args=(
+                replace(config, mlflow=None),
+                slot,
+                channel,
+                tuple(worker_observers),
+                logging.getLogger().hasHandlers(),
+            ),
             name=f"worker-{slot.index}",
         )
         for slot in slots

@@ -134,3 +134,29 @@ def test_the_library_reads_no_storage_from_the_environment(
         run_search(SearchConfig(evaluator="proxy", trials=1))
     assert not (tmp_path / "env.db").exists()
     assert os.environ["NASMLCN_STORAGE"]  # untouched
+
+
+def test_the_library_s_warnings_reach_no_stderr_unless_logging_is_configured() -> None:
+    """A warning of nasmlcn's (e.g. a crashed trial queued again) goes through
+    logging: silent in a program that configured none, shown where one did."""
+    import subprocess
+    import sys
+
+    code = (
+        "import logging, nasmlcn\n"
+        "from nasmlcn.search import _recovery\n"
+        "logging.getLogger(_recovery.__name__).warning('trial 0 failed: queued again')\n"
+        "{configure}"
+        "logging.getLogger(_recovery.__name__).warning('second')\n"
+    )
+    silent = subprocess.run(
+        [sys.executable, "-c", code.format(configure="")], capture_output=True, text=True
+    )
+    assert silent.returncode == 0, silent.stderr
+    assert silent.stderr == ""
+    shown = subprocess.run(
+        [sys.executable, "-c", code.format(configure="logging.basicConfig()\n")],
+        capture_output=True,
+        text=True,
+    )
+    assert shown.stderr == "WARNING:nasmlcn.search._recovery:second\n"
