@@ -66,7 +66,7 @@ def search(
         "--timeout",
         min=0.0,
         help="Stop the search after this many seconds: no new trial, and the running one "
-        "stops at its next epoch boundary (PRUNED, with the reason).",
+        "stops within a batch, as Ctrl-C stops it (FAIL, queued again; a re-run resumes it).",
     ),
     trial_timeout: float | None = typer.Option(
         None,

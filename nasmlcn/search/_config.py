@@ -21,6 +21,7 @@ from typing import Any
 from nasmlcn._storage_url import redact_url
 from nasmlcn._toml import check_keys, read_toml
 from nasmlcn.errors import SearchError
+from nasmlcn.training._config import MAX_EPOCHS
 
 CONFIG_SCHEMA_VERSION = 1
 
@@ -67,8 +68,9 @@ class SearchConfig:
         batch_size: Training batch size (the space may search it instead).
         trials: Total trials the study should reach (re-running continues to it).
         timeout: Stop the search after this many seconds (None: no limit): no trial
-            starts after it, and the running one stops at its next epoch boundary
-            (recorded PRUNED with the reason).
+            starts after it, and the running one stops within a batch as Ctrl-C
+            stops it (FAIL, queued again and resumed from its last epoch's
+            checkpoint by a re-run; never PRUNED).
         trial_timeout: Stop a trial at the first epoch boundary after this many
             seconds (recorded PRUNED with the reason, its epochs kept).
         grace: Seconds without a heartbeat after which a running trial's worker is
@@ -228,10 +230,6 @@ class SearchConfig:
 
 MAX_TRIALS = 1_000_000
 """The most trials a study may be asked to reach: more is no run's target but a typo."""
-
-MAX_EPOCHS = 100_000
-"""The most epochs a trial may train (a typo beyond it would allocate the schedule of
-every epoch before failing)."""
 
 
 def _check_at_most(name: str, value: int, most: int, why: str) -> None:
