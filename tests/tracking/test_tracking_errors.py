@@ -126,9 +126,9 @@ def test_a_bad_configuration_opens_no_tracking_store(tmp_path: Path) -> None:
         mlflow=f"sqlite:///{tracking}",
         space=str(tmp_path / "no-such-space.toml"),
     )
-    with pytest.raises(NasmlcnError, match="no-such-space.toml"):
+    with pytest.raises(NasmlcnError, match=r"no-such-space\.toml"):
         run_search(config)
-    with pytest.raises(NasmlcnError, match="no-such-space.toml"):
+    with pytest.raises(NasmlcnError, match=r"no-such-space\.toml"):
         run_workers(config, workers=2)
     assert not tracking.exists()
     assert not (tmp_path / "s.db").exists()
