@@ -76,6 +76,16 @@ def small_search(folder: Path, **options: Any) -> SearchConfig:
     return config
 
 
+def lr_space(folder: Path) -> Path:
+    """``folder/lr-space.toml``: the default space with the learning rate searched from
+    1e-9 to 1e-2, so a study holds trials that learn and trials that stay at chance
+    (trained at a learning rate near zero)."""
+    space = folder / "lr-space.toml"
+    text = (ROOT / "search_spaces" / "mlcn-buckets.toml").read_text()
+    space.write_text(text + "\n[training]\nlr = [1e-9, 1e-2]\n")
+    return space
+
+
 def run_cli(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:

@@ -18,7 +18,7 @@ from nasmlcn.dashboard._figures import accuracy_range
 from nasmlcn.search._record import TrialRecord
 from nasmlcn.search._study_access import load_existing_study
 from tests.conformance.test_figures import NAMES, _axes, _title
-from tests.conftest import ROOT, run_cli
+from tests.conftest import lr_space, run_cli
 
 
 class Searched(NamedTuple):
@@ -32,9 +32,7 @@ class Searched(NamedTuple):
 @pytest.fixture(scope="module")
 def searched(tmp_path_factory: pytest.TempPathFactory) -> Searched:
     folder = tmp_path_factory.mktemp("idle")
-    space = folder / "lr-space.toml"
-    text = (ROOT / "search_spaces" / "mlcn-buckets.toml").read_text()
-    space.write_text(text + "\n[training]\nlr = [1e-9, 1e-2]\n")
+    space = lr_space(folder)
     storage = f"sqlite:///{folder / 's.db'}"
     result = run_cli(
         "search", "--evaluator", "train", "--devices", "1xK80", "--mem", "12GB",

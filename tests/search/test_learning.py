@@ -21,7 +21,7 @@ from nasmlcn.search._learning import (
 )
 from nasmlcn.search._record import TrialRecord
 from nasmlcn.search._study_access import load_existing_study
-from tests.conftest import ROOT, run_cli, small_search
+from tests.conftest import lr_space, run_cli, small_search
 
 
 def test_the_threshold_is_chance_plus_a_tenth_of_the_way_to_perfect() -> None:
@@ -38,9 +38,7 @@ def test_the_threshold_is_chance_plus_a_tenth_of_the_way_to_perfect() -> None:
 @pytest.fixture(scope="module")
 def searched(tmp_path_factory: pytest.TempPathFactory) -> SearchConfig:
     folder = tmp_path_factory.mktemp("learning")
-    space = folder / "lr-space.toml"
-    text = (ROOT / "search_spaces" / "mlcn-buckets.toml").read_text()
-    space.write_text(text + "\n[training]\nlr = [1e-9, 1e-2]\n")
+    space = lr_space(folder)
     return small_search(
         folder,
         evaluator="train",
