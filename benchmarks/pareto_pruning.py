@@ -72,6 +72,7 @@ def one_seed(base: SearchConfig, seed: int) -> dict[str, Any]:
         rules[rule] = {
             "pruned": len(pruned_numbers),
             "front_removed": sorted(set(front) & pruned_numbers),
+            "pruned_trials": sorted(pruned_numbers),
             "epochs_saved_share": sum(epochs - e for e in stopped if e is not None) / total_epochs,
         }
     live_pruned = [TrialRecord.of(t) for t in live.trials if t.state.name == "PRUNED"]
@@ -96,6 +97,8 @@ def one_seed(base: SearchConfig, seed: int) -> dict[str, Any]:
             "front_removed": sorted({r.number for r in live_pruned} & set(front)),
             "epochs_saved_share": (len(live_pruned) * epochs - live_epochs) / total_epochs,
             "same_front": live_front == front,
+            "front": live_front,
+            "pruned_trials": sorted(r.number for r in live_pruned),
         },
     }
 
