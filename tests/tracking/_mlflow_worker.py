@@ -1,18 +1,44 @@
 """A search worker that logs to MLflow, for the tests: ``python -m
 tests.tracking._mlflow_worker URL STUDY TRIALS GRACE SLEEP MLFLOW_URI`` is
 :mod:`tests.search._worker_script` with ``--mlflow`` (it prints ``trial N epoch
-E`` after each epoch, so a test knows when to kill it)."""
+E`` after each epoch, so a test knows when to kill it). It prints once the epoch
+is logged (the observers have run), so a kill lands in the next epoch's sleep,
+not in the middle of MLflow writing the epoch's metric."""
 
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import replace
 
-from nasmlcn.search import run_search
-from tests.search._worker_script import SlowProxy, config
+from nasmlcn.search import (
+    EpochCallback,
+    EpochReport,
+    EvalJob,
+    Evaluation,
+    ProxyEvaluator,
+    run_search,
+)
+from tests.search._worker_script import config
+
+
+class LoggedSlowProxy(ProxyEvaluator):
+    """The proxy, ``sleep`` seconds an epoch, printing each epoch after it is logged."""
+
+    def __init__(self, sleep: float) -> None:
+        self.sleep = sleep
+
+    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+        def slow(report: EpochReport) -> None:
+            time.sleep(self.sleep)
+            on_epoch(report)
+            print(f"trial {job.trial} epoch {report.epoch}", flush=True)
+
+        return super().evaluate(job, slow)
+
 
 if __name__ == "__main__":
     url, study, trials, grace, sleep, uri = sys.argv[1:7]
     searched = replace(config(url, study, int(trials), float(grace)), mlflow=uri)
-    result = run_search(searched, evaluator=SlowProxy(float(sleep)))
+    result = run_search(searched, evaluator=LoggedSlowProxy(float(sleep)))
     print(f"done {len(result.run_trials)}", flush=True)
