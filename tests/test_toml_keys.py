@@ -83,6 +83,20 @@ class Case:
     suffix: str = ".toml"
 
 
+def _space(
+    reader: str,
+    source: Callable[[], str],
+    rename: Callable[[str], str],
+    bad: str,
+    good: str,
+    inside: str = "",
+) -> Case:
+    """A search-space case: read with ``load_space``, refused with ``SearchError``."""
+    return Case(
+        reader, source, rename, bad, good, inside, lambda p: load_space(str(p)), SearchError
+    )
+
+
 def _builtin(path: Path, extra: str = "") -> Callable[[], str]:
     return lambda: path.read_text() + extra
 
@@ -93,115 +107,86 @@ def _load_recipe(path: Path) -> Any:
 
 CASES = [
     # search spaces, one per kind: a key of the kind itself, a common one, [training]
-    Case(
+    _space(
         "buckets",
         _builtin(SPACES / "mlcn-buckets.toml"),
         lambda t: _rename_toml(t, "width", "widht"),
         "widht",
         "width",
-        "",
-        lambda p: load_space(str(p)),
-        SearchError,
     ),
-    Case(
+    _space(
         "buckets",
         _builtin(SPACES / "mlcn-buckets.toml"),
         lambda t: _rename_toml(t, "lane_types", "lane_type"),
         "lane_type",
         "lane_types",
-        "",
-        lambda p: load_space(str(p)),
-        SearchError,
     ),
-    Case(
+    _space(
         "buckets",
         _builtin(SPACES / "mlcn-buckets.toml", TRAINING),
         lambda t: _rename_toml(t, "batch_size", "bacth_size", after="[training]"),
         "bacth_size",
         "batch_size",
         "[training]",
-        lambda p: load_space(str(p)),
-        SearchError,
     ),
-    Case(
+    _space(
         "buckets",
         _builtin(SPACES / "mlcn-buckets.toml", TRAINING),
         lambda t: t.replace("[training]", "[trainig]"),
         "trainig",
         "training",
-        "",
-        lambda p: load_space(str(p)),
-        SearchError,
     ),
-    Case(
+    _space(
         "thesis",
         _builtin(SPACES / "mlcn-thesis.toml"),
         lambda t: _rename_toml(t, "kind", "knd"),  # no kind: named before its absence
         "knd",
         "kind",
-        "",
-        lambda p: load_space(str(p)),
-        SearchError,
     ),
-    Case(
+    _space(
         "homogeneous",
         _builtin(SPACES / "mlcn-homogeneous.toml"),
         lambda t: _rename_toml(t, "lanes", "lanse"),
         "lanse",
         "lanes",
-        "",
-        lambda p: load_space(str(p)),
-        SearchError,
     ),
-    Case(
+    _space(
         "homogeneous",
         _builtin(SPACES / "mlcn-homogeneous.toml", TRAINING),
         lambda t: _rename_toml(t, "lr", "lrr", after="[training]"),
         "lrr",
         "lr",
         "[training]",
-        lambda p: load_space(str(p)),
-        SearchError,
     ),
-    Case(
+    _space(
         "table",
         _builtin(SPACES / "mlcn-table.toml"),
         lambda t: _rename_toml(t, "models", "modles"),
         "modles",
         "models",
-        "",
-        lambda p: load_space(str(p)),
-        SearchError,
     ),
-    Case(
+    _space(
         "table",
         _builtin(SPACES / "mlcn-table.toml", TRAINING),
         lambda t: _rename_toml(t, "batch_size", "batch_sizes", after="[training]"),
         "batch_sizes",
         "batch_size",
         "[training]",
-        lambda p: load_space(str(p)),
-        SearchError,
     ),
-    Case(
+    _space(
         "thesis",
         _builtin(SPACES / "mlcn-thesis.toml"),
         lambda t: _rename_toml(t, "max_lanes_per_device", "max_lane_per_device"),
         "max_lane_per_device",
         "max_lanes_per_device",
-        "",
-        lambda p: load_space(str(p)),
-        SearchError,
     ),
-    Case(
+    _space(
         "thesis",
         _builtin(SPACES / "mlcn-thesis.toml", TRAINING),
         lambda t: _rename_toml(t, "lr", "lrs", after="[training]"),
         "lrs",
         "lr",
         "[training]",
-        lambda p: load_space(str(p)),
-        SearchError,
     ),
     # recipes: an option, and an option inside [sweep]
     Case(

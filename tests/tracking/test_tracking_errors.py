@@ -94,17 +94,23 @@ def test_a_folder_that_cannot_be_made_and_a_bad_recipe_value(tmp_path: Path) -> 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.toml"]
 
 
-def test_the_library_refuses_before_the_study_is_made(tmp_path: Path) -> None:
-    storage = tmp_path / "s.db"
-    config = SearchConfig(
+def _one_trial(tmp_path: Path, mlflow: str, **kw: str) -> SearchConfig:
+    """A one-trial proxy search into ``tmp_path/s.db`` that tracks to ``mlflow``."""
+    return SearchConfig(
         evaluator="proxy",
         devices="2xK80",
         mem="12GB",
         trials=1,
         epochs=1,
-        storage=f"sqlite:///{storage}",
-        mlflow=f"http://127.0.0.1:{_closed_port()}",
+        storage=f"sqlite:///{tmp_path / 's.db'}",
+        mlflow=mlflow,
+        **kw,  # type: ignore[arg-type]
     )
+
+
+def test_the_library_refuses_before_the_study_is_made(tmp_path: Path) -> None:
+    storage = tmp_path / "s.db"
+    config = _one_trial(tmp_path, f"http://127.0.0.1:{_closed_port()}")
     with pytest.raises(NasmlcnError, match="no MLflow tracking server answered"):
         run_search(config)
     assert not storage.exists()
@@ -116,15 +122,8 @@ def test_a_bad_configuration_opens_no_tracking_store(tmp_path: Path) -> None:
     from nasmlcn.search import run_workers
 
     tracking = tmp_path / "mlflow.db"
-    config = SearchConfig(
-        evaluator="proxy",
-        devices="2xK80",
-        mem="12GB",
-        trials=1,
-        epochs=1,
-        storage=f"sqlite:///{tmp_path / 's.db'}",
-        mlflow=f"sqlite:///{tracking}",
-        space=str(tmp_path / "no-such-space.toml"),
+    config = _one_trial(
+        tmp_path, f"sqlite:///{tracking}", space=str(tmp_path / "no-such-space.toml")
     )
     with pytest.raises(NasmlcnError, match=r"no-such-space\.toml"):
         run_search(config)
