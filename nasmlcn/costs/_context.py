@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from nasmlcn._validate import check_choice, check_int
 from nasmlcn.specs import DEFAULT_ROUTING, MLCNSpec
-from nasmlcn.specs._validate import check_choice, check_int
 
 BYTES_PER_VALUE = 4  # float32 training
 ADAM_STATES = 2  # exp_avg and exp_avg_sq per parameter

@@ -11,8 +11,7 @@ from collections.abc import Sequence
 
 from nasmlcn.costs._context import ADAM_STATES, BYTES_PER_VALUE, CostContext
 from nasmlcn.costs._profile import head_profile, lane_profile
-from nasmlcn.specs import LaneSpec
-from nasmlcn.specs._layers import executed_convs
+from nasmlcn.specs import LaneSpec, executed_convs
 
 TIME_FEATURES = ("train_flops", "params", "feature_values", "capsules", "layers", "one")
 """Step time = sum of non-negative coefficients times:

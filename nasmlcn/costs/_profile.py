@@ -32,8 +32,7 @@ from functools import lru_cache
 from itertools import pairwise
 
 from nasmlcn.costs._context import CostContext
-from nasmlcn.specs import LaneSpec
-from nasmlcn.specs._layers import can_fold, executed_convs
+from nasmlcn.specs import LaneSpec, can_fold, executed_convs
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nasmlcn.specs import ConvSpec
-from nasmlcn.specs._layers import can_fold
+from nasmlcn.specs import ConvSpec, can_fold
 
 
 class PointwiseConv2d(nn.Conv2d):

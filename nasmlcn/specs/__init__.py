@@ -18,7 +18,7 @@ from nasmlcn.specs._arch import (
 from nasmlcn.specs._io import arch_from_json, arch_to_json, load_arch, save_arch
 from nasmlcn.specs._lane import LaneSpec
 from nasmlcn.specs._lane_types import LANE_TYPES, LaneType
-from nasmlcn.specs._layers import ConvSpec, LaneLayout
+from nasmlcn.specs._layers import ConvSpec, LaneLayout, can_fold, executed_convs
 from nasmlcn.specs._syntax import format_lane_mix, format_lanes, parse_lane, parse_lanes
 from nasmlcn.specs._zoo import ARCHITECTURES, DEFAULT_LANES, create_arch
 
@@ -42,7 +42,9 @@ __all__ = [
     "arch_from_dict",
     "arch_from_json",
     "arch_to_json",
+    "can_fold",
     "create_arch",
+    "executed_convs",
     "format_lane_mix",
     "format_lanes",
     "load_arch",

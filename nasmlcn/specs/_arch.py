@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from nasmlcn._validate import check_choice, check_fraction, check_int, check_keys
 from nasmlcn.errors import SpecError
 from nasmlcn.specs._lane import LaneSpec
 from nasmlcn.specs._layers import ConvSpec, LaneLayout
 from nasmlcn.specs._syntax import format_lanes, parse_lanes
-from nasmlcn.specs._validate import check_choice, check_fraction, check_int, check_keys
 
 ARCH_SCHEMA_VERSION = 1
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from nasmlcn._validate import check_int, check_keys
 from nasmlcn.errors import SpecError
 from nasmlcn.specs._lane_types import LANE_TYPES
 from nasmlcn.specs._layers import LaneLayout
-from nasmlcn.specs._validate import check_int, check_keys
 
 
 @dataclass(frozen=True, order=True)

@@ -6,8 +6,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from nasmlcn._validate import check_int
 from nasmlcn.errors import SpecError
-from nasmlcn.specs._validate import check_int
 
 MAX_EPOCHS = 100_000
 """The most epochs a training run may be given: more is no run's plan but a typo, and

@@ -1,4 +1,5 @@
-"""Field checks shared by the spec dataclasses; each names the field and the value.
+"""Field checks shared by the spec dataclasses and the configs of the packages that
+build on them (costs, training); each names the field and the value.
 
 ``owner`` is the word a user knows the object by (``lane``, ``MLCN``), not a class name:
 the messages reach the command line as they are.
