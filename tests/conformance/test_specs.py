@@ -115,7 +115,7 @@ def test_torch_lane_matches_its_cost_profile(name: str, routing: str) -> None:
 
 # -- the architectures zoo -----------------------------------------------------
 
-# Parameter counts stated in the project's own text: README "Measured figures"
+# Parameter counts stated in the project's own text: docs/figures.md
 # (training throughput and Table 4.1 tables); CapsNetSpec's docstring says 8.2 M.
 DECLARED_PARAMS = {
     "capsnet": 8_215_568,

@@ -1,7 +1,7 @@
-"""README's "Python API" and "Experiment tracking" sections: every Python block runs
-as written (in order, in one empty folder, as a reader would paste them), and the
-API section names every public entry point of ``nasmlcn``, ``nasmlcn.search`` and
-``nasmlcn.tracking``."""
+"""The Python API as the documentation gives it (README's "Python API" section, then
+``docs/python-api.md``) and ``docs/tracking.md``: every Python block runs as written
+(in order, in one empty folder, as a reader would paste them), and the API text names
+every public entry point of ``nasmlcn``, ``nasmlcn.search`` and ``nasmlcn.tracking``."""
 
 from __future__ import annotations
 
@@ -18,25 +18,27 @@ ROOT = Path(__file__).resolve().parents[2]
 SLOW = 'evaluator="train"'  # the block that trains real models
 
 
-def _section(title: str) -> str:
+def _api_text() -> str:
+    """README's "Python API" section and its continuation, docs/python-api.md."""
     text = (ROOT / "README.md").read_text()
-    start = text.index(f"\n## {title}\n")
+    start = text.index("\n## Python API\n")
     end = text.find("\n## ", start + 1)
-    return text[start : end if end != -1 else len(text)]
+    section = text[start : end if end != -1 else len(text)]
+    return section + "\n" + (ROOT / "docs" / "python-api.md").read_text()
 
 
-def _blocks(title: str = "Python API") -> list[str]:
-    return re.findall(r"```python\n(.*?)```", _section(title), flags=re.DOTALL)
+def _blocks(text: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
 
 
 def _run(blocks: list[str], folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(folder)
     for block in blocks:
-        exec(compile(block, "README.md", "exec"), {"__name__": "__main__"})
+        exec(compile(block, "<documented block>", "exec"), {"__name__": "__main__"})
 
 
 def test_the_section_names_every_public_entry_point() -> None:
-    section = _section("Python API")
+    section = _api_text()
     public = {*nasmlcn.__all__, *nasmlcn.search.__all__, *nasmlcn.tracking.__all__}
     missing = sorted(
         name
@@ -49,7 +51,7 @@ def test_the_section_names_every_public_entry_point() -> None:
 def test_the_python_blocks_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    blocks = [b for b in _blocks() if SLOW not in b]
+    blocks = [b for b in _blocks(_api_text()) if SLOW not in b]
     assert len(blocks) >= 5
     _run(blocks, tmp_path, monkeypatch)
     out = capsys.readouterr().out
@@ -69,7 +71,7 @@ def test_the_python_blocks_run(
 
 @pytest.mark.slow
 def test_the_training_block_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (block,) = [b for b in _blocks() if SLOW in b]
+    (block,) = [b for b in _blocks(_api_text()) if SLOW in b]
     _run([block], tmp_path, monkeypatch)
     assert (tmp_path / "best" / "arch.json").is_file()
     assert (tmp_path / "retrained" / "trial-0000").is_dir() or any(
@@ -80,7 +82,7 @@ def test_the_training_block_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_the_tracking_block_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (block,) = _blocks("Experiment tracking: `--mlflow`")
+    (block,) = _blocks((ROOT / "docs" / "tracking.md").read_text())
     _run([block], tmp_path, monkeypatch)
     lines = capsys.readouterr().out.splitlines()
     assert sorted(line.split()[:2] for line in lines) == [["trial", str(n)] for n in range(4)]
