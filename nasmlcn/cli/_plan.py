@@ -41,7 +41,7 @@ def plan(
     """Place lanes on devices: per device its lanes, load, time and memory; the
     makespan, the imbalance, and the makespan of the other strategies."""
     from nasmlcn.cli._options import cost_model_from_options, mlcn_from_options
-    from nasmlcn.costs._devices import devices_cost_model
+    from nasmlcn.costs import devices_cost_model
     from nasmlcn.hardware import load_catalog, parse_devices
     from nasmlcn.planning import plan_model
 

@@ -6,6 +6,8 @@ Built-ins: ``analytic`` (default, from the layer shapes), ``thesis`` (equations
 ``nasmlcn calibrate``) and ``capsacc`` (the CapsAcc accelerator of NASCaps, the
 cost model of ``--devices capsacc``). :func:`get_cost_model` builds one by name.
 ``TARGETS`` holds the accelerators ``nasmlcn estimate --target`` models per layer.
+The calibration's pure-Python parts live here too (lane samples, the fit, the scores,
+the calibration file); :mod:`nasmlcn.measure` takes the measurements.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from nasmlcn.costs._base import (
     LaneCost,
     ModelCost,
 )
+from nasmlcn.costs._calibrated import CalibratedCostModel
+from nasmlcn.costs._calibration_file import Calibration, default_calibration_path
 from nasmlcn.costs._capsacc import (
     CAPSACC,
     CapsAcc,
@@ -30,7 +34,12 @@ from nasmlcn.costs._capsacc import (
     estimate_capsacc,
 )
 from nasmlcn.costs._context import CostContext
+from nasmlcn.costs._devices import devices_cost_model
+from nasmlcn.costs._fit import cross_validated, fit_calibration
+from nasmlcn.costs._host import MEMORY_METHODS, relative_speeds
 from nasmlcn.costs._profile import HeadProfile, LaneProfile, head_profile, lane_profile
+from nasmlcn.costs._samples import MIN_LANES, LaneSample, calibration_lanes
+from nasmlcn.costs._scoring import Score, score_cost_model, score_predictions
 from nasmlcn.costs._targets import TARGETS, Target
 
 DEFAULT_COST_MODEL = "analytic"
@@ -40,7 +49,11 @@ __all__ = [
     "COST_MODELS",
     "DEFAULT_COST_MODEL",
     "INFERENCE_BATCH_SIZE",
+    "MEMORY_METHODS",
+    "MIN_LANES",
     "TARGETS",
+    "CalibratedCostModel",
+    "Calibration",
     "CapsAcc",
     "CapsAccEstimate",
     "CapsAccLayer",
@@ -50,13 +63,23 @@ __all__ = [
     "HeadProfile",
     "LaneCost",
     "LaneProfile",
+    "LaneSample",
     "LayerEstimate",
     "ModelCost",
+    "Score",
     "Target",
+    "calibration_lanes",
+    "cross_validated",
+    "default_calibration_path",
+    "devices_cost_model",
     "estimate_capsacc",
+    "fit_calibration",
     "get_cost_model",
     "head_profile",
     "lane_profile",
+    "relative_speeds",
+    "score_cost_model",
+    "score_predictions",
 ]
 
 

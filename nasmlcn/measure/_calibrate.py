@@ -19,10 +19,7 @@ from typing import Any
 
 import torch
 
-from nasmlcn.costs import CostContext
-from nasmlcn.costs._calibration_file import Calibration
-from nasmlcn.costs._samples import LaneSample
-from nasmlcn.costs._scoring import Score
+from nasmlcn.costs import Calibration, CostContext, LaneSample, Score
 from nasmlcn.errors import CalibrationError
 from nasmlcn.hardware import LocalDevice
 from nasmlcn.measure._lane import measure_lanes
@@ -98,7 +95,7 @@ class CalibrationMeasurements:
 
     @property
     def memory_method(self) -> str:
-        from nasmlcn.costs._host import MEMORY_METHODS
+        from nasmlcn.costs import MEMORY_METHODS
 
         return MEMORY_METHODS["cuda" if self.lane_device.name.startswith("cuda") else "cpu"]
 
@@ -180,9 +177,7 @@ def calibrate(
             anchors the speed scale.
     """
     from nasmlcn._io import check_output_file
-    from nasmlcn.costs._calibration_file import default_calibration_path
-    from nasmlcn.costs._fit import fit_calibration
-    from nasmlcn.costs._samples import MIN_LANES
+    from nasmlcn.costs import MIN_LANES, default_calibration_path, fit_calibration
 
     least = QUICK_LANES if request.quick else MIN_LANES
     if request.lanes < least:
@@ -232,7 +227,7 @@ def measure_calibration(
     Raises:
         CalibrationError: A bad clock or device, or no device anchors the speed scale.
     """
-    from nasmlcn.costs._samples import calibration_lanes
+    from nasmlcn.costs import calibration_lanes
     from nasmlcn.hardware import detect_devices, load_catalog, usable_cores
     from nasmlcn.specs import DEFAULT_ROUTING
 
@@ -326,10 +321,13 @@ def resolve_devices(device: str, local: list[LocalDevice]) -> tuple[LocalDevice,
 def _scores(calibration: Calibration, seed: int) -> tuple[Score, ...]:
     """Every cost model against the calibration's own lanes, then the calibrated
     model cross-validated (each lane predicted by a fit without it)."""
-    from nasmlcn.costs import get_cost_model
-    from nasmlcn.costs._calibrated import CalibratedCostModel
-    from nasmlcn.costs._fit import cross_validated
-    from nasmlcn.costs._scoring import score_cost_model, score_predictions
+    from nasmlcn.costs import (
+        CalibratedCostModel,
+        cross_validated,
+        get_cost_model,
+        score_cost_model,
+        score_predictions,
+    )
 
     samples, ctx, speed = calibration.samples, calibration.context, calibration.speed
     models = [get_cost_model("analytic"), get_cost_model("thesis")]

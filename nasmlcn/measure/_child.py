@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 
-from nasmlcn.costs._context import CostContext
+from nasmlcn.costs import CostContext
 from nasmlcn.errors import CalibrationError
 from nasmlcn.measure._peak import HOST_METHODS, HostPeak
 from nasmlcn.measure._stepper import LaneStepper

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nasmlcn.costs._context import CostContext
-from nasmlcn.costs._samples import LaneSample
+from nasmlcn.costs import CostContext, LaneSample
 from nasmlcn.measure._lane_memory import lane_peak_memories
 from nasmlcn.measure._lane_timing import DEFAULT_TIMING, StepTiming, time_lanes
 from nasmlcn.measure._stepper import Progress

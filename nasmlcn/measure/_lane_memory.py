@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from nasmlcn.costs._context import CostContext
+from nasmlcn.costs import CostContext
 from nasmlcn.errors import CalibrationError
 from nasmlcn.measure._peak import CudaPeak
 from nasmlcn.measure._stepper import LaneStepper, Progress

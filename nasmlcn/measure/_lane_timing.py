@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from nasmlcn.costs._context import CostContext
+from nasmlcn.costs import CostContext
 from nasmlcn.measure._clock import clock_function, synchronize
 from nasmlcn.measure._stepper import LaneStepper, Progress
 from nasmlcn.specs import LaneSpec

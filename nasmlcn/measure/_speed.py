@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from nasmlcn.costs._host import relative_speeds
+from nasmlcn.costs import relative_speeds
 from nasmlcn.errors import CalibrationError
 from nasmlcn.hardware import Catalog, LocalDevice
 from nasmlcn.measure._clock import clock_function, synchronize

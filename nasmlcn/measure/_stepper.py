@@ -12,9 +12,8 @@ from collections.abc import Callable
 
 import torch
 
-from nasmlcn.costs._context import CostContext
-from nasmlcn.models._lane import Lane
-from nasmlcn.models._loss import margin_loss
+from nasmlcn.costs import CostContext
+from nasmlcn.models import Lane, margin_loss
 from nasmlcn.specs import LaneSpec
 
 Progress = Callable[[str, int, int], None]
