@@ -56,7 +56,7 @@ def _start(command: list[str], log: Path) -> subprocess.Popen[bytes]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import optuna
 
-    from nasmlcn.search._record import TrialRecord
+    from nasmlcn.study import TrialRecord
 
     rng = random.Random(args.seed)
     folder = Path(tempfile.mkdtemp(prefix="nasmlcn-kill-"))

@@ -32,12 +32,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from nasmlcn.search import SearchConfig, run_search
+from nasmlcn.search import SearchConfig, run_search, setup_search
 from nasmlcn.search._correlation import CorrelationPruner, replay_pruning
-from nasmlcn.search._record import TrialRecord
 from nasmlcn.search._results import finished_for_pruning
-from nasmlcn.search._setup import setup_search
-from nasmlcn.search._study_access import load_existing_study
+from nasmlcn.study import TrialRecord, load_existing_study
 
 
 def cost_objectives(config: SearchConfig) -> list[tuple[str, int, bool]]:

@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from nasmlcn.search import SearchConfig, epoch_correlations, first_epoch_reaching, run_search
-from nasmlcn.search._record import TrialRecord
-from nasmlcn.search._study_access import load_existing_study
+from nasmlcn.study import TrialRecord, load_existing_study
 
 
 def run(config: SearchConfig) -> tuple[Any, float]:

@@ -35,10 +35,9 @@ from optuna.study import StudyDirection
 from sqlalchemy import event
 
 from nasmlcn.dashboard import DashboardObserver
-from nasmlcn.search import SearchConfig, SearchObserver, run_search
-from nasmlcn.search._samplers import SAMPLERS
-from nasmlcn.search._storage import _sqlite_pragmas
+from nasmlcn.search import SAMPLERS, SearchConfig, SearchObserver, run_search
 from nasmlcn.search.spaces import load_space
+from nasmlcn.study._storage import _sqlite_pragmas
 
 SIDES = ("nasmlcn", "plain_same_sqlite", "plain_default_sqlite")
 

@@ -37,7 +37,7 @@ def run(space: str, devices: str, sampler: str, objectives: str, trials: int, se
     import optuna
 
     from nasmlcn.search import SearchConfig, run_search
-    from nasmlcn.search._record import TrialRecord
+    from nasmlcn.study import TrialRecord
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp:

@@ -43,7 +43,7 @@ def test_the_core_install_leaves_each_optional_part_to_its_extra() -> None:
 def test_a_postgresql_url_without_the_driver_names_the_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from nasmlcn.search import open_storage
+    from nasmlcn.study import open_storage
 
     monkeypatch.setitem(sys.modules, "psycopg", None)  # as if it were not installed
     with pytest.raises(StorageError) as info:

@@ -42,9 +42,14 @@ def best(
     """The best trials of a study (single objective) or its Pareto front."""
     from nasmlcn.errors import SearchError
     from nasmlcn.search import best_trials, summarize
-    from nasmlcn.search._retrain import retrained_by_trial, retrained_models
-    from nasmlcn.search._study_access import load_existing_study, metric_names, study_info
     from nasmlcn.specs import arch_from_dict, save_arch
+    from nasmlcn.study import (
+        load_existing_study,
+        metric_names,
+        retrained_by_trial,
+        retrained_models,
+        study_info,
+    )
 
     storage = resolve_storage(storage)
     loaded = load_existing_study(study, storage)
@@ -53,7 +58,7 @@ def best(
     retrained = retrained_by_trial(study_info(loaded))
     rows = [summarize(t, names, retrained.get(t.number)).to_dict() for t in trials]
     if export_arch is not None:
-        from nasmlcn.search._record import TrialRecord
+        from nasmlcn.study import TrialRecord
 
         best_arch = TrialRecord.of(trials[0]).arch if trials else {}
         if not best_arch:
@@ -122,7 +127,7 @@ def _print_best(
     from rich.table import Table
 
     from nasmlcn.hardware import format_bytes
-    from nasmlcn.search._where import metric_heading, predicted_on
+    from nasmlcn.study import metric_heading, predicted_on
 
     on = predicted_on(devices)
     table = Table(title=f"{'Pareto front' if multi else 'best trials'} of {study}")
@@ -174,7 +179,7 @@ def print_measured(rows: list[dict[str, Any]], devices: str | None) -> bool:
     its heading when all share one, else in each cell); whether any was measured."""
     from rich.table import Table
 
-    from nasmlcn.search._where import common_device, format_measured, measured_heading
+    from nasmlcn.study import common_device, format_measured, measured_heading
 
     measured = [r["measured"] for r in rows]
     if not any(m.get("measured_inference_latency_s") is not None for m in measured):
@@ -231,7 +236,7 @@ def correlate(
     between accuracy after n epochs and after the last, over completed trials; and,
     where 'nasmlcn retrain' trained trials again, with their test accuracy."""
     from nasmlcn.search import correlation_report, first_epoch_reaching
-    from nasmlcn.search._study_access import load_existing_study
+    from nasmlcn.study import load_existing_study
 
     loaded = load_existing_study(study, resolve_storage(storage))
     report = correlation_report(loaded)

@@ -80,7 +80,7 @@ def export(
     """Export a study: an offline HTML report, PNG/SVG figures, CSV/JSON of all trials."""
     from nasmlcn.dashboard import export_study
     from nasmlcn.dashboard._export import parse_formats
-    from nasmlcn.search._study_access import load_existing_study
+    from nasmlcn.study import load_existing_study
 
     chosen = parse_formats(formats)  # fail on a typo before reading the study
     storage = resolve_storage(storage)

@@ -16,7 +16,7 @@ from nasmlcn.cli._evaluate import DEVICE, INFERENCE_BATCH
 from nasmlcn.cli._options import STORAGE
 
 if TYPE_CHECKING:
-    from nasmlcn.search._retrain import RetrainReport
+    from nasmlcn.search import RetrainReport
 
 
 def retrain(
@@ -73,7 +73,7 @@ def retrain(
     on the study (nasmlcn best, correlate, export and the dashboard show them)."""
     from nasmlcn._storage_url import resolve_storage
     from nasmlcn.cli._retrain_progress import RetrainProgress
-    from nasmlcn.search._retrain import RetrainOptions, retrain_study
+    from nasmlcn.search import RetrainOptions, retrain_study
 
     url = resolve_storage(storage)
     if out_dir is None:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from nasmlcn.cli._progress import TrainProgress
-from nasmlcn.search._retrain import RetrainedModel, RetrainObserver, RetrainReport, RetrainTarget
+from nasmlcn.search import RetrainObserver, RetrainReport, RetrainTarget
+from nasmlcn.study import RetrainedModel
 
 if TYPE_CHECKING:
     import optuna

@@ -273,8 +273,8 @@ def _print_result(data: dict[str, Any]) -> None:
 
     from nasmlcn.cli._best import print_measured
     from nasmlcn.hardware import format_bytes
-    from nasmlcn.search._results import describe_counts
-    from nasmlcn.search._where import format_seconds, metric_heading, predicted_on
+    from nasmlcn.search import describe_counts
+    from nasmlcn.study import format_seconds, metric_heading, predicted_on
 
     names = data["metric_names"]
     multi = len(names) > 1

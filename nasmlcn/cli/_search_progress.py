@@ -124,7 +124,7 @@ class SearchProgress(ProgressDisplay, SearchObserver):
         no study to ask)."""
         if self._study is None:
             return None
-        from nasmlcn.search._optuna_compat import storage_of, study_id_of
+        from nasmlcn.study import storage_of, study_id_of
 
         storage = storage_of(self._study)
         try:

@@ -50,7 +50,7 @@ from nasmlcn.dashboard._extract import (
 from nasmlcn.dashboard._figures import FIGURES, FigureSpec, build_figures, figure_specs
 from nasmlcn.dashboard._live import DashboardError, make_dashboard_server
 from nasmlcn.dashboard._observer import DashboardObserver
-from nasmlcn.search._optuna_compat import storage_of, study_id_of, trial_id_of
+from nasmlcn.study import storage_of, study_id_of, trial_id_of
 
 if TYPE_CHECKING:
     import optuna
@@ -108,7 +108,7 @@ _METRIC_NAMES: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictio
 
 
 def _metric_names(study: optuna.Study) -> list[str]:
-    from nasmlcn.search._study_access import metric_names
+    from nasmlcn.study import metric_names
 
     try:
         return _METRIC_NAMES[study]

@@ -113,7 +113,7 @@ class StudyData(NamedTuple):
         """The accuracy a trial had to reach to count as learning (0.19 for 10
         classes), read back from a trial's ``learning`` constraint (threshold minus
         its accuracy); None when no trial carries one (older or untrained studies)."""
-        from nasmlcn.search._learning import LEARNING_CONSTRAINT
+        from nasmlcn.study import LEARNING_CONSTRAINT
 
         for r in self.rows:
             margin = r.constraints.get(LEARNING_CONSTRAINT)
@@ -211,7 +211,7 @@ class ReportData(NamedTuple):
 
 def extract_study(study: optuna.Study) -> StudyData:
     """Reads every trial of ``study`` once into :class:`TrialRow` s."""
-    from nasmlcn.search._study_access import metric_names, study_info
+    from nasmlcn.study import metric_names, study_info
 
     names = tuple(metric_names(study))
     directions = tuple(d.name.lower() for d in study.directions)
@@ -223,7 +223,7 @@ def extract_study(study: optuna.Study) -> StudyData:
 
 
 def _row(trial: FrozenTrial) -> TrialRow:
-    from nasmlcn.search._record import TrialRecord
+    from nasmlcn.study import TrialRecord
 
     record = TrialRecord.of(trial)
     predicted = record.predicted
@@ -506,7 +506,7 @@ def epoch_curves(data: StudyData) -> list[tuple[int, tuple[float, ...]]]:
 
 def correlations(data: StudyData) -> list[EpochCorrelation]:
     """Early-epoch correlation (NASCaps Table 2), as ``nasmlcn correlate`` computes it."""
-    from nasmlcn.search._correlation import epoch_correlations
+    from nasmlcn.search import epoch_correlations
 
     return epoch_correlations([curve for _, curve in epoch_curves(data)])
 

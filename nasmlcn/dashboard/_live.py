@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from nasmlcn.errors import DashboardError
-from nasmlcn.search._buffered_storage import BufferedStorage
-from nasmlcn.search._record import CONSTRAINT_PREFIX
+from nasmlcn.study import CONSTRAINT_PREFIX, BufferedStorage
 
 if TYPE_CHECKING:
     from optuna.storages import BaseStorage
@@ -78,7 +77,7 @@ def open_dashboard_storage(url: str) -> DashboardStorage:
         StorageError: Bad URL, missing driver, missing SQLite file, or a database
             without Optuna's tables (it is left untouched).
     """
-    from nasmlcn.search._storage import open_storage
+    from nasmlcn.study import open_storage
 
     opened = open_storage(url, create=False, heartbeat=False)
     return DashboardStorage(opened._backend)
@@ -95,7 +94,7 @@ def prepare_studies(storage: BaseStorage, *, refresh: bool = False) -> list[str]
     import optuna
 
     from nasmlcn.dashboard import GRAPH_ID_PREFIX, PLOT_DATA_PREFIX, refresh_study
-    from nasmlcn.search._optuna_compat import frozen_study_id
+    from nasmlcn.study import frozen_study_id
 
     done = []
     for frozen in storage.get_all_studies():
@@ -159,7 +158,7 @@ def make_dashboard_server(
 
     storage = open_dashboard_storage(url)
     prepare_studies(storage, refresh=refresh)
-    from nasmlcn.search._artifacts import artifacts_dir, open_store
+    from nasmlcn.study import artifacts_dir, open_store
 
     folder = artifacts_dir(url, artifacts)
     app = optuna_dashboard.wsgi(storage, open_store(folder) if folder.is_dir() else None)

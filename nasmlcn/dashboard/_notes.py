@@ -106,7 +106,7 @@ def set_study_system_attrs(
         return
     import json
 
-    from nasmlcn.search._optuna_compat import rdb_internals
+    from nasmlcn.study._optuna_compat import rdb_internals
 
     rdb = rdb_internals()
     models, _create_scoped_session = rdb.models, rdb.scoped_session
@@ -166,7 +166,7 @@ def _cell(text: str) -> str:
 
 def trial_note(trial: FrozenTrial, metric_names: Sequence[str]) -> str:
     """The Markdown note of one trial: result, architecture, placement, curve."""
-    from nasmlcn.search._record import TrialRecord
+    from nasmlcn.study import TrialRecord
 
     record = TrialRecord.of(trial)
     attrs = record.attrs
@@ -289,7 +289,7 @@ def _measured_inference(training: Mapping[str, Any]) -> str:
     """``inference 3.1 ms (IQR 2.9-3.4 ms)/image at batch 1``: the median of the
     timed passes and their spread (and where, when not the training device);
     empty when nothing was measured (the proxy)."""
-    from nasmlcn.search._where import format_measured
+    from nasmlcn.study import format_measured
 
     if not isinstance(training.get("measured_inference_latency_s"), (int, float)):
         return ""
@@ -303,7 +303,7 @@ def _measured_inference(training: Mapping[str, Any]) -> str:
 
 def study_note(study: optuna.Study, figure_titles: Sequence[str]) -> str:
     """The Markdown note of a study written by nasmlcn: what was searched."""
-    from nasmlcn.search._study_access import metric_names, study_info
+    from nasmlcn.study import metric_names, study_info
 
     info = study_info(study)
     config = info.get("config") or {}
@@ -343,7 +343,7 @@ def study_note(study: optuna.Study, figure_titles: Sequence[str]) -> str:
 
 def _retrained_lines(info: Mapping[str, Any]) -> list[str]:
     """The models ``nasmlcn retrain`` trained again, as a Markdown table (none: no lines)."""
-    from nasmlcn.search._retrain import retrained_models
+    from nasmlcn.study import retrained_models
 
     models = retrained_models(info)
     if not models:

@@ -228,7 +228,7 @@ def _best_section(data: ReportData) -> str:
     trial, what was predicted for the target devices (named), and what was
     measured where the trial trained (named, with its spread), a rule between
     the groups so that figures for different devices do not run together."""
-    from nasmlcn.search._where import PREDICTED_METRICS, predicted_on
+    from nasmlcn.study import PREDICTED_METRICS, predicted_on
 
     study = data.study
     best = data.best
@@ -289,7 +289,7 @@ def _best_section(data: ReportData) -> str:
 def _measured_device(rows: Sequence[TrialRow]) -> str | None:
     """The one device the rows' inference latencies were measured on (None:
     none measured, or several)."""
-    from nasmlcn.search._where import common_device
+    from nasmlcn.study import common_device
 
     return common_device([r.attrs.get("training") or {} for r in rows])
 
@@ -301,7 +301,7 @@ def _best_row(
     predicted_names: Sequence[str],
     device: str | None,
 ) -> str:
-    from nasmlcn.search._where import format_measured
+    from nasmlcn.study import format_measured
 
     by_name = dict(zip(names, r.values or (), strict=False))
     own_values = "".join(f"<td>{_num(by_name.get(n))}</td>" for n in own)
@@ -333,11 +333,8 @@ def _time(value: Any, unit: str) -> str:
 def _retrained_section(data: ReportData) -> str:
     """The trials ``nasmlcn retrain`` trained again, and how well the search's
     early epochs predicted their test accuracy (empty: none retrained)."""
-    from nasmlcn.search._retrain import (
-        retrained_correlations,
-        retrained_models,
-        search_dataset,
-    )
+    from nasmlcn.search import retrained_correlations
+    from nasmlcn.study import retrained_models, search_dataset
 
     models = retrained_models(data.study.info)
     if not models:

@@ -21,6 +21,7 @@ from nasmlcn.search._correlation import (
     epoch_correlations,
     final_correlations,
     first_epoch_reaching,
+    retrained_correlations,
 )
 from nasmlcn.search._entry import TrialProgress
 from nasmlcn.search._evaluator import (
@@ -34,36 +35,30 @@ from nasmlcn.search._evaluator import (
 )
 from nasmlcn.search._export import ExportedTrial, export_best
 from nasmlcn.search._objectives import OBJECTIVES, Objective
+from nasmlcn.search._observer import SearchObserver
+from nasmlcn.search._outcome import SearchResult, SearchStart, TrialOutcome
 from nasmlcn.search._pool import run_workers
-from nasmlcn.search._proxy import ProxyEvaluator, proxy_accuracy
+from nasmlcn.search._proxy import ProxyEvaluator
 from nasmlcn.search._results import (
     CorrelationReport,
     TrialSummary,
     best_trials,
     completed_curves,
     correlation_report,
+    describe_counts,
     is_feasible,
     summarize,
 )
 from nasmlcn.search._retrain import (
-    RetrainedModel,
     RetrainObserver,
     RetrainOptions,
     RetrainReport,
+    RetrainTarget,
     retrain_study,
-    retrained_models,
 )
-from nasmlcn.search._runner import (
-    SearchObserver,
-    SearchResult,
-    SearchStart,
-    TrialOutcome,
-    open_study,
-    run_search,
-)
+from nasmlcn.search._runner import run_search
 from nasmlcn.search._samplers import SAMPLERS
 from nasmlcn.search._setup import SearchSetup, setup_search
-from nasmlcn.search._storage import open_storage, unknown_study
 from nasmlcn.search._sweep import expand_sweep
 
 __all__ = [
@@ -87,7 +82,7 @@ __all__ = [
     "RetrainObserver",
     "RetrainOptions",
     "RetrainReport",
-    "RetrainedModel",
+    "RetrainTarget",
     "SearchConfig",
     "SearchObserver",
     "SearchResult",
@@ -99,6 +94,7 @@ __all__ = [
     "best_trials",
     "completed_curves",
     "correlation_report",
+    "describe_counts",
     "epoch_correlations",
     "expand_sweep",
     "export_best",
@@ -106,14 +102,10 @@ __all__ = [
     "first_epoch_reaching",
     "is_feasible",
     "load_recipe",
-    "open_storage",
-    "open_study",
-    "proxy_accuracy",
     "retrain_study",
-    "retrained_models",
+    "retrained_correlations",
     "run_search",
     "run_workers",
     "setup_search",
     "summarize",
-    "unknown_study",
 ]

@@ -166,7 +166,7 @@ class SearchConfig:
             or (self.max_retries < 0)
         ):
             raise SearchError(f"max_retries must be an integer >= 0, got {self.max_retries!r}")
-        from nasmlcn.search._artifacts import parse_keep
+        from nasmlcn.study import parse_keep
 
         parse_keep(self.keep_weights)
         for name in ("timeout", "trial_timeout", "grace", "latency_budget"):

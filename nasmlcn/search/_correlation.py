@@ -29,9 +29,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nasmlcn.stats import pearson, percentile, spearman
+
+if TYPE_CHECKING:
+    from nasmlcn.study import RetrainedModel
 
 
 @dataclass(frozen=True)
@@ -254,3 +257,20 @@ def replay_pruning(
         if stopped is None:
             kept.append(trial)
     return out
+
+
+def retrained_correlations(
+    curves: Mapping[int, Sequence[float]], models: Sequence[RetrainedModel]
+) -> list[EpochCorrelation]:
+    """NASCaps Table 2 against the retrained models: per search epoch ``n``, Pearson
+    and Spearman over the retrained trials between the validation accuracy after
+    ``n`` search epochs and the retrained test accuracy.
+
+    Args:
+        curves: Per trial number, its search-time validation accuracy per epoch.
+        models: The retrained models (trials without a curve are left out).
+    """
+    kept = [m for m in models if curves.get(m.number)]
+    return final_correlations(
+        [list(curves[m.number]) for m in kept], [m.test_accuracy for m in kept]
+    )

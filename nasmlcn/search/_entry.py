@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING
 
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config import SearchConfig
-from nasmlcn.search._runner import SearchObserver, SearchStart, TrialOutcome
+from nasmlcn.search._observer import SearchObserver
+from nasmlcn.search._outcome import SearchStart, TrialOutcome
+from nasmlcn.study import finished
 
 if TYPE_CHECKING:
     import optuna
@@ -64,8 +66,6 @@ class ProgressObserver(SearchObserver):
         self.target = start.target
 
     def on_trial_end(self, outcome: TrialOutcome) -> None:
-        from nasmlcn.search._claim import finished
-
         done = finished(self.study) if self.study is not None else 0
         self.progress(TrialProgress(outcome, done, self.target))
 

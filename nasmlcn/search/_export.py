@@ -11,9 +11,8 @@ from typing import Any
 import optuna
 
 from nasmlcn.errors import SearchError
-from nasmlcn.search._artifacts import artifacts_dir, export_trial, open_store
 from nasmlcn.search._results import best_trials
-from nasmlcn.search._study_access import study_info
+from nasmlcn.study import artifacts_dir, export_trial, open_store, study_info
 
 
 @dataclass(frozen=True)

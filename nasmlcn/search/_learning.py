@@ -17,9 +17,6 @@ more than 9 of them above chance: no model that learned nothing reaches it by lu
 
 from __future__ import annotations
 
-LEARNING_CONSTRAINT = "learning"
-"""The constraint's name (Optuna keeps it as ``constraints:learning``)."""
-
 LEARNING_MARGIN = 0.1
 """The share of the way from chance to perfect accuracy a trial must go."""
 

@@ -2,7 +2,7 @@
 
 The parent process creates (or checks) the study, then starts N workers (fresh
 interpreters, ``multiprocessing`` spawn) that each run :func:`run_search` on it;
-the study's lock and trial claiming (:mod:`nasmlcn.search._claim`) share the
+the study's lock and trial claiming (:mod:`nasmlcn.study._claim`) share the
 trials out, exactly as with workers started by hand or on other machines.
 
 Devices: with ``--gpus-per-trial K``, worker ``i`` sees only GPUs ``iK .. iK+K-1``
@@ -32,16 +32,11 @@ from typing import Any
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config import SearchConfig
 from nasmlcn.search._entry import TrialProgress, call_observers, quiet_optuna, require_storage
-from nasmlcn.search._runner import (
-    Observers,
-    SearchObserver,
-    SearchResult,
-    TrialOutcome,
-    open_search,
-    run_search,
-    start_run,
-    summarize_study,
-)
+from nasmlcn.search._observer import Observers, SearchObserver
+from nasmlcn.search._open import open_search
+from nasmlcn.search._outcome import SearchResult, TrialOutcome
+from nasmlcn.search._runner import run_search, start_run, summarize_study
+from nasmlcn.study import finished
 
 
 @dataclass(frozen=True)
@@ -201,7 +196,6 @@ def run_workers(
     observer = every
     worker_observers = factories
     observer.on_study(study)
-    from nasmlcn.search._claim import finished
 
     result = start_run(config, setup, study, resumed, finished(study), observer)
     context = multiprocessing.get_context("spawn")

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.search._correlation import EpochCorrelation, FinishedTrial, epoch_correlations
-from nasmlcn.search._record import TrialRecord
+from nasmlcn.study import TrialRecord
 
 if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
 
-    from nasmlcn.search._retrain import RetrainedModel
+    from nasmlcn.study import RetrainedModel
 
 MEASURED_KEYS = (
     "measured_inference_latency_s",
@@ -115,16 +115,16 @@ def best_trials(study: optuna.Study, top: int = 5) -> list[FrozenTrial]:
 
     if len(study.directions) > 1:
         front = study.best_trials
-        return sorted(front, key=lambda t: _sort_key(study, t))
+        return sorted(front, key=lambda t: rank_key(study, t))
     done = [
         t
         for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         if is_feasible(t) and t.values is not None
     ]
-    return sorted(done, key=lambda t: _sort_key(study, t))[:top]
+    return sorted(done, key=lambda t: rank_key(study, t))[:top]
 
 
-def _sort_key(study: optuna.Study, trial: FrozenTrial) -> tuple[float, int]:
+def rank_key(study: optuna.Study, trial: FrozenTrial) -> tuple[float, int]:
     from optuna.study import StudyDirection
 
     assert trial.values is not None
@@ -291,8 +291,8 @@ def _retrained_correlations(study: optuna.Study) -> list[EpochCorrelation]:
     """NASCaps Table 2 against the retrained test accuracy (see :class:`CorrelationReport`)."""
     from optuna.trial import TrialState
 
-    from nasmlcn.search._retrain import retrained_by_trial, retrained_correlations
-    from nasmlcn.search._study_access import study_info
+    from nasmlcn.search._correlation import retrained_correlations
+    from nasmlcn.study import retrained_by_trial, study_info
 
     models = retrained_by_trial(study_info(study))
     if not models:

@@ -10,7 +10,7 @@ nasmlcn wrote:
   front is its best trial) or the ``top`` K feasible completed trials by the first
   objective (accuracy);
 - how: each trial's stored architecture (the ``arch`` attribute,
-  :class:`~nasmlcn.search._record.TrialRecord`) with the trial's own training
+  :class:`~nasmlcn.study._trial.TrialRecord`) with the trial's own training
   settings as the ``train`` evaluator used them (its sampled ``batch_size`` and
   ``lr``, else the search's; the search's epochs, dataset and seed), any of them
   overridden by :class:`RetrainOptions`; trained by
@@ -28,36 +28,23 @@ nasmlcn wrote:
   ``result.json`` with a ``retrain`` section), so ``nasmlcn train --arch ...
   --resume`` and :func:`nasmlcn.training.load_model` read it.
 
-Where the results live: in the study's ``nasmlcn`` user attribute (what nasmlcn
-stores on a study, :func:`~nasmlcn.search._study_access.study_info`), under
-``retrained``: ``{"version": 1, "models": [...]}``, one entry per (trial,
-dataset) -- retraining a trial again on the same dataset replaces its entry.
-A study attribute, not trial attributes, because Optuna lets nobody change a
-finished trial (a private write would bypass its cache); studies can be changed
-at any time through Optuna's public API, and every reader of the study
-(``nasmlcn best``, ``correlate``, the dashboard's study note and the HTML report)
-already reads this attribute. Each entry is stored as soon as its model is
-tested, re-reading the attribute first, so an interrupted run keeps the models it
-finished and other keys of the attribute are never lost. Everything is checked
-on a read-only view of the study before anything is trained or written: a bad
-request leaves the study untouched.
-
-:class:`RetrainedModel` is the one schema of an entry, written and read here
-(:func:`retrained_models`); :func:`retrained_correlations` is NASCaps Table 2 with
-the retrained test accuracy as the "full training" accuracy.
+Where the results live: :mod:`nasmlcn.study._retrained` (the study's ``nasmlcn``
+attribute, one :class:`~nasmlcn.study.RetrainedModel` per trial and dataset, stored
+as soon as its model is tested). Everything is checked on a read-only view of the
+study before anything is trained or written: a bad request leaves the study untouched.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.errors import SearchError
-from nasmlcn.search._correlation import EpochCorrelation, final_correlations
+from nasmlcn.study import RetrainedModel, store_retrained
 
 if TYPE_CHECKING:
     import optuna
@@ -68,153 +55,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-RETRAINED_KEY = "retrained"
-"""The key of the retrained models inside the study's ``nasmlcn`` user attribute."""
-RETRAINED_VERSION = 1
 INFERENCE_THROUGHPUT_BATCH = 100
 """Images per timed pass of the inference throughput (the training batch of the
 thesis); the search's latency objective uses batch 1."""
-
-
-# -- the stored record -----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RetrainedModel:
-    """One retrained trial, as stored on the study and printed by ``--json``.
-
-    Attributes:
-        number: The trial.
-        dataset: What it was trained and tested on.
-        lanes: The architecture in the compact lane syntax.
-        test_accuracy: Accuracy on ``test_images`` test images.
-        test_loss: Loss on them.
-        test_images: Test images.
-        params: Trainable parameters.
-        epochs: Training epochs.
-        batch_size: Training batch size.
-        lr: Initial learning rate.
-        train_images: Training images per epoch.
-        train_images_per_second: Training images per second of the training
-            passes (validation not counted).
-        inference_images_per_second: Images per second classifying test images
-            (forward only, batch ``inference_batch_size``).
-        inference_batch_size: Images per timed inference pass.
-        device: Where it trained and was timed.
-        seconds: Wall time of training, testing and timing.
-        search_accuracy: The trial's validation accuracy at the end of its search
-            training (its first objective's value); None when unknown.
-        search_epochs: Epochs the search trained it.
-        val_accuracy_per_epoch: The retraining's validation accuracy per epoch.
-        weights: Path of the written ``checkpoint.pt``.
-        run_dir: Its run folder.
-        retrained_at: When (ISO 8601, local time).
-        version: Schema version of this record.
-    """
-
-    number: int
-    dataset: str
-    lanes: str
-    test_accuracy: float
-    test_loss: float
-    test_images: int
-    params: int
-    epochs: int
-    batch_size: int
-    lr: float
-    train_images: int
-    train_images_per_second: float
-    inference_images_per_second: float
-    inference_batch_size: int
-    device: str
-    seconds: float
-    search_accuracy: float | None
-    search_epochs: int | None
-    val_accuracy_per_epoch: list[float] = field(default_factory=list)
-    weights: str = ""
-    run_dir: str = ""
-    retrained_at: str = ""
-    version: int = RETRAINED_VERSION
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RetrainedModel | None:
-        """The record in ``data``, or None when it is not one (a newer schema, or
-        required keys missing); keys it does not know are ignored."""
-        names = {f.name for f in fields(cls)}
-        version = data.get("version", RETRAINED_VERSION)
-        if not isinstance(version, int) or version > RETRAINED_VERSION:
-            return None
-        try:
-            return cls(**{k: v for k, v in data.items() if k in names})
-        except TypeError:
-            return None
-
-
-def retrained_models(info: Mapping[str, Any]) -> list[RetrainedModel]:
-    """Every retrained model stored in a study's ``nasmlcn`` attribute ``info``
-    (:func:`~nasmlcn.search._study_access.study_info`), by trial number."""
-    stored = info.get(RETRAINED_KEY)
-    entries = stored.get("models") if isinstance(stored, Mapping) else None
-    models = [
-        m
-        for m in (RetrainedModel.from_dict(e) for e in entries or () if isinstance(e, Mapping))
-        if m is not None
-    ]
-    return sorted(models, key=lambda m: (m.number, m.dataset))
-
-
-def search_dataset(info: Mapping[str, Any]) -> str | None:
-    """The dataset the study's search trained on (None: not recorded)."""
-    config = info.get("config")
-    dataset = config.get("dataset") if isinstance(config, Mapping) else None
-    return str(dataset) if dataset is not None else None
-
-
-def retrained_by_trial(info: Mapping[str, Any]) -> dict[int, RetrainedModel]:
-    """The models retrained on the search's own dataset, by trial number (what
-    ``nasmlcn best`` and the correlation compare with the search's accuracy)."""
-    dataset = search_dataset(info)
-    return {m.number: m for m in retrained_models(info) if m.dataset == dataset}
-
-
-def retrained_correlations(
-    curves: Mapping[int, Sequence[float]], models: Sequence[RetrainedModel]
-) -> list[EpochCorrelation]:
-    """NASCaps Table 2 against the retrained models: per search epoch ``n``, Pearson
-    and Spearman over the retrained trials between the validation accuracy after
-    ``n`` search epochs and the retrained test accuracy.
-
-    Args:
-        curves: Per trial number, its search-time validation accuracy per epoch.
-        models: The retrained models (trials without a curve are left out).
-    """
-    kept = [m for m in models if curves.get(m.number)]
-    return final_correlations(
-        [list(curves[m.number]) for m in kept], [m.test_accuracy for m in kept]
-    )
-
-
-def store_retrained(study: optuna.Study, model: RetrainedModel) -> None:
-    """Adds ``model`` to the study's retrained models, replacing an entry of the
-    same trial and dataset; the attribute is read fresh from the storage first, so
-    nothing stored meanwhile is lost."""
-    from nasmlcn.search._optuna_compat import storage_of, study_id_of
-    from nasmlcn.search._runner import STUDY_ATTR
-
-    attrs = storage_of(study).get_study_user_attrs(study_id_of(study))
-    info = attrs.get(STUDY_ATTR)
-    info = dict(info) if isinstance(info, Mapping) else {}
-    kept = [
-        m.to_dict()
-        for m in retrained_models(info)
-        if (m.number, m.dataset) != (model.number, model.dataset)
-    ]
-    entries = sorted([*kept, model.to_dict()], key=lambda e: (e["number"], e["dataset"]))
-    info[RETRAINED_KEY] = {"version": RETRAINED_VERSION, "models": entries}
-    study.set_user_attr(STUDY_ATTR, info)
 
 
 # -- what to retrain ---------------------------------------------------------------
@@ -305,7 +148,7 @@ def select_trials(study: optuna.Study, *, pareto: bool, top: int | None) -> list
     """
     from optuna.trial import TrialState
 
-    from nasmlcn.search._results import _sort_key, best_trials, is_feasible
+    from nasmlcn.search._results import best_trials, is_feasible, rank_key
 
     if pareto:
         chosen = best_trials(study, top=1)
@@ -315,7 +158,7 @@ def select_trials(study: optuna.Study, *, pareto: bool, top: int | None) -> list
             for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
             if t.values is not None and is_feasible(t)
         ]
-        chosen = sorted(done, key=lambda t: _sort_key(study, t))[: top or 1]
+        chosen = sorted(done, key=lambda t: rank_key(study, t))[: top or 1]
     if not chosen:
         raise SearchError(
             f"study {study.study_name!r} has no completed feasible trial to retrain "
@@ -336,9 +179,8 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
             ``resume``), or cannot be made.
     """
     from nasmlcn.data import DATASETS
-    from nasmlcn.search._record import TrialRecord
-    from nasmlcn.search._study_access import study_info
     from nasmlcn.specs import arch_from_dict
+    from nasmlcn.study import TrialRecord, study_info
     from nasmlcn.training import TrainConfig, arch_for_dataset, default_lr_policy
     from nasmlcn.training._job import job_outputs
 
@@ -464,7 +306,7 @@ def retrain_study(
             :func:`plan_retrain`; raised before anything is trained or written.
         DatasetError, TrainingError: The data cannot be loaded, training diverged.
     """
-    from nasmlcn.search._study_access import load_existing_study
+    from nasmlcn.study import load_existing_study
 
     watcher = observer or RetrainObserver()
     readable = load_existing_study(name, url)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nasmlcn._storage_url import redact_url
-from nasmlcn.search._storage import open_storage, study_names, unknown_study
+from nasmlcn.study._storage import open_storage, study_names, unknown_study
 
 if TYPE_CHECKING:
     import optuna
@@ -42,25 +42,3 @@ def load_existing_study(name: str | None, url: str, *, read_only: bool = True) -
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return optuna.load_study(study_name=name, storage=storage)
-
-
-def study_info(study: optuna.Study) -> dict[str, Any]:
-    """What nasmlcn stored on the study (empty for foreign studies); the storage URL
-    of its config never shows a password."""
-    info = study.user_attrs.get("nasmlcn")
-    if not isinstance(info, dict):
-        return {}
-    config = info.get("config")
-    if isinstance(config, dict) and isinstance(config.get("storage"), str):
-        # studies made before passwords were hidden stored the storage URL whole
-        info = {**info, "config": {**config, "storage": redact_url(config["storage"])}}
-    return info
-
-
-def metric_names(study: optuna.Study) -> list[str]:
-    names = study.metric_names
-    if names is None:
-        names = study_info(study).get("metric_names") or [
-            f"objective{i}" for i in range(len(study.directions))
-        ]
-    return list(names)

@@ -24,13 +24,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
+from collections.abc import Container
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.errors import SearchError
-from nasmlcn.search._optuna_compat import forget_trial_artifact, storage_of, trial_id_of
-from nasmlcn.search._record import TrialRecord
-from nasmlcn.search._storage import sqlite_path
+from nasmlcn.study._optuna_compat import forget_trial_artifact, storage_of, trial_id_of
+from nasmlcn.study._storage import sqlite_path
+from nasmlcn.study._trial import TrialRecord, write_checkpoint, write_weights
 
 if TYPE_CHECKING:
     import optuna
@@ -121,7 +122,7 @@ class TrialFiles:
         artifact_id = f"checkpoint-{uuid.uuid4()}"
         with self.path.open("rb") as body:
             self.store.write(artifact_id, body)
-        self.trial.set_user_attr("checkpoint", {"artifact_id": artifact_id, "epoch": epoch})
+        write_checkpoint(self.trial, artifact_id, epoch)
         storage = self.trial.storage
         if hasattr(storage, "flush"):
             storage.flush()  # recorded before the older copy goes
@@ -138,7 +139,7 @@ class TrialFiles:
         artifact_id = upload_artifact(
             artifact_store=self.store, file_path=str(self.path), study_or_trial=self.trial
         )
-        self.trial.set_user_attr("weights", {"artifact_id": artifact_id, "file": self.path.name})
+        write_weights(self.trial, artifact_id, self.path.name)
         return artifact_id
 
     def close(self) -> None:
@@ -155,18 +156,12 @@ class TrialFiles:
             self.store.remove(artifact_id)
 
 
-def prune_weights(study: optuna.Study, store: ArtifactStore, policy: str) -> list[int]:
-    """Removes the weights of finished trials outside ``policy``'s set; the numbers
-    of the trials whose weights went. Call it holding the storage's lock."""
+def discard_weights(study: optuna.Study, store: ArtifactStore, kept: Container[int]) -> list[int]:
+    """Deletes the stored weights of the finished trials not in ``kept`` (trial
+    numbers); the numbers of the trials whose weights went. Call it holding the
+    storage's lock."""
     from optuna.trial import TrialState
 
-    from nasmlcn.search._results import best_trials
-
-    kind, count = parse_keep(policy)
-    if kind == "all":
-        return []
-    # several objectives: the Pareto front; one: the best (pareto) or the best K
-    kept = {t.number for t in best_trials(study, top=count if kind == "best" else 1)}
     removed = []
     for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
         record = TrialRecord.of(trial)

@@ -26,7 +26,7 @@ from optuna.distributions import BaseDistribution
 from optuna.storages import RDBStorage
 from optuna.trial import FrozenTrial, TrialState
 
-from nasmlcn.search._optuna_compat import rdb_internals
+from nasmlcn.study._optuna_compat import rdb_internals
 
 _rdb = rdb_internals()
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class BufferedStorage(_CachedStorage):
 
     hide_dashboard = False
     lock: Any = None
-    """The database's :class:`~nasmlcn.search._lock.StorageLock` (set by ``open_storage``)."""
+    """The database's :class:`~nasmlcn.study._lock.StorageLock` (set by ``open_storage``)."""
 
     def __init__(self, backend: RDBStorage) -> None:
         super().__init__(backend)

@@ -1,9 +1,9 @@
 """Taking the next trial: many workers on one study, no overshoot, no twins.
 
-A worker takes its next trial holding the storage's lock (:mod:`nasmlcn.search._lock`):
+A worker takes its next trial holding the storage's lock (:mod:`nasmlcn.study._lock`):
 
 1. it fails the stale trials of dead workers and queues them again
-   (:mod:`nasmlcn.search._recovery`);
+   (:mod:`nasmlcn.study._recovery`);
 2. a queued (WAITING) trial is taken first;
 3. otherwise a new trial is started only while the finished (COMPLETE, PRUNED)
    plus running trials are fewer than ``--trials``. At the target with trials
@@ -22,23 +22,35 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from nasmlcn.search._lock import hold
-from nasmlcn.search._optuna_compat import (
+from nasmlcn.study._lock import hold
+from nasmlcn.study._optuna_compat import (
     record_heartbeat,
     reseed_sampler,
     storage_of,
     study_id_of,
     trial_id_of,
 )
-from nasmlcn.search._record import RECORD_VERSION, RECORD_VERSION_ATTR
-from nasmlcn.search._recovery import fail_stale_trials
+from nasmlcn.study._recovery import fail_stale_trials
+from nasmlcn.study._trial import write_claimed
 
 if TYPE_CHECKING:
     import optuna
 
-    from nasmlcn.search._config import SearchConfig
+
+class ClaimSettings(Protocol):
+    """What taking a trial needs of a search's configuration (a
+    :class:`~nasmlcn.search.SearchConfig` has it)."""
+
+    @property
+    def trials(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def grace(self) -> float: ...
+    @property
+    def max_retries(self) -> int: ...
 
 
 def worker_name() -> str:
@@ -97,7 +109,7 @@ class Claim:
     failed_stale: tuple[int, ...] = ()
 
 
-def claim(study: optuna.Study, config: SearchConfig, make_sampler: Any, sample: Any) -> Claim:
+def claim(study: optuna.Study, config: ClaimSettings, make_sampler: Any, sample: Any) -> Claim:
     """Takes the next trial of ``study`` (see the module docstring).
 
     Args:
@@ -125,10 +137,7 @@ def claim(study: optuna.Study, config: SearchConfig, make_sampler: Any, sample: 
             study.sampler = make_sampler(seed)
         trial = study.ask()
         retried = trial.number != number
-        if not retried:
-            trial.set_user_attr("sampler_seed", seed)
-        trial.set_user_attr("worker", worker_name())
-        trial.set_user_attr(RECORD_VERSION_ATTR, RECORD_VERSION)
+        write_claimed(trial, worker_name(), None if retried else seed)
         sample(trial)
         # visible and alive before the lock is let go: a worker that dies from here
         # on leaves a trial the others see go stale

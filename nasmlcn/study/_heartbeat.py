@@ -3,7 +3,7 @@
 Every trial beats from the moment its worker takes it until it is told, proxy
 trials included; the first beat is recorded before the trial is handed over (see
 the runner), so a worker that dies at any moment leaves a trial that the others
-see go stale (:mod:`nasmlcn.search._recovery`).
+see go stale (:mod:`nasmlcn.study._recovery`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from nasmlcn.search._optuna_compat import record_heartbeat
+from nasmlcn.study._optuna_compat import record_heartbeat
 
 logger = logging.getLogger(__name__)
 

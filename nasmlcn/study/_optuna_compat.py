@@ -4,7 +4,7 @@ Optuna's public API has no way to reach a study's storage and ids, to list the
 stale trials that :func:`optuna.storages.fail_stale_trials` would fail, or to
 record a heartbeat from a thread of one's own; the functions here do, and are
 the one place to change when Optuna does. The batching storage
-(:mod:`nasmlcn.search._buffered_storage`) builds on Optuna's cached RDB storage
+(:mod:`nasmlcn.study._buffered_storage`) builds on Optuna's cached RDB storage
 and its SQLAlchemy models through :func:`rdb_internals`.
 """
 

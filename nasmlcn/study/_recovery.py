@@ -1,7 +1,7 @@
 """Trials whose worker died, or that Ctrl-C stopped, are failed with the reason
 and queued again.
 
-Every trial heartbeats while it runs (:mod:`nasmlcn.search._heartbeat`). Before it
+Every trial heartbeats while it runs (:mod:`nasmlcn.study._heartbeat`). Before it
 takes each new trial, a worker fails the trials whose heartbeat stopped more than
 the grace period ago (``--grace``, 2 minutes by default): each is marked FAIL with
 ``fail_reason`` and ``failure: crash`` on it, and is queued again as a WAITING copy
@@ -18,7 +18,8 @@ import copy
 import logging
 from typing import TYPE_CHECKING
 
-from nasmlcn.search._optuna_compat import stale_trial_ids, storage_of, study_id_of
+from nasmlcn.study._optuna_compat import stale_trial_ids, storage_of, study_id_of
+from nasmlcn.study._trial import FAILURE_ATTRS
 
 if TYPE_CHECKING:
     import optuna
@@ -29,7 +30,6 @@ logger = logging.getLogger(__name__)
 MAX_RETRIES = 3
 """How many times a crashed trial is queued again by default (``--max-retries``)."""
 
-FAILURE_ATTRS = ("fail_reason", "failure", "traceback", "prune_reason")
 """Attributes of how a trial ended: a retried copy starts without them."""
 
 

@@ -3,7 +3,7 @@
 SQLite files get WAL journaling and ``synchronous=NORMAL``: commits stay atomic
 and the database consistent after a crash or Ctrl-C (WAL never leaves a half
 transaction), but a commit no longer waits for the disk. A trial's writes are
-batched into few transactions (:mod:`nasmlcn.search._buffered_storage`).
+batched into few transactions (:mod:`nasmlcn.study._buffered_storage`).
 Together they make a trial's bookkeeping many times cheaper
 (``benchmarks/search_overhead.py``). PostgreSQL and
 MySQL URLs are passed to Optuna as written (``mysql://`` gets PyMySQL when
@@ -47,7 +47,7 @@ from nasmlcn.errors import StorageError
 if TYPE_CHECKING:
     from optuna.storages import RDBStorage
 
-    from nasmlcn.search._buffered_storage import BufferedStorage
+    from nasmlcn.study._buffered_storage import BufferedStorage
 
 __all__ = [
     "DEFAULT_STORAGE",
@@ -150,7 +150,7 @@ def open_storage(
             read, such as ``nasmlcn best``.
         grace: Seconds without a heartbeat after which a RUNNING trial is stale.
 
-    The storage's ``lock`` (:class:`~nasmlcn.search._lock.StorageLock`) is held
+    The storage's ``lock`` (:class:`~nasmlcn.study._lock.StorageLock`) is held
     while the schema is created, so workers started together never race there.
 
     Raises:
@@ -199,7 +199,7 @@ def open_storage(
             "heartbeat_interval": heartbeat_interval(grace),
             "grace_period": int(max(1, round(grace))),
         }
-    from nasmlcn.search._lock import StorageLock
+    from nasmlcn.study._lock import StorageLock
 
     lock = StorageLock(engine_url, path, engine_kwargs=engine_kwargs)
     try:
@@ -218,7 +218,7 @@ def open_storage(
         storage.engine.dispose()  # later connections get the pragmas
     if not read_only:
         _check_writes(storage.engine, shown, path)
-    from nasmlcn.search._buffered_storage import BufferedStorage
+    from nasmlcn.study._buffered_storage import BufferedStorage
 
     buffered = BufferedStorage(storage)
     buffered.lock = lock

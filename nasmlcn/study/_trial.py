@@ -1,10 +1,10 @@
-"""What nasmlcn stores on a trial, as one typed record.
+"""What nasmlcn stores on a trial: the writers, and the reader as one typed record.
 
-The runner writes a trial's attributes (Optuna user attributes, plus the
-constraints Optuna keeps as system attributes); everything that reads trials back
-(results, ``nasmlcn best``, the dashboard's notes, figures and exports, the
-benchmarks) reads them through :meth:`TrialRecord.of`, never by re-parsing the raw
-dictionaries. Every trial carries ``record_version``; trials written before it
+A trial's attributes (Optuna user attributes, plus the constraints Optuna keeps as
+system attributes) are written only by the ``write_*`` functions here (the runner,
+the claim of a trial and its files call them) and read back only through
+:meth:`TrialRecord.of` (results, ``nasmlcn best``, the dashboard's notes, figures and
+exports, the benchmarks), never by re-parsing the raw dictionaries. Every trial carries ``record_version``; trials written before it
 existed read as version 0 (the same keys, minus the newer ones).
 
 User attributes (version 1):
@@ -23,12 +23,17 @@ User attributes (version 1):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import optuna
     from optuna.trial import FrozenTrial
+
+    from nasmlcn.planning import Plan
+    from nasmlcn.specs import MLCNSpec
 
 RECORD_VERSION = 1
 RECORD_VERSION_ATTR = "record_version"
@@ -36,6 +41,10 @@ CONSTRAINT_PREFIX = "constraints:"
 """Optuna 5 keeps each ``trial.set_constraint(key, value)`` as this system attribute."""
 ARTIFACT_PREFIX = "artifacts:"
 """Optuna keeps each uploaded artifact's metadata as this system attribute."""
+LEARNING_CONSTRAINT = "learning"
+"""The constraint of a trained trial's accuracy against chance (:mod:`nasmlcn.search._learning`)."""
+FAILURE_ATTRS = ("fail_reason", "failure", "traceback", "prune_reason")
+"""The attributes of how a trial ended (a retry's copy starts without them)."""
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -137,7 +146,7 @@ class TrialRecord:
         """Whether the trial's accuracy beat chance by a clear margin (True when it
         was not trained, or trained before nasmlcn checked; see
         :mod:`nasmlcn.search._learning`)."""
-        return self.constraints.get("learning", 0.0) <= 0
+        return self.constraints.get(LEARNING_CONSTRAINT, 0.0) <= 0
 
     @property
     def reason(self) -> str | None:
@@ -152,3 +161,155 @@ class TrialRecord:
     def crashed(self) -> bool:
         """Failed by a dead worker, Ctrl-C or SIGTERM (retried; never counted)."""
         return self.failure in ("crash", "interrupted")
+
+
+# -- the writers -------------------------------------------------------------------
+
+
+def write_claimed(trial: optuna.Trial, worker: str, sampler_seed: int | None) -> None:
+    """Who runs the trial, the sampler seed of a new one, and the record version."""
+    if sampler_seed is not None:
+        trial.set_user_attr("sampler_seed", sampler_seed)
+    trial.set_user_attr("worker", worker)
+    trial.set_user_attr(RECORD_VERSION_ATTR, RECORD_VERSION)
+
+
+def write_model(
+    trial: optuna.Trial, spec: MLCNSpec, repairs: Sequence[str] = (), repaired_lanes: int = 0
+) -> None:
+    """The architecture (``lanes``, ``lane_mix``, ``num_lanes``, ``arch``) and the
+    repairs the search space made to build it."""
+    from nasmlcn.specs import format_lane_mix
+
+    trial.set_user_attr("lanes", spec.describe())
+    trial.set_user_attr("lane_mix", format_lane_mix(spec.lanes))
+    trial.set_user_attr("num_lanes", spec.num_lanes)
+    trial.set_user_attr("arch", spec.to_dict())
+    if repairs:
+        trial.set_user_attr("repairs", list(repairs))
+        trial.set_user_attr("repaired_lanes", repaired_lanes)
+
+
+def write_plan(
+    trial: optuna.Trial,
+    plan: Plan,
+    *,
+    fits: bool,
+    latency_budget: float | None,
+    inference_batch_size: int,
+) -> None:
+    """The placement and predictions (``plan``, ``predicted``) and the constraints
+    they set: ``memory`` (feasible when <= 0: the fullest device's memory over its
+    limit, relative; positive when the model does not ``fit``) and ``latency``
+    (against ``latency_budget``, when one is given)."""
+    trial.set_user_attr(
+        "plan",
+        {
+            "strategy": plan.placement.strategy,
+            "assignment": list(plan.placement.assignment),
+            "lane_costs": [c.time for c in plan.costs.lanes],
+            "devices": [
+                {
+                    "name": d.device.name,
+                    "speed": d.device.speed,
+                    "lanes": list(d.lanes),
+                    "load": d.load,
+                    "time": d.time,
+                    "memory_bytes": d.memory_bytes,
+                    "memory_limit_bytes": d.memory_limit,
+                    "inference_time": d.inference_time,
+                }
+                for d in plan.per_device
+            ],
+        },
+    )
+    trial.set_user_attr(
+        "predicted",
+        {
+            "latency": plan.makespan,
+            "step_time": plan.step_time,
+            "inference_latency_s": plan.inference_latency,
+            "inference_batch_size": inference_batch_size,
+            "time_unit": plan.time_unit,
+            "imbalance": plan.imbalance,
+            "peak_memory_bytes": plan.peak_memory_bytes,
+            "params": plan.costs.params,
+            "train_flops": plan.costs.train_flops,
+            "cost_model": plan.cost_model,
+        },
+    )
+    memory = max((d.memory_bytes - d.memory_limit) / d.memory_limit for d in plan.per_device)
+    if not fits:
+        memory = max(memory, 1e-9)
+    set_constraint(trial, "memory", memory)
+    if latency_budget is not None:
+        set_constraint(trial, "latency", plan.makespan - latency_budget)
+
+
+def write_training(trial: optuna.Trial, training: Mapping[str, Any], learning: float) -> None:
+    """What the evaluator measured (``training``) and the ``learning`` constraint (a
+    model that learned nothing stays in the study but off the front)."""
+    trial.set_user_attr("training", dict(training))
+    set_constraint(trial, LEARNING_CONSTRAINT, learning)
+
+
+def write_resumed(trial: optuna.Trial, epoch: int) -> None:
+    """The epoch a retried trial resumes from (its last checkpoint)."""
+    trial.set_user_attr("resumed_from_epoch", epoch)
+
+
+def write_checkpoint(trial: optuna.Trial, artifact_id: str, epoch: int) -> None:
+    """The artifact of the trial's last per-epoch checkpoint."""
+    trial.set_user_attr("checkpoint", {"artifact_id": artifact_id, "epoch": epoch})
+
+
+def write_weights(trial: optuna.Trial, artifact_id: str, file: str) -> None:
+    """The artifact of the trial's final weights."""
+    trial.set_user_attr("weights", {"artifact_id": artifact_id, "file": file})
+
+
+def write_failed(
+    trial: optuna.Trial,
+    reason: str,
+    *,
+    failure: str | None = None,
+    traceback: str | None = None,
+) -> None:
+    """Why the trial failed; ``failure`` names a crash or interruption (the trial is
+    retried and never counted), absent when the candidate itself failed."""
+    trial.set_user_attr("fail_reason", reason)
+    if failure is not None:
+        trial.set_user_attr("failure", failure)
+    if traceback is not None:
+        trial.set_user_attr("traceback", traceback)
+
+
+def write_traceback(trial: optuna.Trial, text: str) -> None:
+    """The end of the traceback of an evaluation that raised."""
+    trial.set_user_attr("traceback", text)
+
+
+def write_ended_early(
+    trial: optuna.Trial,
+    *,
+    pruned: bool,
+    reason: str,
+    training: Mapping[str, Any] | None,
+    seconds_saved: float | None,
+) -> None:
+    """A trial that ended before its last epoch: the epochs it reported
+    (``training``), why (``prune_reason`` or ``fail_reason``) and, when pruned
+    after training, the training time it saved."""
+    if training is not None:
+        trial.set_user_attr("training", dict(training))
+    trial.set_user_attr("prune_reason" if pruned else "fail_reason", reason)
+    if seconds_saved is not None:
+        trial.set_user_attr("seconds_saved", seconds_saved)
+
+
+def set_constraint(trial: optuna.Trial, key: str, value: float) -> None:
+    """``trial.set_constraint``; feasible when <= 0."""
+    with warnings.catch_warnings():
+        # a retried trial has its constraints already (the same values): Optuna warns
+        warnings.filterwarnings("ignore", message="The constraint value is ignored")
+        trial.set_constraint(key, float(value))

@@ -186,8 +186,7 @@ class MlflowObserver(SearchObserver):
         return str(found.experiment_id)
 
     def on_study(self, study: optuna.Study) -> None:
-        from nasmlcn.search._lock import hold
-        from nasmlcn.search._optuna_compat import storage_of
+        from nasmlcn.study import hold, storage_of
 
         self.study = study
         info = study.user_attrs.get("nasmlcn", {})
@@ -357,7 +356,7 @@ class MlflowObserver(SearchObserver):
         return str(runs[0].info.run_id) if runs else None
 
     def _frozen(self, number: int) -> FrozenTrial:
-        from nasmlcn.search._optuna_compat import storage_of, study_id_of
+        from nasmlcn.study import storage_of, study_id_of
 
         assert self.study is not None
         storage = storage_of(self.study)
@@ -412,7 +411,7 @@ def _first_line(err: BaseException) -> str:
 
 def _artifact_location(uri: str) -> str | None:
     """``mlartifacts/`` beside a SQLite store's file; None (MLflow's choice) otherwise."""
-    from nasmlcn.search._storage import sqlite_path
+    from nasmlcn.study import sqlite_path
 
     if not uri.startswith("sqlite:"):
         return None

@@ -17,7 +17,7 @@ from nasmlcn.training._batch_policy import (
     default_lr_policy,
     epoch_batch_sizes,
 )
-from nasmlcn.training._callbacks import Callback, CallbackList, TrainStart
+from nasmlcn.training._callbacks import Callback, CallbackList, TrainingStopped, TrainStart
 from nasmlcn.training._config import EpochResult, TrainConfig
 from nasmlcn.training._schedules import LR_POLICIES, LRPolicy, StepPlan
 
@@ -48,6 +48,7 @@ __all__ = [
     "TrainJob",
     "TrainReport",
     "TrainStart",
+    "TrainingStopped",
     "arch_for_dataset",
     "check_training_memory",
     "default_lr_policy",

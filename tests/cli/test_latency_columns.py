@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from nasmlcn.measure import InferenceTiming, time_inference
-from nasmlcn.search._study_access import load_existing_study
-from nasmlcn.search._where import common_device, format_measured, metric_heading
+from nasmlcn.study import common_device, format_measured, load_existing_study, metric_heading
 from tests.conftest import run_cli
 
 SPREAD = re.compile(r"\d[\d.]* ms \(IQR [\d.]+-[\d.]+ ms\)")

@@ -67,7 +67,7 @@ def test_best_leaves_a_study_file_byte_for_byte_unchanged(tmp_path: Path) -> Non
     best = run_cli("best", "--storage", f"sqlite:///{db}", "--json")
     assert best.returncode == 0, best.stderr
     assert _fingerprint(db) == before
-    # s.db.lock: the workers' lock file, made by search (nasmlcn/search/_lock.py)
+    # s.db.lock: the workers' lock file, made by search (nasmlcn/study/_lock.py)
     assert {p.name for p in tmp_path.iterdir()} <= {"s.db", "s.db-wal", "s.db-shm", "s.db.lock"}
     wal = tmp_path / "s.db-wal"
     assert not wal.exists() or wal.stat().st_size == 0

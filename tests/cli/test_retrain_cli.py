@@ -50,8 +50,7 @@ def test_retrain_top_2_is_stored_where_best_correlate_export_and_the_note_show_i
     from nasmlcn.dashboard import extract_report
     from nasmlcn.dashboard._notes import read_note
     from nasmlcn.dashboard._report import render_report
-    from nasmlcn.search._optuna_compat import storage_of, study_id_of
-    from nasmlcn.search._study_access import load_existing_study
+    from nasmlcn.study import load_existing_study, storage_of, study_id_of
 
     out, models = retrained["out"], retrained["models"]
     study = load_existing_study("s", storage)

@@ -20,7 +20,7 @@ import pytest
 from nasmlcn.dashboard import FIGURES, FigureSpec, ReportData, extract_report
 from nasmlcn.dashboard._figures import DASHBOARD_HEIGHT
 from nasmlcn.search import SearchConfig, run_search
-from nasmlcn.search._study_access import load_existing_study
+from nasmlcn.study import load_existing_study
 
 NAMES = list(FIGURES)
 

@@ -32,8 +32,8 @@ from nasmlcn.search import (
     SearchConfig,
     run_search,
 )
-from nasmlcn.search._study_access import load_existing_study
 from nasmlcn.specs import MLCNSpec
+from nasmlcn.study import load_existing_study
 
 NAMES = list(OBJECTIVES)
 

@@ -3,7 +3,7 @@
 Each runs a short proxy search, single- and multi-objective (accuracy, latency):
 the study reaches its trial count, every trial's parameters lie in the space's
 distributions, one ``--seed`` reproduces the same parameters (the runner seeds each
-trial's sampler from it, ``nasmlcn/search/_claim.py``) and another seed does not.
+trial's sampler from it, ``nasmlcn/study/_claim.py``) and another seed does not.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from optuna.distributions import (
 from optuna.trial import FrozenTrial, TrialState
 
 from nasmlcn.search import SAMPLERS, SearchConfig, run_search, setup_search
-from nasmlcn.search._study_access import load_existing_study
+from nasmlcn.study import load_existing_study
 
 NAMES = list(SAMPLERS)
 OBJECTIVES = [("accuracy",), ("accuracy", "latency")]

@@ -12,7 +12,7 @@ import pytest
 
 from nasmlcn.dashboard import DashboardObserver
 from nasmlcn.search import SearchConfig, run_search
-from nasmlcn.search._study_access import load_existing_study
+from nasmlcn.study import load_existing_study
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 

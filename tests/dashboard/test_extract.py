@@ -209,7 +209,7 @@ def test_extraction_imports_no_plotly(pareto_study: Made) -> None:
         "import sys, warnings; warnings.simplefilter('ignore')\n"
         "import nasmlcn, nasmlcn.search, nasmlcn.dashboard\n"
         "assert 'plotly' not in sys.modules, 'import'\n"
-        "from nasmlcn.search._study_access import load_existing_study\n"
+        "from nasmlcn.study._access import load_existing_study\n"
         f"study = load_existing_study({pareto_study.name!r}, {pareto_study.url!r}, "
         "read_only=False)\n"
         "nasmlcn.dashboard.extract_report(study)\n"

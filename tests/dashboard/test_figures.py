@@ -65,7 +65,7 @@ def test_the_study_note_shows_no_html_and_replaces_an_old_one(tmp_path: Path) ->
 
     from nasmlcn.dashboard import refresh_study
     from nasmlcn.dashboard._notes import STUDY_NOTE_MARK, read_note, write_note
-    from nasmlcn.search._optuna_compat import storage_of, study_id_of
+    from nasmlcn.study import storage_of, study_id_of
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", study_name="s")

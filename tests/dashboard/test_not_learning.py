@@ -15,8 +15,7 @@ import pytest
 
 from nasmlcn.dashboard import FIGURES, ReportData, extract_report
 from nasmlcn.dashboard._figures import accuracy_range
-from nasmlcn.search._record import TrialRecord
-from nasmlcn.search._study_access import load_existing_study
+from nasmlcn.study import TrialRecord, load_existing_study
 from tests.conformance.test_figures import NAMES, _axes, _title
 from tests.conftest import lr_space, run_cli
 

@@ -14,7 +14,7 @@ import pytest
 from nasmlcn.dashboard import GRAPH_ID_PREFIX, refresh_study, write_study_figures, write_trial_note
 from nasmlcn.dashboard._live import open_dashboard_storage, prepare_studies
 from nasmlcn.dashboard._notes import STUDY_NOTE_MARK, read_note
-from nasmlcn.search._study_access import load_existing_study
+from nasmlcn.study import load_existing_study
 from tests.dashboard.conftest import Made
 
 

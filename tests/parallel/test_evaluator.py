@@ -6,8 +6,7 @@ import pytest
 
 from nasmlcn.data import DATASETS
 from nasmlcn.hardware import LocalDevice
-from nasmlcn.search import SearchConfig
-from nasmlcn.search._evaluator import EvalJob
+from nasmlcn.search import EvalJob, SearchConfig
 from nasmlcn.search._train_evaluator import TrainEvaluator
 from nasmlcn.specs import MLCNSpec
 

@@ -144,7 +144,7 @@ def test_the_library_s_warnings_reach_no_stderr_unless_logging_is_configured() -
 
     code = (
         "import logging, nasmlcn\n"
-        "from nasmlcn.search import _recovery\n"
+        "from nasmlcn.study import _recovery\n"
         "logging.getLogger(_recovery.__name__).warning('trial 0 failed: queued again')\n"
         "{configure}"
         "logging.getLogger(_recovery.__name__).warning('second')\n"
@@ -159,4 +159,4 @@ def test_the_library_s_warnings_reach_no_stderr_unless_logging_is_configured() -
         capture_output=True,
         text=True,
     )
-    assert shown.stderr == "WARNING:nasmlcn.search._recovery:second\n"
+    assert shown.stderr == "WARNING:nasmlcn.study._recovery:second\n"

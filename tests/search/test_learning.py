@@ -14,13 +14,11 @@ import pytest
 
 from nasmlcn.search import SearchConfig, best_trials
 from nasmlcn.search._learning import (
-    LEARNING_CONSTRAINT,
     chance_accuracy,
     learning_constraint,
     learning_threshold,
 )
-from nasmlcn.search._record import TrialRecord
-from nasmlcn.search._study_access import load_existing_study
+from nasmlcn.study import LEARNING_CONSTRAINT, TrialRecord, load_existing_study
 from tests.conftest import lr_space, run_cli, small_search
 
 

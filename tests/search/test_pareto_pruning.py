@@ -17,7 +17,7 @@ import pytest
 from nasmlcn.search import CorrelationPruner, SearchConfig, run_search
 from nasmlcn.search._correlation import FinishedTrial, replay_pruning
 from nasmlcn.search._results import finished_for_pruning
-from nasmlcn.search._study_access import load_existing_study
+from nasmlcn.study import load_existing_study
 
 COST = "latency"
 

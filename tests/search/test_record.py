@@ -10,9 +10,7 @@ import optuna
 from optuna.trial import TrialState
 
 from nasmlcn.search import SearchConfig, run_search
-from nasmlcn.search._claim import trial_seed
-from nasmlcn.search._record import RECORD_VERSION, TrialRecord
-from nasmlcn.search._study_access import load_existing_study
+from nasmlcn.study import RECORD_VERSION, TrialRecord, load_existing_study, trial_seed
 
 
 def test_the_runner_writes_every_field_of_the_current_record(tmp_path: Path) -> None:

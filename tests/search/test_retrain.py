@@ -15,19 +15,24 @@ import pytest
 from scipy import stats
 
 from nasmlcn.errors import CheckpointError, SearchError, UnknownNameError
-from nasmlcn.search import SearchConfig, best_trials
-from nasmlcn.search._correlation import epoch_correlations, final_correlations
-from nasmlcn.search._results import correlation_report
-from nasmlcn.search._retrain import (
+from nasmlcn.search import (
+    RetrainOptions,
+    SearchConfig,
+    best_trials,
+    correlation_report,
+    epoch_correlations,
+    final_correlations,
+    retrain_study,
+    retrained_correlations,
+)
+from nasmlcn.study import (
     RETRAINED_VERSION,
     RetrainedModel,
-    RetrainOptions,
-    retrain_study,
+    load_existing_study,
     retrained_by_trial,
-    retrained_correlations,
     retrained_models,
+    study_info,
 )
-from nasmlcn.search._study_access import load_existing_study, study_info
 from tests.conftest import small_search
 
 TINY: dict[str, Any] = {

@@ -25,7 +25,7 @@ from nasmlcn.search import (
     run_search,
 )
 from nasmlcn.search._correlation import FinishedTrial
-from nasmlcn.search._study_access import load_existing_study
+from nasmlcn.study import load_existing_study
 
 
 def _config(tmp_path: Path, **kw: object) -> SearchConfig:
@@ -266,7 +266,7 @@ def test_only_predicted_objectives_need_no_training(tmp_path: Path) -> None:
 
 def test_samplers_do_not_read_the_dashboards_notes(tmp_path: Path) -> None:
     from nasmlcn.dashboard import DashboardObserver
-    from nasmlcn.search import open_storage
+    from nasmlcn.study import open_storage
 
     config = _config(tmp_path, sampler="nsga2", trials=4, study="notes")
     run_search(config, observers=[DashboardObserver()])  # as the CLI does

@@ -11,13 +11,17 @@ import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 
 from nasmlcn.errors import SearchError
-from nasmlcn.search import SearchConfig, run_search
-from nasmlcn.search._evaluator import EpochCallback, EvalJob, Evaluation
-from nasmlcn.search._proxy import ProxyEvaluator
-from nasmlcn.search._record import TrialRecord
-from nasmlcn.search._study_access import load_existing_study
+from nasmlcn.search import (
+    EpochCallback,
+    EvalJob,
+    Evaluation,
+    ProxyEvaluator,
+    SearchConfig,
+    run_search,
+)
 from nasmlcn.search.spaces import load_space
 from nasmlcn.specs import arch_from_dict
+from nasmlcn.study import TrialRecord, load_existing_study
 
 OPENED = """
 routing = ["vector", "classwise"]

@@ -12,8 +12,8 @@ import optuna
 import pytest
 
 from nasmlcn.errors import StorageError
-from nasmlcn.search import SearchConfig, open_storage, run_search
-from nasmlcn.search._study_access import load_existing_study
+from nasmlcn.search import SearchConfig, run_search
+from nasmlcn.study import load_existing_study, open_storage
 from tests._postgres import PostgresServer, free_port
 
 

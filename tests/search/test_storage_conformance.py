@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 from optuna.testing.pytest_storages import StorageTestCase
 
-from nasmlcn.search import open_storage
-from nasmlcn.search._buffered_storage import BufferedStorage
+from nasmlcn.study import BufferedStorage, open_storage
 from tests._postgres import PostgresServer
 
 

@@ -11,7 +11,7 @@ import pytest
 import nasmlcn.hardware
 from nasmlcn.dashboard._notes import trial_note
 from nasmlcn.search import SearchConfig, run_search
-from nasmlcn.search._study_access import load_existing_study
+from nasmlcn.study import load_existing_study
 from tests.conftest import run_cli
 
 

@@ -14,9 +14,8 @@ from optuna.trial import TrialState
 
 from nasmlcn.errors import SearchError
 from nasmlcn.search import EpochCallback, EpochReport, EvalJob, Evaluation, SearchConfig, run_search
-from nasmlcn.search._artifacts import artifacts_dir, has_weights, parse_keep
-from nasmlcn.search._study_access import load_existing_study
 from nasmlcn.search._train_evaluator import TrainEvaluator
+from nasmlcn.study import artifacts_dir, has_weights, load_existing_study, parse_keep
 from nasmlcn.training import load_checkpoint
 
 
@@ -209,7 +208,7 @@ def test_the_search_timeout_stops_a_trial_within_a_batch_and_a_re_run_resumes_it
     batches, as Ctrl-C does (FAIL, queued again, resumed by a re-run), never as
     PRUNED with "saved" seconds. The deadline is a fake one (no wall clock): it
     passes in the second epoch's first batch."""
-    from nasmlcn.search import SearchObserver, _runner
+    from nasmlcn.search import SearchObserver, _trial_run
 
     class Epochs(SearchObserver):
         seen = 0
@@ -230,7 +229,7 @@ def test_the_search_timeout_stops_a_trial_within_a_batch_and_a_re_run_resumes_it
         return check
 
     config = _config(data_dir, tmp_path, "timeout", epochs=2, train_limit=200, timeout=3600)
-    monkeypatch.setattr(_runner, "_search_deadline", deadline)
+    monkeypatch.setattr(_trial_run, "search_deadline", deadline)
     stopped = run_search(config, observer=epochs)
     monkeypatch.undo()
     assert stopped.stopped == "timeout"

@@ -15,8 +15,7 @@ import optuna
 from optuna.trial import TrialState
 
 from nasmlcn.search import run_search
-from nasmlcn.search._claim import trial_seed
-from nasmlcn.search._study_access import load_existing_study
+from nasmlcn.study import load_existing_study, trial_seed
 from tests._postgres import PostgresServer
 from tests.search._worker_script import SlowProxy, config
 
@@ -203,7 +202,7 @@ def test_workers_option_runs_a_pool_on_one_study(tmp_path: Path) -> None:
     # the dashboard's notes and figures, as a one-process search writes them
     from nasmlcn.dashboard import GRAPH_ID_PREFIX
     from nasmlcn.dashboard._notes import STUDY_NOTE_MARK, read_note
-    from nasmlcn.search._study_access import load_existing_study
+    from nasmlcn.study import load_existing_study
 
     study = load_existing_study("p", url)
     system = study._storage.get_study_system_attrs(study._study_id)

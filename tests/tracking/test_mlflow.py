@@ -30,8 +30,8 @@ from nasmlcn.search import (
     run_search,
     run_workers,
 )
-from nasmlcn.search._study_access import load_existing_study
 from nasmlcn.specs import arch_from_dict, load_arch
+from nasmlcn.study import load_existing_study
 from tests.conftest import run_cli
 from tests.search._worker_script import config as worker_config
 

@@ -4,7 +4,13 @@ kind (``buckets``, ``homogeneous``, ``table``, ``thesis``)."""
 from __future__ import annotations
 
 from nasmlcn.search.spaces import _buckets, _homogeneous, _table, _thesis  # noqa: F401  (kinds)
-from nasmlcn.search.spaces._base import SPACE_KINDS, Candidate, SearchSpace, SpaceContext
+from nasmlcn.search.spaces._base import (
+    SPACE_KINDS,
+    Candidate,
+    SearchSpace,
+    SpaceContext,
+    space_changes,
+)
 from nasmlcn.search.spaces._files import available_spaces, load_space, space_dirs
 
 __all__ = [
@@ -14,5 +20,6 @@ __all__ = [
     "SpaceContext",
     "available_spaces",
     "load_space",
+    "space_changes",
     "space_dirs",
 ]

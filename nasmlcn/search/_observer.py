@@ -1,0 +1,81 @@
+"""The observer protocol: hooks into a search that the caller attaches (the CLI's
+live display, the dashboard's notes, MLflow tracking); the search itself knows
+nothing of them."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import optuna
+
+    from nasmlcn.planning import Plan
+    from nasmlcn.search._evaluator import EpochReport
+    from nasmlcn.search._outcome import SearchResult, SearchStart, TrialOutcome
+
+logger = logging.getLogger(__name__)
+
+
+class SearchObserver:
+    """Hooks into a search (the CLI's live display and the dashboard's notes are
+    observers the CLI attaches); all no-ops here. An observer that raises stops
+    nothing: the runner logs it and goes on."""
+
+    def on_study(self, study: optuna.Study) -> None:
+        """The study, once it is created or loaded (before ``on_start``)."""
+
+    def on_start(self, start: SearchStart) -> None:
+        pass
+
+    def on_trial_start(self, number: int, index: int, lanes: str, plan: Plan) -> None:
+        pass
+
+    def on_epoch(self, number: int, report: EpochReport, epochs: int) -> None:
+        pass
+
+    def on_trial_end(self, outcome: TrialOutcome) -> None:
+        pass
+
+    def on_end(self, result: SearchResult) -> None:
+        """After the last trial of this run (also after Ctrl-C or a time limit)."""
+
+
+class Observers(SearchObserver):
+    """Several observers as one; an observer that fails is logged and skipped
+    (the search never stops for a display or a note)."""
+
+    def __init__(self, observers: Sequence[SearchObserver]) -> None:
+        self.observers = list(observers)
+
+    def _each(self, hook: str, *args: Any) -> None:
+        for observer in self.observers:
+            try:
+                getattr(observer, hook)(*args)
+            except KeyboardInterrupt:
+                raise
+            except Exception:
+                logger.warning(
+                    "observer %s failed in %s", type(observer).__name__, hook, exc_info=True
+                )
+
+    def on_study(self, study: optuna.Study) -> None:
+        self._each("on_study", study)
+
+    def on_start(self, start: SearchStart) -> None:
+        self._each("on_start", start)
+
+    def on_trial_start(self, number: int, index: int, lanes: str, plan: Plan) -> None:
+        self._each("on_trial_start", number, index, lanes, plan)
+
+    def on_epoch(self, number: int, report: EpochReport, epochs: int) -> None:
+        # not guarded: an epoch callback may stop the trial on purpose
+        for observer in self.observers:
+            observer.on_epoch(number, report, epochs)
+
+    def on_trial_end(self, outcome: TrialOutcome) -> None:
+        self._each("on_trial_end", outcome)
+
+    def on_end(self, result: SearchResult) -> None:
+        self._each("on_end", result)

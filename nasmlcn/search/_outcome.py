@@ -1,0 +1,123 @@
+"""What a search run tells its caller: how each trial ended, how the run started,
+and the run's result (what ``run_search`` and ``run_workers`` return, and
+``nasmlcn search --json`` prints)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """How one trial ended.
+
+    Attributes:
+        number: Trial number.
+        state: ``COMPLETE``, ``PRUNED`` or ``FAIL``.
+        values: Objective values (COMPLETE only).
+        lanes: The model's lanes in the compact syntax.
+        reason: Why it was pruned or failed.
+        seconds: Wall time of the trial.
+        seconds_saved: Training time pruning saved (estimated from its epochs).
+        timings: Seconds per phase: ``ask`` (sampling), ``build`` (space and
+            plan), ``record`` (attributes and constraints), ``evaluate``, ``tell``.
+        retry_of: The failed trial this one runs again (its parameters and, for
+            the train evaluator, its last checkpoint); None for a new trial.
+        queued_again_as: For a FAIL queued again (Ctrl-C, SIGTERM, the search's
+            ``--timeout``), the number of its WAITING copy, which the next run
+            takes; None otherwise. A FAIL never counts toward ``--trials``.
+    """
+
+    number: int
+    state: str
+    values: tuple[float, ...] | None
+    lanes: str
+    reason: str | None
+    seconds: float
+    seconds_saved: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict, compare=False)
+    retry_of: int | None = None
+    queued_again_as: int | None = None
+
+
+@dataclass(frozen=True)
+class SearchStart:
+    """Sent once before the first trial of a run."""
+
+    study: str
+    storage: str
+    resumed: bool
+    done: int
+    target: int
+    epochs: int
+    evaluator: str
+    sampler: str
+    directions: tuple[str, ...]
+    metric_names: tuple[str, ...]
+
+
+@dataclass
+class SearchResult:
+    """The outcome of one ``run_search`` (a run may continue an existing study)."""
+
+    study: str
+    storage: str
+    n_trials: int
+    run_trials: list[TrialOutcome] = field(default_factory=list)
+    best: list[dict[str, Any]] = field(default_factory=list)
+    stopped: str = "trials"
+    seconds: float = 0.0
+    metric_names: list[str] = field(default_factory=list)
+    directions: list[str] = field(default_factory=list)
+    mean_values: dict[str, float] = field(default_factory=dict)
+    completed: int = 0
+    # completed trials that did not beat chance by a clear margin (kept in the
+    # study, never on the front): their numbers and accuracies
+    not_learning: list[dict[str, Any]] = field(default_factory=list)
+    # the accuracy a trial had to reach to count as learning (0.19 for 10 classes)
+    learning_threshold: float | None = None
+    # per epoch: EpochCorrelation.to_dict() over the study's completed trials, and
+    # "prunes": whether this run's pruner may stop a trial at that epoch now
+    correlation: list[dict[str, Any]] = field(default_factory=list)
+    # --workers: each worker's GPUs, threads and why it stopped; what went wrong
+    workers: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    # the study's trials by how they ended (nasmlcn.search._results.trial_counts):
+    # only complete and pruned ones count toward --trials
+    trial_counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def failures(self) -> list[TrialOutcome]:
+        return [t for t in self.run_trials if t.state == "FAIL"]
+
+    @property
+    def pruned(self) -> list[TrialOutcome]:
+        return [t for t in self.run_trials if t.state == "PRUNED"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "study": self.study,
+            "storage": self.storage,
+            "n_trials": self.n_trials,
+            "run_trials": len(self.run_trials),
+            "stopped": self.stopped,
+            "seconds": self.seconds,
+            "metric_names": self.metric_names,
+            "directions": self.directions,
+            "completed": self.completed,
+            "not_learning": self.not_learning,
+            "learning_threshold": self.learning_threshold,
+            "mean_values": self.mean_values,
+            "best": self.best,
+            "failures": [{"number": t.number, "reason": t.reason} for t in self.failures],
+            "pruned": [
+                {"number": t.number, "reason": t.reason, "seconds_saved": t.seconds_saved}
+                for t in self.pruned
+            ],
+            "seconds_saved_by_pruning": sum(t.seconds_saved for t in self.pruned),
+            "correlation": self.correlation,
+            "workers": self.workers,
+            "errors": self.errors,
+            "trial_counts": self.trial_counts,
+        }

@@ -1,0 +1,370 @@
+"""One trial's life: build -> place -> record -> evaluate -> tell.
+
+:class:`TrialRun` takes a claimed trial (its parameters sampled) to Optuna's
+``tell``: the search space builds the model for the target devices, the planner
+places it (predicted latency and memory), the trial's attributes and constraints
+are written (:mod:`nasmlcn.study._trial`), the evaluator trains it with per-epoch
+reporting, the correlation-gated pruner and the time limits, and the objectives
+are told. Every early end (cannot be built, does not fit, pruned, failed, values
+not finite) goes through :class:`Ended` to one place that records it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from nasmlcn.costs import INFERENCE_BATCH_SIZE
+from nasmlcn.planning import Plan, plan_model
+from nasmlcn.search._config import SearchConfig
+from nasmlcn.search._correlation import CorrelationPruner, FinishedTrial
+from nasmlcn.search._evaluator import EpochReport, EvalJob, Evaluation, Evaluator, PruneTrial
+from nasmlcn.search._failure import failure_reason
+from nasmlcn.search._learning import learning_constraint
+from nasmlcn.search._observer import SearchObserver
+from nasmlcn.search._open import versions
+from nasmlcn.search._outcome import TrialOutcome
+from nasmlcn.search._results import finished_for_pruning
+from nasmlcn.search._setup import SearchSetup
+from nasmlcn.search.spaces import Candidate
+from nasmlcn.study import (
+    TrialFiles,
+    storage_of,
+    trial_id_of,
+    write_ended_early,
+    write_model,
+    write_plan,
+    write_traceback,
+    write_training,
+)
+from nasmlcn.training import TrainingStopped
+
+if TYPE_CHECKING:
+    import optuna
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What every trial of one run shares."""
+
+    setup: SearchSetup
+    study: optuna.Study
+    evaluator: Evaluator
+    pruner: CorrelationPruner | None
+    observer: SearchObserver
+    deadline: float | None  # the search's --timeout, on time.perf_counter's clock
+
+    @property
+    def config(self) -> SearchConfig:
+        return self.setup.config
+
+
+class Ended(Exception):
+    """Ends a trial early as FAIL or PRUNED (raised inside :class:`TrialRun`)."""
+
+    def __init__(
+        self,
+        state: str,
+        reason: str,
+        *,
+        seen: Sequence[EpochReport] | None = None,
+        saved: float = 0.0,
+    ) -> None:
+        super().__init__(reason)
+        self.state, self.reason, self.saved = state, reason, saved
+        self.seen = seen  # the epochs reported before an evaluation ended (None: none ran)
+
+
+@dataclass
+class TrialRun:
+    """One claimed trial of a run, from its parameters to ``tell``.
+
+    Attributes:
+        run: What the run's trials share.
+        trial: The trial (RUNNING, parameters sampled).
+        index: Its place in this run (1, 2, ...), for the display.
+        retried: It is a queued retry of a failed trial (same parameters and
+            seeds; the ``train`` evaluator resumes its last checkpoint).
+        files: Its checkpoint and weights (None: the evaluator keeps none).
+        timings: Seconds per phase, filled as it runs (``build``, ``record``,
+            ``evaluate``, ``tell``; the loop adds ``ask``).
+    """
+
+    run: RunContext
+    trial: optuna.Trial
+    index: int
+    retried: bool = False
+    files: TrialFiles | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    lanes: str = ""
+    start: float = field(default_factory=time.perf_counter)
+
+    def __call__(self) -> TrialOutcome:
+        """Builds, places, evaluates and tells the trial; how it ended."""
+        setup, study, trial = self.run.setup, self.run.study, self.trial
+        self.start = time.perf_counter()
+        try:
+            candidate, plan = self._build_and_place()
+            self.lanes = candidate.spec.describe()
+            tick = time.perf_counter()
+            self.timings["build"] = tick - self.start
+            write_model(trial, candidate.spec, candidate.repairs, candidate.repaired_lanes)
+            write_plan(
+                trial,
+                plan,
+                fits=candidate.feasible,
+                latency_budget=setup.config.latency_budget,
+                inference_batch_size=INFERENCE_BATCH_SIZE,
+            )
+            self.timings["record"] = time.perf_counter() - tick
+            self.run.observer.on_trial_start(trial.number, self.index, self.lanes, plan)
+            if not candidate.feasible:
+                raise Ended("PRUNED", f"does not fit the devices: {candidate.reason}")
+            evaluation: Evaluation | None = None
+            if setup.needs_training:
+                tick = time.perf_counter()
+                evaluation = self._evaluate(candidate, plan)
+                self.timings["evaluate"] = time.perf_counter() - tick
+                write_training(
+                    trial,
+                    {
+                        **evaluation.to_dict(),
+                        "evaluator": self.run.evaluator.name,
+                        "versions": versions(),
+                    },
+                    learning_constraint(evaluation.accuracy, setup.dataset.num_classes),
+                )
+            tick = time.perf_counter()
+            values = tuple(float(o.value(plan, evaluation)) for o in setup.objectives)
+            if not all(math.isfinite(v) for v in values):
+                raise Ended("FAIL", f"objective values not finite: {values}")
+        except Ended as ended:
+            return self._end(ended)
+        if self.files is not None:
+            self.files.keep()
+        study.tell(trial, list(values))
+        self.timings["tell"] = time.perf_counter() - tick
+        return TrialOutcome(
+            trial.number, "COMPLETE", values, self.lanes, None, time.perf_counter() - self.start
+        )
+
+    def _build_and_place(self) -> tuple[Candidate, Plan]:
+        """The trial's architecture from its parameters, and its plan on the devices."""
+        setup = self.run.setup
+        params = self.trial.params
+        batch_size = int(params.get("batch_size", setup.config.batch_size))
+        ctx = setup.space_context
+        if batch_size != ctx.cost_context.batch_size:
+            ctx = replace(ctx, cost_context=replace(ctx.cost_context, batch_size=batch_size))
+        try:
+            candidate = setup.space.build(params, ctx)
+            plan = plan_model(
+                candidate.spec,
+                setup.devices,
+                cost_model=setup.cost_model,
+                batch_size=batch_size,
+                assignment=candidate.assignment,
+                strategy=setup.space.placement,
+            )
+        except Exception as err:  # a space that cannot build: recorded, the search goes on
+            raise Ended("FAIL", failure_reason(err)) from err
+        return candidate, plan
+
+    def _job(self, candidate: Candidate, plan: Plan) -> EvalJob:
+        config, params, trial = self.run.config, self.trial.params, self.trial
+        return EvalJob(
+            spec=candidate.spec,
+            # a retry trains with its original's seeds, so resuming changes nothing
+            trial=original_number(trial) if self.retried else trial.number,
+            seed=config.seed,
+            epochs=config.epochs,
+            batch_size=int(params.get("batch_size", config.batch_size)),
+            lr=float(params.get("lr", 1e-3)),
+            lr_policy=params.get("lr_policy"),
+            batch_policy=str(params.get("batch_policy", "fixed")),
+            assignment=tuple(candidate.assignment or plan.placement.assignment),
+            checkpoint_path=str(self.files.path) if self.files is not None else None,
+            resume=self.files is not None and self.files.resumed_epoch > 0,
+            should_stop=search_deadline(config, self.run.deadline),
+        )
+
+    def _evaluate(self, candidate: Candidate, plan: Plan) -> Evaluation:
+        """Trains the candidate, reporting every epoch; pruning and failures end the
+        trial through :class:`Ended`."""
+        run, trial, files = self.run, self.trial, self.files
+        config, setup = run.config, run.setup
+        stop_at, stop_why = trial_deadline(config, self.start)
+        job = self._job(candidate, plan)
+        pruning = Pruning.of(run, plan)
+        single = len(setup.directions) == 1
+        seen: list[EpochReport] = []
+        # a retried trial keeps the epochs its failed run reported
+        reported = (
+            set(storage_of(run.study).get_trial(trial_id_of(trial)).intermediate_values)
+            if self.retried
+            else set()
+        )
+
+        def on_epoch(report: EpochReport) -> None:
+            seen.append(report)
+            if files is not None:
+                files.saved(report.epoch)  # a retry of this trial resumes from here
+            if single and report.epoch not in reported:
+                trial.report(report.val_accuracy, report.epoch)
+            run.observer.on_epoch(trial.number, report, config.epochs)
+            last = report.epoch >= config.epochs
+            timeout = job.should_stop() if job.should_stop and not last else None
+            if timeout is not None:  # an evaluator that does not ask between batches stops here
+                raise TrainingStopped(f"{timeout} (after epoch {report.epoch})")
+            if stop_at is not None and not last:
+                now = time.perf_counter()
+                if now >= stop_at:
+                    raise PruneTrial(
+                        f"{stop_why}: stopped after epoch {report.epoch} of {config.epochs} "
+                        f"({now - self.start:.0f} s)",
+                        report.epoch,
+                    )
+            if not last:
+                reason = pruning.decide(report)
+                if reason is not None:
+                    raise PruneTrial(reason, report.epoch)
+
+        try:
+            return run.evaluator.evaluate(job, on_epoch)
+        except PruneTrial as pruned:
+            per_epoch = seen[-1].seconds / len(seen) if seen else 0.0
+            saved = per_epoch * (config.epochs - pruned.epoch)
+            raise Ended("PRUNED", pruned.reason, seen=seen, saved=saved) from None
+        except KeyboardInterrupt:
+            raise
+        except Exception as err:  # NaN, out of memory, anything: recorded, the search goes on
+            reason = failure_reason(err)
+            logger.warning("trial %d failed: %s", trial.number, reason)
+            write_traceback(trial, traceback.format_exc(limit=8)[-4000:])
+            raise Ended("FAIL", reason, seen=seen) from err
+
+    def _end(self, ended: Ended) -> TrialOutcome:
+        """Records a trial that ended early (the one FAIL and PRUNED path) and tells it."""
+        from optuna.trial import TrialState
+
+        seen = ended.seen
+        pruned = ended.state == "PRUNED"
+        evaluated = seen is not None
+        training: dict[str, Any] | None = None
+        if seen or (evaluated and pruned):
+            training = {
+                "val_accuracy_per_epoch": [r.val_accuracy for r in seen or ()],
+                "evaluator": self.run.evaluator.name,
+            }
+            if pruned:
+                training |= {
+                    "epochs_run": len(seen or ()),
+                    "seconds": seen[-1].seconds if seen else 0.0,
+                }
+        write_ended_early(
+            self.trial,
+            pruned=pruned,
+            reason=ended.reason,
+            training=training,
+            seconds_saved=ended.saved if pruned and evaluated else None,
+        )
+        if self.files is not None:
+            if pruned:
+                self.files.keep()  # a pruned trial's weights are kept as a finished one's
+            else:
+                self.files.close()
+        self.run.study.tell(self.trial, state=TrialState[ended.state])
+        return TrialOutcome(
+            self.trial.number,
+            ended.state,
+            None,
+            self.lanes,
+            ended.reason,
+            time.perf_counter() - self.start,
+            ended.saved,
+        )
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """The pruner's view of one trial: the finished trials it is compared with and
+    its own costs (predictions, known before it trains)."""
+
+    pruner: CorrelationPruner | None
+    finished: list[FinishedTrial]
+    costs: dict[str, float]
+
+    @classmethod
+    def of(cls, run: RunContext, plan: Plan) -> Pruning:
+        config, setup = run.config, run.setup
+        # one epoch leaves nothing to prune (the last epoch is the result)
+        if run.pruner is None or config.epochs <= 1:
+            return cls(None, [], {})
+        objectives = cost_objectives(setup)
+        costs = {
+            name: (-1.0 if maximize else 1.0) * float(setup.objectives[i].value(plan, None))
+            for name, i, maximize in objectives
+        }
+        return cls(run.pruner, finished_for_pruning(run.study, objectives), costs)
+
+    def decide(self, report: EpochReport) -> str | None:
+        """Why to prune the trial after ``report`` (None: go on)."""
+        if self.pruner is None:
+            return None
+        return self.pruner.decide(report.epoch, report.val_accuracy, self.finished, self.costs)
+
+
+def cost_objectives(setup: SearchSetup) -> list[tuple[str, int, bool]]:
+    """Per objective known before training (latency, memory, ...): its name, its
+    index in a trial's values, and whether it is maximised."""
+    return [
+        (o.name, i, o.direction == "maximize")
+        for i, o in enumerate(setup.objectives)
+        if not o.needs_training
+    ]
+
+
+def original_number(trial: optuna.Trial) -> int:
+    """The number of the trial that ``trial`` retries (itself if none)."""
+    from optuna.storages import RetryHeartbeatStaleTrialCallback
+
+    frozen = storage_of(trial.study).get_trial(trial_id_of(trial))
+    original = RetryHeartbeatStaleTrialCallback.retried_trial_number(frozen)
+    return int(original) if original is not None else trial.number
+
+
+def retry_of(trial: optuna.Trial, retried: bool) -> int | None:
+    """The failed trial that ``trial`` runs again (the last in its retry history,
+    which the live display showed as queued again); None for a new trial."""
+    if not retried:
+        return None
+    frozen = storage_of(trial.study).get_trial(trial_id_of(trial))
+    history = frozen.system_attrs.get("retry_history")
+    return int(history[-1]) if history else original_number(trial)
+
+
+def trial_deadline(config: SearchConfig, start: float) -> tuple[float | None, str]:
+    """When the trial starting at ``start`` must stop (at an epoch boundary, PRUNED),
+    and why: its trial timeout."""
+    if config.trial_timeout is None:
+        return None, ""
+    return start + config.trial_timeout, f"--trial-timeout {config.trial_timeout:g} s"
+
+
+def search_deadline(
+    config: SearchConfig, deadline: float | None
+) -> Callable[[], str | None] | None:
+    """The trainer's per-batch check for the search's timeout: past ``deadline`` it
+    stops the trial within a batch, as Ctrl-C does (the trial is queued again and a
+    re-run resumes it from its last epoch; never PRUNED)."""
+    if deadline is None:
+        return None
+    why = f"stopped by the search's --timeout {config.timeout:g} s"
+    return lambda: why if time.perf_counter() >= deadline else None

@@ -1,0 +1,205 @@
+"""The study's home: everything a study and its trials store, and the storage itself.
+
+:mod:`nasmlcn.search` writes studies, :mod:`nasmlcn.dashboard` and the CLI's
+reports read them, and all of them do it through the names here:
+
+- what a trial stores: the ``write_*`` functions and :class:`TrialRecord`, writer
+  beside reader (:mod:`nasmlcn.study._trial`);
+- what a study stores: its identity and configuration (:func:`study_info`,
+  :func:`write_study_info`) and the retrained models (:class:`RetrainedModel`);
+- the storage: :func:`open_storage` (SQLite or PostgreSQL, batched writes,
+  read-only opening), :func:`load_existing_study`, the lock that workers take
+  turns with (:func:`hold`), the claim of the next trial (:func:`claim`),
+  heartbeats and the recovery of dead workers' trials;
+- the trials' files: checkpoints and weights as Optuna artifacts
+  (:class:`TrialFiles`, :func:`export_trial`);
+- the labels every report puts on a stored figure: predicted for the target
+  devices or measured where the trial trained (:func:`metric_heading`, ...);
+- Optuna's internals, used only through :mod:`nasmlcn.study._optuna_compat`.
+
+Importing it loads neither torch nor Optuna; the batching storage (which
+subclasses Optuna's) is imported when first used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from nasmlcn.study._access import load_existing_study
+from nasmlcn.study._artifacts import (
+    DEFAULT_ARTIFACTS,
+    KEEP_POLICIES,
+    TrialFiles,
+    artifacts_dir,
+    discard_weights,
+    export_trial,
+    has_weights,
+    open_store,
+    parse_keep,
+)
+from nasmlcn.study._claim import (
+    Claim,
+    ClaimSettings,
+    claim,
+    count,
+    counts,
+    finished,
+    trial_seed,
+    worker_name,
+)
+from nasmlcn.study._heartbeat import heartbeat
+from nasmlcn.study._identity import (
+    STUDY_ATTR,
+    metric_names,
+    redact_stored_url,
+    stored_info,
+    study_info,
+    update_study_info,
+    write_study_info,
+)
+from nasmlcn.study._labels import (
+    PREDICTED_METRICS,
+    common_device,
+    format_measured,
+    format_seconds,
+    measured_heading,
+    metric_heading,
+    predicted_on,
+)
+from nasmlcn.study._lock import StorageLock, hold
+from nasmlcn.study._optuna_compat import (
+    frozen_study_id,
+    storage_of,
+    study_id_of,
+    trial_id_of,
+)
+from nasmlcn.study._recovery import MAX_RETRIES, fail_stale_trials, retry
+from nasmlcn.study._retrained import (
+    RETRAINED_KEY,
+    RETRAINED_VERSION,
+    RetrainedModel,
+    retrained_by_trial,
+    retrained_models,
+    search_dataset,
+    store_retrained,
+)
+from nasmlcn.study._storage import (
+    GRACE_SECONDS,
+    open_storage,
+    sqlite_path,
+    study_names,
+    unknown_study,
+)
+from nasmlcn.study._trial import (
+    CONSTRAINT_PREFIX,
+    FAILURE_ATTRS,
+    LEARNING_CONSTRAINT,
+    RECORD_VERSION,
+    RECORD_VERSION_ATTR,
+    TrialRecord,
+    set_constraint,
+    write_checkpoint,
+    write_claimed,
+    write_ended_early,
+    write_failed,
+    write_model,
+    write_plan,
+    write_resumed,
+    write_traceback,
+    write_training,
+    write_weights,
+)
+
+if TYPE_CHECKING:
+    from nasmlcn.study._buffered_storage import DASHBOARD_PREFIX, BufferedStorage
+
+_LAZY = {
+    "BufferedStorage": "_buffered_storage",
+    "DASHBOARD_PREFIX": "_buffered_storage",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(f"nasmlcn.study.{_LAZY[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module 'nasmlcn.study' has no attribute {name!r}")
+
+
+__all__ = [
+    "CONSTRAINT_PREFIX",
+    "DASHBOARD_PREFIX",
+    "DEFAULT_ARTIFACTS",
+    "FAILURE_ATTRS",
+    "GRACE_SECONDS",
+    "KEEP_POLICIES",
+    "LEARNING_CONSTRAINT",
+    "MAX_RETRIES",
+    "PREDICTED_METRICS",
+    "RECORD_VERSION",
+    "RECORD_VERSION_ATTR",
+    "RETRAINED_KEY",
+    "RETRAINED_VERSION",
+    "STUDY_ATTR",
+    "BufferedStorage",
+    "Claim",
+    "ClaimSettings",
+    "RetrainedModel",
+    "StorageLock",
+    "TrialFiles",
+    "TrialRecord",
+    "artifacts_dir",
+    "claim",
+    "common_device",
+    "count",
+    "counts",
+    "discard_weights",
+    "export_trial",
+    "fail_stale_trials",
+    "finished",
+    "format_measured",
+    "format_seconds",
+    "frozen_study_id",
+    "has_weights",
+    "heartbeat",
+    "hold",
+    "load_existing_study",
+    "measured_heading",
+    "metric_heading",
+    "metric_names",
+    "open_storage",
+    "open_store",
+    "parse_keep",
+    "predicted_on",
+    "redact_stored_url",
+    "retrained_by_trial",
+    "retrained_models",
+    "retry",
+    "search_dataset",
+    "set_constraint",
+    "sqlite_path",
+    "storage_of",
+    "store_retrained",
+    "stored_info",
+    "study_id_of",
+    "study_info",
+    "study_names",
+    "trial_id_of",
+    "trial_seed",
+    "unknown_study",
+    "update_study_info",
+    "worker_name",
+    "write_checkpoint",
+    "write_claimed",
+    "write_ended_early",
+    "write_failed",
+    "write_model",
+    "write_plan",
+    "write_resumed",
+    "write_study_info",
+    "write_traceback",
+    "write_training",
+    "write_weights",
+]

@@ -1,0 +1,86 @@
+"""What nasmlcn stores on a study: its ``nasmlcn`` user attribute, writer beside reader.
+
+The attribute is one dictionary:
+
+- ``identity``: the configuration fields that make two runs the same study
+  (:data:`nasmlcn.search.IDENTITY_FIELDS`); a run that continues a study must match it;
+- ``config``: the whole search configuration (its storage URL never holds a password);
+- ``objectives``, ``metric_names``, ``evaluator``, ``accuracy_is_proxy``;
+- ``space``: the search space as described when the study was made;
+- ``devices``, ``cost_model``, ``time_unit``: the target hardware and its cost model;
+- ``versions``, ``created``;
+- ``retrained``: the models ``nasmlcn retrain`` trained again
+  (:mod:`nasmlcn.study._retrained`).
+
+Studies made by other tools have no such attribute: :func:`study_info` reads them as
+empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from nasmlcn._storage_url import redact_url
+from nasmlcn.study._optuna_compat import storage_of, study_id_of
+
+if TYPE_CHECKING:
+    import optuna
+
+STUDY_ATTR = "nasmlcn"
+"""The study user attribute that holds what nasmlcn stores on a study."""
+
+
+def stored_info(attrs: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The raw ``nasmlcn`` attribute among a study's user attributes (None when the
+    study was not made by nasmlcn search)."""
+    info = attrs.get(STUDY_ATTR)
+    return dict(info) if isinstance(info, Mapping) else None
+
+
+def study_info(study: optuna.Study) -> dict[str, Any]:
+    """What nasmlcn stored on the study (empty for foreign studies); the storage URL
+    of its config never shows a password."""
+    info = stored_info(study.user_attrs)
+    if info is None:
+        return {}
+    config = info.get("config")
+    if isinstance(config, dict) and isinstance(config.get("storage"), str):
+        # studies made before passwords were hidden stored the storage URL whole
+        info = {**info, "config": {**config, "storage": redact_url(config["storage"])}}
+    return info
+
+
+def write_study_info(study: optuna.Study, info: Mapping[str, Any]) -> None:
+    """Stores ``info`` as the study's ``nasmlcn`` attribute (when the study is made)."""
+    study.set_user_attr(STUDY_ATTR, dict(info))
+
+
+def update_study_info(study: optuna.Study, key: str, value: Any) -> None:
+    """Sets one key of the study's ``nasmlcn`` attribute, read fresh from the storage
+    first so that nothing another process stored meanwhile is lost."""
+    attrs = storage_of(study).get_study_user_attrs(study_id_of(study))
+    info = stored_info(attrs) or {}
+    info[key] = value
+    study.set_user_attr(STUDY_ATTR, info)
+
+
+def redact_stored_url(study: optuna.Study, stored: Mapping[str, Any]) -> None:
+    """Hides the password of a storage URL that a study made before nasmlcn hid
+    them kept in its stored config; continuing the study cleans it."""
+    config = stored.get("config")
+    url = config.get("storage") if isinstance(config, dict) else None
+    if isinstance(config, dict) and isinstance(url, str) and redact_url(url) != url:
+        study.set_user_attr(
+            STUDY_ATTR, {**stored, "config": {**config, "storage": redact_url(url)}}
+        )
+
+
+def metric_names(study: optuna.Study) -> list[str]:
+    """The study's objective names (Optuna's, else nasmlcn's, else ``objective0``...)."""
+    names = study.metric_names
+    if names is None:
+        names = study_info(study).get("metric_names") or [
+            f"objective{i}" for i in range(len(study.directions))
+        ]
+    return list(names)

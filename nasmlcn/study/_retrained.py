@@ -1,0 +1,146 @@
+"""The models ``nasmlcn retrain`` trained again, as stored on the study.
+
+Where they live: in the study's ``nasmlcn`` user attribute
+(:mod:`nasmlcn.study._identity`), under ``retrained``: ``{"version": 1, "models":
+[...]}``, one entry per (trial, dataset) -- retraining a trial again on the same
+dataset replaces its entry. A study attribute, not trial attributes, because Optuna
+lets nobody change a finished trial (a private write would bypass its cache);
+studies can be changed at any time through Optuna's public API. Each entry is
+stored as soon as its model is tested, re-reading the attribute first, so an
+interrupted run keeps the models it finished and other keys of the attribute are
+never lost.
+
+:class:`RetrainedModel` is the one schema of an entry, written
+(:func:`store_retrained`) and read (:func:`retrained_models`) here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+from nasmlcn.study._identity import stored_info, update_study_info
+from nasmlcn.study._optuna_compat import storage_of, study_id_of
+
+if TYPE_CHECKING:
+    import optuna
+
+RETRAINED_KEY = "retrained"
+"""The key of the retrained models inside the study's ``nasmlcn`` user attribute."""
+RETRAINED_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RetrainedModel:
+    """One retrained trial, as stored on the study and printed by ``--json``.
+
+    Attributes:
+        number: The trial.
+        dataset: What it was trained and tested on.
+        lanes: The architecture in the compact lane syntax.
+        test_accuracy: Accuracy on ``test_images`` test images.
+        test_loss: Loss on them.
+        test_images: Test images.
+        params: Trainable parameters.
+        epochs: Training epochs.
+        batch_size: Training batch size.
+        lr: Initial learning rate.
+        train_images: Training images per epoch.
+        train_images_per_second: Training images per second of the training
+            passes (validation not counted).
+        inference_images_per_second: Images per second classifying test images
+            (forward only, batch ``inference_batch_size``).
+        inference_batch_size: Images per timed inference pass.
+        device: Where it trained and was timed.
+        seconds: Wall time of training, testing and timing.
+        search_accuracy: The trial's validation accuracy at the end of its search
+            training (its first objective's value); None when unknown.
+        search_epochs: Epochs the search trained it.
+        val_accuracy_per_epoch: The retraining's validation accuracy per epoch.
+        weights: Path of the written ``checkpoint.pt``.
+        run_dir: Its run folder.
+        retrained_at: When (ISO 8601, local time).
+        version: Schema version of this record.
+    """
+
+    number: int
+    dataset: str
+    lanes: str
+    test_accuracy: float
+    test_loss: float
+    test_images: int
+    params: int
+    epochs: int
+    batch_size: int
+    lr: float
+    train_images: int
+    train_images_per_second: float
+    inference_images_per_second: float
+    inference_batch_size: int
+    device: str
+    seconds: float
+    search_accuracy: float | None
+    search_epochs: int | None
+    val_accuracy_per_epoch: list[float] = field(default_factory=list)
+    weights: str = ""
+    run_dir: str = ""
+    retrained_at: str = ""
+    version: int = RETRAINED_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RetrainedModel | None:
+        """The record in ``data``, or None when it is not one (a newer schema, or
+        required keys missing); keys it does not know are ignored."""
+        names = {f.name for f in fields(cls)}
+        version = data.get("version", RETRAINED_VERSION)
+        if not isinstance(version, int) or version > RETRAINED_VERSION:
+            return None
+        try:
+            return cls(**{k: v for k, v in data.items() if k in names})
+        except TypeError:
+            return None
+
+
+def retrained_models(info: Mapping[str, Any]) -> list[RetrainedModel]:
+    """Every retrained model stored in a study's ``nasmlcn`` attribute ``info``
+    (:func:`~nasmlcn.study._access.study_info`), by trial number."""
+    stored = info.get(RETRAINED_KEY)
+    entries = stored.get("models") if isinstance(stored, Mapping) else None
+    models = [
+        m
+        for m in (RetrainedModel.from_dict(e) for e in entries or () if isinstance(e, Mapping))
+        if m is not None
+    ]
+    return sorted(models, key=lambda m: (m.number, m.dataset))
+
+
+def search_dataset(info: Mapping[str, Any]) -> str | None:
+    """The dataset the study's search trained on (None: not recorded)."""
+    config = info.get("config")
+    dataset = config.get("dataset") if isinstance(config, Mapping) else None
+    return str(dataset) if dataset is not None else None
+
+
+def retrained_by_trial(info: Mapping[str, Any]) -> dict[int, RetrainedModel]:
+    """The models retrained on the search's own dataset, by trial number (what
+    ``nasmlcn best`` and the correlation compare with the search's accuracy)."""
+    dataset = search_dataset(info)
+    return {m.number: m for m in retrained_models(info) if m.dataset == dataset}
+
+
+def store_retrained(study: optuna.Study, model: RetrainedModel) -> None:
+    """Adds ``model`` to the study's retrained models, replacing an entry of the
+    same trial and dataset; the attribute is read fresh from the storage first, so
+    nothing stored meanwhile is lost."""
+    info = stored_info(storage_of(study).get_study_user_attrs(study_id_of(study))) or {}
+    kept = [
+        m.to_dict()
+        for m in retrained_models(info)
+        if (m.number, m.dataset) != (model.number, model.dataset)
+    ]
+    entries = sorted([*kept, model.to_dict()], key=lambda e: (e["number"], e["dataset"]))
+    update_study_info(study, RETRAINED_KEY, {"version": RETRAINED_VERSION, "models": entries})
