@@ -325,7 +325,8 @@ def hypervolume_history(data: StudyData) -> HypervolumeHistory | None:
     exact WFG implementation.
     """
     import numpy as np
-    from optuna._hypervolume import compute_hypervolume
+
+    from nasmlcn._optuna_compat import compute_hypervolume
 
     if not data.multi_objective:
         return None

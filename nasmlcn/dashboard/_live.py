@@ -77,10 +77,10 @@ def open_dashboard_storage(url: str) -> DashboardStorage:
         StorageError: Bad URL, missing driver, missing SQLite file, or a database
             without Optuna's tables (it is left untouched).
     """
-    from nasmlcn.study import open_storage
+    from nasmlcn.study import open_storage, unbuffered
 
     opened = open_storage(url, create=False, heartbeat=False)
-    return DashboardStorage(opened._backend)
+    return DashboardStorage(unbuffered(opened))
 
 
 def prepare_studies(storage: BaseStorage, *, refresh: bool = False) -> list[str]:
@@ -93,7 +93,7 @@ def prepare_studies(storage: BaseStorage, *, refresh: bool = False) -> list[str]
 
     import optuna
 
-    from nasmlcn.dashboard import GRAPH_ID_PREFIX, PLOT_DATA_PREFIX, refresh_study
+    from nasmlcn.dashboard._refresh import GRAPH_ID_PREFIX, PLOT_DATA_PREFIX, refresh_study
     from nasmlcn.study import frozen_study_id
 
     done = []

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.dashboard._extract import group_lanes, lane_kind
+from nasmlcn.study import set_study_system_attrs
 
 if TYPE_CHECKING:
     import optuna
@@ -87,44 +88,6 @@ def write_note(
     meanwhile sees the old note or the new one, never half of one.
     """
     set_study_system_attrs(storage, study_id, note_items(trial_id, body, version, old_chunks))
-
-
-def set_study_system_attrs(
-    storage: BaseStorage, study_id: int, items: Sequence[tuple[str, Any]]
-) -> None:
-    """Sets several study system attributes: upsert statements in one transaction
-    on SQLite and PostgreSQL (a note costs one commit, not three), one
-    ``set_study_system_attr`` each elsewhere."""
-    if not items:
-        return
-    backend = getattr(storage, "_backend", storage)
-    engine = getattr(backend, "engine", None)
-    dialect = getattr(engine, "name", None)
-    if dialect not in ("sqlite", "postgresql") or not hasattr(backend, "scoped_session"):
-        for key, value in items:
-            storage.set_study_system_attr(study_id, key, value)
-        return
-    import json
-
-    from nasmlcn.study._optuna_compat import rdb_internals
-
-    rdb = rdb_internals()
-    models, _create_scoped_session = rdb.models, rdb.scoped_session
-    from sqlalchemy.dialects import postgresql, sqlite
-
-    model = models.StudySystemAttributeModel
-    insert = sqlite.insert if dialect == "sqlite" else postgresql.insert
-    rows = [{"study_id": study_id, "key": k, "value_json": json.dumps(v)} for k, v in items]
-    with _create_scoped_session(backend.scoped_session, True) as session:
-        # batches keep each statement under SQLite's limit of bound parameters
-        for start in range(0, len(rows), 500):
-            statement = insert(model).values(rows[start : start + 500])
-            session.execute(
-                statement.on_conflict_do_update(
-                    index_elements=[model.study_id, model.key],
-                    set_={"value_json": statement.excluded.value_json},
-                )
-            )
 
 
 def read_note(system_attrs: Mapping[str, Any], trial_id: int | None) -> tuple[int, str, int]:

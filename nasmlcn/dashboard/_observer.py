@@ -32,13 +32,13 @@ class DashboardObserver(SearchObserver):
         self.study = study
 
     def on_trial_end(self, outcome: TrialOutcome) -> None:
-        from nasmlcn.dashboard import write_trial_note
+        from nasmlcn.dashboard._refresh import write_trial_note
 
         if self.study is not None and self.notes:
             write_trial_note(self.study, outcome.number)
 
     def on_end(self, result: SearchResult) -> None:
-        from nasmlcn.dashboard import write_study_figures
+        from nasmlcn.dashboard._refresh import write_study_figures
 
         if self.study is not None and self.figures:
             write_study_figures(self.study)

@@ -41,13 +41,13 @@ from nasmlcn.runs._evaluate import (
 )
 from nasmlcn.runs._load import LoadedRun, run_summary
 from nasmlcn.specs import MLCNSpec
-from nasmlcn.training._job import check_out_dir as check_folder
-from nasmlcn.training._run_folder import (
+from nasmlcn.training import (
     ARCH_NAME,
     CHECKPOINT_NAME,
     check_free_run_folder,
     write_run_folder,
 )
+from nasmlcn.training import check_out_dir as check_folder
 
 if TYPE_CHECKING:
     from nasmlcn.data import Split
@@ -378,7 +378,7 @@ def save_pruned(report: PruneReport, keep: int, out_dir: Path) -> Path:
 
 def check_out_dir(out_dir: Path, *, keep: bool) -> None:
     """``out_dir`` can take prune's files: a folder that can be made and written
-    (see :func:`nasmlcn.training._job.check_out_dir`) and, for a ``keep`` model,
+    (see :func:`nasmlcn.training.check_out_dir`) and, for a ``keep`` model,
     one that holds no model yet. Checked before any work.
 
     Raises:

@@ -16,10 +16,9 @@ from nasmlcn.specs._arch import (
     arch_from_dict,
 )
 from nasmlcn.specs._io import arch_from_json, arch_to_json, load_arch, save_arch
-from nasmlcn.specs._lane import LaneSpec
+from nasmlcn.specs._lane import LaneSpec, format_lane_mix, format_lanes, parse_lane, parse_lanes
 from nasmlcn.specs._lane_types import LANE_TYPES, LaneType
 from nasmlcn.specs._layers import ConvSpec, LaneLayout, can_fold, executed_convs
-from nasmlcn.specs._syntax import format_lane_mix, format_lanes, parse_lane, parse_lanes
 from nasmlcn.specs._zoo import ARCHITECTURES, DEFAULT_LANES, create_arch
 
 __all__ = [

@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from nasmlcn._validate import check_choice, check_fraction, check_int, check_keys
 from nasmlcn.errors import SpecError
-from nasmlcn.specs._lane import LaneSpec
+from nasmlcn.specs._lane import LaneSpec, format_lanes, parse_lanes
 from nasmlcn.specs._layers import ConvSpec, LaneLayout
-from nasmlcn.specs._syntax import format_lanes, parse_lanes
 
 ARCH_SCHEMA_VERSION = 1
 

@@ -1,7 +1,19 @@
-"""LaneSpec: one lane of a Multi-Lane Capsule Network."""
+"""LaneSpec: one lane of a Multi-Lane Capsule Network, and its compact syntax
+(written by ``str(lane)`` and :func:`format_lanes`, read by :func:`parse_lanes`).
+
+``mlcn1:4x2`` is one lane of type mlcn1, width 4, depth 2 (``mlcn1:4`` means depth
+1). Lanes are comma-separated, and ``8*mlcn2:2x1`` repeats a lane 8 times::
+
+    >>> [str(lane) for lane in parse_lanes("2*mlcn2:4x1,mlcn1:2x3")]
+    ['mlcn2:4x1', 'mlcn2:4x1', 'mlcn1:2x3']
+    >>> format_lanes(parse_lanes("mlcn2:4x1, mlcn2:4x1, mlcn1:2x3"))
+    '2*mlcn2:4x1,mlcn1:2x3'
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,8 +79,6 @@ class LaneSpec:
     @classmethod
     def from_dict(cls, data: Any) -> LaneSpec:
         if isinstance(data, str):
-            from nasmlcn.specs._syntax import parse_lane
-
             return parse_lane(data)
         if not isinstance(data, dict):
             raise SpecError(f"a lane must be an object or a lane string, got {data!r}")
@@ -76,3 +86,83 @@ class LaneSpec:
         if "type" not in data or "width" not in data:
             raise SpecError(f"a lane needs 'type' and 'width', got {data!r}")
         return cls(data["type"], data["width"], data.get("depth", 1))
+
+
+# -- the compact lane syntax -----------------------------------------------------
+
+_LANE = re.compile(
+    r"^\s*(?:(?P<count>[+-]?\d+)\s*\*\s*)?(?P<type>[A-Za-z_][\w-]*)\s*:\s*"
+    r"(?P<width>[+-]?\d+)\s*(?:x\s*(?P<depth>[+-]?\d+))?\s*$"
+)
+_MAX_REPEAT = 4096
+
+
+def parse_lane(text: str) -> LaneSpec:
+    """Parses a single lane (no repeat count)."""
+    lanes = parse_lanes(text)
+    if len(lanes) != 1:
+        raise SpecError(f"expected one lane, got {len(lanes)} in {text!r}")
+    return lanes[0]
+
+
+def parse_lanes(text: str) -> list[LaneSpec]:
+    """Parses the compact syntax into lanes, in order.
+
+    Raises:
+        SpecError: A part is malformed, names an unknown type, or has a width,
+            depth or count below 1; the message quotes the part.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise SpecError(f"no lanes given ({text!r}); expected e.g. 'mlcn2:4x1' or '8*mlcn2:2x1'")
+    lanes: list[LaneSpec] = []
+    for position, part in enumerate(text.split(","), 1):
+        if not part.strip():
+            raise SpecError(
+                f"invalid lane '' (lane {position} of {text!r} is empty); separate lanes "
+                "with single commas, e.g. 'mlcn1:4x2,mlcn2:2x1'"
+            )
+        match = _LANE.match(part)
+        if match is None:
+            raise SpecError(
+                f"invalid lane {part.strip()!r}; expected TYPE:WIDTHxDEPTH such as "
+                "'mlcn1:4x2', optionally repeated as '8*mlcn2:2x1'"
+            )
+        count = int(match["count"]) if match["count"] is not None else 1
+        if not 1 <= count <= _MAX_REPEAT:
+            raise SpecError(
+                f"invalid lane {part.strip()!r}: repeat count must be 1..{_MAX_REPEAT}, got {count}"
+            )
+        depth = int(match["depth"]) if match["depth"] is not None else 1
+        try:
+            lane = LaneSpec(match["type"], int(match["width"]), depth)
+        except SpecError as err:
+            raise SpecError(f"invalid lane {part.strip()!r}: {err}") from None
+        lanes.extend([lane] * count)
+    return lanes
+
+
+def format_lanes(lanes: Sequence[LaneSpec]) -> str:
+    """The compact syntax of ``lanes``, runs of equal lanes written as ``N*lane``."""
+    parts: list[str] = []
+    i = 0
+    while i < len(lanes):
+        j = i
+        while j < len(lanes) and lanes[j] == lanes[i]:
+            j += 1
+        run = j - i
+        parts.append(f"{run}*{lanes[i]}" if run > 1 else str(lanes[i]))
+        i = j
+    return ",".join(parts)
+
+
+def format_lane_mix(lanes: Sequence[LaneSpec]) -> str:
+    """The lanes as a multiset, most frequent first: ``24*mlcn2:1x3,8*mlcn1:5x2``.
+
+    Shorter than :func:`format_lanes` for bucket-filled models, whose lanes repeat
+    in a per-device pattern; order is lost (the placement keeps it).
+    """
+    counts: dict[LaneSpec, int] = {}
+    for lane in lanes:
+        counts[lane] = counts.get(lane, 0) + 1
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], str(item[0])))
+    return ",".join(f"{n}*{lane}" if n > 1 else str(lane) for lane, n in ordered)

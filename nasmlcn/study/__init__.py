@@ -15,7 +15,7 @@ reports read them, and all of them do it through the names here:
   (:class:`TrialFiles`, :func:`export_trial`);
 - the labels every report puts on a stored figure: predicted for the target
   devices or measured where the trial trained (:func:`metric_heading`, ...);
-- Optuna's internals, used only through :mod:`nasmlcn.study._optuna_compat`.
+- Optuna's internals, used only through :mod:`nasmlcn._optuna_compat`.
 
 Importing it loads neither torch nor Optuna; the batching storage (which
 subclasses Optuna's) is imported when first used.
@@ -25,6 +25,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn._optuna_compat import (
+    frozen_study_id,
+    set_study_system_attrs,
+    storage_of,
+    study_id_of,
+    trial_id_of,
+    unbuffered,
+)
 from nasmlcn.study._access import load_existing_study
 from nasmlcn.study._artifacts import (
     DEFAULT_ARTIFACTS,
@@ -67,12 +75,6 @@ from nasmlcn.study._labels import (
     predicted_on,
 )
 from nasmlcn.study._lock import StorageLock, hold
-from nasmlcn.study._optuna_compat import (
-    frozen_study_id,
-    storage_of,
-    study_id_of,
-    trial_id_of,
-)
 from nasmlcn.study._recovery import MAX_RETRIES, fail_stale_trials, retry
 from nasmlcn.study._retrained import (
     RETRAINED_KEY,
@@ -179,6 +181,7 @@ __all__ = [
     "retry",
     "search_dataset",
     "set_constraint",
+    "set_study_system_attrs",
     "sqlite_path",
     "storage_of",
     "store_retrained",
@@ -188,6 +191,7 @@ __all__ = [
     "study_names",
     "trial_id_of",
     "trial_seed",
+    "unbuffered",
     "unknown_study",
     "update_study_info",
     "worker_name",

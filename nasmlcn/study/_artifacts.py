@@ -28,14 +28,15 @@ from collections.abc import Container
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn._optuna_compat import forget_trial_artifact, storage_of, trial_id_of
 from nasmlcn.errors import SearchError
-from nasmlcn.study._optuna_compat import forget_trial_artifact, storage_of, trial_id_of
 from nasmlcn.study._storage import sqlite_path
 from nasmlcn.study._trial import TrialRecord, write_checkpoint, write_weights
 
 if TYPE_CHECKING:
     import optuna
-    from optuna.artifacts._protocol import ArtifactStore
+
+    from nasmlcn._optuna_compat import ArtifactStore
 
 logger = logging.getLogger(__name__)
 

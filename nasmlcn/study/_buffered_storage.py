@@ -26,11 +26,11 @@ from optuna.distributions import BaseDistribution
 from optuna.storages import RDBStorage
 from optuna.trial import FrozenTrial, TrialState
 
-from nasmlcn.study._optuna_compat import rdb_internals
+from nasmlcn._optuna_compat import rdb_internals
 
 _rdb = rdb_internals()
 if TYPE_CHECKING:
-    from optuna.storages._cached_storage import _CachedStorage
+    from nasmlcn._optuna_compat import CachedStorage as _CachedStorage
 else:
     _CachedStorage = _rdb.CachedStorage
 

@@ -24,14 +24,14 @@ import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from nasmlcn.study._lock import hold
-from nasmlcn.study._optuna_compat import (
+from nasmlcn._optuna_compat import (
     record_heartbeat,
     reseed_sampler,
     storage_of,
     study_id_of,
     trial_id_of,
 )
+from nasmlcn.study._lock import hold
 from nasmlcn.study._recovery import fail_stale_trials
 from nasmlcn.study._trial import write_claimed
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from nasmlcn.study._optuna_compat import record_heartbeat
+from nasmlcn._optuna_compat import record_heartbeat
 
 logger = logging.getLogger(__name__)
 

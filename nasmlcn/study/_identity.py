@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn._optuna_compat import storage_of, study_id_of
 from nasmlcn._storage_url import redact_url
-from nasmlcn.study._optuna_compat import storage_of, study_id_of
 
 if TYPE_CHECKING:
     import optuna

@@ -18,7 +18,7 @@ import copy
 import logging
 from typing import TYPE_CHECKING
 
-from nasmlcn.study._optuna_compat import stale_trial_ids, storage_of, study_id_of
+from nasmlcn._optuna_compat import stale_trial_ids, storage_of, study_id_of
 from nasmlcn.study._trial import FAILURE_ATTRS
 
 if TYPE_CHECKING:

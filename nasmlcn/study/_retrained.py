@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn._optuna_compat import storage_of, study_id_of
 from nasmlcn.study._identity import stored_info, update_study_info
-from nasmlcn.study._optuna_compat import storage_of, study_id_of
 
 if TYPE_CHECKING:
     import optuna

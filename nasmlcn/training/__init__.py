@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Any
 from nasmlcn.training._augment import AUGMENTATIONS, Augmentation, random_shift
 from nasmlcn.training._batch_policy import (
     BATCH_POLICIES,
+    DEFAULT_LR_POLICY,
     BatchPolicy,
     default_lr_policy,
     epoch_batch_sizes,
+    largest_batch_size,
 )
 from nasmlcn.training._callbacks import Callback, CallbackList, TrainingStopped, TrainStart
-from nasmlcn.training._config import EpochResult, TrainConfig
+from nasmlcn.training._config import MAX_EPOCHS, EpochResult, TrainConfig
 from nasmlcn.training._schedules import LR_POLICIES, LRPolicy, StepPlan
 
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
@@ -27,16 +29,34 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
         TrainJob,
         TrainReport,
         arch_for_dataset,
+        job_outputs,
         load_job_splits,
-        run_training,
+        resolve_arch,
+        step_batch_size,
     )
     from nasmlcn.training._memory import check_training_memory
+    from nasmlcn.training._run import run_job, run_training
+    from nasmlcn.training._run_folder import (
+        ARCH_NAME,
+        CHECKPOINT_NAME,
+        RESULT_NAME,
+        check_free_run_folder,
+        check_out_dir,
+        check_run_files,
+        write_result,
+        write_run_folder,
+    )
     from nasmlcn.training._trainer import evaluate, resolve_device, train
 
 __all__ = [
+    "ARCH_NAME",
     "AUGMENTATIONS",
     "BATCH_POLICIES",
+    "CHECKPOINT_NAME",
+    "DEFAULT_LR_POLICY",
     "LR_POLICIES",
+    "MAX_EPOCHS",
+    "RESULT_NAME",
     "Augmentation",
     "BatchPolicy",
     "Callback",
@@ -50,27 +70,49 @@ __all__ = [
     "TrainStart",
     "TrainingStopped",
     "arch_for_dataset",
+    "check_free_run_folder",
+    "check_out_dir",
+    "check_run_files",
     "check_training_memory",
     "default_lr_policy",
     "epoch_batch_sizes",
     "evaluate",
+    "job_outputs",
+    "largest_batch_size",
     "load_checkpoint",
     "load_job_splits",
     "load_model",
     "random_shift",
+    "resolve_arch",
     "resolve_device",
+    "run_job",
     "run_training",
     "save_checkpoint",
+    "step_batch_size",
     "train",
+    "write_result",
+    "write_run_folder",
 ]
 
 _LAZY = {
     "TrainJob": "_job",
     "TrainReport": "_job",
     "arch_for_dataset": "_job",
-    "check_training_memory": "_memory",
+    "job_outputs": "_job",
     "load_job_splits": "_job",
-    "run_training": "_job",
+    "resolve_arch": "_job",
+    "step_batch_size": "_job",
+    "check_training_memory": "_memory",
+    "run_job": "_run",
+    "run_training": "_run",
+    "check_out_dir": "_run_folder",
+    "write_result": "_run_folder",
+    "ARCH_NAME": "_run_folder",
+    "CHECKPOINT_NAME": "_run_folder",
+    "RESULT_NAME": "_run_folder",
+    "check_free_run_folder": "_run_folder",
+    "check_run_files": "_run_folder",
+    "write_run_folder": "_run_folder",
     "train": "_trainer",
     "evaluate": "_trainer",
     "resolve_device": "_trainer",

@@ -4,27 +4,16 @@
 from __future__ import annotations
 
 import logging
-import os
 import platform
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nasmlcn._io import probe_folder, write_text_atomic
-from nasmlcn.data import DATASETS, DatasetInfo
-from nasmlcn.data._normalize import normalization_record
+from nasmlcn.data import DATASETS, DatasetInfo, normalization_record
 from nasmlcn.errors import CheckpointError, SpecError
 from nasmlcn.specs import DEFAULT_LANES, ArchSpec, CapsNetSpec, MLCNSpec, create_arch, load_arch
-from nasmlcn.training._callbacks import Callback
 from nasmlcn.training._config import EpochResult, TrainConfig
-from nasmlcn.training._run_folder import (  # noqa: F401 (importers read the names here too)
-    ARCH_NAME,
-    CHECKPOINT_NAME,
-    RESULT_NAME,
-    check_run_files,
-    dumps_result,
-    result_with_run_id,
-)
+from nasmlcn.training._run_folder import CHECKPOINT_NAME, check_out_dir, check_run_files
 
 logger = logging.getLogger(__name__)
 
@@ -227,32 +216,6 @@ def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None,
     return out, checkpoint
 
 
-def check_out_dir(out: Path, option: str = "--out") -> None:
-    """``out`` (given as ``option``) is a folder, or one that can be made: its
-    nearest existing ancestor is a writable folder, and a probe file can really be
-    written there (the folders the probe made are removed again).
-
-    Raises:
-        CheckpointError: Naming the option, what is in the way and the fix.
-    """
-    existing = out
-    while not existing.exists() and existing.parent != existing:
-        existing = existing.parent
-    fix = f"choose another {option}"
-    if not existing.is_dir():
-        what = "is a file" if existing == out else f"is inside the file {str(existing)!r}"
-        raise CheckpointError(f"{option} {str(out)!r} {what}, not a folder; {fix}")
-    if existing != out and not os.access(existing, os.W_OK | os.X_OK):
-        raise CheckpointError(
-            f"{option} {str(out)!r} cannot be made: {str(existing)!r} is not writable; {fix}"
-        )
-    error = probe_folder(out)
-    if error is not None:
-        raise CheckpointError(
-            f"{option} {str(out)!r} cannot be written ({error.strerror or error}); {fix}"
-        )
-
-
 def step_batch_size(job: TrainJob) -> int:
     """The largest batch a training step of ``job`` sees (its batch policy's largest;
     ``--train-limit`` caps it)."""
@@ -279,35 +242,3 @@ def load_job_splits(job: TrainJob) -> Any:
         val_limit=job.val_limit,
         test_limit=job.test_limit,
     )
-
-
-def write_result(out_dir: Path | None, result: dict[str, Any]) -> None:
-    """Writes ``result.json`` (what ``--json`` prints, and the ``run_id`` of the
-    checkpoint beside it: see :mod:`nasmlcn.training._run_folder`) into
-    ``out_dir``, if there is one."""
-    if out_dir is not None:
-        write_text_atomic(out_dir / RESULT_NAME, dumps_result(result_with_run_id(out_dir, result)))
-
-
-def run_training(job: TrainJob, callbacks: list[Callback] | None = None) -> TrainReport:
-    """Loads the data, builds and trains the model, tests it and writes the files."""
-    from nasmlcn.training._memory import check_training_memory
-    from nasmlcn.training._run import run_job
-    from nasmlcn.training._trainer import resolve_device
-
-    arch = arch_for_dataset(job.arch, DATASETS.get(job.dataset), strict=True)
-    device = str(resolve_device(job.config.device))
-    out, checkpoint = job_outputs(job)
-    check_training_memory(arch, step_batch_size(job), device)
-    run = run_job(
-        arch,
-        load_job_splits(job),
-        job.config,
-        callbacks=callbacks or (),
-        checkpoint_path=checkpoint,
-        resume=job.resume,
-        out_dir=out,
-    )
-    report = run.report(job.dataset, device, out)
-    write_result(out, report.to_dict())
-    return report

@@ -24,7 +24,15 @@ from nasmlcn.models import build_model, count_parameters
 from nasmlcn.specs import ArchSpec, save_arch
 from nasmlcn.training._callbacks import Callback, CallbackList, TrainStart
 from nasmlcn.training._config import EpochResult, TrainConfig
-from nasmlcn.training._job import ARCH_NAME, TrainReport
+from nasmlcn.training._job import (
+    TrainJob,
+    TrainReport,
+    arch_for_dataset,
+    job_outputs,
+    load_job_splits,
+    step_batch_size,
+)
+from nasmlcn.training._run_folder import ARCH_NAME, write_result
 from nasmlcn.training._trainer import evaluate, resolve_device, train
 
 
@@ -158,3 +166,26 @@ def run_job(
             reconstruction_weight=config.reconstruction_weight,
         )
     return JobRun(arch, model, module, params, history, tested, len(splits.train), len(splits.test))
+
+
+def run_training(job: TrainJob, callbacks: list[Callback] | None = None) -> TrainReport:
+    """Loads the data, builds and trains the model, tests it and writes the files."""
+    from nasmlcn.data import DATASETS
+    from nasmlcn.training._memory import check_training_memory
+
+    arch = arch_for_dataset(job.arch, DATASETS.get(job.dataset), strict=True)
+    device = str(resolve_device(job.config.device))
+    out, checkpoint = job_outputs(job)
+    check_training_memory(arch, step_batch_size(job), device)
+    run = run_job(
+        arch,
+        load_job_splits(job),
+        job.config,
+        callbacks=callbacks or (),
+        checkpoint_path=checkpoint,
+        resume=job.resume,
+        out_dir=out,
+    )
+    report = run.report(job.dataset, device, out)
+    write_result(out, report.to_dict())
+    return report

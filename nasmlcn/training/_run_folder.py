@@ -30,7 +30,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nasmlcn.errors import NasmlcnError, RunError, SpecError
+from nasmlcn._io import probe_folder, write_text_atomic
+from nasmlcn.errors import CheckpointError, NasmlcnError, RunError, SpecError
 
 CHECKPOINT_NAME = "checkpoint.pt"
 RESULT_NAME = "result.json"
@@ -130,14 +131,12 @@ def held_run_files(folder: Path) -> list[str]:
 
 def check_free_run_folder(folder: Path, option: str) -> None:
     """``folder`` (given as ``option``) can take a new model: a folder that can be
-    made and written (:func:`~nasmlcn.training._job.check_out_dir`), holding no
+    made and written (:func:`check_out_dir`), holding no
     run's files yet.
 
     Raises:
         CheckpointError: Naming what is in the way.
     """
-    from nasmlcn.errors import CheckpointError
-    from nasmlcn.training._job import check_out_dir
 
     check_out_dir(folder, option)
     held = held_run_files(folder)
@@ -197,3 +196,37 @@ def result_with_run_id(folder: Path, result: dict[str, Any]) -> dict[str, Any]:
 def dumps_result(result: dict[str, Any]) -> str:
     """``result.json``'s text."""
     return json.dumps(result, indent=2) + "\n"
+
+
+def check_out_dir(out: Path, option: str = "--out") -> None:
+    """``out`` (given as ``option``) is a folder, or one that can be made: its
+    nearest existing ancestor is a writable folder, and a probe file can really be
+    written there (the folders the probe made are removed again).
+
+    Raises:
+        CheckpointError: Naming the option, what is in the way and the fix.
+    """
+    existing = out
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    fix = f"choose another {option}"
+    if not existing.is_dir():
+        what = "is a file" if existing == out else f"is inside the file {str(existing)!r}"
+        raise CheckpointError(f"{option} {str(out)!r} {what}, not a folder; {fix}")
+    if existing != out and not os.access(existing, os.W_OK | os.X_OK):
+        raise CheckpointError(
+            f"{option} {str(out)!r} cannot be made: {str(existing)!r} is not writable; {fix}"
+        )
+    error = probe_folder(out)
+    if error is not None:
+        raise CheckpointError(
+            f"{option} {str(out)!r} cannot be written ({error.strerror or error}); {fix}"
+        )
+
+
+def write_result(out_dir: Path | None, result: dict[str, Any]) -> None:
+    """Writes ``result.json`` (what ``--json`` prints, and the ``run_id`` of the
+    checkpoint beside it: see this module) into
+    ``out_dir``, if there is one."""
+    if out_dir is not None:
+        write_text_atomic(out_dir / RESULT_NAME, dumps_result(result_with_run_id(out_dir, result)))

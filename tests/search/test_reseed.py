@@ -6,8 +6,8 @@ from __future__ import annotations
 import optuna
 import pytest
 
+from nasmlcn._optuna_compat import reseed_sampler
 from nasmlcn.search import SAMPLERS
-from nasmlcn.study._optuna_compat import reseed_sampler
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

@@ -3,7 +3,9 @@
 Optuna's public API has no way to reach a study's storage and ids, to list the
 stale trials that :func:`optuna.storages.fail_stale_trials` would fail, or to
 record a heartbeat from a thread of one's own; the functions here do, and are
-the one place to change when Optuna does. The batching storage
+the one place to change when Optuna does. It also has Optuna's exact hypervolume
+(:func:`compute_hypervolume`), which no public module offers. A module of
+``nasmlcn`` itself, so that every package may use it. The batching storage
 (:mod:`nasmlcn.study._buffered_storage`) builds on Optuna's cached RDB storage
 and its SQLAlchemy models through :func:`rdb_internals`.
 """
@@ -11,12 +13,15 @@ and its SQLAlchemy models through :func:`rdb_internals`.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import optuna
+    from optuna.artifacts._protocol import ArtifactStore  # noqa: F401  (for importers' types)
     from optuna.storages import BaseStorage
+    from optuna.storages._cached_storage import _CachedStorage as CachedStorage  # noqa: F401
 
 
 def storage_of(study: optuna.Study) -> BaseStorage:
@@ -35,6 +40,21 @@ def trial_id_of(trial: optuna.Trial | optuna.trial.FrozenTrial) -> int:
 def frozen_study_id(study: Any) -> int:
     """The id of a ``FrozenStudy`` (``storage.get_all_studies()``)."""
     return int(study._study_id)
+
+
+def unbuffered(storage: Any) -> Any:
+    """The RDB storage under a cached one (Optuna's ``_CachedStorage``, which
+    :class:`~nasmlcn.study.BufferedStorage` is): what reads every attribute, the
+    dashboard's notes and figures included; any other storage as it is."""
+    return getattr(storage, "_backend", storage)
+
+
+def compute_hypervolume(points: Any, reference_point: Any, *, assume_pareto: bool = False) -> float:
+    """The hypervolume of ``points`` (minimised, an (n, m) array) against
+    ``reference_point``: Optuna's exact WFG implementation (no public API has it)."""
+    from optuna._hypervolume import compute_hypervolume as wfg
+
+    return float(wfg(points, reference_point, assume_pareto=assume_pareto))
 
 
 def rdb_internals() -> SimpleNamespace:
@@ -66,7 +86,7 @@ def stale_trial_ids(storage: Any, study_id: int, grace: float) -> list[int]:
         return []
     stale = list(storage._get_stale_trial_ids(study_id))
     rdb = rdb_internals()
-    backend = getattr(storage, "_backend", storage)
+    backend = unbuffered(storage)
     trial, beat = rdb.models.TrialModel, rdb.models.TrialHeartbeatModel
     from optuna.trial import TrialState
 
@@ -100,7 +120,7 @@ def forget_trial_artifact(storage: Any, trial_id: int, artifact_id: str) -> None
     from optuna.artifacts._upload import ARTIFACTS_ATTR_PREFIX
 
     rdb = rdb_internals()
-    backend = getattr(storage, "_backend", storage)
+    backend = unbuffered(storage)
     model = rdb.models.TrialSystemAttributeModel
     with rdb.scoped_session(backend.scoped_session) as session:
         session.query(model).filter(model.trial_id == trial_id).filter(
@@ -127,3 +147,37 @@ def reseed_sampler(sampler: Any, seed: int) -> bool:
     for state in states:  # as a fresh sampler: its inner random sampler gets the same seed
         state.rng.seed(seed % 2**32)
     return True
+
+
+def set_study_system_attrs(storage: Any, study_id: int, items: Sequence[tuple[str, Any]]) -> None:
+    """Sets several study system attributes: upsert statements in one transaction
+    on SQLite and PostgreSQL (a note costs one commit, not three), one
+    ``set_study_system_attr`` each elsewhere."""
+    if not items:
+        return
+    backend = unbuffered(storage)
+    engine = getattr(backend, "engine", None)
+    dialect = getattr(engine, "name", None)
+    if dialect not in ("sqlite", "postgresql") or not hasattr(backend, "scoped_session"):
+        for key, value in items:
+            storage.set_study_system_attr(study_id, key, value)
+        return
+    import json
+
+    rdb = rdb_internals()
+    models, _create_scoped_session = rdb.models, rdb.scoped_session
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    model = models.StudySystemAttributeModel
+    insert = sqlite.insert if dialect == "sqlite" else postgresql.insert
+    rows = [{"study_id": study_id, "key": k, "value_json": json.dumps(v)} for k, v in items]
+    with _create_scoped_session(backend.scoped_session, True) as session:
+        # batches keep each statement under SQLite's limit of bound parameters
+        for start in range(0, len(rows), 500):
+            statement = insert(model).values(rows[start : start + 500])
+            session.execute(
+                statement.on_conflict_do_update(
+                    index_elements=[model.study_id, model.key],
+                    set_={"value_json": statement.excluded.value_json},
+                )
+            )
