@@ -34,24 +34,26 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.parallel._ddp import AllReduceStats, ShardedSplit, data_parallel
     from nasmlcn.parallel._distributed import DistributedMLCN
     from nasmlcn.parallel._gather import CommStats, gather_lanes
-    from nasmlcn.parallel._job import (
-        PARALLELISMS,
-        ParallelReport,
-        plan_assignment,
-        rank_assignment,
-        run_multiprocess_training,
-        run_parallel_job,
-        run_placed_training,
-        train_rank,
-    )
     from nasmlcn.parallel._launch import (
         DEFAULT_TIMEOUT_S,
         RankContext,
         init_from_env,
         launch,
+        reports_here,
         under_torchrun,
     )
-    from nasmlcn.parallel._placed import PlacedMLCN
+    from nasmlcn.parallel._placed import PlacedMLCN, placer
+    from nasmlcn.parallel._report import ParallelReport
+    from nasmlcn.parallel._training import (
+        PARALLELISMS,
+        plan_assignment,
+        rank_assignment,
+        run_multiprocess_training,
+        run_parallel_job,
+        run_placed_training,
+        train_job,
+        train_rank,
+    )
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -72,17 +74,21 @@ __all__ = [
     "launch",
     "map_targets",
     "parse_run_on",
+    "placer",
     "plan_assignment",
     "rank_assignment",
+    "reports_here",
     "run_multiprocess_training",
     "run_parallel_job",
     "run_placed_training",
+    "train_job",
     "train_rank",
     "under_torchrun",
 ]
 
 _LAZY = {
     "PlacedMLCN": "_placed",
+    "placer": "_placed",
     "DistributedMLCN": "_distributed",
     "CommStats": "_gather",
     "gather_lanes": "_gather",
@@ -93,15 +99,17 @@ _LAZY = {
     "RankContext": "_launch",
     "init_from_env": "_launch",
     "launch": "_launch",
+    "reports_here": "_launch",
     "under_torchrun": "_launch",
-    "PARALLELISMS": "_job",
-    "ParallelReport": "_job",
-    "plan_assignment": "_job",
-    "rank_assignment": "_job",
-    "run_parallel_job": "_job",
-    "run_multiprocess_training": "_job",
-    "run_placed_training": "_job",
-    "train_rank": "_job",
+    "PARALLELISMS": "_training",
+    "ParallelReport": "_report",
+    "plan_assignment": "_training",
+    "rank_assignment": "_training",
+    "run_parallel_job": "_training",
+    "run_multiprocess_training": "_training",
+    "run_placed_training": "_training",
+    "train_job": "_training",
+    "train_rank": "_training",
 }
 
 

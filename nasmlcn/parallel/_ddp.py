@@ -24,7 +24,7 @@ from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
-from nasmlcn.data._splits import Split
+from nasmlcn.data import Split
 from nasmlcn.errors import DistributedError
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from nasmlcn._storage_url import redact_url
 from nasmlcn._toml import check_keys, read_toml
 from nasmlcn.errors import SearchError
-from nasmlcn.training._config import MAX_EPOCHS
+from nasmlcn.training import MAX_EPOCHS
 
 CONFIG_SCHEMA_VERSION = 1
 
@@ -150,7 +150,7 @@ class SearchConfig:
         _check_at_most("trials", self.trials, MAX_TRIALS, "a million 1-second trials take 12 days")
         _check_at_most("epochs", self.epochs, MAX_EPOCHS, "the thesis trains 10 to 100")
         if self.mlflow is not None:  # a URI MLflow cannot open is refused here, not mid-run
-            from nasmlcn.tracking._uri import check_tracking_uri
+            from nasmlcn.tracking import check_tracking_uri
 
             object.__setattr__(self, "mlflow", check_tracking_uri(self.mlflow))
         _check_positive_int("batch_size", self.batch_size)
@@ -183,7 +183,7 @@ class SearchConfig:
             raise SearchError("objectives: give at least one, e.g. accuracy or accuracy,latency")
         if len(set(self.objectives)) != len(self.objectives):
             raise SearchError(f"objectives: each may appear once, got {','.join(self.objectives)}")
-        from nasmlcn.costs._devices import devices_cost_model
+        from nasmlcn.costs import devices_cost_model
         from nasmlcn.search._objectives import check_cost_model
 
         cost_model = devices_cost_model(self.devices, self.cost_model, self.device_file)

@@ -50,7 +50,7 @@ def export_best(
         CheckpointError: ``out_dir`` is a file, cannot be written or already
             holds a model.
     """
-    from nasmlcn.training._run_folder import check_free_run_folder
+    from nasmlcn.training import check_free_run_folder
 
     chosen = _chosen(study, trial)
     check_free_run_folder(out_dir, "--export")  # a file, or another model's folder

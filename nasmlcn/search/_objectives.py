@@ -147,7 +147,7 @@ OBJECTIVES.register(
 
 
 def _energy(plan: Plan, _: Evaluation | None) -> float:
-    from nasmlcn.costs._capsacc import mlcn_energy_j
+    from nasmlcn.costs import mlcn_energy_j
 
     if plan.cost_model not in OBJECTIVES.get("energy").cost_models:
         raise SearchError(f"objective 'energy' needs cost model capsacc, not {plan.cost_model!r}")

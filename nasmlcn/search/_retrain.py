@@ -181,8 +181,7 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
     from nasmlcn.data import DATASETS
     from nasmlcn.specs import arch_from_dict
     from nasmlcn.study import TrialRecord, study_info
-    from nasmlcn.training import TrainConfig, arch_for_dataset, default_lr_policy
-    from nasmlcn.training import job_outputs
+    from nasmlcn.training import TrainConfig, arch_for_dataset, default_lr_policy, job_outputs
 
     info = study_info(study)
     config = info.get("config") or {}
@@ -342,8 +341,13 @@ def _retrain_one(
 ) -> RetrainedModel:
     """Trains, tests and times one model; writes its run folder."""
     from nasmlcn.measure import INFERENCE_PASSES, INFERENCE_WARMUP, time_inference
-    from nasmlcn.training import load_job_splits, load_model, run_training
-    from nasmlcn.training import CHECKPOINT_NAME, write_result
+    from nasmlcn.training import (
+        CHECKPOINT_NAME,
+        load_job_splits,
+        load_model,
+        run_training,
+        write_result,
+    )
 
     started = time.perf_counter()
     job = _job(target, options)

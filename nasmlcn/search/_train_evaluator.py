@@ -40,8 +40,7 @@ from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.data import DatasetInfo
 from nasmlcn.errors import DeviceError, SearchError
 from nasmlcn.search._evaluator import EVALUATORS, EpochCallback, EpochReport, EvalJob, Evaluation
-from nasmlcn.training import Callback, EpochResult
-from nasmlcn.training._memory import check_training_memory
+from nasmlcn.training import Callback, EpochResult, check_training_memory
 
 if TYPE_CHECKING:
     import torch
@@ -152,10 +151,14 @@ class TrainEvaluator:
         """Trains on ``device``, or with each lane on its local device in ``lanes``
         and the head on ``device``."""
         from nasmlcn.measure import PeakMemory
-        from nasmlcn.parallel._placed import PlacedMLCN, placer
-        from nasmlcn.training import TrainConfig, default_lr_policy, resolve_device
-        from nasmlcn.training._batch_policy import largest_batch_size
-        from nasmlcn.training._run import run_job
+        from nasmlcn.parallel import PlacedMLCN, placer
+        from nasmlcn.training import (
+            TrainConfig,
+            default_lr_policy,
+            largest_batch_size,
+            resolve_device,
+            run_job,
+        )
 
         splits = self.splits()
         used = [str(resolve_device(d)) for d in dict.fromkeys([device, *(lanes or ())])]

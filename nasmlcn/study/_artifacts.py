@@ -215,7 +215,7 @@ def export_trial(trial: Any, store: ArtifactStore, out_dir: Path) -> dict[str, P
             f"trial {trial.number}: its weights {weights['artifact_id']!r} are not in the "
             "artifact store; give the folder they were saved to with --artifacts"
         ) from None
-    from nasmlcn.training._run_folder import ARCH_NAME, CHECKPOINT_NAME, write_run_folder
+    from nasmlcn.training import ARCH_NAME, CHECKPOINT_NAME, write_run_folder
 
     def write(folder: Path) -> None:
         (folder / CHECKPOINT_NAME).write_bytes(body)

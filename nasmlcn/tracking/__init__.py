@@ -10,5 +10,6 @@ when an observer is made.
 from __future__ import annotations
 
 from nasmlcn.tracking._mlflow import MlflowObserver, missing_mlflow
+from nasmlcn.tracking._uri import check_tracking_uri
 
-__all__ = ["MlflowObserver", "missing_mlflow"]
+__all__ = ["MlflowObserver", "check_tracking_uri", "missing_mlflow"]

@@ -55,7 +55,7 @@ def test_bad_run_on(text: str) -> None:
 
 def test_import_does_not_load_torch() -> None:
     code = (
-        "import sys, nasmlcn.parallel, nasmlcn.parallel._job, nasmlcn.parallel._launch; "
+        "import sys, nasmlcn.parallel, nasmlcn.parallel._training, nasmlcn.parallel._launch; "
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -141,7 +141,7 @@ def test_cpu_and_cuda_lanes_with_the_head_on_cpu() -> None:
 
 
 def test_train_job_runs_in_process_unless_parallel_is_asked(tmp_path: Path) -> None:
-    from nasmlcn.parallel._job import ParallelReport, train_job
+    from nasmlcn.parallel import ParallelReport, train_job
     from nasmlcn.training import TrainReport
 
     plain = train_job(_job(tmp_path / "plain"), device="cpu")

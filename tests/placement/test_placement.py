@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from nasmlcn.errors import PlacementError
-from nasmlcn.placement import PLACERS, Placement, PlacementProblem, _optimal, get_placer
+from nasmlcn.placement import PLACERS, Placement, PlacementProblem, _optimal, _packing, get_placer
 
 SPEEDS = (1.0, 3.1, 4.2, 6.0)  # K80, M40, P100, V100 (thesis sec. 5.1)
 
@@ -229,7 +229,9 @@ def test_optimal_stops_at_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
         assert readings < 1000, "the search read the clock far past its limit"
         return readings * 0.01
 
-    monkeypatch.setattr(_optimal, "time", SimpleNamespace(perf_counter=perf_counter))
+    clock = SimpleNamespace(perf_counter=perf_counter)
+    monkeypatch.setattr(_optimal, "time", clock)
+    monkeypatch.setattr(_packing, "time", clock)  # the decision procedure reads it too
     placement = get_placer("optimal", time_limit=0.5).place(problem)
     check_placement(problem, placement, "optimal")
     assert not placement.optimal

@@ -21,21 +21,25 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.data import DATASETS
 from nasmlcn.errors import DeviceError, SpecError
+from nasmlcn.parallel._relay import Emit, replay
+from nasmlcn.parallel._report import ParallelReport
 from nasmlcn.specs import ArchSpec, MLCNSpec
-from nasmlcn.training import Callback, CallbackList, EpochResult, TrainJob, TrainStart
-from nasmlcn.training._job import (
+from nasmlcn.training import (
+    Callback,
+    CallbackList,
+    TrainJob,
     arch_for_dataset,
+    check_training_memory,
     job_outputs,
     load_job_splits,
     step_batch_size,
     write_result,
 )
-from nasmlcn.training._memory import check_training_memory
 
 if TYPE_CHECKING:
     from torch import nn
@@ -47,43 +51,6 @@ logger = logging.getLogger(__name__)
 
 PARALLELISMS = ("lanes", "data")
 """``lanes``: each rank owns some lanes (model parallelism); ``data``: DDP."""
-
-
-@dataclass(frozen=True)
-class ParallelReport:
-    """A :class:`~nasmlcn.training.TrainReport` and how the job was parallelised.
-
-    Attributes:
-        report: The usual report (its ``device`` names every device used).
-        mode: ``lane-parallel`` or ``data-parallel``.
-        launcher: ``in-process``, ``spawn`` or ``torchrun``.
-        processes: Number of processes (ranks).
-        devices: The device of every lane (in-process) or of rank 0 (multi-process).
-        assignment: Lane -> device index (in-process) or rank (lane-parallel ranks).
-        extra: Backend, threads, communication figures.
-    """
-
-    report: TrainReport
-    mode: str
-    launcher: str
-    processes: int
-    devices: tuple[str, ...]
-    assignment: tuple[int, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def parallel_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "launcher": self.launcher,
-            "processes": self.processes,
-            "devices": list(self.devices),
-            "assignment": list(self.assignment),
-            **self.extra,
-        }
-
-    def to_dict(self) -> dict[str, Any]:
-        """``TrainReport.to_dict()`` plus a ``parallel`` section."""
-        return {**self.report.to_dict(), "parallel": self.parallel_dict()}
 
 
 def rank_assignment(target_assignment: Sequence[int], world_size: int) -> tuple[int, ...]:
@@ -138,8 +105,7 @@ def run_placed_training(
         NasmlcnError: Missing data, an existing checkpoint, a bad device.
     """
     from nasmlcn.parallel._placed import PlacedMLCN, placer
-    from nasmlcn.training import resolve_device
-    from nasmlcn.training._run import run_job
+    from nasmlcn.training import resolve_device, run_job
 
     arch = _mlcn(job)
     if len(lane_devices) != arch.num_lanes:
@@ -175,72 +141,6 @@ def run_placed_training(
     return result
 
 
-@dataclass(frozen=True)
-class _EpochStart:
-    epoch: int
-
-
-@dataclass(frozen=True)
-class _BatchEnd:
-    epoch: int
-    batch: int
-    loss: float
-    accuracy: float
-
-
-@dataclass(frozen=True)
-class _EvalStart:
-    epoch: int
-
-
-_Event = TrainStart | _EpochStart | _BatchEnd | _EvalStart | EpochResult
-"""One callback call of rank 0, sent to the launching process."""
-
-
-class _Emit(Callback):
-    """Rank 0's end of the relay: every hook becomes an event for the launching
-    process, which owns the display and replays it with :func:`_replay`."""
-
-    def __init__(self, ctx: RankContext, batches: bool) -> None:
-        self.ctx = ctx
-        self.batches = batches
-
-    @property
-    def wants_batches(self) -> bool:
-        return self.batches  # only when the launcher's callbacks want them
-
-    def on_train_start(self, start: TrainStart) -> None:
-        # The module stays here: a rank's share cannot be unpickled elsewhere (DDP
-        # needs the process group).
-        self.ctx.emit(replace(start, model=None))
-
-    def on_epoch_start(self, epoch: int) -> None:
-        self.ctx.emit(_EpochStart(epoch))
-
-    def on_batch_end(self, epoch: int, batch: int, loss: float, accuracy: float) -> None:
-        self.ctx.emit(_BatchEnd(epoch, batch, loss, accuracy))
-
-    def on_eval_start(self, epoch: int) -> None:
-        self.ctx.emit(_EvalStart(epoch))
-
-    def on_epoch_end(self, result: EpochResult) -> None:
-        self.ctx.emit(result)
-
-
-def _replay(event: _Event, callbacks: Callback) -> None:
-    """The launcher's end of the relay: the hook call that ``event`` stands for."""
-    if isinstance(event, TrainStart):
-        callbacks.on_train_start(event)
-    elif isinstance(event, _EpochStart):
-        callbacks.on_epoch_start(event.epoch)
-    elif isinstance(event, _BatchEnd):
-        callbacks.on_batch_end(event.epoch, event.batch, event.loss, event.accuracy)
-    elif isinstance(event, _EvalStart):
-        callbacks.on_eval_start(event.epoch)
-    else:
-        callbacks.on_epoch_end(event)
-
-
 def train_rank(
     ctx: RankContext,
     job: TrainJob,
@@ -267,13 +167,11 @@ def train_rank(
     """
     import torch
 
-    from nasmlcn.data import DataSplits
-    from nasmlcn.data._normalize import normalization_record
+    from nasmlcn.data import DataSplits, normalization_record
     from nasmlcn.models import MLCN
     from nasmlcn.parallel._ddp import ShardedSplit, data_parallel
     from nasmlcn.parallel._distributed import DistributedMLCN
-    from nasmlcn.training._checkpoint import save_checkpoint
-    from nasmlcn.training._run import run_job
+    from nasmlcn.training import run_job, save_checkpoint
 
     _check_parallelism(parallelism)
     if parallelism == "lanes":
@@ -349,7 +247,7 @@ def _spawned_rank(
     batches: bool = True,
 ) -> ParallelReport | None:
     """A rank started by :func:`launch`; rank 0 relays its events to the launcher."""
-    return train_rank(ctx, job, assignment, parallelism, [_Emit(ctx, batches)])
+    return train_rank(ctx, job, assignment, parallelism, [Emit(ctx, batches)])
 
 
 def run_multiprocess_training(
@@ -410,7 +308,7 @@ def run_multiprocess_training(
         device=device,
         timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
         threads=threads,
-        on_event=lambda event: _replay(event, hooks),
+        on_event=lambda event: replay(event, hooks),
     )
     result = results[0]
     assert isinstance(result, ParallelReport)

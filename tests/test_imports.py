@@ -1,0 +1,112 @@
+"""The shape of the package, read from its source by ``scripts/import_graph.py``:
+no import cycles (lazy imports included), packages use each other's public names,
+Optuna's internals only through ``nasmlcn._optuna_compat``, and no torch in the
+planning layer."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+from types import ModuleType
+
+import pytest
+
+from tests.conftest import ROOT
+
+# Imports of another package's private module that are right, each with its reason
+# ("source -> target"). Empty today; an entry needs a reason a reviewer accepts.
+ALLOWED_PRIVATE: dict[str, str] = {}
+
+MAX_LINES = 500
+# Modules over MAX_LINES lines, each with the reason its docstring states.
+LONG_MODULES: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module")
+def graph() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("import_graph", ROOT / "scripts/import_graph.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["import_graph"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_no_import_cycles(graph: ModuleType) -> None:
+    assert graph.cycles(graph.imports()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_lazy_import(graph: ModuleType) -> None:
+    """The checker itself can fail: two modules importing each other, one of them
+    inside a function, are one cycle; a TYPE_CHECKING import is none."""
+    edges = [
+        graph.Import("nasmlcn.a._x", "nasmlcn.a._y", "nasmlcn.a._y", 1, False, False),
+        graph.Import("nasmlcn.a._y", "nasmlcn.a._x", "nasmlcn.a._x", 9, True, False),
+        graph.Import("nasmlcn.a._y", "nasmlcn.a._z", "nasmlcn.a._z", 2, False, False),
+        graph.Import("nasmlcn.a._z", "nasmlcn.a._y", "nasmlcn.a._y", 3, False, True),
+    ]
+    assert graph.cycles(edges) == [["nasmlcn.a._x", "nasmlcn.a._y"]]
+
+
+def test_packages_use_each_other_s_public_names(graph: ModuleType) -> None:
+    found = {
+        f"{edge.source} -> {edge.named}": edge.line
+        for edge in graph.private_cross_package(graph.imports())
+    }
+    unexplained = sorted(set(found) - set(ALLOWED_PRIVATE))
+    assert unexplained == [], "import these names from the package instead"
+    stale = sorted(set(ALLOWED_PRIVATE) - set(found))
+    assert stale == [], "remove these allow-list entries: the imports are gone"
+
+
+def test_the_private_import_finder_sees_one(graph: ModuleType) -> None:
+    edges = [
+        graph.Import("nasmlcn.cli._best", "nasmlcn.search._x", "nasmlcn.search._x", 1, True, False),
+        graph.Import(
+            "nasmlcn.search._y", "nasmlcn.search._x", "nasmlcn.search._x", 1, False, False
+        ),
+        graph.Import("nasmlcn.cli._best", "nasmlcn.search._x", "nasmlcn.search", 2, False, False),
+        graph.Import("nasmlcn.cli._best", "nasmlcn._io", "nasmlcn._io", 3, False, False),
+    ]
+    assert [(e.source, e.line) for e in graph.private_cross_package(edges)] == [
+        ("nasmlcn.cli._best", 1)
+    ]
+
+
+def test_the_planning_layer_imports_no_torch(graph: ModuleType) -> None:
+    assert graph.torch_in_planning(graph.imports()) == []
+
+
+def test_optuna_internals_only_through_the_compat_module() -> None:
+    """``optuna._x`` or ``optuna.x._y`` is imported by ``nasmlcn/_optuna_compat.py``
+    alone (type-only imports included)."""
+    offenders = []
+    for path in sorted((ROOT / "nasmlcn").rglob("*.py")):
+        if path.name == "_optuna_compat.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "optuna" and any(p.startswith("_") for p in parts[1:]):
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}")
+    assert offenders == []
+
+
+def test_no_module_is_over_500_lines_without_a_stated_reason(graph: ModuleType) -> None:
+    long = {
+        name: lines for name, lines in graph.largest(graph.modules(), top=1000) if lines > MAX_LINES
+    }
+    assert sorted(long) == sorted(LONG_MODULES)
+    for name in long:
+        path = graph.modules()[name]
+        docstring = ast.get_docstring(ast.parse(path.read_text())) or ""
+        assert "lines" in docstring, f"{name}: say in its docstring why it is this long"
