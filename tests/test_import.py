@@ -43,7 +43,9 @@ def test_version_matches_metadata() -> None:
     assert version("nasmlcn") == nasmlcn.__version__
 
 
-@pytest.mark.parametrize("package", ["nasmlcn.training", "nasmlcn.parallel"])
+@pytest.mark.parametrize(
+    "package", ["nasmlcn.data", "nasmlcn.training", "nasmlcn.parallel", "nasmlcn.runs"]
+)
 def test_lazy_exports_match_what_type_checkers_see(package: str) -> None:
     """Each name the module ``__getattr__`` imports on first use is imported under
     ``if TYPE_CHECKING:`` from the same module, so mypy sees its real type."""

@@ -48,7 +48,7 @@ def estimate(
 def _spec(model: str | None, lanes: str | None, arch: Path | None, dataset: str | None) -> ArchSpec:
     from nasmlcn.data import DATASETS
     from nasmlcn.specs import load_arch
-    from nasmlcn.training._job import resolve_arch
+    from nasmlcn.training import resolve_arch
 
     if arch is not None and dataset is None and model is None and lanes is None:
         return load_arch(arch)  # the file's own shape and classes

@@ -9,7 +9,7 @@ import typer
 
 from nasmlcn.cli._console import out
 from nasmlcn.cli._evaluate import RUN, phase_status
-from nasmlcn.runs._formats import EXPORT_FORMATS
+from nasmlcn.runs import EXPORT_FORMATS
 
 
 def _formats() -> str:

@@ -58,9 +58,15 @@ def prune(
     removed, then remove them least important first, one at a time, reporting the
     accuracy and the measured inference throughput (forward only) after each step."""
     from nasmlcn._io import write_text_atomic
-    from nasmlcn.runs import InferenceSettings, load_run
-    from nasmlcn.runs._prune import check_out_dir, check_prunable, prune_run, save_pruned
-    from nasmlcn.runs._prune_figure import write_pruning_figure
+    from nasmlcn.runs import (
+        InferenceSettings,
+        check_out_dir,
+        check_prunable,
+        load_run,
+        prune_run,
+        save_pruned,
+        write_pruning_figure,
+    )
 
     loaded = load_run(run, dataset=dataset)
     check_prunable(loaded, keep)

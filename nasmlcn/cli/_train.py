@@ -14,9 +14,7 @@ from nasmlcn.cli._console import err, out
 from nasmlcn.cli._options import ARCH, one_of
 from nasmlcn.placement import PLACERS
 from nasmlcn.specs import DECODERS, DEFAULT_LANES, ROUTINGS
-from nasmlcn.training._augment import AUGMENTATIONS
-from nasmlcn.training._batch_policy import BATCH_POLICIES, DEFAULT_LR_POLICY
-from nasmlcn.training._schedules import LR_POLICIES
+from nasmlcn.training import AUGMENTATIONS, BATCH_POLICIES, DEFAULT_LR_POLICY, LR_POLICIES
 
 
 def _described(registry: Any) -> str:
@@ -141,11 +139,8 @@ def train(
     """
     from nasmlcn.cli._progress import TrainProgress
     from nasmlcn.data import DATASETS
-    from nasmlcn.parallel._job import train_job
-    from nasmlcn.parallel._launch import reports_here
-    from nasmlcn.training import TrainConfig, TrainJob
-    from nasmlcn.training._batch_policy import default_lr_policy
-    from nasmlcn.training._job import resolve_arch
+    from nasmlcn.parallel import reports_here, train_job
+    from nasmlcn.training import TrainConfig, TrainJob, default_lr_policy, resolve_arch
 
     spec = resolve_arch(
         DATASETS.get(dataset),

@@ -32,6 +32,7 @@ from nasmlcn.costs._capsacc import (
     CapsAccLayer,
     LayerEstimate,
     estimate_capsacc,
+    mlcn_energy_j,
 )
 from nasmlcn.costs._context import CostContext
 from nasmlcn.costs._devices import devices_cost_model
@@ -77,6 +78,7 @@ __all__ = [
     "get_cost_model",
     "head_profile",
     "lane_profile",
+    "mlcn_energy_j",
     "relative_speeds",
     "score_cost_model",
     "score_predictions",

@@ -5,15 +5,15 @@ Importing this package does not import torch; loading a dataset does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nasmlcn.data import _synthetic, _torchvision  # noqa: F401  (register built-ins)
-from nasmlcn.data._normalize import Normalization
+from nasmlcn.data._normalize import Normalization, normalization_record
 from nasmlcn.data._registry import DATA_DIR_ENV, DATASETS, DatasetInfo, default_data_dir
 from nasmlcn.data._resolve import load_splits, prepare_dataset, resolve_data_dir
 
-if TYPE_CHECKING:
-    from nasmlcn.data._splits import DataSplits, RawData, Split
+if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
+    from nasmlcn.data._splits import DataSplits, RawData, Split, make_splits
 
 __all__ = [
     "DATASETS",
@@ -25,14 +25,24 @@ __all__ = [
     "Split",
     "default_data_dir",
     "load_splits",
+    "make_splits",
+    "normalization_record",
     "prepare_dataset",
     "resolve_data_dir",
 ]
 
+_LAZY = {
+    "DataSplits": "_splits",
+    "RawData": "_splits",
+    "Split": "_splits",
+    "make_splits": "_splits",
+}
 
-def __getattr__(name: str) -> object:
-    if name in ("DataSplits", "RawData", "Split", "make_splits"):
-        from nasmlcn.data import _splits
 
-        return getattr(_splits, name)
-    raise AttributeError(f"module 'nasmlcn.data' has no attribute {name!r}")
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nasmlcn.data' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"nasmlcn.data.{module}"), name)

@@ -17,6 +17,8 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.runs._evaluate import InferenceSettings, RunEvaluation, evaluate_run
     from nasmlcn.runs._export import ExportedModel, default_export_path, export_run
     from nasmlcn.runs._load import LoadedRun, load_run
+    from nasmlcn.runs._prune import check_out_dir, check_prunable, prune_run, save_pruned
+    from nasmlcn.runs._prune_figure import write_pruning_figure
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -26,11 +28,16 @@ __all__ = [
     "InferenceSettings",
     "LoadedRun",
     "RunEvaluation",
+    "check_out_dir",
+    "check_prunable",
     "classifier",
     "default_export_path",
     "evaluate_run",
     "export_run",
     "load_run",
+    "prune_run",
+    "save_pruned",
+    "write_pruning_figure",
 ]
 
 _LAZY = {
@@ -44,6 +51,11 @@ _LAZY = {
     "export_run": "_export",
     "LoadedRun": "_load",
     "load_run": "_load",
+    "check_out_dir": "_prune",
+    "check_prunable": "_prune",
+    "prune_run": "_prune",
+    "save_pruned": "_prune",
+    "write_pruning_figure": "_prune_figure",
 }
 
 

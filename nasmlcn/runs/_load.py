@@ -29,8 +29,7 @@ from torch import nn
 from nasmlcn.data import DATASETS
 from nasmlcn.errors import CheckpointError, RunError, SpecError
 from nasmlcn.specs import ArchSpec
-from nasmlcn.training._job import arch_for_dataset
-from nasmlcn.training._run_folder import CHECKPOINT_NAME, RESULT_NAME, check_run_files
+from nasmlcn.training import CHECKPOINT_NAME, RESULT_NAME, arch_for_dataset, check_run_files
 
 WRITERS = "nasmlcn train --out, nasmlcn best --export or nasmlcn prune --keep"
 
@@ -89,7 +88,7 @@ def load_run(
         SpecError: The architecture does not fit the dataset's images or classes.
     """
     from nasmlcn.models import build_model
-    from nasmlcn.training._checkpoint import load_checkpoint
+    from nasmlcn.training import load_checkpoint
 
     folder = Path(path)
     if not folder.exists():

@@ -12,8 +12,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from nasmlcn.data._normalize import normalization_record
-from nasmlcn.data._splits import DataSplits, Split
+from nasmlcn.data import DataSplits, Split, normalization_record
 from nasmlcn.errors import DivergedError, TrainingError
 from nasmlcn.models import capsule_loss, count_parameters
 from nasmlcn.specs import ArchSpec
