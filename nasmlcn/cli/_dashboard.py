@@ -32,7 +32,7 @@ def dashboard(
     ),
 ) -> None:
     """Start optuna-dashboard on the study storage (Ctrl-C stops it)."""
-    from nasmlcn.dashboard._live import make_dashboard_server
+    from nasmlcn.dashboard import make_dashboard_server
 
     storage = resolve_storage(storage)
     shown = redact_url(storage)
@@ -78,8 +78,7 @@ def export(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """Export a study: an offline HTML report, PNG/SVG figures, CSV/JSON of all trials."""
-    from nasmlcn.dashboard import export_study
-    from nasmlcn.dashboard._export import parse_formats
+    from nasmlcn.dashboard import export_study, parse_formats
     from nasmlcn.study import load_existing_study
 
     chosen = parse_formats(formats)  # fail on a typo before reading the study

@@ -4,7 +4,9 @@ Three layers, so that the same data serve the live dashboard and the report:
 
 - extraction (:mod:`._extract`, no plotly): a study -> NamedTuples of numbers;
 - figures (:mod:`._figures`, plotly): a registry of named figures built from
-  that data (``FIGURES``; ``dashboards/README.md`` says what each shows);
+  that data (``FIGURES``; ``dashboards/README.md`` says what each shows), by
+  builders named ``plot_<figure>`` so that they are told apart from the
+  extractors they read;
 - outputs: trial and study notes (:mod:`._notes`), the offline HTML report
   (:mod:`._report`), PNG/SVG/CSV/JSON files (:mod:`._export`) and the live
   optuna-dashboard server (:mod:`._live`).
@@ -17,7 +19,14 @@ neither plotly nor optuna-dashboard.
 
 from __future__ import annotations
 
-from nasmlcn.dashboard._export import FORMATS, ExportError, ExportResult, export_study
+from nasmlcn.dashboard._export import (
+    FORMATS,
+    ExportError,
+    ExportResult,
+    export_study,
+    parse_formats,
+    write_images,
+)
 from nasmlcn.dashboard._extract import (
     HYPERVOLUME_MARGIN,
     DevicePlacement,
@@ -42,7 +51,14 @@ from nasmlcn.dashboard._extract import (
     trial_records,
     trial_table,
 )
-from nasmlcn.dashboard._figures import FIGURES, FigureSpec, build_figures, figure_specs
+from nasmlcn.dashboard._figures import (
+    FIGURES,
+    TEMPLATE,
+    FigureSpec,
+    accuracy_range,
+    build_figures,
+    figure_specs,
+)
 from nasmlcn.dashboard._live import DashboardError, make_dashboard_server
 from nasmlcn.dashboard._observer import DashboardObserver
 from nasmlcn.dashboard._refresh import (
@@ -59,6 +75,7 @@ __all__ = [
     "GRAPH_ID_PREFIX",
     "HYPERVOLUME_MARGIN",
     "PLOT_DATA_PREFIX",
+    "TEMPLATE",
     "DashboardError",
     "DashboardObserver",
     "DevicePlacement",
@@ -73,6 +90,7 @@ __all__ = [
     "ReportData",
     "StudyData",
     "TrialRow",
+    "accuracy_range",
     "best_rows",
     "build_figures",
     "correlations",
@@ -86,10 +104,12 @@ __all__ = [
     "optimization_histories",
     "param_importances",
     "pareto_mask",
+    "parse_formats",
     "placement",
     "refresh_study",
     "trial_records",
     "trial_table",
+    "write_images",
     "write_study_figures",
     "write_trial_note",
 ]

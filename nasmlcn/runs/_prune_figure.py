@@ -23,7 +23,7 @@ def pruning_figure(curves: Mapping[str, PruneReport], title: str | None = None) 
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from nasmlcn.dashboard._figures import TEMPLATE, accuracy_range
+    from nasmlcn.dashboard import TEMPLATE, accuracy_range
 
     fig = make_subplots(
         rows=1,
@@ -105,7 +105,7 @@ def write_pruning_figure(
         fig.write_html(tmp, include_plotlyjs=True, include_mathjax=False, full_html=True)
     paths = [html]
     if png:
-        from nasmlcn.dashboard._export import write_images
+        from nasmlcn.dashboard import write_images
 
         paths += write_images({FIGURE_NAME: fig}, folder, ("png",))
     return paths

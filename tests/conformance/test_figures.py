@@ -1,6 +1,6 @@
 """Conformance of every named figure (``nasmlcn.dashboard.FIGURES``).
 
-The contract (``nasmlcn/dashboard/_figures.py``): a :class:`FigureSpec` has a
+The contract (``nasmlcn/dashboard/_figures/_registry.py``): a :class:`FigureSpec` has a
 title, a description and a place in the report; ``build(data, compact)`` returns a
 plotly figure, or None when the study has nothing to show (a single-objective
 study has no Pareto front), never an error; a small multi-objective proxy study

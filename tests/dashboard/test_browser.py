@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from nasmlcn.dashboard._figures import figure_specs
+from nasmlcn.dashboard import figure_specs
 from tests.dashboard.conftest import CHROMIUM, Made
 
 playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright")

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from nasmlcn.dashboard import ExportError, export_study
-from nasmlcn.dashboard._export import default_out_dir, parse_formats
-from nasmlcn.dashboard._figures import figure_specs
+from nasmlcn.dashboard import ExportError, export_study, figure_specs, parse_formats
+from nasmlcn.dashboard._export import default_out_dir
 from tests.conftest import ROOT, run_cli
 from tests.dashboard.conftest import Made
 

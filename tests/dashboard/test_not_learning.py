@@ -13,8 +13,7 @@ from typing import NamedTuple
 import plotly.graph_objects as go
 import pytest
 
-from nasmlcn.dashboard import FIGURES, ReportData, extract_report
-from nasmlcn.dashboard._figures import accuracy_range
+from nasmlcn.dashboard import FIGURES, ReportData, accuracy_range, extract_report
 from nasmlcn.study import TrialRecord, load_existing_study
 from tests.conformance.test_figures import NAMES, _axes, _title
 from tests.conftest import lr_space, run_cli

@@ -1,0 +1,217 @@
+"""A study's trials as rows: what every figure, note and export reads.
+
+:func:`extract_study` reads every trial once into a :class:`TrialRow`; the Pareto
+front (:func:`pareto_mask`) is marked on the rows, and :func:`best_rows` picks the
+trials the report shows first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.trial import FrozenTrial
+
+MIB = 1024**2
+
+
+class TrialRow(NamedTuple):
+    """One trial as every figure and export sees it.
+
+    ``values`` are in the study's objective order (``StudyData.metric_names``);
+    ``pareto`` marks the feasible Pareto front (or the best trial of a
+    single-objective study). ``attrs`` is the trial's user attributes, unchanged.
+    """
+
+    number: int
+    state: str
+    values: tuple[float, ...] | None
+    feasible: bool
+    pareto: bool
+    constraints: dict[str, float]
+    params: dict[str, Any]
+    lanes: str | None
+    lane_mix: str | None
+    num_lanes: int | None
+    latency: float | None
+    time_unit: str
+    peak_memory_bytes: float | None
+    model_params: int | None
+    imbalance: float | None
+    accuracy_per_epoch: tuple[float, ...]
+    generation: int | None
+    reason: str | None
+    datetime_start: str | None
+    datetime_complete: str | None
+    duration_s: float | None
+    attrs: Mapping[str, Any]
+    learned: bool = True
+    """False when the trained model did not beat chance by a clear margin
+    (:mod:`nasmlcn.search._learning`): infeasible, and drawn apart from trials
+    over a budget."""
+
+    @property
+    def complete(self) -> bool:
+        return self.state == "COMPLETE" and self.values is not None
+
+    @property
+    def label(self) -> str:
+        """``#12 8*mlcn2:2x3,...``: what hover texts and legends show."""
+        return f"#{self.number} {self.lane_mix or self.lanes or ''}".rstrip()
+
+
+class StudyData(NamedTuple):
+    """A study's trials and what nasmlcn recorded about it."""
+
+    name: str
+    metric_names: tuple[str, ...]
+    directions: tuple[str, ...]
+    """``"maximize"`` or ``"minimize"`` per objective."""
+    info: Mapping[str, Any]
+    """The study's ``nasmlcn`` user attribute (empty for foreign studies)."""
+    rows: tuple[TrialRow, ...]
+
+    @property
+    def multi_objective(self) -> bool:
+        return len(self.directions) > 1
+
+    @property
+    def complete(self) -> list[TrialRow]:
+        return [r for r in self.rows if r.complete]
+
+    @property
+    def state_counts(self) -> dict[str, int]:
+        return dict(Counter(r.state for r in self.rows))
+
+    @property
+    def accuracy_is_proxy(self) -> bool:
+        return bool(self.info.get("accuracy_is_proxy"))
+
+    @property
+    def target_devices(self) -> str | None:
+        """The target devices the predictions are for (``8xK80``); None for
+        foreign studies."""
+        devices = (self.info.get("config") or {}).get("devices")
+        return str(devices) if devices else None
+
+    @property
+    def learning_threshold(self) -> float | None:
+        """The accuracy a trial had to reach to count as learning (0.19 for 10
+        classes), read back from a trial's ``learning`` constraint (threshold minus
+        its accuracy); None when no trial carries one (older or untrained studies)."""
+        from nasmlcn.study import LEARNING_CONSTRAINT
+
+        for r in self.rows:
+            margin = r.constraints.get(LEARNING_CONSTRAINT)
+            accuracy = (r.attrs.get("training") or {}).get("accuracy")
+            if margin is not None and isinstance(accuracy, (int, float)):
+                return round(float(accuracy) + margin, 6)
+        return None
+
+
+def extract_study(study: optuna.Study) -> StudyData:
+    """Reads every trial of ``study`` once into :class:`TrialRow` s."""
+    from nasmlcn.study import metric_names, study_info
+
+    names = tuple(metric_names(study))
+    directions = tuple(d.name.lower() for d in study.directions)
+    trials = study.get_trials(deepcopy=False)
+    rows = [_row(t) for t in trials]
+    front = _front_numbers(rows, directions)
+    rows = [r._replace(pareto=r.number in front) for r in rows]
+    return StudyData(study.study_name, names, directions, study_info(study), tuple(rows))
+
+
+def _row(trial: FrozenTrial) -> TrialRow:
+    from nasmlcn.study import TrialRecord
+
+    record = TrialRecord.of(trial)
+    predicted = record.predicted
+    system = trial.system_attrs
+    generation = next((v for k, v in system.items() if k.endswith(":generation")), None)
+    duration = trial.duration.total_seconds() if trial.duration is not None else None
+    return TrialRow(
+        number=trial.number,
+        state=trial.state.name,
+        values=record.values,
+        feasible=record.feasible,
+        pareto=False,
+        constraints=record.constraints,
+        params=record.params,
+        lanes=record.lanes,
+        lane_mix=record.lane_mix,
+        num_lanes=record.num_lanes,
+        latency=_number(predicted.get("latency")),
+        time_unit=str(predicted.get("time_unit") or "s"),
+        peak_memory_bytes=_number(predicted.get("peak_memory_bytes")),
+        model_params=predicted.get("params"),
+        imbalance=_number(predicted.get("imbalance")),
+        accuracy_per_epoch=tuple(record.accuracy_per_epoch),
+        generation=int(generation) if isinstance(generation, (int, float)) else None,
+        reason=record.reason,
+        datetime_start=trial.datetime_start.isoformat() if trial.datetime_start else None,
+        datetime_complete=trial.datetime_complete.isoformat() if trial.datetime_complete else None,
+        duration_s=duration,
+        attrs=record.attrs,
+        learned=record.learned,
+    )
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def objective_signs(directions: Sequence[str]) -> list[float]:
+    """Multiplying by these turns every objective into one to minimise."""
+    return [-1.0 if d == "maximize" else 1.0 for d in directions]
+
+
+def pareto_mask(points: Sequence[Sequence[float]], directions: Sequence[str]) -> list[bool]:
+    """Whether each point is on the Pareto front (no other point dominates it).
+
+    A point dominates another when it is at least as good in every objective and
+    better in one; equal points are therefore all on the front.
+
+    Args:
+        points: One row of objective values per point.
+        directions: ``"maximize"`` or ``"minimize"`` per objective.
+    """
+    import numpy as np
+
+    if len(points) == 0:
+        return []
+    loss = np.asarray(points, dtype=float) * np.asarray(objective_signs(directions))
+    # (n, n): [i, j] is True when j dominates i; n is a study's trial count, so the
+    # quadratic memory (500 trials: 250k booleans) is no concern.
+    le = (loss[None, :, :] <= loss[:, None, :]).all(axis=2)
+    lt = (loss[None, :, :] < loss[:, None, :]).any(axis=2)
+    return [bool(v) for v in ~(le & lt).any(axis=1)]
+
+
+def _front_numbers(rows: Sequence[TrialRow], directions: Sequence[str]) -> set[int]:
+    candidates = [r for r in rows if r.complete and r.feasible]
+    if not candidates:
+        return set()
+    points = [r.values for r in candidates if r.values is not None]
+    if len(directions) == 1:
+        # Single objective: the "front" is the best trial (ties included).
+        sign = objective_signs(directions)[0]
+        best = min(sign * p[0] for p in points)
+        return {r.number for r, p in zip(candidates, points, strict=True) if sign * p[0] == best}
+    mask = pareto_mask(points, directions)
+    return {r.number for r, on in zip(candidates, mask, strict=True) if on}
+
+
+def best_rows(data: StudyData, top: int = 5) -> list[TrialRow]:
+    """The Pareto front, best first objective first (several objectives); else
+    the ``top`` feasible completed trials, best first."""
+    sign = objective_signs(data.directions)[0]
+    done = [r for r in data.complete if r.feasible and r.values is not None]
+    ordered = sorted(done, key=lambda r: (sign * r.values[0], r.number))  # type: ignore[index]
+    if data.multi_objective:
+        return [r for r in ordered if r.pareto]
+    return ordered[:top]
