@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import sys
 from collections.abc import Iterator
@@ -88,17 +89,22 @@ def _statements(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bo
     yield from walk(tree, False, False)
 
 
-def _reexports(name: str, found: dict[str, Path], seen: frozenset[str] = frozenset()) -> dict:
-    """For a package: exported name -> the module it is imported from."""
-    path = found.get(name)
-    if path is None or path.name != "__init__.py" or name in seen:
-        return {}
+@functools.cache
+def _reexports_of(path: Path) -> dict[str, str]:
     table: dict[str, str] = {}
     for node, _, _ in _statements(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for alias in node.names:
                 table[alias.asname or alias.name] = node.module
     return table
+
+
+def _reexports(name: str, found: dict[str, Path]) -> dict[str, str]:
+    """For a package: exported name -> the module it is imported from."""
+    path = found.get(name)
+    if path is None or path.name != "__init__.py":
+        return {}
+    return _reexports_of(path)
 
 
 def _resolve(module: str, name: str | None, found: dict[str, Path]) -> str:
