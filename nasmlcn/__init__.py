@@ -4,11 +4,19 @@ Importing ``nasmlcn`` is cheap and never imports torch: the planning layer (spec
 registries, lane syntax) is pure Python. The torch parts live in
 :mod:`nasmlcn.models`, :mod:`nasmlcn.data` loaders and :mod:`nasmlcn.training`, and
 are imported only when used.
+
+The verbs a user needs are here too, imported when first used: search
+(:func:`run_search`, :func:`run_workers`, :class:`SearchConfig`), plan
+(:func:`plan_model`), train (:func:`run_training`, :class:`TrainJob`,
+:class:`TrainConfig`), retrain (:func:`retrain_study`, :class:`RetrainOptions`) and
+load results (:func:`load_existing_study`, :func:`best_trials`, :func:`load_run`).
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -23,6 +31,43 @@ from nasmlcn.specs import (
     parse_lanes,
 )
 
+if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
+    from nasmlcn.planning import plan_model
+    from nasmlcn.runs import load_run
+    from nasmlcn.search import (
+        RetrainOptions,
+        SearchConfig,
+        best_trials,
+        retrain_study,
+        run_search,
+        run_workers,
+    )
+    from nasmlcn.study import load_existing_study
+    from nasmlcn.training import TrainConfig, TrainJob, run_training
+
+_LAZY = {
+    "SearchConfig": "search",
+    "run_search": "search",
+    "run_workers": "search",
+    "plan_model": "planning",
+    "TrainConfig": "training",
+    "TrainJob": "training",
+    "run_training": "training",
+    "RetrainOptions": "search",
+    "retrain_study": "search",
+    "best_trials": "search",
+    "load_existing_study": "study",
+    "load_run": "runs",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nasmlcn' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"nasmlcn.{module}"), name)
+
+
 # A library prints nothing of its own: without this, Python's last-resort handler
 # writes nasmlcn's warnings (a trial queued again, an observer that failed) to the
 # stderr of a program that configured no logging. The CLI and any program that
@@ -35,8 +80,20 @@ __all__ = [
     "LaneSpec",
     "MLCNSpec",
     "NasmlcnError",
+    "RetrainOptions",
+    "SearchConfig",
+    "TrainConfig",
+    "TrainJob",
     "__version__",
+    "best_trials",
     "format_lanes",
     "load_arch",
+    "load_existing_study",
+    "load_run",
     "parse_lanes",
+    "plan_model",
+    "retrain_study",
+    "run_search",
+    "run_training",
+    "run_workers",
 ]

@@ -3,13 +3,43 @@
 Every error a user can cause derives from :class:`NasmlcnError`; the CLI prints
 those as one line and exits non-zero. Each subclass also inherits the built-in
 exception it refines, so ``except ValueError`` keeps working for library users.
+
+An error names the configuration field at fault with :func:`option`: a library
+user reads the field (``trial_timeout``), the CLI the option that sets it
+(``--trial-timeout``, :meth:`NasmlcnError.for_cli`).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+
+_OPTION = re.compile("\u2039([a-z_]+)\u203a")
+
+
+def option(field: str) -> str:
+    """``field`` (a configuration field, e.g. ``keep_weights``) inside an error
+    message: ``str(error)`` shows the field, the CLI its option (``--keep-weights``)."""
+    return f"\u2039{field}\u203a"
+
+
+def cli_option(field: str, options: Mapping[str, str] | None = None) -> str:
+    """The command-line option of configuration field ``field``: ``options``'s, else
+    ``--`` and the field with dashes (``run_on`` -> ``--run-on``)."""
+    return (options or {}).get(field) or "--" + field.replace("_", "-")
+
 
 class NasmlcnError(Exception):
     """Base class of every error nasmlcn raises on purpose."""
+
+    def __str__(self) -> str:
+        return _OPTION.sub(lambda m: m[1], super().__str__())
+
+    def for_cli(self, options: Mapping[str, str] | None = None) -> str:
+        """The message as the CLI prints it: each field named by :func:`option`
+        becomes its command-line option (``options`` maps the fields whose option
+        is not ``--`` plus the field with dashes)."""
+        return _OPTION.sub(lambda m: cli_option(m[1], options), super().__str__())
 
 
 class SpecError(NasmlcnError, ValueError):

@@ -44,7 +44,8 @@ def test_version_matches_metadata() -> None:
 
 
 @pytest.mark.parametrize(
-    "package", ["nasmlcn.data", "nasmlcn.training", "nasmlcn.parallel", "nasmlcn.runs"]
+    "package",
+    ["nasmlcn", "nasmlcn.data", "nasmlcn.training", "nasmlcn.parallel", "nasmlcn.runs"],
 )
 def test_lazy_exports_match_what_type_checkers_see(package: str) -> None:
     """Each name the module ``__getattr__`` imports on first use is imported under

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     except NasmlcnError as exc:
         if debug:
             return _print_traceback(exc, EXIT_USER_ERROR)
-        print_error(str(exc))
+        print_error(exc.for_cli())  # configuration fields named as the options that set them
         return EXIT_USER_ERROR
     except (KeyboardInterrupt, typer.Abort):
         print_error("interrupted")

@@ -183,12 +183,6 @@ class SearchConfig:
             raise SearchError("objectives: give at least one, e.g. accuracy or accuracy,latency")
         if len(set(self.objectives)) != len(self.objectives):
             raise SearchError(f"objectives: each may appear once, got {','.join(self.objectives)}")
-        from nasmlcn.costs import devices_cost_model
-        from nasmlcn.search._objectives import check_cost_model
-
-        cost_model = devices_cost_model(self.devices, self.cost_model, self.device_file)
-        object.__setattr__(self, "cost_model", cost_model)  # the devices' own, if they have one
-        check_cost_model(self.objectives, self.cost_model)
         if self.study is not None and not str(self.study).strip():
             raise SearchError(
                 f"study name {self.study!r} is empty; give a name, or leave it out for one "

@@ -56,7 +56,7 @@ def export_best(
     check_free_run_folder(out_dir, "--export")  # a file, or another model's folder
     folder = artifacts_dir(storage, artifacts)
     if not folder.is_dir():
-        raise SearchError(f"no artifact folder {str(folder)!r}; give the search's with --artifacts")
+        raise SearchError(f"no artifact folder {str(folder)!r}; give the search's with ‹artifacts›")
     paths = export_trial(chosen, open_store(folder), out_dir)
     return ExportedTrial(
         trial=chosen.number,
@@ -75,7 +75,7 @@ def _chosen(study: optuna.Study, number: int | None) -> optuna.trial.FrozenTrial
     trials = study.get_trials(deepcopy=False)
     if not 0 <= number < len(trials):
         raise SearchError(
-            f"--trial {number}: study {study.study_name!r} has trials 0-{len(trials) - 1}"
+            f"‹trial› {number}: study {study.study_name!r} has trials 0-{len(trials) - 1}"
         )
     return trials[number]
 

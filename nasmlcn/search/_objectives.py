@@ -75,7 +75,7 @@ def check_cost_model(objectives: tuple[str, ...], cost_model: str) -> None:
         if needs and cost_model not in needs:
             raise SearchError(
                 f"objective {name!r} needs cost model {' or '.join(needs)}, not {cost_model!r}: "
-                f"use --devices {needs[0]} (a device with that cost model) or --cost-model {needs[0]}"
+                f"use ‹devices› {needs[0]} (a device with that cost model) or ‹cost_model› {needs[0]}"
             )
 
 
@@ -163,7 +163,7 @@ OBJECTIVES.register(
         False,
         _energy,
         "predicted energy of one inference on CapsAcc (NASCaps eq. 7), mJ; "
-        "needs the capsacc cost model, e.g. --devices capsacc (min)",
+        "needs the capsacc cost model, e.g. ‹devices› capsacc (min)",
         cost_models=("capsacc",),
     ),
 )

@@ -62,7 +62,7 @@ def open_study(
         stored = stored_info(existing[name].user_attrs)
         if stored is None or "identity" not in stored:
             raise SearchError(
-                f"study {name!r} exists but was not made by nasmlcn search; choose another --study"
+                f"study {name!r} exists but was not made by nasmlcn search; choose another ‹study›"
             )
         differing = [
             f"{key} {stored['identity'].get(key)!r} (now {value!r})"
@@ -73,7 +73,7 @@ def open_study(
             raise SearchError(
                 f"study {name!r} was made with another configuration: "
                 + "; ".join(differing)
-                + ". Use the same options to continue it, or another --study"
+                + ". Use the same options to continue it, or another ‹study›"
             )
         # The space file's content is part of the identity: an edited range would
         # mix two spaces in one study (or break the sampler on a changed choice).
@@ -82,7 +82,7 @@ def open_study(
             raise SearchError(
                 f"study {name!r} was made with another search space: "
                 + ", ".join(changed)
-                + f". Restore {setup.space.source!r} to continue it, or use another --study"
+                + f". Restore {setup.space.source!r} to continue it, or use another ‹study›"
             )
         study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
         redact_stored_url(study, stored)

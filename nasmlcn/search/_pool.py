@@ -56,26 +56,26 @@ def plan_workers(workers: int | None, gpus_per_trial: int | None) -> list[Worker
         SearchError: More GPUs asked for than this machine has, or none at all.
     """
     if workers is not None and workers < 1:
-        raise SearchError(f"--workers must be >= 1, got {workers}")
+        raise SearchError(f"‹workers› must be >= 1, got {workers}")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     cores = max(1, cores or 1)
     if gpus_per_trial is None:
         n = workers or 1
         return [WorkerSlot(i, None, max(1, cores // n)) for i in range(n)]
     if gpus_per_trial < 1:
-        raise SearchError(f"--gpus-per-trial must be >= 1, got {gpus_per_trial}")
+        raise SearchError(f"‹gpus_per_trial› must be >= 1, got {gpus_per_trial}")
     gpus = visible_gpus()
     if len(gpus) < gpus_per_trial:
         raise SearchError(
-            f"--gpus-per-trial {gpus_per_trial}: this machine has {len(gpus)} GPU(s)"
+            f"‹gpus_per_trial› {gpus_per_trial}: this machine has {len(gpus)} GPU(s)"
             + (f" ({','.join(gpus)})" if gpus else "")
             + "; use fewer, or leave the option out to run on the CPU"
         )
     n = workers or len(gpus) // gpus_per_trial
     if n * gpus_per_trial > len(gpus):
         raise SearchError(
-            f"--workers {n} x --gpus-per-trial {gpus_per_trial} needs {n * gpus_per_trial} "
-            f"GPUs; this machine has {len(gpus)}: use --workers {len(gpus) // gpus_per_trial}"
+            f"‹workers› {n} x ‹gpus_per_trial› {gpus_per_trial} needs {n * gpus_per_trial} "
+            f"GPUs; this machine has {len(gpus)}: use ‹workers› {len(gpus) // gpus_per_trial}"
         )
     return [
         WorkerSlot(

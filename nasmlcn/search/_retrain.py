@@ -99,12 +99,12 @@ class RetrainOptions:
     def __post_init__(self) -> None:
         if self.pareto and self.top is not None:
             raise SearchError(
-                "give --pareto or --top K, not both (--pareto: the Pareto front; "
-                "--top K: the K most accurate trials)"
+                "give ‹pareto› or ‹top› K, not both (‹pareto›: the Pareto front; "
+                "‹top› K: the K most accurate trials)"
             )
         if not self.pareto and self.top is None:
             raise SearchError(
-                "say which trials to retrain: --pareto (the Pareto front) or --top K "
+                "say which trials to retrain: ‹pareto› (the Pareto front) or ‹top› K "
                 "(the K most accurate trials)"
             )
         for name in ("top", "epochs", "train_limit", "test_limit", "inference_batch_size"):

@@ -156,6 +156,7 @@ def _run_search(
 ) -> SearchResult:
     started = time.perf_counter()
     setup, study, resumed = open_search(config, checked)
+    config = setup.config  # with the devices' own cost model
     observer.on_study(study)
     storage = storage_of(study)
     sampler_entry = SAMPLERS.get(config.sampler)

@@ -50,13 +50,31 @@ class SearchSetup:
         return any(o.needs_training for o in self.objectives)
 
 
+def with_devices_cost_model(config: SearchConfig) -> SearchConfig:
+    """``config`` with the target devices' own cost model (CapsAcc devices have
+    ``capsacc``), checked against its objectives; what a study's identity holds.
+
+    Raises:
+        SearchError: The devices mix cost models, ``cost_model`` names another, or
+            an objective needs a cost model the devices do not have.
+    """
+    from nasmlcn.costs import devices_cost_model
+    from nasmlcn.search._objectives import check_cost_model
+
+    cost_model = devices_cost_model(config.devices, config.cost_model, config.device_file)
+    check_cost_model(config.objectives, cost_model)
+    return config if cost_model == config.cost_model else replace(config, cost_model=cost_model)
+
+
 def setup_search(config: SearchConfig) -> SearchSetup:
-    """Validates ``config`` and builds the search's parts.
+    """Validates ``config`` and builds the search's parts (``setup.config`` is
+    ``config`` with the devices' own cost model, :func:`with_devices_cost_model`).
 
     Raises:
         NasmlcnError: Any invalid part, with a one-line message.
     """
-    catalog = load_catalog(config.device_file)
+    catalog = load_catalog(config.device_file)  # read here, not when a config is made
+    config = with_devices_cost_model(config)
     devices = parse_devices(config.devices, mem=config.mem, catalog=catalog)
     flops = parse_flops(config.flops)
     objectives = tuple(OBJECTIVES.get(name) for name in config.objectives)
@@ -111,7 +129,7 @@ def _check_some_lane_fits(setup: SearchSetup) -> None:
             f"no model fits the target devices: the smallest lane ({smallest.lane}) needs "
             f"about {format_bytes(smallest.memory_bytes)} to train at batch {ctx.batch_size}, "
             f"the largest device ({largest.kind}) has {format_bytes(largest.memory_bytes)}; "
-            "raise --mem or lower --batch-size"
+            "raise ‹mem› or lower ‹batch_size›"
         )
 
 
@@ -123,7 +141,7 @@ def _check_run_on(run_on: str) -> None:
     try:
         names = parse_run_on(run_on)
     except DeviceError as err:
-        raise SearchError(f"--run-on {err}") from None
+        raise SearchError(f"‹run_on› {err}") from None
     for name in names:
         if name not in ("auto", "cpu"):
             from nasmlcn.training import resolve_device
@@ -131,7 +149,7 @@ def _check_run_on(run_on: str) -> None:
             try:
                 resolve_device(name)
             except TrainingError as err:
-                raise SearchError(f"--run-on {run_on!r}: {err}") from None
+                raise SearchError(f"‹run_on› {run_on!r}: {err}") from None
 
 
 def _check_data(setup: SearchSetup) -> None:

@@ -83,7 +83,7 @@ class TrainEvaluator:
         try:
             self.run_on = list(parse_run_on(config.run_on))
         except DeviceError as err:
-            raise SearchError(f"--run-on {err}") from None
+            raise SearchError(f"‹run_on› {err}") from None
         self._splits: DataSplits | None = None
         self._target_map: tuple[str, ...] | None = None
         self._target_map_known = False

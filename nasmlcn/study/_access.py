@@ -35,7 +35,7 @@ def load_existing_study(name: str | None, url: str, *, read_only: bool = True) -
     if name is None:
         if len(names) != 1:
             listing = ", ".join(names) if names else "none"
-            raise StorageError(f"give --study; the studies in {redact_url(url)} are: {listing}")
+            raise StorageError(f"give ‹study›; the studies in {redact_url(url)} are: {listing}")
         name = names[0]
     if name not in names:
         raise unknown_study(name, storage, url)

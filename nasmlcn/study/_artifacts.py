@@ -59,7 +59,7 @@ def open_store(folder: Path) -> ArtifactStore:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise SearchError(
-            f"--artifacts: cannot create {str(folder)!r}: {err.strerror or err}"
+            f"‹artifacts›: cannot create {str(folder)!r}: {err.strerror or err}"
         ) from None
     return FileSystemArtifactStore(str(folder))
 
@@ -78,7 +78,7 @@ def parse_keep(policy: str) -> tuple[str, int]:
         if count.isdigit() and int(count) >= 1:
             return "best", int(count)
     raise SearchError(
-        f"--keep-weights {policy!r}: use all, pareto or best:K with K >= 1 (e.g. best:5)"
+        f"‹keep_weights› {policy!r}: use all, pareto or best:K with K >= 1 (e.g. best:5)"
     )
 
 
@@ -202,7 +202,7 @@ def export_trial(trial: Any, store: ArtifactStore, out_dir: Path) -> dict[str, P
         raise SearchError(f"trial {trial.number} has no architecture to export")
     weights = record.weights
     if weights is None or not record.weights_kept:
-        why = "they were removed (--keep-weights)" if weights else "it kept none"
+        why = "they were removed (‹keep_weights›)" if weights else "it kept none"
         raise SearchError(
             f"trial {trial.number} has no weights to export: {why}; only trials trained by "
             "this version's train evaluator keep them"
@@ -213,7 +213,7 @@ def export_trial(trial: Any, store: ArtifactStore, out_dir: Path) -> dict[str, P
     except (ArtifactNotFound, OSError):
         raise SearchError(
             f"trial {trial.number}: its weights {weights['artifact_id']!r} are not in the "
-            "artifact store; give the folder they were saved to with --artifacts"
+            "artifact store; give the folder they were saved to with ‹artifacts›"
         ) from None
     from nasmlcn.training import ARCH_NAME, CHECKPOINT_NAME, write_run_folder
 

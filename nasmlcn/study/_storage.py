@@ -234,14 +234,14 @@ def _check_sqlite_writable(path: Path, shown: str) -> None:
     from nasmlcn._io import probe_folder
 
     folder = path.parent if str(path.parent) else Path(".")
-    fix = "make it writable or choose another --storage"
+    fix = "make it writable or choose another ‹storage›"
     existing = folder
     while not existing.exists() and existing.parent != existing:
         existing = existing.parent
     if existing.exists() and not existing.is_dir():
         raise StorageError(
             f"storage {shown!r}: {str(existing)!r} is a file, not a folder; choose another "
-            "--storage"
+            "‹storage›"
         )
     if path.exists() and not os.access(path, os.W_OK):
         raise StorageError(
@@ -292,7 +292,7 @@ def _check_writes(engine: Any, shown: str, path: Path | None) -> None:
         raise StorageError(
             scrub(
                 f"storage {shown!r} cannot be written ({first}), but this command writes "
-                f"to the study; {where}, or choose another --storage"
+                f"to the study; {where}, or choose another ‹storage›"
             )
         ) from None
 

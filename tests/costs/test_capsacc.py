@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -142,18 +143,26 @@ def test_cost_model_predicts_capsacc_latency_and_weight_memory() -> None:
 
 
 def test_capsacc_devices_pick_the_capsacc_cost_model() -> None:
-    assert SearchConfig(devices="capsacc").cost_model == "capsacc"
-    assert SearchConfig(devices="2xcapsacc", cost_model="capsacc").cost_model == "capsacc"
-    assert SearchConfig(devices="8xK80").cost_model == "analytic"
+    """When the search is set up (a config alone reads no device catalog)."""
+    from nasmlcn.search import setup_search
+
+    def chosen(**fields: Any) -> str:
+        return setup_search(SearchConfig(evaluator="proxy", **fields)).config.cost_model
+
+    assert chosen(devices="capsacc") == "capsacc"
+    assert chosen(devices="2xcapsacc", cost_model="capsacc") == "capsacc"
+    assert chosen(devices="8xK80") == "analytic"
     with pytest.raises(SearchError, match="thesis"):
-        SearchConfig(devices="capsacc", cost_model="thesis")
+        chosen(devices="capsacc", cost_model="thesis")
     with pytest.raises(SearchError, match="mix cost models"):
-        SearchConfig(devices="capsacc,1xK80")
+        chosen(devices="capsacc,1xK80")
 
 
 def test_energy_objective_needs_capsacc_and_grows_with_the_model() -> None:
+    from nasmlcn.search import setup_search
+
     with pytest.raises(SearchError, match="capsacc"):
-        SearchConfig(devices="8xK80", objectives=("accuracy", "energy"))
+        setup_search(SearchConfig(devices="8xK80", objectives=("accuracy", "energy")))
     energy = OBJECTIVES.get("energy")
     devices = parse_devices("capsacc")
 

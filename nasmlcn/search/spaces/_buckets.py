@@ -156,7 +156,7 @@ class BucketSpace(SearchSpace):
             raise SearchError(
                 f"no lane of space {self.name!r} fits every device (the smallest, "
                 f"{smallest.lane}, needs {format_bytes(smallest.memory_bytes)} and load "
-                f"{smallest.time:.3g}); raise --mem or --flops"
+                f"{smallest.time:.3g}); raise ‹mem› or ‹flops›"
             )
         return tuple(c.lane for c in sorted(fitting, key=lambda c: (c.time, str(c.lane))))
 
@@ -188,7 +188,7 @@ class BucketSpace(SearchSpace):
             shares.append(float(params[f"lane{k}_share"]))
         if not palette:
             raise SearchError(
-                f"no palette lane of space {self.name!r} fits every device; raise --mem or --flops"
+                f"no palette lane of space {self.name!r} fits every device; raise ‹mem› or ‹flops›"
             )
         total = sum(shares)
         shares = [s / total for s in shares] if total > 0 else [1.0 / len(shares)] * len(shares)

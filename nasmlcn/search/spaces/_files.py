@@ -36,7 +36,7 @@ def builtin_spaces_dir() -> Path:
     if not isinstance(root, Path):  # e.g. imported from a zip file
         raise SearchError(
             f"the built-in search spaces ({BUILTIN_SPACES_PACKAGE}) are not a folder on disk"
-            f" ({root!r}); install nasmlcn with pip, or give --space a path"
+            f" ({root!r}); install nasmlcn with pip, or give ‹space› a path"
         )
     return root
 

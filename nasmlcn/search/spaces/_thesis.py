@@ -120,7 +120,7 @@ class ThesisSpace(SearchSpace):
             raise SearchError(
                 f"no lane of space {self.name!r} fits any device (the smallest needs "
                 f"{smallest.memory_bytes} bytes and load {smallest.time:.3g}); "
-                "raise --mem or --flops"
+                "raise ‹mem› or ‹flops›"
             )
         slowest = min(b.device.speed for b in buckets)
         caps = [
