@@ -3,7 +3,7 @@
 Trains one MLCN (default ``16*mlcn1:4x1``, the thesis's) on Fashion-MNIST twice,
 with the same seed and data: without lane dropout and with it (``--dropout``,
 default 0.1 as in the thesis). Then prunes each (``nasmlcn prune``'s library call,
-:func:`nasmlcn.runs._prune.prune_run`): every lane's importance is the validation
+:func:`nasmlcn.runs._lane_removal.remove_lanes`): every lane's importance is the validation
 accuracy lost when it alone is removed, and lanes are removed least important
 first, one at a time. Printed, per number of lanes removed: each model's
 validation accuracy, and its measured inference throughput over the full model's
@@ -145,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from nasmlcn.runs import InferenceSettings, load_run
-    from nasmlcn.runs._prune import PruneReport, prune_run
-    from nasmlcn.runs._prune_figure import write_pruning_figure
+    from nasmlcn.runs._lane_removal import LaneRemovalReport, remove_lanes
+    from nasmlcn.runs._lane_removal_figure import write_lane_removal_figure
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -162,19 +162,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     _check_settings(args.out, settings)
     inference = InferenceSettings(batch=args.inference_batch, passes=args.passes, warmup=1)
-    reports: dict[str, PruneReport] = {}
+    reports: dict[str, LaneRemovalReport] = {}
     for name, dropout in VARIANTS.items():
         p = args.dropout if dropout is None else dropout
         _train(settings, p, args.out / name, args.data_dir)
         say(f"pruning {name}")
-        reports[f"{name} ({p:g})"] = prune_run(
+        reports[f"{name} ({p:g})"] = remove_lanes(
             load_run(args.out / name, dataset=args.dataset),
             data_dir=args.data_dir,
             download=False,
             val_limit=args.val_limit,
             inference=inference,
         )
-    files = write_pruning_figure(
+    files = write_lane_removal_figure(
         reports,
         args.out,
         png=not args.no_png,

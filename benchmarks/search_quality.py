@@ -76,7 +76,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-    from nasmlcn.search import EpochCallback, EvalJob, Evaluation, Evaluator, TrialOutcome
+    from nasmlcn.search import EpochCallback, EvalRequest, Evaluation, Evaluator, TrialOutcome
 
 DEFAULT_OUT = Path("dashboards/exports/search-quality")
 DEFAULT_CACHE = Path.home() / ".cache" / "nasmlcn" / "search-quality" / "cache.json"
@@ -250,7 +250,7 @@ class ResultCache:
             self.entries = dict(data["entries"])
 
     @staticmethod
-    def key(job: EvalJob, training: Mapping[str, Any]) -> str:
+    def key(job: EvalRequest, training: Mapping[str, Any]) -> str:
         """The job's model, seed, trial and training settings, hashed."""
         data = {
             "arch": job.spec.to_dict(),
@@ -305,7 +305,7 @@ class CachedEvaluator:
         self.last_hit: bool | None = None
         self.trained: list[str] = []
 
-    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+    def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
         from nasmlcn.search import EpochReport, Evaluation
 
         key = ResultCache.key(job, self.training)

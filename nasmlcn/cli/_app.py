@@ -47,7 +47,7 @@ def _register() -> None:
         _export_model,
         _models,
         _plan,
-        _prune,
+        _remove_lanes,
         _retrain,
         _search,
         _train,
@@ -67,7 +67,7 @@ def _register() -> None:
     app.command("calibrate")(_calibrate.calibrate)
     app.command("evaluate")(_evaluate.evaluate)
     app.command("export-model")(_export_model.export_model)
-    app.command("prune")(_prune.prune)
+    app.command("prune")(_remove_lanes.prune)
     app.add_typer(_data.data_app, name="data")
 
 

@@ -61,21 +61,21 @@ def prune(
     from nasmlcn.runs import (
         InferenceSettings,
         check_out_dir,
-        check_prunable,
+        check_removable,
         load_run,
-        prune_run,
-        save_pruned,
-        write_pruning_figure,
+        remove_lanes,
+        save_without_lanes,
+        write_lane_removal_figure,
     )
 
     loaded = load_run(run, dataset=dataset)
-    check_prunable(loaded, keep)
+    check_removable(loaded, keep)
     folder = out_dir if out_dir is not None else loaded.path / "pruned"
     check_out_dir(folder, keep=keep is not None)  # before the work, not after it
     if not quiet:
         err.print(f"pruning {loaded.arch.describe()} ({loaded.path}) on {loaded.dataset}")
     with PruneProgress(err, quiet=quiet) as progress:
-        report = prune_run(
+        report = remove_lanes(
             loaded,
             data_dir=data_dir,
             download=download,
@@ -85,9 +85,9 @@ def prune(
             progress=progress,
         )
     result = report.to_dict()
-    files = write_pruning_figure({loaded.arch.describe(): report}, folder, png=figure)
+    files = write_lane_removal_figure({loaded.arch.describe(): report}, folder, png=figure)
     if keep is not None:
-        files.append(save_pruned(report, keep, folder))
+        files.append(save_without_lanes(report, keep, folder))
         result["kept"] = {"lanes": keep, "out": str(folder)}
     report_file = folder / "prune.json"
     write_text_atomic(report_file, json.dumps(result, indent=2) + "\n")

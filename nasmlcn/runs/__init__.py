@@ -16,9 +16,14 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.runs._classifier import Classifier, classifier
     from nasmlcn.runs._evaluate import InferenceSettings, RunEvaluation, evaluate_run
     from nasmlcn.runs._export import ExportedModel, default_export_path, export_run
+    from nasmlcn.runs._lane_removal import (
+        check_out_dir,
+        check_removable,
+        remove_lanes,
+        save_without_lanes,
+    )
+    from nasmlcn.runs._lane_removal_figure import write_lane_removal_figure
     from nasmlcn.runs._load import LoadedRun, load_run
-    from nasmlcn.runs._prune import check_out_dir, check_prunable, prune_run, save_pruned
-    from nasmlcn.runs._prune_figure import write_pruning_figure
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -29,15 +34,15 @@ __all__ = [
     "LoadedRun",
     "RunEvaluation",
     "check_out_dir",
-    "check_prunable",
+    "check_removable",
     "classifier",
     "default_export_path",
     "evaluate_run",
     "export_run",
     "load_run",
-    "prune_run",
-    "save_pruned",
-    "write_pruning_figure",
+    "remove_lanes",
+    "save_without_lanes",
+    "write_lane_removal_figure",
 ]
 
 _LAZY = {
@@ -51,11 +56,11 @@ _LAZY = {
     "export_run": "_export",
     "LoadedRun": "_load",
     "load_run": "_load",
-    "check_out_dir": "_prune",
-    "check_prunable": "_prune",
-    "prune_run": "_prune",
-    "save_pruned": "_prune",
-    "write_pruning_figure": "_prune_figure",
+    "check_out_dir": "_lane_removal",
+    "check_removable": "_lane_removal",
+    "remove_lanes": "_lane_removal",
+    "save_without_lanes": "_lane_removal",
+    "write_lane_removal_figure": "_lane_removal_figure",
 }
 
 

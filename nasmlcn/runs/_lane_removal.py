@@ -60,7 +60,7 @@ Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
-class PruneStep:
+class LaneRemovalStep:
     """The model after removing ``removed_lanes`` (original lane numbers, 0-based).
 
     Attributes:
@@ -98,7 +98,7 @@ class PruneStep:
 
 
 @dataclass(frozen=True)
-class PruneReport:
+class LaneRemovalReport:
     """What ``nasmlcn prune`` reports; ``to_dict`` is its ``--json``.
 
     Attributes:
@@ -117,7 +117,7 @@ class PruneReport:
     images: int
     importance: tuple[float, ...]
     order: tuple[int, ...]
-    steps: tuple[PruneStep, ...]
+    steps: tuple[LaneRemovalStep, ...]
     inference: InferenceSettings
     device: str
     threads: int
@@ -162,7 +162,7 @@ def select_lanes(model: MLCN, keep: Sequence[int]) -> MLCN:
         or not all(0 <= i < spec.num_lanes for i in lanes)
     ):
         raise SpecError(f"keep lanes {lanes}: need distinct lanes of 0-{spec.num_lanes - 1}")
-    pruned = build_model(pruned_spec(spec, lanes))
+    pruned = build_model(spec_without_lanes(spec, lanes))
     state = {}
     for new, old in enumerate(lanes):
         for key, value in model.lanes[old].state_dict().items():
@@ -224,7 +224,7 @@ def removal_order(importance: Sequence[float]) -> list[int]:
     return sorted(range(len(importance)), key=lambda i: (importance[i], i))
 
 
-def check_prunable(run: LoadedRun, keep: int | None = None) -> MLCN:
+def check_removable(run: LoadedRun, keep: int | None = None) -> MLCN:
     """``run``'s model, which must be an MLCN (of at least two lanes), and ``keep``
     a possible lane count.
 
@@ -244,7 +244,7 @@ def check_prunable(run: LoadedRun, keep: int | None = None) -> MLCN:
     return model
 
 
-def prune_run(
+def remove_lanes(
     run: LoadedRun,
     *,
     data_dir: str | Path | None = None,
@@ -254,7 +254,7 @@ def prune_run(
     batch_size: int = 500,
     inference: InferenceSettings | None = None,
     progress: Progress | None = None,
-) -> PruneReport:
+) -> LaneRemovalReport:
     """Ranks ``run``'s lanes by importance and removes them one by one (see the
     module docstring).
 
@@ -274,7 +274,7 @@ def prune_run(
     """
     from nasmlcn.training import resolve_device
 
-    model = check_prunable(run)
+    model = check_removable(run)
     where = resolve_device(device)
     settings = inference or InferenceSettings()
     splits = load_run_splits(run, data_dir, download=download, val_limit=val_limit)
@@ -286,7 +286,7 @@ def prune_run(
     order = removal_order(importance)
     images = splits.val.first_inputs(settings.batch)
     total = model.spec.num_lanes
-    steps: list[PruneStep] = []
+    steps: list[LaneRemovalStep] = []
     loads: list[float] = []
     threads = torch.get_num_threads()
     for removed in range(total):
@@ -301,7 +301,7 @@ def prune_run(
         threads = timings[-1].threads
         baseline, rate = (1.0 / t.seconds_per_image for t in (timings[0], timings[-1]))
         steps.append(
-            PruneStep(
+            LaneRemovalStep(
                 removed_lanes=gone,
                 removed=gone[-1] if gone else None,
                 lanes=pruned.spec.describe(),
@@ -317,7 +317,7 @@ def prune_run(
         )
         if progress is not None:
             progress("timing", removed + 1, total)
-    return PruneReport(
+    return LaneRemovalReport(
         run=run,
         images=len(labels),
         importance=tuple(importance),
@@ -330,14 +330,14 @@ def prune_run(
     )
 
 
-def kept_lanes(report: PruneReport, keep: int) -> list[int]:
+def kept_lanes(report: LaneRemovalReport, keep: int) -> list[int]:
     """The ``keep`` most important lanes, in their original order."""
     total = len(report.importance)
     gone = set(report.order[: total - keep])
     return [i for i in range(total) if i not in gone]
 
 
-def save_pruned(report: PruneReport, keep: int, out_dir: Path) -> Path:
+def save_without_lanes(report: LaneRemovalReport, keep: int, out_dir: Path) -> Path:
     """Writes the model of ``report``'s ``keep`` most important lanes into
     ``out_dir`` as a run folder (``checkpoint.pt``, ``arch.json``) that
     ``nasmlcn evaluate`` and ``nasmlcn train --arch OUT/arch.json --out OUT
@@ -355,7 +355,7 @@ def save_pruned(report: PruneReport, keep: int, out_dir: Path) -> Path:
     from nasmlcn.specs import save_arch
     from nasmlcn.training import save_checkpoint
 
-    model = check_prunable(report.run, keep)
+    model = check_removable(report.run, keep)
     pruned = select_lanes(model, kept_lanes(report, keep)).cpu()
 
     def write(folder: Path) -> None:
@@ -390,6 +390,6 @@ def check_out_dir(out_dir: Path, *, keep: bool) -> None:
         check_folder(out_dir)
 
 
-def pruned_spec(spec: MLCNSpec, keep: Sequence[int]) -> MLCNSpec:
+def spec_without_lanes(spec: MLCNSpec, keep: Sequence[int]) -> MLCNSpec:
     """The architecture of :func:`select_lanes`."""
     return replace(spec, lanes=tuple(spec.lanes[i] for i in keep))

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nasmlcn.runs._prune import PruneReport
+from nasmlcn.runs._lane_removal import LaneRemovalReport
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -18,7 +18,9 @@ FIGURE_NAME = "lane_pruning"
 HEIGHT = 430
 
 
-def pruning_figure(curves: Mapping[str, PruneReport], title: str | None = None) -> go.Figure:
+def lane_removal_figure(
+    curves: Mapping[str, LaneRemovalReport], title: str | None = None
+) -> go.Figure:
     """The figure of ``curves`` (label -> report)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -83,8 +85,8 @@ def pruning_figure(curves: Mapping[str, PruneReport], title: str | None = None) 
     return fig
 
 
-def write_pruning_figure(
-    curves: Mapping[str, PruneReport],
+def write_lane_removal_figure(
+    curves: Mapping[str, LaneRemovalReport],
     folder: Path,
     *,
     png: bool = True,
@@ -98,7 +100,7 @@ def write_pruning_figure(
     """
     from nasmlcn._io import atomic_path
 
-    fig = pruning_figure(curves, title)
+    fig = lane_removal_figure(curves, title)
     folder.mkdir(parents=True, exist_ok=True)
     html = folder / f"{FIGURE_NAME}.html"
     with atomic_path(html) as tmp:

@@ -26,7 +26,7 @@ class PruneTrial(NasmlcnError):
 
 
 @dataclass(frozen=True)
-class EvalJob:
+class EvalRequest:
     """One candidate to evaluate.
 
     Attributes:
@@ -128,7 +128,7 @@ EpochCallback = Callable[[EpochReport], None]
 
 
 class Evaluator(Protocol):
-    """Turns a job into an :class:`Evaluation`, calling ``on_epoch`` after every epoch.
+    """Turns a request into an :class:`Evaluation`, calling ``on_epoch`` after every epoch.
 
     Attributes:
         name: Registry name.
@@ -138,7 +138,7 @@ class Evaluator(Protocol):
     name: str
     measured: bool
 
-    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation: ...
+    def evaluate(self, request: EvalRequest, on_epoch: EpochCallback) -> Evaluation: ...
 
 
 EvaluatorFactory = Callable[..., Evaluator]

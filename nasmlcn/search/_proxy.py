@@ -29,7 +29,7 @@ from nasmlcn.search._evaluator import (
     EVALUATORS,
     EpochCallback,
     EpochReport,
-    EvalJob,
+    EvalRequest,
     Evaluation,
 )
 from nasmlcn.specs import LaneSpec, MLCNSpec
@@ -68,14 +68,14 @@ class ProxyEvaluator:
     def __init__(self, **_: object) -> None:
         pass
 
-    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+    def evaluate(self, request: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
         start = time.perf_counter()
-        final = proxy_accuracy(job.spec, job.batch_size)
-        rng = _rng(job.spec, 1 + job.trial)
+        final = proxy_accuracy(request.spec, request.batch_size)
+        rng = _rng(request.spec, 1 + request.trial)
         curve: list[float] = []
-        for epoch in range(1, job.epochs + 1):
+        for epoch in range(1, request.epochs + 1):
             progress = 1.0 - 0.3 * 0.55 ** (epoch - 1)
-            value = final * progress + rng.gauss(0.0, 0.003) * (epoch < job.epochs)
+            value = final * progress + rng.gauss(0.0, 0.003) * (epoch < request.epochs)
             curve.append(round(min(max(value, 0.0), 1.0), 6))
             on_epoch(EpochReport(epoch, curve[-1], time.perf_counter() - start))
         return Evaluation(

@@ -39,7 +39,13 @@ from typing import TYPE_CHECKING, Any
 from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.data import DatasetInfo
 from nasmlcn.errors import DeviceError, SearchError
-from nasmlcn.search._evaluator import EVALUATORS, EpochCallback, EpochReport, EvalJob, Evaluation
+from nasmlcn.search._evaluator import (
+    EVALUATORS,
+    EpochCallback,
+    EpochReport,
+    EvalRequest,
+    Evaluation,
+)
 from nasmlcn.training import Callback, EpochResult, check_training_memory
 
 if TYPE_CHECKING:
@@ -73,7 +79,7 @@ class TrainEvaluator:
 
     name = "train"
     measured = True
-    checkpoints = True  # writes job.checkpoint_path after every epoch; resumes from it
+    checkpoints = True  # writes request.checkpoint_path after every epoch; resumes from it
 
     def __init__(self, config: SearchConfig, dataset: DatasetInfo, **_: Any) -> None:
         from nasmlcn.parallel import parse_run_on
@@ -126,27 +132,31 @@ class TrainEvaluator:
             self._target_map_known = True
         return self._target_map
 
-    def lane_devices(self, job: EvalJob) -> tuple[str, ...] | None:
-        """Each lane's local device when ``job`` trains lane-parallel, else None."""
+    def lane_devices(self, request: EvalRequest) -> tuple[str, ...] | None:
+        """Each lane's local device when ``request`` trains lane-parallel, else None."""
         from nasmlcn.parallel import is_spread, lane_devices
 
-        mapped = self.target_map() if job.assignment else None
+        mapped = self.target_map() if request.assignment else None
         if mapped is None:
             return None
-        lanes = lane_devices(job.assignment, mapped)
+        lanes = lane_devices(request.assignment, mapped)
         return lanes if is_spread(lanes) else None
 
-    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
-        lanes = self.lane_devices(job)
+    def evaluate(self, request: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
+        lanes = self.lane_devices(request)
         if lanes is None:
-            return self._train(job, on_epoch, None, self.device())
+            return self._train(request, on_epoch, None, self.device())
         mapped = self.target_map()
         assert mapped is not None
         # The head runs where target device 0 (the plan's head device) runs.
-        return self._train(job, on_epoch, lanes, mapped[0])
+        return self._train(request, on_epoch, lanes, mapped[0])
 
     def _train(
-        self, job: EvalJob, on_epoch: EpochCallback, lanes: tuple[str, ...] | None, device: str
+        self,
+        request: EvalRequest,
+        on_epoch: EpochCallback,
+        lanes: tuple[str, ...] | None,
+        device: str,
     ) -> Evaluation:
         """Trains on ``device``, or with each lane on its local device in ``lanes``
         and the head on ``device``."""
@@ -163,32 +173,32 @@ class TrainEvaluator:
         splits = self.splits()
         used = [str(resolve_device(d)) for d in dict.fromkeys([device, *(lanes or ())])]
         # The space fits the target devices; this machine may be smaller.
-        largest = largest_batch_size(job.batch_policy, job.batch_size, job.epochs)
+        largest = largest_batch_size(request.batch_policy, request.batch_size, request.epochs)
         batch = min(largest, len(splits.train))
-        check_training_memory(job.spec, batch, device, lane_devices=lanes)
-        seed = (job.seed * 1_000_003 + job.trial) % 2**31
+        check_training_memory(request.spec, batch, device, lane_devices=lanes)
+        seed = (request.seed * 1_000_003 + request.trial) % 2**31
         config = TrainConfig(
-            epochs=job.epochs,
-            batch_size=job.batch_size,
-            lr=job.lr,
-            lr_policy=job.lr_policy or default_lr_policy(job.batch_policy),
-            batch_policy=job.batch_policy,
+            epochs=request.epochs,
+            batch_size=request.batch_size,
+            lr=request.lr,
+            lr_policy=request.lr_policy or default_lr_policy(request.batch_policy),
+            batch_policy=request.batch_policy,
             seed=seed,
             device=used[0],
         )
         relay = _Relay(on_epoch)
         memory = PeakMemory(used)
         run = run_job(
-            job.spec,
+            request.spec,
             splits,
             config,
             place=None if lanes is None else placer(lanes, device),
             callbacks=[relay],
-            checkpoint_path=job.checkpoint_path,
-            resume=job.resume,
+            checkpoint_path=request.checkpoint_path,
+            resume=request.resume,
             measure=memory,
             test=False,
-            should_stop=job.should_stop,
+            should_stop=request.should_stop,
         )
         extra: dict[str, Any] = {}
         if lanes is None:
@@ -208,7 +218,7 @@ class TrainEvaluator:
                 "peak_memory_bytes_per_device": memory.per_device,
             }
         return _evaluation(
-            job, run.history, splits, relay, memory.peak_bytes, where, mode, inference, **extra
+            request, run.history, splits, relay, memory.peak_bytes, where, mode, inference, **extra
         )
 
 
@@ -236,7 +246,7 @@ def _measure_inference(
 
 
 def _evaluation(
-    job: EvalJob,
+    request: EvalRequest,
     history: list[EpochResult],
     splits: DataSplits,
     relay: _Relay,
@@ -248,12 +258,12 @@ def _evaluation(
 ) -> Evaluation:
     import torch
 
-    # Step time at the job's batch size (a batch policy trains some epochs at
+    # Step time at the request's batch size (a batch policy trains some epochs at
     # others); every epoch where none did.
     images = len(splits.train)
-    at_batch = [h for h in history if h.batch_size in (0, job.batch_size)] or history
+    at_batch = [h for h in history if h.batch_size in (0, request.batch_size)] or history
     step_seconds = statistics.median(
-        h.seconds / -(-images // (h.batch_size or job.batch_size)) for h in at_batch
+        h.seconds / -(-images // (h.batch_size or request.batch_size)) for h in at_batch
     )
     return Evaluation(
         accuracy=history[-1].val_accuracy,

@@ -23,7 +23,7 @@ from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.planning import Plan, plan_model
 from nasmlcn.search._config import SearchConfig
 from nasmlcn.search._correlation import CorrelationPruner, FinishedTrial
-from nasmlcn.search._evaluator import EpochReport, EvalJob, Evaluation, Evaluator, PruneTrial
+from nasmlcn.search._evaluator import EpochReport, EvalRequest, Evaluation, Evaluator, PruneTrial
 from nasmlcn.search._failure import failure_reason
 from nasmlcn.search._learning import learning_constraint
 from nasmlcn.search._observer import SearchObserver
@@ -177,9 +177,9 @@ class TrialRun:
             raise Ended("FAIL", failure_reason(err)) from err
         return candidate, plan
 
-    def _job(self, candidate: Candidate, plan: Plan) -> EvalJob:
+    def _request(self, candidate: Candidate, plan: Plan) -> EvalRequest:
         config, params, trial = self.run.config, self.trial.params, self.trial
-        return EvalJob(
+        return EvalRequest(
             spec=candidate.spec,
             # a retry trains with its original's seeds, so resuming changes nothing
             trial=original_number(trial) if self.retried else trial.number,
@@ -201,7 +201,7 @@ class TrialRun:
         run, trial, files = self.run, self.trial, self.files
         config, setup = run.config, run.setup
         stop_at, stop_why = trial_deadline(config, self.start)
-        job = self._job(candidate, plan)
+        request = self._request(candidate, plan)
         pruning = Pruning.of(run, plan)
         single = len(setup.directions) == 1
         seen: list[EpochReport] = []
@@ -220,7 +220,7 @@ class TrialRun:
                 trial.report(report.val_accuracy, report.epoch)
             run.observer.on_epoch(trial.number, report, config.epochs)
             last = report.epoch >= config.epochs
-            timeout = job.should_stop() if job.should_stop and not last else None
+            timeout = request.should_stop() if request.should_stop and not last else None
             if timeout is not None:  # an evaluator that does not ask between batches stops here
                 raise TrainingStopped(f"{timeout} (after epoch {report.epoch})")
             if stop_at is not None and not last:
@@ -237,7 +237,7 @@ class TrialRun:
                     raise PruneTrial(reason, report.epoch)
 
         try:
-            return run.evaluator.evaluate(job, on_epoch)
+            return run.evaluator.evaluate(request, on_epoch)
         except PruneTrial as pruned:
             per_epoch = seen[-1].seconds / len(seen) if seen else 0.0
             saved = per_epoch * (config.epochs - pruned.epoch)

@@ -27,7 +27,7 @@ from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.search import (
     EVALUATORS,
     EpochReport,
-    EvalJob,
+    EvalRequest,
     Evaluation,
     Evaluator,
     PruneTrial,
@@ -43,8 +43,8 @@ SPEC = MLCNSpec.from_lanes("mlcn1:1x1,mlcn2:1x1")
 MODES = ("single-device", "lane-parallel", "proxy")
 
 
-def _job(**kw: Any) -> EvalJob:
-    return EvalJob(
+def _job(**kw: Any) -> EvalRequest:
+    return EvalRequest(
         **{"spec": SPEC, "trial": 3, "seed": 1, "epochs": EPOCHS, "batch_size": 50, **kw}
     )
 

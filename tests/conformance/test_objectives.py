@@ -26,7 +26,7 @@ from nasmlcn.hardware import load_catalog, parse_devices
 from nasmlcn.planning import plan_model
 from nasmlcn.search import (
     OBJECTIVES,
-    EvalJob,
+    EvalRequest,
     Objective,
     ProxyEvaluator,
     SearchConfig,
@@ -119,7 +119,7 @@ def _value(objective: Objective, lanes: str) -> float:
     plan = plan_model(spec, parse_devices(f"1x{kind}", mem="12GB"), cost_model=model)
     evaluation = None
     if objective.needs_training:
-        job = EvalJob(spec=spec, trial=0, seed=0, epochs=2)
+        job = EvalRequest(spec=spec, trial=0, seed=0, epochs=2)
         evaluation = ProxyEvaluator().evaluate(job, lambda _: None)
     return float(objective.value(plan, evaluation))
 

@@ -6,12 +6,12 @@ import pytest
 
 from nasmlcn.data import DATASETS
 from nasmlcn.hardware import LocalDevice
-from nasmlcn.search import EvalJob, SearchConfig
+from nasmlcn.search import EvalRequest, SearchConfig
 from nasmlcn.search._train_evaluator import TrainEvaluator
 from nasmlcn.specs import MLCNSpec
 
 SPEC = MLCNSpec.from_lanes("4*mlcn2:1x1")
-JOB = EvalJob(SPEC, trial=0, seed=0, epochs=1, batch_size=32, assignment=(0, 1, 0, 1))
+JOB = EvalRequest(SPEC, trial=0, seed=0, epochs=1, batch_size=32, assignment=(0, 1, 0, 1))
 
 
 def _evaluator(devices: str, run_on: str) -> TrainEvaluator:
@@ -37,7 +37,7 @@ def test_present_targets_are_placed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(nasmlcn.hardware, "detect_devices", lambda *a, **k: local)
     evaluator = _evaluator("2xH100", "auto")
     assert evaluator.lane_devices(JOB) == ("cuda:0", "cuda:1", "cuda:0", "cuda:1")
-    assert evaluator.lane_devices(EvalJob(SPEC, 0, 0, 1, assignment=(0, 0, 0, 0))) is None
+    assert evaluator.lane_devices(EvalRequest(SPEC, 0, 0, 1, assignment=(0, 0, 0, 0))) is None
     assert _evaluator("2xK80", "auto").lane_devices(JOB) is None  # absent: single device
     explicit = _evaluator("2xK80", "cuda:0,cuda:1")
     assert explicit.lane_devices(JOB) == ("cuda:0", "cuda:1", "cuda:0", "cuda:1")

@@ -15,15 +15,15 @@ from nasmlcn.data import load_splits
 from nasmlcn.errors import CheckpointError, SpecError
 from nasmlcn.models import MLCN, build_model
 from nasmlcn.runs import InferenceSettings, evaluate_run, load_run
-from nasmlcn.runs._prune import (
+from nasmlcn.runs._lane_removal import (
     lane_importance,
-    prune_run,
     removal_order,
-    save_pruned,
+    remove_lanes,
+    save_without_lanes,
     select_lanes,
     subset_accuracy,
 )
-from nasmlcn.runs._prune_figure import write_pruning_figure
+from nasmlcn.runs._lane_removal_figure import write_lane_removal_figure
 from nasmlcn.specs import MLCNSpec, create_arch
 from nasmlcn.training import TrainConfig, TrainJob, evaluate, run_training
 from tests.conftest import run_cli
@@ -103,7 +103,7 @@ def three_lane_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_steps_accuracy_is_its_pruned_models_own(three_lane_run: Path) -> None:
     run = load_run(three_lane_run)
     calls: list[tuple[str, int, int]] = []
-    report = prune_run(
+    report = remove_lanes(
         run, val_limit=150, device="cpu", inference=FAST, progress=lambda *a: calls.append(a)
     )
     steps = report.steps
@@ -135,9 +135,9 @@ def test_a_kept_model_is_a_run_that_evaluates_and_trains_on(
     three_lane_run: Path, tmp_path: Path
 ) -> None:
     run = load_run(three_lane_run)
-    report = prune_run(run, val_limit=150, device="cpu", inference=FAST)
+    report = remove_lanes(run, val_limit=150, device="cpu", inference=FAST)
     out = tmp_path / "kept"
-    save_pruned(report, 2, out)
+    save_without_lanes(report, 2, out)
     kept = load_run(out)
     assert isinstance(kept.arch, MLCNSpec)
     assert kept.arch.num_lanes == 2
@@ -147,7 +147,7 @@ def test_a_kept_model_is_a_run_that_evaluates_and_trains_on(
     with pytest.raises(
         CheckpointError, match=r"already holds a model \(checkpoint.pt, arch.json\)"
     ):
-        save_pruned(report, 2, out)
+        save_without_lanes(report, 2, out)
     # train --arch OUT/arch.json --out OUT --resume: fine-tunes from epoch 1
     report_after = run_training(
         TrainJob(
@@ -167,10 +167,10 @@ def test_a_kept_model_is_a_run_that_evaluates_and_trains_on(
 def test_what_cannot_be_pruned_is_refused(tmp_path: Path, three_lane_run: Path) -> None:
     write_run(tmp_path / "caps", create_arch("capsnet-tiny"))
     with pytest.raises(SpecError, match="is a capsnet model; lane pruning needs an MLCN"):
-        prune_run(load_run(tmp_path / "caps"))
+        remove_lanes(load_run(tmp_path / "caps"))
     write_run(tmp_path / "one", MLCNSpec("mlcn1:1x1"))
     with pytest.raises(SpecError, match="has a single lane"):
-        prune_run(load_run(tmp_path / "one"))
+        remove_lanes(load_run(tmp_path / "one"))
     result = run_cli("prune", "--run", str(three_lane_run), "--keep", "4")
     assert result.returncode == 2
     assert result.stderr.strip() == "error: --keep 4: the run has 3 lanes; keep 1 to 3"
@@ -216,11 +216,11 @@ def test_cli_prune_json_figure_and_kept_model(three_lane_run: Path, tmp_path: Pa
 
 
 def test_figure_draws_one_curve_per_run_in_each_panel(three_lane_run: Path, tmp_path: Path) -> None:
-    report = prune_run(load_run(three_lane_run), val_limit=50, device="cpu", inference=FAST)
-    (html,) = write_pruning_figure({"a": report, "b": report}, tmp_path, png=False)
-    from nasmlcn.runs._prune_figure import pruning_figure
+    report = remove_lanes(load_run(three_lane_run), val_limit=50, device="cpu", inference=FAST)
+    (html,) = write_lane_removal_figure({"a": report, "b": report}, tmp_path, png=False)
+    from nasmlcn.runs._lane_removal_figure import lane_removal_figure
 
-    fig = pruning_figure({"a": report, "b": report})
+    fig = lane_removal_figure({"a": report, "b": report})
     assert [t.name for t in fig.data] == ["a", "a", "b", "b"]
     assert list(fig.data[1].y) == [s.speedup for s in report.steps]
     assert html.name == "lane_pruning.html"

@@ -7,21 +7,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from nasmlcn.runs import InferenceSettings, load_run
-from nasmlcn.runs._prune import prune_run
-from nasmlcn.runs._prune_figure import pruning_figure
+from nasmlcn.runs._lane_removal import remove_lanes
+from nasmlcn.runs._lane_removal_figure import lane_removal_figure
 from nasmlcn.specs import MLCNSpec
 from tests.runs.conftest import write_run
 
 
 def test_the_axes_stay_inside_what_accuracy_and_speedup_can_be(tmp_path: Path) -> None:
     write_run(tmp_path / "run", MLCNSpec("mlcn1:1x1,mlcn2:1x1"), dataset="synthetic")
-    report = prune_run(
+    report = remove_lanes(
         load_run(tmp_path / "run"),
         val_limit=40,
         device="cpu",
         inference=InferenceSettings(batch=4, passes=2, warmup=1),
     )
-    fig = pruning_figure({"untrained": report})
+    fig = lane_removal_figure({"untrained": report})
     accuracies = [s.accuracy for s in report.steps]
     low, high = fig.layout.yaxis.range
     assert 0.0 <= low <= min(accuracies)

@@ -10,7 +10,7 @@ import time
 from nasmlcn.search import (
     EpochCallback,
     EpochReport,
-    EvalJob,
+    EvalRequest,
     Evaluation,
     ProxyEvaluator,
     SearchConfig,
@@ -22,7 +22,7 @@ class SlowProxy(ProxyEvaluator):
     def __init__(self, sleep: float) -> None:
         self.sleep = sleep
 
-    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+    def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
         def slow(report: EpochReport) -> None:
             time.sleep(self.sleep)
             print(f"trial {job.trial} epoch {report.epoch}", flush=True)

@@ -16,7 +16,7 @@ from nasmlcn.search import (
     CorrelationPruner,
     EpochCallback,
     EpochReport,
-    EvalJob,
+    EvalRequest,
     Evaluation,
     ProxyEvaluator,
     SearchConfig,
@@ -97,7 +97,7 @@ class _Flaky:
     def __init__(self) -> None:
         self.proxy = ProxyEvaluator()
 
-    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+    def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
         if job.trial == 1:
             raise DivergedError("loss became nan at epoch 1, batch 3")
         if job.trial == 2:
@@ -128,7 +128,7 @@ def test_failures_are_recorded_and_the_search_goes_on(tmp_path: Path) -> None:
 
 
 class _Interrupting(ProxyEvaluator):
-    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+    def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
         if job.trial == 2:
             on_epoch(EpochReport(1, 0.5, 0.1))
             raise KeyboardInterrupt
@@ -252,7 +252,7 @@ def test_only_predicted_objectives_need_no_training(tmp_path: Path) -> None:
         name = "never"
         measured = False
 
-        def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+        def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
             raise AssertionError("no objective needs training")
 
     config = _config(tmp_path, objectives=("latency", "params"), trials=3)

@@ -13,7 +13,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution
 from nasmlcn.errors import SearchError
 from nasmlcn.search import (
     EpochCallback,
-    EvalJob,
+    EvalRequest,
     Evaluation,
     ProxyEvaluator,
     SearchConfig,
@@ -123,9 +123,9 @@ class _Recording(ProxyEvaluator):
 
     def __init__(self, **options: object) -> None:
         super().__init__(**options)
-        self.jobs: list[EvalJob] = []
+        self.jobs: list[EvalRequest] = []
 
-    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+    def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
         self.jobs.append(job)
         return super().evaluate(job, on_epoch)
 

@@ -13,7 +13,14 @@ from optuna.artifacts import get_all_artifact_meta
 from optuna.trial import TrialState
 
 from nasmlcn.errors import SearchError
-from nasmlcn.search import EpochCallback, EpochReport, EvalJob, Evaluation, SearchConfig, run_search
+from nasmlcn.search import (
+    EpochCallback,
+    EpochReport,
+    EvalRequest,
+    Evaluation,
+    SearchConfig,
+    run_search,
+)
 from nasmlcn.search._train_evaluator import TrainEvaluator
 from nasmlcn.study import artifacts_dir, has_weights, load_existing_study, parse_keep
 from nasmlcn.training import load_checkpoint
@@ -50,7 +57,7 @@ class _StopAfter(TrainEvaluator):
         super().__init__(**kw)
         self.epoch = epoch
 
-    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+    def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
         def stop(report: EpochReport) -> None:
             on_epoch(report)
             if report.epoch == self.epoch:

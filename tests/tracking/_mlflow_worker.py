@@ -14,7 +14,7 @@ from dataclasses import replace
 from nasmlcn.search import (
     EpochCallback,
     EpochReport,
-    EvalJob,
+    EvalRequest,
     Evaluation,
     ProxyEvaluator,
     run_search,
@@ -28,7 +28,7 @@ class LoggedSlowProxy(ProxyEvaluator):
     def __init__(self, sleep: float) -> None:
         self.sleep = sleep
 
-    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+    def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
         def slow(report: EpochReport) -> None:
             time.sleep(self.sleep)
             on_epoch(report)

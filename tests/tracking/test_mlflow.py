@@ -23,7 +23,7 @@ from nasmlcn.hardware import format_bytes, parse_size
 from nasmlcn.search import (
     EpochCallback,
     EpochReport,
-    EvalJob,
+    EvalRequest,
     Evaluation,
     ProxyEvaluator,
     SearchConfig,
@@ -161,7 +161,7 @@ class _Interrupting(ProxyEvaluator):
         super().__init__()
         self.stopped = False
 
-    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+    def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
         def relay(report: EpochReport) -> None:
             on_epoch(report)
             if job.trial == 2 and report.epoch == 2 and not self.stopped:
