@@ -60,8 +60,8 @@ def prune(
     from nasmlcn._io import write_text_atomic
     from nasmlcn.runs import (
         InferenceSettings,
-        check_out_dir,
         check_removable,
+        check_removal_out_dir,
         load_run,
         remove_lanes,
         save_without_lanes,
@@ -71,7 +71,7 @@ def prune(
     loaded = load_run(run, dataset=dataset)
     check_removable(loaded, keep)
     folder = out_dir if out_dir is not None else loaded.path / "pruned"
-    check_out_dir(folder, keep=keep is not None)  # before the work, not after it
+    check_removal_out_dir(folder, keep=keep is not None)  # before the work, not after it
     if not quiet:
         err.print(f"pruning {loaded.arch.describe()} ({loaded.path}) on {loaded.dataset}")
     with PruneProgress(err, quiet=quiet) as progress:

@@ -17,8 +17,8 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.runs._evaluate import InferenceSettings, RunEvaluation, evaluate_run
     from nasmlcn.runs._export import ExportedModel, default_export_path, export_run
     from nasmlcn.runs._lane_removal import (
-        check_out_dir,
         check_removable,
+        check_removal_out_dir,
         remove_lanes,
         save_without_lanes,
     )
@@ -33,8 +33,8 @@ __all__ = [
     "InferenceSettings",
     "LoadedRun",
     "RunEvaluation",
-    "check_out_dir",
     "check_removable",
+    "check_removal_out_dir",
     "classifier",
     "default_export_path",
     "evaluate_run",
@@ -56,7 +56,7 @@ _LAZY = {
     "export_run": "_export",
     "LoadedRun": "_load",
     "load_run": "_load",
-    "check_out_dir": "_lane_removal",
+    "check_removal_out_dir": "_lane_removal",
     "check_removable": "_lane_removal",
     "remove_lanes": "_lane_removal",
     "save_without_lanes": "_lane_removal",

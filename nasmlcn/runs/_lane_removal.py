@@ -376,7 +376,7 @@ def save_without_lanes(report: LaneRemovalReport, keep: int, out_dir: Path) -> P
     return out_dir / CHECKPOINT_NAME
 
 
-def check_out_dir(out_dir: Path, *, keep: bool) -> None:
+def check_removal_out_dir(out_dir: Path, *, keep: bool) -> None:
     """``out_dir`` can take prune's files: a folder that can be made and written
     (see :func:`nasmlcn.training.check_out_dir`) and, for a ``keep`` model,
     one that holds no model yet. Checked before any work.

@@ -38,7 +38,7 @@ from nasmlcn.search._objectives import OBJECTIVES, Objective
 from nasmlcn.search._observer import SearchObserver
 from nasmlcn.search._outcome import SearchResult, SearchStart, TrialOutcome
 from nasmlcn.search._pool import run_workers
-from nasmlcn.search._proxy import ProxyEvaluator
+from nasmlcn.search._proxy import ProxyEvaluator, proxy_accuracy
 from nasmlcn.search._results import (
     CorrelationReport,
     TrialSummary,
@@ -102,6 +102,7 @@ __all__ = [
     "first_epoch_reaching",
     "is_feasible",
     "load_recipe",
+    "proxy_accuracy",
     "retrain_study",
     "retrained_correlations",
     "run_search",
