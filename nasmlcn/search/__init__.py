@@ -5,6 +5,14 @@
 front or best trials again and tests them (NASCaps' second stage). Registries:
 ``SAMPLERS``, ``OBJECTIVES``, ``EVALUATORS`` and ``SPACE_KINDS`` (in
 :mod:`nasmlcn.search.spaces`).
+
+Where things are: defining a search (``_config``, ``_setup``, ``_sweep``,
+``_objectives``, ``_samplers``, ``spaces/``); running it (``_runner``: the loop,
+``_trial_run``: one trial's life, ``_open``: opening and checking the study,
+``_observer``, ``_outcome``, ``_signals``, ``_failure``, ``_correlation``: the pruner,
+``_learning``, ``_entry``, ``_pool``: many workers; the evaluators ``_evaluator``,
+``_proxy``, ``_train_evaluator``); after the search (``_results``, ``_retrain``,
+``_export``). What a study stores, and its storage, is :mod:`nasmlcn.study`.
 """
 
 from __future__ import annotations

@@ -35,8 +35,6 @@ from nasmlcn._optuna_compat import (
 )
 from nasmlcn.study._access import load_existing_study
 from nasmlcn.study._artifacts import (
-    DEFAULT_ARTIFACTS,
-    KEEP_POLICIES,
     TrialFiles,
     artifacts_dir,
     discard_weights,
@@ -46,23 +44,18 @@ from nasmlcn.study._artifacts import (
     parse_keep,
 )
 from nasmlcn.study._claim import (
-    Claim,
-    ClaimSettings,
     claim,
     count,
     counts,
     finished,
     trial_seed,
-    worker_name,
 )
 from nasmlcn.study._heartbeat import heartbeat
 from nasmlcn.study._identity import (
-    STUDY_ATTR,
     metric_names,
     redact_stored_url,
     stored_info,
     study_info,
-    update_study_info,
     write_study_info,
 )
 from nasmlcn.study._labels import (
@@ -74,10 +67,9 @@ from nasmlcn.study._labels import (
     metric_heading,
     predicted_on,
 )
-from nasmlcn.study._lock import StorageLock, hold
-from nasmlcn.study._recovery import MAX_RETRIES, fail_stale_trials, retry
+from nasmlcn.study._lock import hold
+from nasmlcn.study._recovery import fail_stale_trials, retry
 from nasmlcn.study._retrained import (
-    RETRAINED_KEY,
     RETRAINED_VERSION,
     RetrainedModel,
     retrained_by_trial,
@@ -86,22 +78,16 @@ from nasmlcn.study._retrained import (
     store_retrained,
 )
 from nasmlcn.study._storage import (
-    GRACE_SECONDS,
     open_storage,
     sqlite_path,
-    study_names,
     unknown_study,
 )
 from nasmlcn.study._trial import (
     CONSTRAINT_PREFIX,
-    FAILURE_ATTRS,
     LEARNING_CONSTRAINT,
     RECORD_VERSION,
-    RECORD_VERSION_ATTR,
     TrialRecord,
     set_constraint,
-    write_checkpoint,
-    write_claimed,
     write_ended_early,
     write_failed,
     write_model,
@@ -109,16 +95,12 @@ from nasmlcn.study._trial import (
     write_resumed,
     write_traceback,
     write_training,
-    write_weights,
 )
 
 if TYPE_CHECKING:
-    from nasmlcn.study._buffered_storage import DASHBOARD_PREFIX, BufferedStorage
+    from nasmlcn.study._buffered_storage import BufferedStorage
 
-_LAZY = {
-    "BufferedStorage": "_buffered_storage",
-    "DASHBOARD_PREFIX": "_buffered_storage",
-}
+_LAZY = {"BufferedStorage": "_buffered_storage"}
 
 
 def __getattr__(name: str) -> Any:
@@ -132,24 +114,12 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CONSTRAINT_PREFIX",
-    "DASHBOARD_PREFIX",
-    "DEFAULT_ARTIFACTS",
-    "FAILURE_ATTRS",
-    "GRACE_SECONDS",
-    "KEEP_POLICIES",
     "LEARNING_CONSTRAINT",
-    "MAX_RETRIES",
     "PREDICTED_METRICS",
     "RECORD_VERSION",
-    "RECORD_VERSION_ATTR",
-    "RETRAINED_KEY",
     "RETRAINED_VERSION",
-    "STUDY_ATTR",
     "BufferedStorage",
-    "Claim",
-    "ClaimSettings",
     "RetrainedModel",
-    "StorageLock",
     "TrialFiles",
     "TrialRecord",
     "artifacts_dir",
@@ -188,15 +158,10 @@ __all__ = [
     "stored_info",
     "study_id_of",
     "study_info",
-    "study_names",
     "trial_id_of",
     "trial_seed",
     "unbuffered",
     "unknown_study",
-    "update_study_info",
-    "worker_name",
-    "write_checkpoint",
-    "write_claimed",
     "write_ended_early",
     "write_failed",
     "write_model",
@@ -205,5 +170,4 @@ __all__ = [
     "write_study_info",
     "write_traceback",
     "write_training",
-    "write_weights",
 ]
