@@ -3,15 +3,14 @@ private PostgreSQL server."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from tests._cli import run_cli as run_cli  # the tests import it from here
+from tests._cli import run_cli_subprocess as run_cli_subprocess
 from tests._postgres import PostgresServer
 
 if TYPE_CHECKING:
@@ -84,21 +83,6 @@ def lr_space(folder: Path) -> Path:
     text = (ROOT / "search_spaces" / "mlcn-buckets.toml").read_text()
     space.write_text(text + "\n[training]\nlr = [1e-9, 1e-2]\n")
     return space
-
-
-def run_cli(
-    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 600
-) -> subprocess.CompletedProcess[str]:
-    """Runs ``python -m nasmlcn ARGS`` in a fresh process."""
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "nasmlcn", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        cwd=cwd,
-        timeout=timeout,
-    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,4 +1,4 @@
-"""``nasmlcn calibrate``, run as a user would: a fresh process per command."""
+"""``nasmlcn calibrate``, run as a user would."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The command line, run as a user would: a fresh process per command."""
+"""The command line, run as a user would: in this process (``run_cli``), and the
+module entry point ``python -m nasmlcn`` once in a fresh process."""
 
 from __future__ import annotations
 
@@ -9,14 +10,15 @@ import pytest
 
 from nasmlcn import __version__
 from nasmlcn.specs import MLCNSpec, save_arch
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_subprocess
 
 
 def test_version_and_help() -> None:
     version = run_cli("--version")
     assert version.returncode == 0
     assert version.stdout.strip() == f"nasmlcn {__version__}"
-    helped = run_cli("--help")
+    helped = run_cli_subprocess("--help")  # python -m nasmlcn itself, end to end
+    assert helped.stderr == ""
     assert helped.returncode == 0
     for command in ("train", "models", "data"):
         assert command in helped.stdout

@@ -1,19 +1,23 @@
-"""``nasmlcn search``, ``best`` and ``correlate``, run as a user would."""
+"""``nasmlcn search``, ``best`` and ``correlate``, run as a user would (the first
+search in a fresh ``python -m nasmlcn`` process, the others in this one)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from nasmlcn.specs import MLCNSpec, load_arch
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_cli, run_cli_subprocess
 
 
-def _search(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_cli(
+def _search(
+    db: Path, *args: str, run: Callable[..., subprocess.CompletedProcess[str]] = run_cli
+) -> subprocess.CompletedProcess[str]:
+    return run(
         "search",
         "--evaluator",
         "proxy",
@@ -43,6 +47,7 @@ def test_search_json_best_and_correlate(tmp_path: Path) -> None:
         "--prune-threshold",
         "0.5",
         "--json",
+        run=run_cli_subprocess,  # one real search end to end
     )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
