@@ -4,30 +4,18 @@ columns, which broke lane mixes mid-word; a ``COLUMNS`` the user set is honoured
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import run_cli
 
 LANES = "10*mlcn1:1x1,2*mlcn1:3x3,4*mlcn2:2x2,3*mlcn2:1x3"
 
 
-def _no_columns() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("COLUMNS", None)
-    return env
-
-
-def test_a_piped_plan_keeps_every_row_whole() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "nasmlcn", "plan", "--lanes", LANES, "--devices", "2xK80"],
-        capture_output=True,
-        text=True,
-        env=_no_columns(),
-        timeout=120,
-    )
+def test_a_piped_plan_keeps_every_row_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    result = run_cli("plan", "--lanes", LANES, "--devices", "2xK80")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert any(len(line) > 80 for line in lines)  # not cut at rich's default of 80
@@ -41,7 +29,10 @@ def test_a_piped_plan_keeps_every_row_whole() -> None:
     assert f"{LANES} on 2 devices" in result.stdout  # the title, on one line
 
 
-def test_a_piped_search_shows_each_lane_mix_on_one_line(tmp_path: Path) -> None:
+def test_a_piped_search_shows_each_lane_mix_on_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
     args = [
         "search",
         "--evaluator",
@@ -61,13 +52,7 @@ def test_a_piped_search_shows_each_lane_mix_on_one_line(tmp_path: Path) -> None:
         "--study",
         "wide",
     ]
-    result = subprocess.run(
-        [sys.executable, "-m", "nasmlcn", *args],
-        capture_output=True,
-        text=True,
-        env=_no_columns(),
-        timeout=300,
-    )
+    result = run_cli(*args)
     assert result.returncode == 0, result.stderr
     data = json.loads(run_cli(*args, "--json").stdout)  # the same study, read back
     mixes = [b["lane_mix"] for b in data["best"]]

@@ -4,17 +4,28 @@ time limits."""
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import optuna
+import pytest
 from optuna.trial import TrialState
 
-from nasmlcn.search import run_search
+from nasmlcn.search import (
+    EpochCallback,
+    EpochReport,
+    EvalRequest,
+    Evaluation,
+    ProxyEvaluator,
+    run_search,
+)
 from nasmlcn.study import load_existing_study, trial_seed
 from tests._postgres import PostgresServer
 from tests.search._worker_script import SlowProxy, config
@@ -63,6 +74,51 @@ def _check_study(url: str, study_name: str, trials: int, workers: int) -> None:
     seeds = [t.user_attrs["sampler_seed"] for t in study.trials]
     assert seeds == [trial_seed(0, t.number) for t in study.trials]
     assert len({t.user_attrs["worker"] for t in study.trials}) > 1  # they shared the work
+
+
+class _SkippingClock:
+    """``time.perf_counter`` (patched for the test) that runs on real time plus the
+    seconds :meth:`skip` added: an epoch "takes" its seconds at once, so limits in
+    seconds are tested with margins of minutes and no sleeping."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.real = time.perf_counter
+        self.skipped = 0.0
+        monkeypatch.setattr(time, "perf_counter", self)
+
+    def __call__(self) -> float:
+        return self.real() + self.skipped
+
+    def skip(self, seconds: float) -> None:
+        self.skipped += seconds
+
+
+class _SkippingProxy(ProxyEvaluator):
+    """The proxy evaluator whose every epoch takes ``seconds`` on ``clock``."""
+
+    def __init__(self, clock: _SkippingClock, seconds: float) -> None:
+        self.clock, self.seconds = clock, seconds
+
+    def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
+        def slow(report: EpochReport) -> None:
+            self.clock.skip(self.seconds)
+            on_epoch(report)
+
+        return super().evaluate(job, slow)
+
+
+def _started_earlier(db: Path, trial_id: int, seconds: float) -> None:
+    """Moves the stored start of trial ``trial_id`` ``seconds`` back, as if it had
+    been running (without a heartbeat) that long."""
+    with contextlib.closing(sqlite3.connect(db)) as con, con:
+        (text,) = con.execute(
+            "SELECT datetime_start FROM trials WHERE trial_id = ?", (trial_id,)
+        ).fetchone()
+        earlier = datetime.datetime.fromisoformat(text) - datetime.timedelta(seconds=seconds)
+        con.execute(
+            "UPDATE trials SET datetime_start = ? WHERE trial_id = ?",
+            (earlier.isoformat(sep=" "), trial_id),
+        )
 
 
 def _wait_all(procs: list[subprocess.Popen[str]]) -> None:
@@ -141,38 +197,46 @@ def test_a_trial_without_any_heartbeat_goes_stale_after_the_grace(tmp_path: Path
     study = optuna.load_study(study_name="s", storage=storage)
     orphan = study.ask()
     orphan.suggest_int("num_lanes", 2, 2)
-    time.sleep(1.5)
+    _started_earlier(tmp_path / "old.db", orphan._trial_id, seconds=60)  # not slept
     run_search(c)
     trials = load_existing_study("s", c.storage).trials
     assert trials[orphan.number].state == TrialState.FAIL
     assert trials[orphan.number].user_attrs["failure"] == "crash"
 
 
-def test_trial_timeout_prunes_at_an_epoch_boundary_keeping_its_epochs(tmp_path: Path) -> None:
-    # 1 s epochs: epoch 1 ends at ~1 s (under the limit, with 0.6 s to spare for a
-    # loaded machine), epoch 2 at ~2 s (over it)
-    c = config(f"sqlite:///{tmp_path / 't.db'}", "s", 2, 120).with_overrides(trial_timeout=1.6)
-    result = run_search(c, evaluator=SlowProxy(1.0))
+def test_trial_timeout_prunes_at_an_epoch_boundary_keeping_its_epochs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 60 s epochs on the skipping clock: epoch 1 ends at 60 s and the real time the
+    # trial takes (under the limit of 100 s), epoch 2 at 120 s and more (over it)
+    clock = _SkippingClock(monkeypatch)
+    c = config(f"sqlite:///{tmp_path / 't.db'}", "s", 2, 120).with_overrides(trial_timeout=100)
+    result = run_search(c, evaluator=_SkippingProxy(clock, 60))
     assert [t.state for t in result.run_trials] == ["PRUNED", "PRUNED"]
     study = load_existing_study("s", c.storage)
     for trial in study.trials:
         assert trial.user_attrs["prune_reason"].startswith(
-            "--trial-timeout 1.6 s: stopped after epoch 2 of 3"
+            "--trial-timeout 100 s: stopped after epoch 2 of 3"
         )
         assert len(trial.user_attrs["training"]["val_accuracy_per_epoch"]) == 2
 
 
-def test_the_search_timeout_stops_the_running_trial_too(tmp_path: Path) -> None:
-    # --timeout counts from the run's start, set-up included: 5 s leaves room for a
-    # loaded machine (1.5 s did not, with two test processes on 2 cores) before the
-    # first trial (20 s of 0.5 s epochs) starts
+def test_the_search_timeout_stops_the_running_trial_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --timeout counts from the run's start, set-up included: the set-up takes real
+    # time only (well under 1000 s), the first trial 40 epochs of 100 s on the
+    # skipping clock, so the limit falls at the end of its 10th
+    clock = _SkippingClock(monkeypatch)
     c = config(f"sqlite:///{tmp_path / 'to.db'}", "s", 5, 120)
-    result = run_search(c.with_overrides(timeout=5.0, epochs=40), evaluator=SlowProxy(0.5))
+    result = run_search(
+        c.with_overrides(timeout=1000.0, epochs=40), evaluator=_SkippingProxy(clock, 100)
+    )
     assert result.stopped == "timeout"
     # stopped as Ctrl-C stops it (issue 25 item 8): FAIL, queued again, never PRUNED
     assert [t.state for t in result.run_trials] == ["FAIL"]
     reason = result.run_trials[0].reason or ""
-    assert reason.startswith("stopped by the search's --timeout 5 s (after epoch "), reason
+    assert reason.startswith("stopped by the search's --timeout 1000 s (after epoch 10)"), reason
     assert reason.endswith("; queued again, a re-run resumes it")
     assert result.to_dict()["seconds_saved_by_pruning"] == 0
     trials = load_existing_study("s", c.storage).trials
