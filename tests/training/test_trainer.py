@@ -49,18 +49,18 @@ def test_real_fashion_mnist_training_beats_chance(data_dir: Path) -> None:
         dataset="fashion-mnist",
         data_dir=str(data_dir),
         download=False,
-        train_limit=6000,
-        val_limit=1000,
-        test_limit=2000,
+        train_limit=3000,
+        val_limit=500,
+        test_limit=1000,
         config=TrainConfig(epochs=2, seed=0),
     )
     report = run_training(job, [recorder])
-    assert report.test_accuracy > 0.65  # chance is 0.10
+    assert report.test_accuracy > 0.65  # chance is 0.10; 0.75 here (0.79 from 6000 images)
     assert [r.epoch for r in recorder.epochs] == [1, 2]
     assert recorder.epochs[-1].val_accuracy > 0.65
     assert recorder.start is not None
-    assert recorder.start.batches_per_epoch == 60
-    assert recorder.batches == 120
+    assert recorder.start.batches_per_epoch == 30
+    assert recorder.batches == 60
     assert all(r.images_per_second > 0 and r.seconds > 0 for r in recorder.epochs)
     # The default one-cycle schedule starts at lr/10 and peaks at 45 % of the run, so
     # epoch 2 starts just past the peak of 1e-3.
