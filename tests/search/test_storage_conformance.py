@@ -1,9 +1,11 @@
 """The batching storage passes Optuna's own storage conformance suite
 (``optuna.testing.pytest_storages.StorageTestCase``), on SQLite and on a private
-PostgreSQL server: every read sees exactly what Optuna's own storage would."""
+PostgreSQL server: every read sees exactly what Optuna's own storage would. Each test
+opens a copy of one empty schema (made once per backend: 0.1 s a test less)."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,20 +13,35 @@ import pytest
 from optuna.testing.pytest_storages import StorageTestCase
 
 from nasmlcn.study import BufferedStorage, open_storage
-from tests._postgres import PostgresServer
+from tests._postgres import Database, PostgresServer
 
 
 class TestBufferedStorageOnSQLite(StorageTestCase):
+    @pytest.fixture(scope="class")
+    def empty(self, tmp_path_factory: pytest.TempPathFactory) -> Path:
+        """A storage's empty schema, made once; each test gets a copy of the file."""
+        path = tmp_path_factory.mktemp("conformance") / "empty.db"
+        open_storage(f"sqlite:///{path}")._backend.engine.dispose()
+        return path
+
     @pytest.fixture
-    def storage(self, tmp_path: Path) -> Iterator[BufferedStorage]:
+    def storage(self, empty: Path, tmp_path: Path) -> Iterator[BufferedStorage]:
+        shutil.copyfile(empty, tmp_path / "conformance.db")
         storage = open_storage(f"sqlite:///{tmp_path / 'conformance.db'}")
         yield storage
         storage._backend.engine.dispose()
 
 
 class TestBufferedStorageOnPostgreSQL(StorageTestCase):
+    @pytest.fixture(scope="class")
+    def empty(self, postgres: PostgresServer) -> Database:
+        """A storage's empty schema, made once; each test gets a copy of the database."""
+        db = postgres.create_database()
+        open_storage(db.url)._backend.engine.dispose()
+        return db
+
     @pytest.fixture
-    def storage(self, postgres: PostgresServer) -> Iterator[BufferedStorage]:
-        storage = open_storage(postgres.create_database().url)
+    def storage(self, postgres: PostgresServer, empty: Database) -> Iterator[BufferedStorage]:
+        storage = open_storage(postgres.copy_database(empty).url)
         yield storage
         storage._backend.engine.dispose()
