@@ -195,17 +195,27 @@ def test_the_cli_refuses_a_bad_variant_with_one_line(data_dir: Path, tmp_path: P
     )
 
 
-def test_quick_default_variants(data_dir: Path, tmp_path: Path) -> None:
-    proc = run(data_dir, "--quick", "--threads", "1", "--results", str(tmp_path / "r.json"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_quick_default_variants(
+    script: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import torch
+
+    threads = torch.get_num_threads()  # --threads sets the process's count
+    try:
+        assert (
+            script.main(["--quick", "--threads", "1", "--results", str(tmp_path / "r.json")]) == 0
+        )
+    finally:
+        torch.set_num_threads(threads)
+    stdout = capsys.readouterr().out
     for variant in (
         "2*mlcn2:4x1 ",
         "2*mlcn2:4x1 augment=shift",
         "2*mlcn2:4x1 batch_size=50",
         "2*mlcn2:4x1 routing=classwise",
     ):
-        assert variant in proc.stdout
-    table, footer = proc.stdout.split("\nruns: ")
+        assert variant in stdout
+    table, footer = stdout.split("\nruns: ")
     assert footer.startswith("4 trained now, 0 from")
     compared = table.split("\nagainst 2*mlcn2:4x1, paired by seed")[1].splitlines()[2:5]
     assert [line.split("  ")[0] for line in compared] == [
