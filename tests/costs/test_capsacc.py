@@ -23,7 +23,7 @@ from nasmlcn.hardware import parse_devices
 from nasmlcn.planning import plan_model
 from nasmlcn.search import OBJECTIVES, SearchConfig
 from nasmlcn.specs import CapsNetSpec, LaneSpec, MLCNSpec, create_arch
-from tests._benchmark_scripts import load_script, run_json
+from tests.benchmarks._scripts import load_script, run_json
 
 CIFAR = DATASETS.get("cifar10")
 PAPER = {"energy_mJ": 88.80, "latency_ms": 1.82, "memory_KiB": 8573.0}  # NASCaps Table 3

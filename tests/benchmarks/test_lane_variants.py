@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests._benchmark_scripts import load_script, run_json
+from tests.benchmarks._scripts import load_script, run_json
 from tests.conftest import ROOT
 
 SCRIPT = ROOT / "benchmarks" / "lane_variants.py"

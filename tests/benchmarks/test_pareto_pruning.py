@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._benchmark_scripts import load_script, run_json
+from tests.benchmarks._scripts import load_script, run_json
 
 
 def test_the_benchmark_reports_the_front_kept_by_rivals_and_removed_by_the_rule_before(

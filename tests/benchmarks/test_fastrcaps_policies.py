@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests._benchmark_scripts import load_script, run_json
+from tests.benchmarks._scripts import load_script, run_json
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._benchmark_scripts import load_script, run_json
+from tests.benchmarks._scripts import load_script, run_json
 
 
 def test_both_curves_and_a_rerun_that_only_tests(
