@@ -20,8 +20,7 @@ from nasmlcn.costs._features import MEMORY_FEATURES, TIME_FEATURES
 from nasmlcn.costs._samples import LaneSample
 from nasmlcn.errors import CalibrationError, DeviceError, NasmlcnError, SearchError
 from nasmlcn.hardware._catalog import read_catalog_file
-from nasmlcn.search import SearchConfig
-from nasmlcn.search._config import load_recipe
+from nasmlcn.search import SearchConfig, load_recipe
 from nasmlcn.search.spaces import SPACE_KINDS, load_space
 from nasmlcn.search.spaces._base import COMMON_KEYS
 from nasmlcn.specs import LaneSpec

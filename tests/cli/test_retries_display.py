@@ -15,9 +15,14 @@ from pathlib import Path
 from rich.console import Console
 
 from nasmlcn.cli._search_progress import SearchProgress
-from nasmlcn.search import SearchConfig, run_search
-from nasmlcn.search._evaluator import EpochCallback, EvalJob, Evaluation
-from nasmlcn.search._proxy import ProxyEvaluator
+from nasmlcn.search import (
+    EpochCallback,
+    EvalRequest,
+    Evaluation,
+    ProxyEvaluator,
+    SearchConfig,
+    run_search,
+)
 from tests.conftest import run_cli
 
 
@@ -28,7 +33,7 @@ class _StopOn(ProxyEvaluator):
         super().__init__()
         self.number = number
 
-    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+    def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
         if job.trial == self.number:
             raise KeyboardInterrupt
         return super().evaluate(job, on_epoch)
@@ -41,7 +46,7 @@ class _FailOn(ProxyEvaluator):
         super().__init__()
         self.number = number
 
-    def evaluate(self, job: EvalJob, on_epoch: EpochCallback) -> Evaluation:
+    def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
         if job.trial == self.number:
             raise RuntimeError("CUDA out of memory (simulated)")
         return super().evaluate(job, on_epoch)

@@ -17,7 +17,7 @@ from nasmlcn.data import DATASETS, DataSplits
 from nasmlcn.data._normalize import CIFAR10_NORMALIZATION, SVHN_NORMALIZATION
 from nasmlcn.data._splits import RawData, make_splits
 from nasmlcn.models import CapsuleLoss, build_model, count_parameters
-from nasmlcn.search._results import summarize
+from nasmlcn.search import summarize
 from nasmlcn.specs import MLCNSpec, save_arch
 from nasmlcn.training import TrainConfig, _trainer, evaluate, load_checkpoint, train
 from tests.conftest import run_cli

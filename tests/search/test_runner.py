@@ -286,8 +286,8 @@ def test_samplers_do_not_read_the_dashboards_notes(tmp_path: Path) -> None:
     [
         ({"data_dir": "/no/such/dir", "evaluator": "train"}, "'/no/such/dir' does not exist"),
         ({"data_dir": "/no/such/dir"}, "'/no/such/dir' does not exist"),  # proxy: still wrong
-        ({"run_on": "bogus"}, "--run-on 'bogus': unknown device 'bogus'"),
-        ({"run_on": "cuda:99"}, "--run-on 'cuda:99': device 'cuda:99'"),
+        ({"run_on": "bogus"}, "run_on 'bogus': unknown device 'bogus'"),
+        ({"run_on": "cuda:99"}, "run_on 'cuda:99': device 'cuda:99'"),
         ({"run_on": "auto,cuda:0"}, "'auto' cannot be combined with device names"),
         ({"run_on": " , "}, "expected auto, cpu, cuda or cuda:0,cuda:1"),
     ],
