@@ -14,9 +14,10 @@ load results (:func:`load_existing_study`, :func:`best_trials`, :func:`load_run`
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from nasmlcn._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -61,11 +62,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nasmlcn' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"nasmlcn.{module}"), name)
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 # A library prints nothing of its own: without this, Python's last-resort handler

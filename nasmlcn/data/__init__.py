@@ -5,8 +5,9 @@ Importing this package does not import torch; loading a dataset does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from nasmlcn._lazy import lazy_exports
 from nasmlcn.data import _synthetic, _torchvision  # noqa: F401  (register built-ins)
 from nasmlcn.data._normalize import Normalization, normalization_record
 from nasmlcn.data._registry import DATA_DIR_ENV, DATASETS, DatasetInfo, default_data_dir
@@ -39,10 +40,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nasmlcn.data' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"nasmlcn.data.{module}"), name)
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -24,9 +24,9 @@ when first used.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from nasmlcn._lazy import lazy_exports
 from nasmlcn.errors import DistributedError
 from nasmlcn.parallel._devices import is_spread, lane_devices, map_targets, parse_run_on
 
@@ -113,8 +113,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nasmlcn.parallel' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"nasmlcn.parallel.{module}"), name)
+__getattr__ = lazy_exports(__name__, _LAZY)

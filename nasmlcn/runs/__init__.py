@@ -8,8 +8,9 @@ it); everything else imports torch when first used.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from nasmlcn._lazy import lazy_exports
 from nasmlcn.runs._formats import EXPORT_FORMATS, ExportFormat
 
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
@@ -64,10 +65,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nasmlcn.runs' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"nasmlcn.runs.{module}"), name)
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -23,8 +23,9 @@ subclasses Optuna's) is imported when first used.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from nasmlcn._lazy import lazy_exports
 from nasmlcn._optuna_compat import (
     frozen_study_id,
     set_study_system_attrs,
@@ -103,13 +104,7 @@ if TYPE_CHECKING:
 _LAZY = {"BufferedStorage": "_buffered_storage"}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        module = importlib.import_module(f"nasmlcn.study.{_LAZY[name]}")
-        return getattr(module, name)
-    raise AttributeError(f"module 'nasmlcn.study' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

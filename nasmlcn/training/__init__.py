@@ -8,8 +8,9 @@ first used.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from nasmlcn._lazy import lazy_exports
 from nasmlcn.training._augment import AUGMENTATIONS, Augmentation, random_shift
 from nasmlcn.training._batch_policy import (
     BATCH_POLICIES,
@@ -122,10 +123,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nasmlcn.training' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"nasmlcn.training.{module}"), name)
+__getattr__ = lazy_exports(__name__, _LAZY)
