@@ -260,8 +260,11 @@ def test_the_cli_option_and_the_recipe_key(tmp_path: Path) -> None:
 def test_a_killed_worker_s_trial_retried_by_a_pool_continues_its_run(tmp_path: Path) -> None:
     """A worker killed with -9 mid-trial leaves a RUNNING trial and its run; a pool
     fails the trial once its heartbeat is stale and retries it as a new Optuna
-    trial, which continues the dead worker's run: one run per trial."""
-    uri = str(tmp_path / "mlruns")
+    trial, which continues the dead worker's run: one run per trial. On MLflow's SQLite
+    store, as docs/tracking.md recommends: its writes are transactions, while a kill
+    during a write to MLflow's file store can leave an empty metric file that MLflow
+    then refuses to read (the run is lost to every reader; this test failed so once)."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     url = f"sqlite:///{tmp_path / 'kill.db'}"
     worker = subprocess.Popen(
         [sys.executable, "-m", "tests.tracking._mlflow_worker", url, "s", "3", "1", "2", uri],
