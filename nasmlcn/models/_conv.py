@@ -50,13 +50,18 @@ class FoldedConv2d(nn.Module):
         self.pointwise = PointwiseConv2d(first.in_channels, first.out_channels)
         self.conv = nn.Conv2d(first.out_channels, second.out_channels, second.kernel, second.stride)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def kernel(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The one kernel ``(O, C, k, k)`` and bias ``(O,)`` the two layers make."""
         w1 = self.pointwise.weight.flatten(1)  # (M, C)
         w2 = self.conv.weight  # (O, M, k, k)
         weight = torch.einsum("omhw,mc->ochw", w2, w1)  # (O, C, k, k)
         assert self.conv.bias is not None
         assert self.pointwise.bias is not None
         bias = self.conv.bias + torch.einsum("omhw,m->o", w2, self.pointwise.bias)
+        return weight, bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weight, bias = self.kernel()
         return F.conv2d(x, weight, bias, stride=self.conv.stride)
 
 

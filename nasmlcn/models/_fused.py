@@ -81,7 +81,7 @@ def _stacked_conv(layers: Sequence[nn.Module], h: torch.Tensor, first: bool) -> 
     count = len(layers)
     head = layers[0]
     if isinstance(head, FoldedConv2d):
-        weights = [_folded_kernel(layer) for layer in layers]  # type: ignore[arg-type]
+        weights = [layer.kernel() for layer in layers]  # type: ignore[operator]
         weight = torch.cat([w for w, _ in weights])
         bias = torch.cat([b for _, b in weights])
         return F.conv2d(h, weight, bias, stride=head.conv.stride, groups=1 if first else count)
@@ -94,17 +94,6 @@ def _stacked_conv(layers: Sequence[nn.Module], h: torch.Tensor, first: bool) -> 
     if first and head.groups != 1:
         raise ValueError("a grouped first layer cannot read one shared image")
     return F.conv2d(h, weight, conv_bias, head.stride, head.padding, head.dilation, groups)
-
-
-def _folded_kernel(layer: FoldedConv2d) -> tuple[torch.Tensor, torch.Tensor]:
-    """The single kernel and bias a :class:`FoldedConv2d` computes with."""
-    w1 = layer.pointwise.weight.flatten(1)  # (M, C)
-    w2 = layer.conv.weight  # (O, M, k, k)
-    assert layer.conv.bias is not None
-    assert layer.pointwise.bias is not None
-    weight = torch.einsum("omhw,mc->ochw", w2, w1)
-    bias = layer.conv.bias + torch.einsum("omhw,m->o", w2, layer.pointwise.bias)
-    return weight, bias
 
 
 def _group_forward(lanes: Sequence[Lane], x: torch.Tensor) -> torch.Tensor:
