@@ -268,20 +268,13 @@ def write_weights(trial: optuna.Trial, artifact_id: str, file: str) -> None:
     trial.set_user_attr("weights", {"artifact_id": artifact_id, "file": file})
 
 
-def write_failed(
-    trial: optuna.Trial,
-    reason: str,
-    *,
-    failure: str | None = None,
-    traceback: str | None = None,
-) -> None:
+def write_failed(trial: optuna.Trial, reason: str, *, failure: str | None = None) -> None:
     """Why the trial failed; ``failure`` names a crash or interruption (the trial is
-    retried and never counted), absent when the candidate itself failed."""
+    retried and never counted), absent when the candidate itself failed (its
+    traceback: :func:`write_traceback`)."""
     trial.set_user_attr("fail_reason", reason)
     if failure is not None:
         trial.set_user_attr("failure", failure)
-    if traceback is not None:
-        trial.set_user_attr("traceback", traceback)
 
 
 def write_traceback(trial: optuna.Trial, text: str) -> None:
