@@ -7,6 +7,7 @@ another and with lanes of one kind fused (``MLCN.fuse_lanes``), alternating the 
 Printed per model: its training FLOPs per step (torch's FLOP counter), the rate of
 each path in GFLOP/s and as a share of this machine's single-matrix-product rate
 (``sgemm``, measured in the same run), and the speedup of fused over per-lane.
+Beside it, the batch-1 inference latency of each path (eval mode, no autograd).
 Then the time per FLOP of the many-narrow-lane models over that of the same kinds
 as a few wide lanes, per path (the issue's target: within 1.3x when fused).
 
@@ -23,6 +24,7 @@ import time
 
 import torch
 
+from nasmlcn._allocator import keep_freed_memory
 from nasmlcn.models import build_model, capsule_loss
 from nasmlcn.specs import MLCNSpec
 
@@ -89,6 +91,26 @@ def time_steps(lanes: str, batch: int, repeats: int, warmup: int) -> dict[str, f
     return {name: statistics.median(values) for name, values in seconds.items()}
 
 
+def time_inference(lanes: str, repeats: int) -> dict[str, float]:
+    """Median seconds of one batch-1 forward pass (eval mode, no autograd), per-lane
+    and fused, alternating."""
+    torch.manual_seed(0)
+    model = build_model(MLCNSpec.from_lanes(lanes)).eval()
+    x = torch.rand(1, 1, 28, 28)
+    seconds: dict[str, list[float]] = {"per_lane": [], "fused": []}
+    with torch.inference_mode():
+        for fused in (False, True):
+            model.fuse_lanes = fused
+            model(x)
+        for i in range(2 * repeats):
+            fused = (i % 2 == 1) if (i // 2) % 2 == 0 else (i % 2 == 0)  # ABBA order
+            model.fuse_lanes = fused
+            start = time.perf_counter()
+            model(x)
+            seconds["fused" if fused else "per_lane"].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in seconds.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=100)
@@ -100,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    keep_freed_memory()  # as training does (nasmlcn/_allocator.py); both paths alike
     models = args.model or list(MODELS)
     if args.quick:
         args.batch, args.repeats, args.warmup = 10, 2, 1
@@ -109,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     for lanes in models:
         flops = step_flops(lanes, args.batch)
         times = time_steps(lanes, args.batch, args.repeats, args.warmup)
+        latency = time_inference(lanes, 5 * args.repeats)
         rows.append(
             {
                 "lanes": lanes,
@@ -117,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                 "gflops": {k: flops / v / 1e9 for k, v in times.items()},
                 "share_of_sgemm": {k: flops / v / sgemm for k, v in times.items()},
                 "speedup": times["per_lane"] / times["fused"],
+                "batch1_seconds": latency,
             }
         )
     by_lanes = {r["lanes"]: r for r in rows}
@@ -147,10 +172,14 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
         return 0
     print(
-        f"{args.threads} thread(s), batch {args.batch}, median of {args.repeats} steps per path "
-        f"(alternating); sgemm {sgemm / 1e9:.0f} GFLOP/s"
+        f"{args.threads} thread(s), batch {args.batch}, median of {args.repeats} training steps "
+        f"per path (alternating; % = share of sgemm's rate, {sgemm / 1e9:.0f} GFLOP/s); batch-1 "
+        f"inference: median of {5 * args.repeats} forward passes per path"
     )
-    print(f"{'model':42} {'GFLOP':>7} {'per-lane':>16} {'fused':>16} {'speedup':>8}")
+    print(
+        f"{'model':42} {'GFLOP':>7} {'per-lane':>16} {'fused':>16} {'speedup':>8} "
+        f"{'batch-1 per-lane':>17} {'fused':>8}"
+    )
     for r in rows:
         cells = [
             f"{r['seconds'][p] * 1e3:6.0f} ms {r['share_of_sgemm'][p]:5.0%}"
@@ -158,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         ]
         print(
             f"{r['lanes']:42} {r['flops'] / 1e9:7.2f} {cells[0]:>16} {cells[1]:>16} "
-            f"{r['speedup']:7.2f}x"
+            f"{r['speedup']:7.2f}x {r['batch1_seconds']['per_lane'] * 1e3:14.1f} ms "
+            f"{r['batch1_seconds']['fused'] * 1e3:5.1f} ms"
         )
     for p in pairs:
         print(

@@ -121,6 +121,12 @@ def train(
         min=1.0,
         help="Seconds a multi-process rank waits for its peers before failing.",
     ),
+    fuse_lanes: bool = typer.Option(
+        True,
+        "--fuse-lanes/--no-fuse-lanes",
+        help="Run lanes of one kind as one computation (the same model and checkpoints); "
+        "--no-fuse-lanes runs them one after another, for comparison.",
+    ),
     out_dir: Path | None = typer.Option(
         None,
         "--out",
@@ -161,6 +167,7 @@ def train(
         seed=seed,
         device=device,
         augment=augment,
+        fuse_lanes=fuse_lanes,
     )
     if out_dir is None:
         out_dir = Path("runs") / time.strftime(f"train-%Y%m%d-%H%M%S-{dataset}")

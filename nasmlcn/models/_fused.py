@@ -6,8 +6,9 @@ reshapes and routing, and the machine mostly waits. Lanes of one kind (same type
 width and depth; routing and weight sharing are the model's) have the same shapes
 at every step, so a group of ``G`` of them runs as one computation:
 
-- the first layer reads the same image for every lane: one convolution with the
-  lanes' filters stacked along the output channels;
+- the first layer reads the same image for every lane: the image's patches are cut
+  once per step (shared by every group with that first-layer geometry) and one
+  matrix product with the lanes' kernels stacked gives every lane's first maps;
 - every later layer reads only its own lane's channels: one grouped convolution
   (``groups = G`` times the layer's own groups), the lanes' filters stacked;
 - primary capsules, votes and routing are batched over the group's lanes (routing
@@ -19,12 +20,16 @@ lane removal and per-lane placement see the same model. The outputs equal the
 per-lane loop's up to floating-point summation order (``tests/models/test_fused.py``
 checks outputs and gradients in float64 against the loop).
 
-Off by default (``MLCN(spec, fuse_lanes=True)`` turns it on): on this 2-core CPU, one
-thread, batch 100, the grouped convolutions are slower than the lanes one by one
-(``python benchmarks/fused_lanes.py``: ``48*mlcn2:2x1`` 627 ms per-lane against
-1056 ms fused, ``36*mlcn2:2x2`` 727 against 1276; oneDNN's grouped convolution and
-its backward take the time). Untested on a GPU, where one launch per group instead
-of per lane is the point.
+On by default (``MLCN(spec, fuse_lanes=False)``, ``TrainConfig(fuse_lanes=False)`` or
+``nasmlcn train --no-fuse-lanes`` run lanes one after another). On a CPU only kinds
+whose lanes are at most :data:`CPU_MAX_LANE_CHANNELS` wide fuse: there, narrow
+lanes waste the machine (a 9x9 convolution with 8 output channels is a thin matrix
+product) and fusing pays (``python benchmarks/fused_lanes.py``, 1 thread, batch 100:
+``64*mlcn2:1x1`` 575 -> 361 ms a training step, ``48*mlcn2:2x1`` 646 -> 522), while
+lanes of 32 channels already run near the machine's matrix-product rate one by one
+and the fused maps, 20 times larger, fall out of the caches (``20*mlcn1:2x1``:
+602 ms per lane, 710 fused). On a GPU every kind fuses: one launch per group and
+layer instead of one per lane and layer.
 """
 
 from __future__ import annotations
@@ -52,18 +57,38 @@ def lane_groups(lanes: Iterable[nn.Module]) -> list[list[int]]:
     return list(groups.values())
 
 
-def fused_lane_outputs(lanes: Iterable[nn.Module], x: torch.Tensor) -> list[torch.Tensor]:
+def lane_channels(lane: Lane) -> int:
+    """The channels of the lane's widest layer."""
+    return max(conv.out_channels for conv in lane.spec.layout(lane.input_shape).convs)
+
+
+def max_lane_channels(device: torch.device) -> int | None:
+    """How wide a fused lane may be on ``device`` (None: any width)."""
+    return CPU_MAX_LANE_CHANNELS if device.type == "cpu" else None
+
+
+CPU_MAX_LANE_CHANNELS = 16
+"""On a CPU, only kinds whose lanes are at most this wide fuse (see the module's
+docstring for the measurements behind it)."""
+
+
+def fused_lane_outputs(
+    lanes: Iterable[nn.Module], x: torch.Tensor, max_lane_channels: int | None = None
+) -> list[torch.Tensor]:
     """Each lane's ``(B, K)`` output (:class:`Lane` modules), in lane order, lanes of
-    one kind fused."""
+    one kind fused; with ``max_lane_channels``, only kinds whose widest layer has at
+    most that many channels fuse, the others run lane by lane."""
     lanes = list(lanes)
     outputs: list[torch.Tensor | None] = [None] * len(lanes)
     x = channels_last(x)
+    patches = _Patches(x)
     for group in lane_groups(lanes):
         members = [cast(Lane, lanes[i]) for i in group]
-        if len(members) == 1 or not _fusable(members[0]):
+        wide = max_lane_channels is not None and lane_channels(members[0]) > max_lane_channels
+        if len(members) == 1 or wide or not _fusable(members[0]):
             results = [lane(x) for lane in members]
         else:
-            results = list(_group_forward(members, x).unbind(0))
+            results = list(_group_forward(members, x, patches).unbind(0))
         for i, out in zip(group, results, strict=True):
             outputs[i] = out
     return [out for out in outputs if out is not None]
@@ -72,39 +97,91 @@ def fused_lane_outputs(lanes: Iterable[nn.Module], x: torch.Tensor) -> list[torc
 def _fusable(lane: Lane) -> bool:
     """Layers the fused path knows (anything else runs lane by lane)."""
     known = (FoldedConv2d, PointwiseConv2d, nn.Conv2d, nn.ReLU)
-    return all(isinstance(layer, known) for layer in lane.convs)
+    if not all(isinstance(layer, known) for layer in lane.convs):
+        return False
+    first = lane.convs[0]
+    return isinstance(first, FoldedConv2d) or cast(nn.Conv2d, first).groups == 1
 
 
-def _stacked_conv(layers: Sequence[nn.Module], h: torch.Tensor, first: bool) -> torch.Tensor:
-    """One conv layer of every lane of a group on ``h`` (the image when ``first``,
-    else the group's stacked features)."""
+class _Patches:
+    """The image's patches (im2col) for each first-layer geometry, cut once per step
+    and shared by every group whose first layer has that geometry."""
+
+    def __init__(self, x: torch.Tensor) -> None:
+        self.x = x
+        self._cache: dict[tuple[object, ...], tuple[torch.Tensor, int, int]] = {}
+
+    def of(self, conv: nn.Conv2d) -> tuple[torch.Tensor, int, int]:
+        """``(B * H' * W', C * k * k)`` patches and the output's ``H'``, ``W'``."""
+        padding = cast(tuple[int, int], conv.padding)  # nasmlcn's layers pad by numbers
+        geometry = (conv.kernel_size, conv.dilation, padding, conv.stride)
+        if geometry not in self._cache:
+            b, _, height, width = self.x.shape
+            kernel, dilation, _, stride = geometry
+            cols = F.unfold(self.x, kernel, dilation, padding, stride)  # (B, C*k*k, H'*W')
+            out_h, out_w = (
+                (size + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
+                for i, size in enumerate((height, width))
+            )
+            rows = cols.transpose(1, 2).reshape(b * out_h * out_w, cols.shape[1])
+            self._cache[geometry] = (rows, out_h, out_w)
+        return self._cache[geometry]
+
+
+def _first_layer(layers: Sequence[nn.Module], patches: _Patches, relu: bool) -> torch.Tensor:
+    """The first conv layer of every lane of a group (and its ReLU when ``relu``):
+    one matrix product of the image's patches with the lanes' kernels stacked,
+    ``(B, G*C, H', W')`` in channels-last memory order."""
+    head = layers[0]
+    if isinstance(head, FoldedConv2d):
+        kernels = [layer.kernel() for layer in layers]  # type: ignore[operator]
+        weight = torch.cat([w for w, _ in kernels])
+        bias: torch.Tensor | None = torch.cat([b for _, b in kernels])
+        conv = head.conv
+    else:
+        conv = cast(nn.Conv2d, head)
+        weight = torch.cat([layer.weight for layer in layers])  # type: ignore[misc]
+        bias = None if conv.bias is None else torch.cat([layer.bias for layer in layers])  # type: ignore[misc]
+    rows, out_h, out_w = patches.of(conv)
+    out = F.linear(rows, weight.flatten(1), bias)  # (B*H'*W', G*C)
+    if relu:
+        # on the matrix, not on the channels-last view of it: through the view,
+        # autograd's backward mixes memory orders and is 10x slower
+        out = torch.relu_(out)
+    return out.view(patches.x.shape[0], out_h, out_w, -1).permute(0, 3, 1, 2)
+
+
+def _grouped_conv(layers: Sequence[nn.Module], h: torch.Tensor) -> torch.Tensor:
+    """A later conv layer of every lane of a group on the group's stacked features:
+    one grouped convolution, the lanes' kernels stacked."""
     count = len(layers)
     head = layers[0]
     if isinstance(head, FoldedConv2d):
-        weights = [layer.kernel() for layer in layers]  # type: ignore[operator]
-        weight = torch.cat([w for w, _ in weights])
-        bias = torch.cat([b for _, b in weights])
-        return F.conv2d(h, weight, bias, stride=head.conv.stride, groups=1 if first else count)
+        kernels = [layer.kernel() for layer in layers]  # type: ignore[operator]
+        weight = torch.cat([w for w, _ in kernels])
+        bias = torch.cat([b for _, b in kernels])
+        return F.conv2d(h, weight, bias, stride=head.conv.stride, groups=count)
     assert isinstance(head, nn.Conv2d)  # PointwiseConv2d is one too
     weight = torch.cat([layer.weight for layer in layers])  # type: ignore[misc]
     conv_bias: torch.Tensor | None = None
     if head.bias is not None:
         conv_bias = torch.cat([layer.bias for layer in layers])  # type: ignore[misc]
-    groups = head.groups if first else head.groups * count
-    if first and head.groups != 1:
-        raise ValueError("a grouped first layer cannot read one shared image")
-    return F.conv2d(h, weight, conv_bias, head.stride, head.padding, head.dilation, groups)
+    return F.conv2d(
+        h, weight, conv_bias, head.stride, head.padding, head.dilation, head.groups * count
+    )
 
 
-def _group_forward(lanes: Sequence[Lane], x: torch.Tensor) -> torch.Tensor:
+def _group_forward(lanes: Sequence[Lane], x: torch.Tensor, patches: _Patches) -> torch.Tensor:
     """``(G, B, K)``: the outputs of ``G`` lanes of one kind."""
     count = len(lanes)
-    h = x
-    for depth, head in enumerate(lanes[0].convs):
-        if isinstance(head, nn.ReLU):
-            h = F.relu(h)
-            continue
-        h = _stacked_conv([lane.convs[depth] for lane in lanes], h, first=depth == 0)
+    convs = list(lanes[0].convs)
+    first_relu = len(convs) > 1 and isinstance(convs[1], nn.ReLU)
+    h = _first_layer([lane.convs[0] for lane in lanes], patches, first_relu)
+    for depth in range(2 if first_relu else 1, len(convs)):
+        if isinstance(convs[depth], nn.ReLU):
+            h = torch.relu_(h)  # no layer needs its output kept: conv backward reads inputs
+        else:
+            h = _grouped_conv([lane.convs[depth] for lane in lanes], h)
     lane = lanes[0]
     d = lane.capsule_dim
     b, c, height, width = h.shape  # c = G * C

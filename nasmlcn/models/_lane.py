@@ -43,6 +43,7 @@ class Lane(nn.Module):
             raise ValueError(f"routing must be 'vector' or 'classwise', got {routing!r}")
         layout = spec.layout(input_shape)
         self.spec = spec
+        self.input_shape = input_shape
         self.capsule_dim = layout.capsule_dim
         self.num_primary = layout.num_primary
         self.num_classes = num_classes

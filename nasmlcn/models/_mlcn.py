@@ -27,7 +27,7 @@ import math
 import torch
 from torch import nn
 
-from nasmlcn.models._fused import fused_lane_outputs
+from nasmlcn.models._fused import fused_lane_outputs, max_lane_channels
 from nasmlcn.models._head import CapsuleHead, CapsuleOutput
 from nasmlcn.models._lane import Lane
 from nasmlcn.specs import MLCNSpec
@@ -36,7 +36,7 @@ from nasmlcn.specs import MLCNSpec
 class MLCN(nn.Module):
     """An MLCN built from any :class:`~nasmlcn.specs.MLCNSpec` (lanes may all differ)."""
 
-    def __init__(self, spec: MLCNSpec, *, fuse_lanes: bool = False) -> None:
+    def __init__(self, spec: MLCNSpec, *, fuse_lanes: bool = True) -> None:
         super().__init__()
         self.spec = spec
         # lanes of one kind as one computation (nasmlcn.models._fused); the same model
@@ -63,7 +63,7 @@ class MLCN(nn.Module):
     def lane_outputs(self, x: torch.Tensor) -> list[torch.Tensor]:
         """Each lane's ``(B, K)`` output, in lane order."""
         if self.fuse_lanes:
-            return fused_lane_outputs(self.lanes, x)
+            return fused_lane_outputs(self.lanes, x, max_lane_channels(x.device))
         return [lane(x) for lane in self.lanes]
 
     def head(

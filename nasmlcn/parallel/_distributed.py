@@ -34,7 +34,7 @@ import torch.distributed as dist
 from torch import nn
 
 from nasmlcn.errors import DistributedError
-from nasmlcn.models import MLCN, CapsuleOutput
+from nasmlcn.models import MLCN, CapsuleOutput, fused_lane_outputs, max_lane_channels
 from nasmlcn.parallel._gather import CommStats, collective_failed, gather_lanes
 
 
@@ -86,6 +86,7 @@ class DistributedMLCN(nn.Module):
         self.owned = tuple(i for i, a in enumerate(assignment) if a == rank)
         # Keys are the global lane indices, so state_dict names equal MLCN's.
         self.lanes = nn.ModuleDict({str(i): model.lanes[i] for i in self.owned})
+        self.fuse_lanes = model.fuse_lanes
         self.capsule_head = model.capsule_head
         counts = [assignment.count(r) for r in range(world)]
         self.slots = max(counts)  # M: lanes per rank in the gathered tensor
@@ -121,12 +122,16 @@ class DistributedMLCN(nn.Module):
         the same up to the order of the floating-point sums of weight gradients.
         """
         chunks = x.tensor_split(self.world_size) if x.shape[0] >= 2 * self.world_size else (x,)
+        lanes = [self.lanes[str(i)] for i in self.owned]
+        if self.fuse_lanes:  # this rank's lanes of one kind as one computation
+            limit = max_lane_channels(x.device)
+            per_chunk = [fused_lane_outputs(lanes, c, limit) for c in chunks]
+        else:
+            per_chunk = [[lane(c) for lane in lanes] for c in chunks]
         outs = [
-            torch.cat([self.lanes[str(i)](c) for c in chunks])
-            if len(chunks) > 1
-            else self.lanes[str(i)](x)
-            for i in self.owned
-        ]  # each (B, K)
+            torch.cat(parts) if len(parts) > 1 else parts[0]
+            for parts in zip(*per_chunk, strict=True)
+        ]
         pad = self.slots - len(outs)
         if pad:
             outs += [x.new_zeros(x.shape[0], self.num_classes)] * pad

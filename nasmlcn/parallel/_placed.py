@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from nasmlcn.models import MLCN, CapsuleOutput
+from nasmlcn.models import MLCN, CapsuleOutput, fused_lane_outputs, max_lane_channels
 
 
 def normalize_device(device: torch.device | str) -> torch.device:
@@ -69,6 +69,8 @@ class PlacedMLCN(nn.Module):
             head_device if head_device is not None else self.lane_devices[0]
         )
         self.lanes = model.lanes
+        # each device fuses its own lanes of one kind (nasmlcn.models._fused)
+        self.fuse_lanes = model.fuse_lanes
         for lane, device in zip(self.lanes, self.lane_devices, strict=True):
             lane.to(device)
         self.capsule_head = model.capsule_head.to(self.head_device)
@@ -94,6 +96,17 @@ class PlacedMLCN(nn.Module):
         """Every lane's ``(B, K)`` output on the head device, in lane order."""
         inputs = {d: x.to(d, non_blocking=True) for d in self.devices}  # (B, C, H, W) each
         outs: list[torch.Tensor | None] = [None] * len(self.lanes)
+        if self.fuse_lanes:
+            # One fused computation per device, on its current stream: CUDA launches
+            # return at once, so every device has its work before the host waits.
+            for device in self.devices:
+                owned = [i for i, d in enumerate(self.lane_devices) if d == device]
+                local = fused_lane_outputs(
+                    [self.lanes[i] for i in owned], inputs[device], max_lane_channels(device)
+                )
+                for i, fused in zip(owned, local, strict=True):
+                    outs[i] = fused
+            return self._to_head(outs)
         launched: list[tuple[int, torch.cuda.Stream]] = []
         # Device by device, so every device is busy before the host waits anywhere.
         for device in self.devices:
@@ -118,12 +131,15 @@ class PlacedMLCN(nn.Module):
             out = outs[i]
             assert out is not None
             out.record_stream(current)
+        return self._to_head(outs)
+
+    def _to_head(self, outs: list[torch.Tensor | None]) -> list[torch.Tensor]:
         # An asynchronous copy to the CPU would let the head read it too early.
         async_copy = self.head_device.type == "cuda"
         result: list[torch.Tensor] = []
-        for out in outs:
-            assert out is not None
-            result.append(out.to(self.head_device, non_blocking=async_copy))  # (B, K)
+        for lane_out in outs:
+            assert lane_out is not None
+            result.append(lane_out.to(self.head_device, non_blocking=async_copy))  # (B, K)
         return result
 
     def head(

@@ -46,6 +46,9 @@ class TrainConfig:
             WarmAdaBatch as the paper trains it also takes ``lr_policy``
             ``phase-restarts`` (what ``nasmlcn train`` picks for it when no
             ``--lr-policy`` is given: :func:`~nasmlcn.training.default_lr_policy`).
+        fuse_lanes: Run an MLCN's lanes of one kind as one computation (the
+            default; :mod:`nasmlcn.models._fused`, the same model and the same
+            checkpoints). False runs them one after another, for comparison.
     """
 
     epochs: int = 10
@@ -59,8 +62,11 @@ class TrainConfig:
     eval_batch_size: int = 500
     augment: str = "none"
     batch_policy: str = "fixed"
+    fuse_lanes: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.fuse_lanes, bool):
+            raise SpecError(f"training fuse_lanes must be true or false, got {self.fuse_lanes!r}")
         check_int("training", "epochs", self.epochs, 1)
         if self.epochs > MAX_EPOCHS:  # a typo: the schedule of every epoch is laid out first
             raise SpecError(

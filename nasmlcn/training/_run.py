@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from nasmlcn.data import DataSplits
-from nasmlcn.models import build_model, count_parameters
+from nasmlcn.models import MLCN, build_model, count_parameters
 from nasmlcn.specs import ArchSpec, save_arch
 from nasmlcn.training._callbacks import Callback, CallbackList, TrainStart
 from nasmlcn.training._config import EpochResult, TrainConfig
@@ -137,6 +137,8 @@ def run_job(
     """
     torch.manual_seed(config.seed)
     model = build_model(arch)
+    if isinstance(model, MLCN):
+        model.fuse_lanes = config.fuse_lanes
     params = count_parameters(model)
     if out_dir is not None:
         save_arch(arch, out_dir / ARCH_NAME)

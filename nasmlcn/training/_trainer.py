@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from nasmlcn._allocator import keep_freed_memory
 from nasmlcn.data import DataSplits, Split, normalization_record
 from nasmlcn.errors import DivergedError, TrainingError
 from nasmlcn.models import capsule_loss, count_parameters
@@ -210,6 +211,7 @@ def train(
         CheckpointError: ``resume`` and the checkpoint belongs to another model.
         TrainingStopped: ``should_stop`` gave a reason.
     """
+    keep_freed_memory()  # large activations come back from the heap, not fresh pages
     device = resolve_device(config.device)
     stop = _stopper(should_stop)
     placed = getattr(model, "input_device", None)

@@ -28,6 +28,8 @@ def test_quick_run_times_both_paths(
         assert seconds["per_lane"] > 0
         assert seconds["fused"] > 0
         assert row["speedup"] == pytest.approx(seconds["per_lane"] / seconds["fused"])
+        assert set(row["batch1_seconds"]) == {"per_lane", "fused"}
+        assert min(row["batch1_seconds"].values()) > 0
         assert row["gflops"]["fused"] == pytest.approx(row["flops"] / seconds["fused"] / 1e9)
     # more lanes of one kind, more FLOPs per step than fewer, wider ones of this size
     assert data["models"][0]["flops"] != data["models"][1]["flops"]

@@ -5,13 +5,21 @@ without weight sharing, on grey and colour images."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
+from pathlib import Path
 from typing import cast
 
 import pytest
 import torch
 
-from nasmlcn.models import build_model
-from nasmlcn.models._fused import fused_lane_outputs, lane_groups
+from nasmlcn.models import MLCN, _fused, build_model, capsule_loss
+from nasmlcn.models._fused import (
+    CPU_MAX_LANE_CHANNELS,
+    fused_lane_outputs,
+    lane_channels,
+    lane_groups,
+    max_lane_channels,
+)
 from nasmlcn.models._lane import Lane
 from nasmlcn.specs import LaneSpec, MLCNSpec
 
@@ -81,3 +89,98 @@ def test_a_fused_group_differs_when_one_lane_s_weights_do() -> None:
     torch.testing.assert_close(after[0], before[0])
     torch.testing.assert_close(after[2], before[2])
     assert not torch.allclose(after[1], before[1])
+
+
+def test_lane_dropout_and_the_whole_model_fused_or_not() -> None:
+    """Through the whole model in training mode (lane dropout active, the same
+    masks), fused and per-lane give the same outputs, loss and gradients."""
+    spec = MLCNSpec.from_lanes("3*mlcn2:1x1,2*mlcn1:1x2,mlcn2:1x1", lane_dropout=0.3)
+    torch.manual_seed(0)
+    model = build_model(spec).double().train()
+    x = torch.rand(4, 1, 28, 28, dtype=torch.float64)
+    y = torch.tensor([0, 3, 5, 9])
+
+    def run(fused: bool) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        model.fuse_lanes = fused
+        model.zero_grad()
+        torch.manual_seed(7)  # the same dropout masks
+        out = model(x, y)
+        capsule_loss(out.lengths, out.reconstruction, x, y).total.backward()
+        return out.lengths.detach(), [
+            p.grad.clone() for p in model.parameters() if p.grad is not None
+        ]
+
+    loop_lengths, loop_grads = run(False)
+    fused_lengths, fused_grads = run(True)
+    torch.testing.assert_close(fused_lengths, loop_lengths, rtol=1e-5, atol=1e-7)
+    assert len(fused_grads) == len(loop_grads) == len(list(model.parameters()))
+    for a, b in zip(fused_grads, loop_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_fusion_is_on_by_default_and_on_a_cpu_only_narrow_kinds_fuse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = build_model(MLCNSpec.from_lanes("4*mlcn2:1x1,3*mlcn1:2x1,2*mlcn2:2x1"))
+    assert model.fuse_lanes
+    assert max_lane_channels(torch.device("cpu")) == CPU_MAX_LANE_CHANNELS == 16
+    assert max_lane_channels(torch.device("cuda", 0)) is None
+    channels = [lane_channels(cast(Lane, lane)) for lane in model.lanes]
+    assert channels == [8] * 4 + [32] * 3 + [16] * 2
+    fused: list[int] = []
+    real = _fused._group_forward
+
+    def spy(lanes: list[Lane], x: torch.Tensor, patches: object) -> torch.Tensor:
+        fused.append(len(lanes))
+        return real(lanes, x, patches)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_fused, "_group_forward", spy)
+    model(torch.rand(2, 1, 28, 28))
+    assert fused == [4, 2]  # mlcn1 (32 channels) runs lane by lane on a CPU
+    fused.clear()
+    fused_lane_outputs(model.lanes, torch.rand(2, 1, 28, 28))  # no width limit: all kinds
+    assert fused == [4, 3, 2]
+    model.fuse_lanes = False
+    fused.clear()
+    model(torch.rand(2, 1, 28, 28))
+    assert fused == []
+
+
+def test_a_per_lane_checkpoint_resumes_fused_and_fused_weights_load_per_lane(
+    tmp_path: Path,
+) -> None:
+    """One checkpoint format: a run trained lane by lane (as every checkpoint before
+    fusion was) resumes fused, and lands where an all-per-lane run lands."""
+    from nasmlcn.data import load_splits
+    from nasmlcn.training import TrainConfig, run_job
+
+    spec = MLCNSpec.from_lanes("3*mlcn2:1x1", decoder="none")
+    splits = load_splits("synthetic", train_limit=40, val_limit=20, test_limit=20)
+    per_lane = TrainConfig(
+        epochs=1, batch_size=20, seed=1, lr_policy="exponential", fuse_lanes=False
+    )
+    ckpt = tmp_path / "checkpoint.pt"
+    first = run_job(spec, splits, per_lane, checkpoint_path=ckpt, test=False)
+    assert not cast(MLCN, first.model).fuse_lanes
+    resumed = run_job(
+        spec,
+        splits,
+        replace(per_lane, epochs=2, fuse_lanes=True),
+        checkpoint_path=ckpt,
+        resume=True,
+    )
+    assert cast(MLCN, resumed.model).fuse_lanes
+    reference = run_job(spec, splits, replace(per_lane, epochs=2), test=False)
+    assert [e.epoch for e in resumed.history] == [1, 2]
+    assert resumed.history[-1].train_loss == pytest.approx(
+        reference.history[-1].train_loss, rel=1e-4
+    )
+    # the fused model's weights in a per-lane model: the same outputs
+    other = build_model(spec)
+    other.load_state_dict(resumed.model.state_dict())
+    other.fuse_lanes = False
+    x = torch.rand(3, 1, 28, 28)
+    resumed.model.eval()
+    other.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(other(x).lengths, resumed.model(x).lengths, rtol=1e-5, atol=1e-6)
