@@ -71,3 +71,32 @@ def calibration_lanes(
     while len(out) < count:
         out += rng.sample(space, min(len(space), count - len(out)))
     return out
+
+
+MAX_MODEL_LANES = 64
+
+
+def calibration_models(
+    count: int, seed: int = 0, *, max_lanes: int = MAX_MODEL_LANES
+) -> list[tuple[LaneSpec, ...]]:
+    """``count`` random whole models' lanes, seeded: 1..``max_lanes`` lanes (log-uniform,
+    so few-lane and many-lane models are both common) of 1-3 kinds mixed. Many-lane
+    models get narrow kinds (width 1-2, as the default space's do), few-lane ones
+    widths up to 4; depth 1-4."""
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
+    rng = random.Random(seed)
+    models: list[tuple[LaneSpec, ...]] = []
+    for _ in range(count):
+        total = max(1, min(max_lanes, round(math.exp(rng.uniform(0, math.log(max_lanes))))))
+        widest = 2 if total > 16 else 4
+        kinds = [
+            LaneSpec(rng.choice(LANE_TYPES), rng.randint(1, widest), rng.randint(1, 4))
+            for _ in range(min(total, rng.randint(1, 3)))
+        ]
+        counts = [1] * len(kinds)
+        for _ in range(total - len(kinds)):
+            counts[rng.randrange(len(kinds))] += 1
+        lanes = [kind for kind, n in zip(kinds, counts, strict=True) for _ in range(n)]
+        models.append(tuple(lanes))
+    return models

@@ -5,7 +5,7 @@ from __future__ import annotations
 from nasmlcn.models._capsnet import CapsNet
 from nasmlcn.models._capsules import dynamic_routing, primary_capsules, squash, votes
 from nasmlcn.models._factory import BUILDERS, build_model, count_parameters, create_model
-from nasmlcn.models._fused import fused_lane_outputs, lane_groups, max_lane_channels
+from nasmlcn.models._fused import fused_lane_outputs, lane_groups
 from nasmlcn.models._head import CapsuleHead, CapsuleOutput, Decoder
 from nasmlcn.models._lane import Lane
 from nasmlcn.models._loss import CapsuleLoss, capsule_loss, margin_loss, reconstruction_loss
@@ -28,7 +28,6 @@ __all__ = [
     "fused_lane_outputs",
     "lane_groups",
     "margin_loss",
-    "max_lane_channels",
     "primary_capsules",
     "reconstruction_loss",
     "squash",

@@ -22,7 +22,8 @@ checks outputs and gradients in float64 against the loop).
 
 On by default (``MLCN(spec, fuse_lanes=False)``, ``TrainConfig(fuse_lanes=False)`` or
 ``nasmlcn train --no-fuse-lanes`` run lanes one after another). On a CPU only kinds
-whose lanes are at most :data:`CPU_MAX_LANE_CHANNELS` wide fuse: there, narrow
+whose lanes are at most ``CPU_MAX_LANE_CHANNELS`` wide fuse (the rule is
+:func:`nasmlcn.specs.execution_groups`', which the cost model follows too): there, narrow
 lanes waste the machine (a 9x9 convolution with 8 output channels is a thin matrix
 product) and fusing pays (``python benchmarks/fused_lanes.py``, 1 thread, batch 100:
 ``64*mlcn2:1x1`` 575 -> 361 ms a training step, ``48*mlcn2:2x1`` 646 -> 522), while
@@ -44,6 +45,7 @@ from torch import nn
 from nasmlcn.models._capsules import dynamic_routing, shared_transforms, squash
 from nasmlcn.models._conv import FoldedConv2d, PointwiseConv2d, channels_last
 from nasmlcn.models._lane import Lane
+from nasmlcn.specs import lane_channels
 
 
 def lane_groups(lanes: Iterable[nn.Module]) -> list[list[int]]:
@@ -55,21 +57,6 @@ def lane_groups(lanes: Iterable[nn.Module]) -> list[list[int]]:
         key = (lane.spec, lane.routing, lane.routing_iterations, lane.positions)
         groups.setdefault(key, []).append(i)
     return list(groups.values())
-
-
-def lane_channels(lane: Lane) -> int:
-    """The channels of the lane's widest layer."""
-    return max(conv.out_channels for conv in lane.spec.layout(lane.input_shape).convs)
-
-
-def max_lane_channels(device: torch.device) -> int | None:
-    """How wide a fused lane may be on ``device`` (None: any width)."""
-    return CPU_MAX_LANE_CHANNELS if device.type == "cpu" else None
-
-
-CPU_MAX_LANE_CHANNELS = 16
-"""On a CPU, only kinds whose lanes are at most this wide fuse (see the module's
-docstring for the measurements behind it)."""
 
 
 def fused_lane_outputs(
@@ -84,7 +71,10 @@ def fused_lane_outputs(
     patches = _Patches(x)
     for group in lane_groups(lanes):
         members = [cast(Lane, lanes[i]) for i in group]
-        wide = max_lane_channels is not None and lane_channels(members[0]) > max_lane_channels
+        wide = (
+            max_lane_channels is not None
+            and lane_channels(members[0].spec, members[0].input_shape) > max_lane_channels
+        )
         if len(members) == 1 or wide or not _fusable(members[0]):
             results = [lane(x) for lane in members]
         else:

@@ -34,8 +34,9 @@ import torch.distributed as dist
 from torch import nn
 
 from nasmlcn.errors import DistributedError
-from nasmlcn.models import MLCN, CapsuleOutput, fused_lane_outputs, max_lane_channels
+from nasmlcn.models import MLCN, CapsuleOutput, fused_lane_outputs
 from nasmlcn.parallel._gather import CommStats, collective_failed, gather_lanes
+from nasmlcn.specs import max_lane_channels
 
 
 class DistributedMLCN(nn.Module):
@@ -124,7 +125,7 @@ class DistributedMLCN(nn.Module):
         chunks = x.tensor_split(self.world_size) if x.shape[0] >= 2 * self.world_size else (x,)
         lanes = [self.lanes[str(i)] for i in self.owned]
         if self.fuse_lanes:  # this rank's lanes of one kind as one computation
-            limit = max_lane_channels(x.device)
+            limit = max_lane_channels(x.device.type)
             per_chunk = [fused_lane_outputs(lanes, c, limit) for c in chunks]
         else:
             per_chunk = [[lane(c) for lane in lanes] for c in chunks]

@@ -15,6 +15,12 @@ from nasmlcn.specs._arch import (
     MLCNSpec,
     arch_from_dict,
 )
+from nasmlcn.specs._fusion import (
+    CPU_MAX_LANE_CHANNELS,
+    execution_groups,
+    lane_channels,
+    max_lane_channels,
+)
 from nasmlcn.specs._io import arch_from_json, arch_to_json, load_arch, save_arch
 from nasmlcn.specs._lane import LaneSpec, format_lane_mix, format_lanes, parse_lane, parse_lanes
 from nasmlcn.specs._lane_types import LANE_TYPES, LaneType
@@ -24,6 +30,7 @@ from nasmlcn.specs._zoo import ARCHITECTURES, DEFAULT_LANES, create_arch
 __all__ = [
     "ARCHITECTURES",
     "ARCH_SCHEMA_VERSION",
+    "CPU_MAX_LANE_CHANNELS",
     "DECODERS",
     "DEFAULT_LANES",
     "DEFAULT_ROUTING",
@@ -44,9 +51,12 @@ __all__ = [
     "can_fold",
     "create_arch",
     "executed_convs",
+    "execution_groups",
     "format_lane_mix",
     "format_lanes",
+    "lane_channels",
     "load_arch",
+    "max_lane_channels",
     "parse_lane",
     "parse_lanes",
     "save_arch",

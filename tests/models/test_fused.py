@@ -13,15 +13,16 @@ import pytest
 import torch
 
 from nasmlcn.models import MLCN, _fused, build_model, capsule_loss
-from nasmlcn.models._fused import (
+from nasmlcn.models._fused import fused_lane_outputs, lane_groups
+from nasmlcn.models._lane import Lane
+from nasmlcn.specs import (
     CPU_MAX_LANE_CHANNELS,
-    fused_lane_outputs,
+    LaneSpec,
+    MLCNSpec,
+    execution_groups,
     lane_channels,
-    lane_groups,
     max_lane_channels,
 )
-from nasmlcn.models._lane import Lane
-from nasmlcn.specs import LaneSpec, MLCNSpec
 
 KINDS = ("mlcn1", "mlcn2")
 
@@ -123,9 +124,9 @@ def test_fusion_is_on_by_default_and_on_a_cpu_only_narrow_kinds_fuse(
 ) -> None:
     model = build_model(MLCNSpec.from_lanes("4*mlcn2:1x1,3*mlcn1:2x1,2*mlcn2:2x1"))
     assert model.fuse_lanes
-    assert max_lane_channels(torch.device("cpu")) == CPU_MAX_LANE_CHANNELS == 16
-    assert max_lane_channels(torch.device("cuda", 0)) is None
-    channels = [lane_channels(cast(Lane, lane)) for lane in model.lanes]
+    assert max_lane_channels("cpu") == CPU_MAX_LANE_CHANNELS == 16
+    assert max_lane_channels("cuda") is None
+    channels = [lane_channels(lane, model.spec.input_shape) for lane in model.spec.lanes]
     assert channels == [8] * 4 + [32] * 3 + [16] * 2
     fused: list[int] = []
     real = _fused._group_forward
@@ -137,6 +138,11 @@ def test_fusion_is_on_by_default_and_on_a_cpu_only_narrow_kinds_fuse(
     monkeypatch.setattr(_fused, "_group_forward", spy)
     model(torch.rand(2, 1, 28, 28))
     assert fused == [4, 2]  # mlcn1 (32 channels) runs lane by lane on a CPU
+    # the pure rule the cost model follows says the same
+    groups = execution_groups(model.spec.lanes, model.spec.input_shape, "cpu")
+    assert groups == [[0, 1, 2, 3], [4], [5], [6], [7, 8]]
+    assert len(execution_groups(model.spec.lanes, (1, 28, 28), "cuda")) == 3
+    assert len(execution_groups(model.spec.lanes, (1, 28, 28), "cpu", fuse=False)) == 9
     fused.clear()
     fused_lane_outputs(model.lanes, torch.rand(2, 1, 28, 28))  # no width limit: all kinds
     assert fused == [4, 3, 2]

@@ -1,0 +1,157 @@
+"""The whole-model cost model against measured step times of random whole models.
+
+Measures ``--models`` (>= 20) random MLCNs of 1-64 lanes, 1-3 kinds mixed
+(:func:`nasmlcn.costs._samples.calibration_models`), one training step each as
+training runs it (lanes fused, margin + reconstruction loss, Adam; batch
+``--batch``, ``--threads`` threads, the fastest of ``--steps`` steps after a
+warm-up). Then it compares two predictions with the measurements:
+
+* ``whole-model``: the calibrated whole-model time (:mod:`nasmlcn.costs._whole`),
+  each model predicted by a fit on the *other* folds only (``--folds``-fold
+  cross-validation, so no model predicts itself);
+* ``analytic``: the default cost model's lane times summed, plus its head.
+
+For each: Pearson's r and Spearman's rho between prediction and measurement, and
+the worst factor between them after one common scale factor (the scale that
+minimises the worst factor: ``sqrt(max ratio / min ratio)``). The issue's bar for
+the calibrated model: r and rho >= 0.95, worst factor <= 1.5.
+
+    python benchmarks/whole_model_cost.py [--models 24] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from typing import Any
+
+import torch
+
+from nasmlcn.costs import CostContext, get_cost_model
+from nasmlcn.costs._features import dot
+from nasmlcn.costs._samples import calibration_models
+from nasmlcn.costs._whole import MODEL_TIME_FEATURES, fit_model_time, whole_model_features
+from nasmlcn.measure._model_timing import model_spec, time_model_step
+from nasmlcn.specs import format_lanes
+from nasmlcn.stats import pearson, spearman
+
+
+def worst_factor(predicted: list[float], measured: list[float]) -> tuple[float, float]:
+    """The common scale that minimises the worst factor, and that factor."""
+    ratios = [m / p for p, m in zip(predicted, measured, strict=True)]
+    lo, hi = min(ratios), max(ratios)
+    return math.sqrt(lo * hi), math.sqrt(hi / lo)
+
+
+def cross_validated(
+    rows: list[list[float]], seconds: list[float], folds: int, seed: int
+) -> list[float]:
+    order = list(range(len(rows)))
+    random.Random(seed).shuffle(order)
+    predicted = [0.0] * len(rows)
+    for f in range(folds):
+        held = set(order[f::folds])
+        train = [i for i in order if i not in held]
+        coefficients = fit_model_time([rows[i] for i in train], [seconds[i] for i in train])
+        for i in held:
+            predicted[i] = dot(coefficients, rows[i])
+    return predicted
+
+
+def summary(predicted: list[float], measured: list[float]) -> dict[str, float]:
+    scale, worst = worst_factor(predicted, measured)
+    return {
+        "pearson": pearson(predicted, measured),
+        "spearman": spearman(predicted, measured),
+        "scale": scale,
+        "worst_factor": worst,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", type=int, default=24)
+    parser.add_argument("--max-lanes", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--folds", type=int, default=6)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    ctx = CostContext(batch_size=args.batch)
+    device = torch.device(args.device)
+    analytic = get_cost_model("analytic")
+    rows: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    for i, lanes in enumerate(calibration_models(args.models, args.seed, max_lanes=args.max_lanes)):
+        seconds = time_model_step(lanes, ctx, device, steps=args.steps)
+        cost = analytic.model_cost(model_spec(lanes, ctx), args.batch)
+        rows.append(
+            {
+                "lanes": format_lanes(lanes),
+                "num_lanes": len(lanes),
+                "seconds": seconds,
+                "features": whole_model_features(lanes, ctx, device.type),
+                "analytic": sum(c.time for c in cost.lanes) + cost.head.time,
+            }
+        )
+        if not args.json:
+            print(
+                f"  [{i + 1}/{args.models}] {len(lanes):2d} lanes {seconds * 1e3:8.1f} ms  {rows[-1]['lanes']}",
+                file=sys.stderr,
+            )
+    measured = [r["seconds"] for r in rows]
+    features = [r["features"] for r in rows]
+    whole = cross_validated(features, measured, args.folds, args.seed)
+    for r, p in zip(rows, whole, strict=True):
+        r["whole_model"] = p
+    coefficients = fit_model_time(features, measured)
+    result = {
+        "device": str(device),
+        "threads": args.threads,
+        "batch": args.batch,
+        "models": rows,
+        "features": list(MODEL_TIME_FEATURES),
+        "coefficients_all_models": coefficients,
+        "whole_model": summary(whole, measured),
+        "analytic": summary([r["analytic"] for r in rows], measured),
+        "minutes": (time.perf_counter() - started) / 60,
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(
+        f"{len(rows)} random models of 1-{args.max_lanes} lanes on {device}, {args.threads} "
+        f"thread(s), batch {args.batch}; measured: fastest of {args.steps} training steps"
+    )
+    print(f"{'lanes':>5} {'measured':>10} {'whole-model':>12} {'analytic (s)':>13}  model")
+    for r in sorted(rows, key=lambda r: r["seconds"]):
+        print(
+            f"{r['num_lanes']:5d} {r['seconds'] * 1e3:8.1f} ms {r['whole_model'] * 1e3:9.1f} ms "
+            f"{r['analytic']:13.4f}  {r['lanes']}"
+        )
+    for name, label in (
+        ("whole_model", f"whole-model ({args.folds}-fold held out)"),
+        ("analytic", "analytic (lane sum + head)"),
+    ):
+        s = result[name]
+        print(
+            f"{label:34} Pearson {s['pearson']:.3f}  Spearman {s['spearman']:.3f}  "
+            f"worst factor after one scale {s['worst_factor']:.2f}x"
+        )
+    print(
+        "coefficients (all models): "
+        + ", ".join(f"{n}={c:.3g}" for n, c in zip(MODEL_TIME_FEATURES, coefficients, strict=True))
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
