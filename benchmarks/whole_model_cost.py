@@ -23,53 +23,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import random
 import sys
 import time
 from typing import Any
 
 import torch
 
-from nasmlcn.costs import CostContext, get_cost_model
-from nasmlcn.costs._features import dot
-from nasmlcn.costs._samples import calibration_models
-from nasmlcn.costs._whole import MODEL_TIME_FEATURES, fit_model_time, whole_model_features
-from nasmlcn.measure._model_timing import model_spec, time_model_step
+from nasmlcn.costs import (
+    MODEL_TIME_FEATURES,
+    CostContext,
+    calibration_models,
+    cross_validated_times,
+    fit_model_time,
+    get_cost_model,
+    time_agreement,
+    whole_model_features,
+)
+from nasmlcn.measure import model_spec, time_model_step
 from nasmlcn.specs import format_lanes
-from nasmlcn.stats import pearson, spearman
-
-
-def worst_factor(predicted: list[float], measured: list[float]) -> tuple[float, float]:
-    """The common scale that minimises the worst factor, and that factor."""
-    ratios = [m / p for p, m in zip(predicted, measured, strict=True)]
-    lo, hi = min(ratios), max(ratios)
-    return math.sqrt(lo * hi), math.sqrt(hi / lo)
-
-
-def cross_validated(
-    rows: list[list[float]], seconds: list[float], folds: int, seed: int
-) -> list[float]:
-    order = list(range(len(rows)))
-    random.Random(seed).shuffle(order)
-    predicted = [0.0] * len(rows)
-    for f in range(folds):
-        held = set(order[f::folds])
-        train = [i for i in order if i not in held]
-        coefficients = fit_model_time([rows[i] for i in train], [seconds[i] for i in train])
-        for i in held:
-            predicted[i] = dot(coefficients, rows[i])
-    return predicted
-
-
-def summary(predicted: list[float], measured: list[float]) -> dict[str, float]:
-    scale, worst = worst_factor(predicted, measured)
-    return {
-        "pearson": pearson(predicted, measured),
-        "spearman": spearman(predicted, measured),
-        "scale": scale,
-        "worst_factor": worst,
-    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     analytic = get_cost_model("analytic")
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
-    for i, lanes in enumerate(calibration_models(args.models, args.seed, max_lanes=args.max_lanes)):
+    models = calibration_models(args.models, args.seed, max_lanes=args.max_lanes)
+    for i, lanes in enumerate(models):
         seconds = time_model_step(lanes, ctx, device, steps=args.steps)
         cost = analytic.model_cost(model_spec(lanes, ctx), args.batch)
         rows.append(
@@ -109,7 +81,14 @@ def main(argv: list[str] | None = None) -> int:
             )
     measured = [r["seconds"] for r in rows]
     features = [r["features"] for r in rows]
-    whole = cross_validated(features, measured, args.folds, args.seed)
+    whole = cross_validated_times(
+        models,
+        measured,
+        ctx,
+        device.type,
+        folds=args.folds,
+        seed=args.seed,
+    )
     for r, p in zip(rows, whole, strict=True):
         r["whole_model"] = p
     coefficients = fit_model_time(features, measured)
@@ -120,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         "models": rows,
         "features": list(MODEL_TIME_FEATURES),
         "coefficients_all_models": coefficients,
-        "whole_model": summary(whole, measured),
-        "analytic": summary([r["analytic"] for r in rows], measured),
+        "whole_model": time_agreement(whole, measured),
+        "analytic": time_agreement([r["analytic"] for r in rows], measured),
         "minutes": (time.perf_counter() - started) / 60,
     }
     if args.json:

@@ -115,6 +115,18 @@ def best_scale(predicted: Sequence[float], measured: Sequence[float]) -> float:
     return num / den
 
 
+def worst_factor(predicted: Sequence[float], measured: Sequence[float]) -> tuple[float, float]:
+    """The one common scale that minimises the worst factor between predictions and
+    measurements, and that factor (``sqrt(max ratio / min ratio)``, >= 1): how far
+    off the worst prediction is once the unit is put right."""
+    _check_pair(predicted, measured, 1)
+    ratios = [m / p for p, m in zip(predicted, measured, strict=True)]
+    if min(ratios) <= 0:
+        raise ValueError("predictions and measurements must be > 0")
+    low, high = min(ratios), max(ratios)
+    return math.sqrt(low * high), math.sqrt(high / low)
+
+
 @dataclass(frozen=True)
 class Agreement:
     """How predictions agree with measurements.

@@ -51,6 +51,13 @@ def calibrate(
         "--quick",
         help="Smoke test only: small lanes, batch 8, one short round, allows 3+ lanes.",
     ),
+    models: int = typer.Option(
+        24,
+        "--models",
+        min=0,
+        help="Random whole models (1-64 lanes, mixed kinds) to time for the whole-model "
+        "step time; 0: none (lane sums are used).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
@@ -58,9 +65,9 @@ def calibrate(
 
     Runs the thesis's tiny 512x512 fully connected network on each device (its
     speed), times training steps of random lanes (type mlcn1/mlcn2, width and
-    depth 1..5) and their peak memory (a fresh process per lane on a CPU), fits
-    the calibrated model, saves it, and compares every cost model with the
-    measurements.
+    depth 1..5) and their peak memory (a fresh process per lane on a CPU) and
+    training steps of random whole models (--models), fits the calibrated model,
+    saves it, and compares every cost model with the measurements.
     """
     from rich.markup import escape
 
@@ -79,6 +86,7 @@ def calibrate(
         clock=clock,
         rounds=rounds,
         quick=quick,
+        models=models,
     )
     with MeasureProgress(err, quiet=quiet) as progress:
         result = run_calibration(request, progress)
@@ -152,6 +160,14 @@ def _print_report(report: dict[str, Any]) -> None:
     notes.append(f"memory measured as {report['memory_method']}")
     for note in notes:
         out.print(f"  {note}")
+    whole = report["whole_models"]
+    if whole:
+        for name, label in (("calibrated_cv", "whole-model (held out)"), ("analytic", "analytic")):
+            w = whole[name]
+            out.print(
+                f"{label} step time of {whole['models']} whole models: r {w['pearson']:.3f}, "
+                f"rho {w['spearman']:.3f}, worst {w['worst_factor']:.2f}x after one scale"
+            )
     if report["quick"]:
         out.print("  --quick: a smoke test, not a calibration to plan with")
     out.print(f"saved {report['calibration_file']}")

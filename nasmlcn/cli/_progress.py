@@ -165,7 +165,11 @@ class TrainProgress(ProgressDisplay, Callback):
 class MeasureProgress(ProgressDisplay):
     """A bar per measuring phase of ``calibrate``; call it with ``(phase, done, total)``."""
 
-    LABELS: ClassVar[dict[str, str]] = {"time": "timing lanes", "memory": "peak memory"}
+    LABELS: ClassVar[dict[str, str]] = {
+        "time": "timing lanes",
+        "memory": "peak memory",
+        "models": "timing whole models",
+    }
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         self.bar(phase, self.LABELS.get(phase, phase), total=total, completed=done)

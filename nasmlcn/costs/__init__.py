@@ -39,9 +39,23 @@ from nasmlcn.costs._devices import devices_cost_model
 from nasmlcn.costs._fit import cross_validated, fit_calibration
 from nasmlcn.costs._host import MEMORY_METHODS, relative_speeds
 from nasmlcn.costs._profile import HeadProfile, LaneProfile, head_profile, lane_profile
-from nasmlcn.costs._samples import MIN_LANES, LaneSample, calibration_lanes
+from nasmlcn.costs._samples import (
+    MIN_LANES,
+    LaneSample,
+    ModelSample,
+    calibration_lanes,
+    calibration_models,
+)
 from nasmlcn.costs._scoring import Score, score_cost_model, score_predictions
 from nasmlcn.costs._targets import TARGETS, Target
+from nasmlcn.costs._whole import (
+    MODEL_TIME_FEATURES,
+    cross_validated_times,
+    fit_model_time,
+    model_time_features,
+    time_agreement,
+    whole_model_features,
+)
 
 DEFAULT_COST_MODEL = "analytic"
 
@@ -52,6 +66,7 @@ __all__ = [
     "INFERENCE_BATCH_SIZE",
     "MEMORY_METHODS",
     "MIN_LANES",
+    "MODEL_TIME_FEATURES",
     "TARGETS",
     "CalibratedCostModel",
     "Calibration",
@@ -67,21 +82,28 @@ __all__ = [
     "LaneSample",
     "LayerEstimate",
     "ModelCost",
+    "ModelSample",
     "Score",
     "Target",
     "calibration_lanes",
+    "calibration_models",
     "cross_validated",
+    "cross_validated_times",
     "default_calibration_path",
     "devices_cost_model",
     "estimate_capsacc",
     "fit_calibration",
+    "fit_model_time",
     "get_cost_model",
     "head_profile",
     "lane_profile",
     "mlcn_energy_j",
+    "model_time_features",
     "relative_speeds",
     "score_cost_model",
     "score_predictions",
+    "time_agreement",
+    "whole_model_features",
 ]
 
 

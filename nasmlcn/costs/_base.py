@@ -149,6 +149,15 @@ class CostModel(ABC):
     def head_cost(self, num_lanes: int, ctx: CostContext) -> HeadCost:
         """The cost of the head of a model with ``num_lanes`` lanes."""
 
+    def lanes_time(self, lanes: Sequence[LaneSpec], ctx: CostContext, device_type: str) -> float:
+        """Predicted step time of ``lanes`` run together on one device of
+        ``device_type`` (``cpu`` or ``cuda``), on a speed-1.0 device, without the head.
+
+        The sum of the lanes' times here; a model that knows what lanes cost
+        together (fused groups, :mod:`nasmlcn.costs._whole`) overrides it.
+        """
+        return sum(self.lane_cost(lane, ctx).time for lane in lanes)
+
     def model_cost(self, spec: MLCNSpec, batch_size: int = 100) -> ModelCost:
         """Every lane's cost and the head's for ``spec`` trained at ``batch_size``."""
         ctx = CostContext.of(spec, batch_size)

@@ -38,10 +38,19 @@ threshold held fixed, which makes it reproducible); on CUDA the caching
 allocator's peak. Neither includes the runtime's fixed cost (a CUDA context is
 several hundred MiB), which eq. 6.1's 1832 MiB does include.
 
-**Head.** The class capsules and decoder are not measured; their cost applies
-the lane coefficients to the head's arithmetic (FLOPs, parameters, values kept
-for backward, three linear layers), without the per-step constant (which each
-measured lane already carries).
+**Whole models.** A calibration also measures whole random models (1-64 lanes,
+mixed kinds, as training runs them: lanes fused, head, decoder, loss, Adam) and
+fits the whole-model step time of :mod:`nasmlcn.costs._whole` to them. With it,
+what the lanes of one device cost together (:meth:`lanes_time`: fused groups pay
+their dispatches once) and what the head and each step cost (the head's time)
+come from that fit; a lane's own ``time`` (what placement balances) stays the lane
+fit's. A calibration written before whole models were measured has no such fit:
+lane sums and the head below are used.
+
+**Head.** Without the whole-model fit, the class capsules and decoder are not
+measured; their cost applies the lane coefficients to the head's arithmetic
+(FLOPs, parameters, values kept for backward, three linear layers), without the
+per-step constant (which each measured lane already carries).
 
 **Inference.** Only training steps are measured, so a lane's forward-only time
 per image (batch ``INFERENCE_BATCH_SIZE`` = 1) is derived from the time fit under
@@ -70,6 +79,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -181,9 +191,22 @@ class CalibratedCostModel(CostModel):
         step = dot(self.calibration.time_coefficients, features)
         return step * forward_share(lane_profile(lane, one), one) / INFERENCE_BATCH_SIZE
 
+    def lanes_time(self, lanes: Sequence[LaneSpec], ctx: CostContext, device_type: str) -> float:
+        """The whole-model fit's time of ``lanes`` on one device (fused as they run
+        there), speed-1.0 seconds; the lane sum without a whole-model fit."""
+        self._check_context(ctx)
+        cal = self.calibration
+        seconds = cal.model_local_seconds(lanes, ctx, device_type=device_type)
+        if seconds is None:
+            return super().lanes_time(lanes, ctx, device_type)
+        return seconds * cal.speed
+
     def head_cost(self, num_lanes: int, ctx: CostContext) -> HeadCost:
         cal = self.calibration
         seconds = dot(cal.time_coefficients, head_time_features(num_lanes, ctx))
+        whole = cal.model_local_seconds([], ctx, head_lanes=num_lanes)
+        if whole is not None:  # the head, the decoder and what every step pays once
+            seconds = whole
         memory = math.ceil(dot(cal.memory_coefficients, head_memory_features(num_lanes, ctx)))
         classify = replace(ctx, batch_size=INFERENCE_BATCH_SIZE, decoder="none")
         inference = dot(cal.time_coefficients, head_time_features(num_lanes, classify))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,8 @@ from nasmlcn.costs._features import (
     memory_features,
     time_features,
 )
-from nasmlcn.costs._samples import LaneSample
+from nasmlcn.costs._samples import LaneSample, ModelSample
+from nasmlcn.costs._whole import MODEL_TIME_FEATURES, model_time_features
 from nasmlcn.errors import CalibrationError, NasmlcnError
 from nasmlcn.specs import LaneSpec
 
@@ -79,6 +80,11 @@ class Calibration:
             timings (other processes inflate them; None where unknown).
         time_features: Names of the time features (``TIME_FEATURES``).
         memory_features: Names of the memory features (``MEMORY_FEATURES``).
+        model_time_coefficients: Seconds per unit of each of ``MODEL_TIME_FEATURES``:
+            the whole-model step time (:mod:`nasmlcn.costs._whole`); empty in a
+            calibration that measured no whole models (lane sums are used then).
+        model_samples: The measured whole models.
+        model_time_features: Names of the whole-model features.
         schema_version: File format version.
     """
 
@@ -103,6 +109,9 @@ class Calibration:
     load_average: float | None = None
     time_features: tuple[str, ...] = TIME_FEATURES
     memory_features: tuple[str, ...] = MEMORY_FEATURES
+    model_time_coefficients: tuple[float, ...] = ()
+    model_samples: tuple[ModelSample, ...] = ()
+    model_time_features: tuple[str, ...] = MODEL_TIME_FEATURES
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -112,6 +121,9 @@ class Calibration:
             "time_features",
             "memory_features",
             "samples",
+            "model_time_coefficients",
+            "model_samples",
+            "model_time_features",
         ):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         if self.schema_version != SCHEMA_VERSION:
@@ -135,12 +147,42 @@ class Calibration:
         _check_coefficients(
             "memory", self.memory_features, MEMORY_FEATURES, self.memory_coefficients
         )
+        if self.model_time_coefficients:
+            _check_coefficients(
+                "whole-model time",
+                self.model_time_features,
+                MODEL_TIME_FEATURES,
+                self.model_time_coefficients,
+            )
+
+    @property
+    def device_type(self) -> str:
+        """``cpu`` or ``cuda``: which lanes the measured models fused."""
+        return self.device.split(":")[0]
 
     # -- predictions in the measured device's own units --
 
     def local_seconds(self, lane: LaneSpec, ctx: CostContext) -> float:
         """Predicted step time of ``lane`` on the calibration device, in seconds."""
         return dot(self.time_coefficients, time_features(lane, ctx))
+
+    def model_local_seconds(
+        self,
+        lanes: Sequence[LaneSpec],
+        ctx: CostContext,
+        *,
+        head_lanes: int | None = None,
+        device_type: str | None = None,
+    ) -> float | None:
+        """Predicted step time on the calibration device of ``lanes`` run on one device
+        (and the head of a ``head_lanes``-lane model), in seconds; None when no whole
+        models were measured."""
+        if not self.model_time_coefficients:
+            return None
+        features = model_time_features(
+            lanes, ctx, device_type or self.device_type, head_lanes=head_lanes
+        )
+        return dot(self.model_time_coefficients, features)
 
     def memory_bytes(self, lane: LaneSpec, ctx: CostContext) -> int:
         """Predicted peak training memory of ``lane``, in bytes."""
@@ -172,6 +214,9 @@ class Calibration:
             "memory_coefficients": list(self.memory_coefficients),
             "memory_envelope": self.memory_envelope,
             "samples": [s.to_dict() for s in self.samples],
+            "model_time_features": list(self.model_time_features),
+            "model_time_coefficients": list(self.model_time_coefficients),
+            "model_samples": [s.to_dict() for s in self.model_samples],
         }
 
     def to_json(self) -> str:
@@ -226,6 +271,11 @@ class Calibration:
                 memory_coefficients=tuple(data["memory_coefficients"]),
                 memory_envelope=float(data.get("memory_envelope", 1.0)),
                 samples=tuple(LaneSample.from_dict(s) for s in data.get("samples", [])),
+                model_time_features=tuple(data.get("model_time_features", MODEL_TIME_FEATURES)),
+                model_time_coefficients=tuple(data.get("model_time_coefficients", ())),
+                model_samples=tuple(
+                    ModelSample.from_dict(s) for s in data.get("model_samples", [])
+                ),
             )
         except CalibrationError:
             raise
@@ -291,6 +341,9 @@ _KEYS = (
     "memory_coefficients",
     "memory_envelope",
     "samples",
+    "model_time_features",
+    "model_time_coefficients",
+    "model_samples",
 )
 """The top-level keys of a calibration file (what :meth:`Calibration.to_dict`
 writes and :meth:`Calibration.from_dict` reads). ``fc_flops_per_second`` and
@@ -298,6 +351,7 @@ writes and :meth:`Calibration.from_dict` reads). ``fc_flops_per_second`` and
 _CONTEXT_KEYS = tuple(f.name for f in fields(CostContext) if f.init)
 """The keys of ``context`` (:class:`CostContext`'s fields)."""
 _SAMPLE_KEYS = tuple(f.name for f in fields(LaneSample) if f.init)
+_MODEL_SAMPLE_KEYS = tuple(f.name for f in fields(ModelSample) if f.init)
 """The keys of each entry of ``samples`` (:class:`LaneSample`'s fields)."""
 
 
@@ -310,3 +364,9 @@ def _check_calibration_keys(data: Mapping[str, Any]) -> None:
     for i, sample in enumerate(samples if isinstance(samples, list) else []):
         if isinstance(sample, Mapping):
             check_keys(sample, _SAMPLE_KEYS, "", CalibrationError, inside=f"samples[{i}]")
+    models = data.get("model_samples")
+    for i, sample in enumerate(models if isinstance(models, list) else []):
+        if isinstance(sample, Mapping):
+            check_keys(
+                sample, _MODEL_SAMPLE_KEYS, "", CalibrationError, inside=f"model_samples[{i}]"
+            )

@@ -18,7 +18,8 @@ from nasmlcn.costs._calibration_file import Calibration
 from nasmlcn.costs._context import CostContext
 from nasmlcn.costs._features import dot, memory_features, time_features
 from nasmlcn.costs._host import host_facts
-from nasmlcn.costs._samples import LaneSample
+from nasmlcn.costs._samples import LaneSample, ModelSample
+from nasmlcn.costs._whole import fit_model_time, whole_model_features
 from nasmlcn.errors import CalibrationError
 from nasmlcn.stats import fit_relative
 
@@ -62,6 +63,7 @@ def fit_calibration(
     device: str,
     speed: float,
     threads: int,
+    model_samples: Sequence[ModelSample] = (),
     **facts: Any,
 ) -> Calibration:
     """A :class:`Calibration` fitted to ``samples``.
@@ -72,10 +74,20 @@ def fit_calibration(
         device: Torch device name.
         speed: The device's relative speed (K80 = 1.0).
         threads: Torch threads during the measurements.
+        model_samples: Whole models measured on ``device`` in ``ctx``: the
+            whole-model step time is fitted to them (none: lane sums are used).
         **facts: Other :class:`Calibration` fields (speeds, host, torch version);
             ``created``, ``hostname`` and ``cpu_model`` default to now and this host.
     """
     fit = fit_samples(samples, ctx)
+    model_coefficients: tuple[float, ...] = ()
+    if model_samples:
+        device_type = device.split(":")[0]
+        rows = [whole_model_features(m.lanes, ctx, device_type) for m in model_samples]
+        try:
+            model_coefficients = tuple(fit_model_time(rows, [m.seconds for m in model_samples]))
+        except ValueError as err:
+            raise CalibrationError(str(err)) from None
     defaults: dict[str, Any] = {
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **host_facts(),
@@ -89,6 +101,8 @@ def fit_calibration(
         memory_coefficients=fit.memory_coefficients,
         memory_envelope=fit.memory_envelope,
         samples=tuple(samples),
+        model_time_coefficients=model_coefficients,
+        model_samples=tuple(model_samples),
         **{**defaults, **facts},
     )
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nasmlcn.errors import CalibrationError
-from nasmlcn.specs import LaneSpec, parse_lane
+from nasmlcn.specs import LaneSpec, format_lanes, parse_lane, parse_lanes
 
 MIN_LANES = 20
 """Lanes ``nasmlcn calibrate`` measures at least (the thesis fitted eq. 5.1 to ~25)."""
@@ -49,6 +49,39 @@ class LaneSample:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LaneSample:
         return cls(parse_lane(str(data["lane"])), float(data["seconds"]), int(data["peak_bytes"]))
+
+
+@dataclass(frozen=True)
+class ModelSample:
+    """One measured whole model (see :mod:`nasmlcn.costs._whole`).
+
+    Attributes:
+        lanes: The model's lanes (its head is the calibration context's).
+        seconds: Measured training step time on the calibration device.
+    """
+
+    lanes: tuple[LaneSpec, ...]
+    seconds: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lanes", tuple(self.lanes))
+        if not self.lanes:
+            raise CalibrationError("a model sample needs at least one lane")
+        if not (isinstance(self.seconds, (int, float)) and math.isfinite(self.seconds)):
+            raise CalibrationError(
+                f"model sample {format_lanes(self.lanes)}: seconds must be a number"
+            )
+        if self.seconds <= 0:
+            raise CalibrationError(
+                f"model sample {format_lanes(self.lanes)}: seconds must be > 0, got {self.seconds!r}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lanes": format_lanes(self.lanes), "seconds": self.seconds}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelSample:
+        return cls(tuple(parse_lanes(str(data["lanes"]))), float(data["seconds"]))
 
 
 def calibration_lanes(

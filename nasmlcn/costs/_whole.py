@@ -13,12 +13,14 @@ error as the lane fit is (:func:`nasmlcn.stats.fit_relative`).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
+from typing import Any
 
 from nasmlcn.costs._context import CostContext
 from nasmlcn.costs._profile import head_profile, lane_profile
 from nasmlcn.specs import LaneSpec, executed_convs, execution_groups, lane_channels
-from nasmlcn.stats import fit_relative
+from nasmlcn.stats import fit_relative, pearson, spearman, worst_factor
 
 MODEL_TIME_FEATURES = (
     "train_flops",
@@ -114,3 +116,43 @@ def fit_model_time(rows: Sequence[Sequence[float]], seconds: Sequence[float]) ->
     if len(rows) < 2:
         raise ValueError(f"need at least 2 measured models to fit, got {len(rows)}")
     return fit_relative(rows, seconds)
+
+
+def cross_validated_times(
+    models: Sequence[Sequence[LaneSpec]],
+    seconds: Sequence[float],
+    ctx: CostContext,
+    device_type: str,
+    *,
+    folds: int = 6,
+    seed: int = 0,
+) -> list[float]:
+    """Each model's step time predicted by a fit on the other folds only (k-fold):
+    the figure to quote, since in-sample figures flatter the fit."""
+    n = len(models)
+    k = max(2, min(folds, n))
+    if n < 3:
+        raise ValueError(f"cross-validation needs at least 3 models, got {n}")
+    rows = [whole_model_features(lanes, ctx, device_type) for lanes in models]
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    predicted = [0.0] * n
+    for f in range(k):
+        held = set(order[f::k])
+        train = [i for i in order if i not in held]
+        coefficients = fit_model_time([rows[i] for i in train], [seconds[i] for i in train])
+        for i in held:
+            predicted[i] = sum(c * v for c, v in zip(coefficients, rows[i], strict=True))
+    return predicted
+
+
+def time_agreement(predicted: Sequence[float], measured: Sequence[float]) -> dict[str, Any]:
+    """Pearson's r, Spearman's rho, and the worst factor after one common scale."""
+    scale, worst = worst_factor(predicted, measured)
+    return {
+        "n": len(measured),
+        "pearson": pearson(predicted, measured),
+        "spearman": spearman(predicted, measured),
+        "scale": scale,
+        "worst_factor": worst,
+    }

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from nasmlcn.costs import Calibration, CostContext, LaneSample, Score
+from nasmlcn.costs import Calibration, CostContext, LaneSample, ModelSample, Score
 from nasmlcn.errors import CalibrationError
 from nasmlcn.hardware import LocalDevice
 from nasmlcn.measure._lane import measure_lanes
@@ -27,6 +27,8 @@ from nasmlcn.measure._lane_timing import StepTiming
 from nasmlcn.measure._speed import DeviceSpeeds, measure_speeds
 
 QUICK_LANES = 3
+QUICK_MODELS = 3
+"""Whole models ``--quick`` measures (at most 4 lanes each)."""
 """Lanes ``--quick`` needs at least (a smoke test, not a calibration to plan with)."""
 QUICK_BATCH = 8
 DEFAULT_BATCH = 100
@@ -50,6 +52,9 @@ class CalibrationRequest:
         clock: ``wall`` or ``cpu`` (process CPU time: one thread on the cpu only).
         rounds: Interleaved timing rounds (the fastest step counts).
         quick: Smoke test: small lanes, batch 8, one short round.
+        models: Random whole models to measure for the whole-model step time
+            (:mod:`nasmlcn.costs._whole`; 0: none, lane sums are used; ``quick``:
+            at most ``QUICK_MODELS`` of at most 4 lanes).
     """
 
     lanes: int = 24
@@ -62,6 +67,7 @@ class CalibrationRequest:
     clock: str = "wall"
     rounds: int = 2
     quick: bool = False
+    models: int = 24
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,7 @@ class CalibrationMeasurements:
         clock: ``wall`` or ``cpu``.
         load_average: Highest 1-minute load average seen (before and after).
         warnings: Reasons to distrust the figures, in words (a busy machine).
+        model_samples: Step time of every whole model, in order.
     """
 
     lane_device: LocalDevice
@@ -87,6 +94,7 @@ class CalibrationMeasurements:
     clock: str
     load_average: float
     warnings: tuple[str, ...] = ()
+    model_samples: tuple[ModelSample, ...] = ()
 
     @property
     def speed(self) -> float:
@@ -113,6 +121,9 @@ class CalibrationReport:
         seed: The request's seed.
         quick: Whether it was a ``--quick`` smoke test.
         warnings: Reasons to distrust the figures, in words.
+        whole_models: How the whole-model step time agrees with the measured models
+            (held out by cross-validation) and the analytic model's lane sums beside
+            it; None without measured models.
     """
 
     calibration: Calibration
@@ -122,6 +133,7 @@ class CalibrationReport:
     seed: int
     quick: bool
     warnings: tuple[str, ...] = ()
+    whole_models: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report of ``nasmlcn calibrate --json``."""
@@ -156,6 +168,15 @@ class CalibrationReport:
             "memory_envelope": calibration.memory_envelope,
             "models": [s.to_dict() for s in self.scores],
             "samples": [s.to_dict() for s in calibration.samples],
+            "whole_models": self.whole_models,
+            "model_time_coefficients": dict(
+                zip(
+                    calibration.model_time_features,
+                    calibration.model_time_coefficients,
+                    strict=False,
+                )
+            ),
+            "model_samples": [s.to_dict() for s in calibration.model_samples],
         }
 
 
@@ -202,6 +223,7 @@ def calibrate(
         memory_method=measured.memory_method,
         torch_version=str(torch.__version__),
         load_average=measured.load_average,
+        model_samples=measured.model_samples,
     )
     calibration.save(path)
     return CalibrationReport(
@@ -212,6 +234,7 @@ def calibrate(
         seed=request.seed,
         quick=request.quick,
         warnings=measured.warnings,
+        whole_models=_whole_model_agreement(calibration, request.seed),
     )
 
 
@@ -266,6 +289,26 @@ def measure_calibration(
         seed=request.seed,
         progress=progress,
     )
+    models: list[ModelSample] = []
+    count = min(request.models, QUICK_MODELS) if quick else request.models
+    if count:
+        from nasmlcn.costs import calibration_models
+        from nasmlcn.measure._model_timing import time_model_step
+
+        for i, lanes in enumerate(
+            calibration_models(count, request.seed, max_lanes=4 if quick else 64)
+        ):
+            seconds = time_model_step(
+                lanes,
+                ctx,
+                lane_device.name,
+                steps=1 if quick else 2 * request.rounds,
+                clock=clock,
+                seed=request.seed,
+            )
+            models.append(ModelSample(lanes, seconds))
+            if progress is not None:
+                progress("models", i + 1, count)
     load = max(load, _load_average())
     cores = usable_cores()
     warnings: tuple[str, ...] = ()
@@ -285,6 +328,7 @@ def measure_calibration(
         clock=clock,
         load_average=load,
         warnings=warnings,
+        model_samples=tuple(models),
     )
 
 
@@ -344,6 +388,31 @@ def _scores(calibration: Calibration, seed: int) -> tuple[Score, ...]:
         )
     )
     return tuple(scores)
+
+
+def _whole_model_agreement(calibration: Calibration, seed: int) -> dict[str, Any] | None:
+    """The whole-model fit held out (each model predicted by a fit without it) and
+    the analytic model's lane sums plus head, against the measured models."""
+    from nasmlcn.costs import cross_validated_times, get_cost_model, time_agreement
+
+    samples = calibration.model_samples
+    if len(samples) < 3:
+        return None
+    ctx = calibration.context
+    measured = [s.seconds for s in samples]
+    held_out = cross_validated_times(
+        [s.lanes for s in samples], measured, ctx, calibration.device_type, seed=seed
+    )
+    analytic = get_cost_model("analytic")
+    lane_sums = []
+    for s in samples:
+        cost = analytic.costs(s.lanes, ctx)
+        lane_sums.append(sum(c.time for c in cost.lanes) + cost.head.time)
+    return {
+        "models": len(samples),
+        "calibrated_cv": time_agreement(held_out, measured),
+        "analytic": time_agreement(lane_sums, measured),
+    }
 
 
 def _load_average() -> float:

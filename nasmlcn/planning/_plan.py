@@ -3,8 +3,11 @@
 :func:`plan_model` is what ``nasmlcn plan`` prints and what the search stores on
 every trial. The head (class capsules, decoder) runs on the head device (device
 0): its memory is reserved there, and its time is added to the predicted step time
-but not to the makespan, which covers the lanes only so that anyone can recompute
-it from ``lane_costs`` and the device speeds.
+but not to the makespan, which covers the lanes only: a device's load is its lanes'
+time as its cost model predicts them together (:meth:`~nasmlcn.costs.CostModel.lanes_time`):
+the sum of ``lane_costs`` for the ``analytic`` and ``thesis`` models (anyone can
+recompute it), the whole-model fit's time of the device's lanes, fused groups
+included, for a ``calibrated`` model whose calibration measured whole models.
 
 Inference (one image, batch ``INFERENCE_BATCH_SIZE``): the lanes of every device
 run one after the other and the devices in parallel, as in training, so the
@@ -44,7 +47,10 @@ class DevicePlan:
     Attributes:
         device: The device.
         lanes: Indices of its lanes (in the model's lane order).
-        load: Summed lane time on a speed-1.0 device.
+        load: Predicted time of its lanes per step on a speed-1.0 device: the
+            lanes' times summed, or with a cost model that knows what lanes
+            cost together (the calibrated whole-model fit), their time as they run
+            there, fused groups included (:meth:`~nasmlcn.costs.CostModel.lanes_time`).
         time: ``load / speed``: predicted time of its lanes per step.
         memory_bytes: Predicted memory of its lanes (and the head, on the head device).
         head: Whether the head runs here.
@@ -108,13 +114,13 @@ class Plan:
 
     @property
     def makespan(self) -> float:
-        """``max over devices of sum(lane costs) / speed``."""
-        return self.placement.makespan
+        """``max over devices of load / speed``: the lanes' part of a step."""
+        return max(d.time for d in self.per_device)
 
     @property
     def ideal(self) -> float:
-        """Makespan of a perfectly divisible load: ``sum(lane costs) / sum(speeds)``."""
-        return sum(c.time for c in self.costs.lanes) / sum(d.speed for d in self.devices)
+        """Makespan of a perfectly divisible load: ``sum(loads) / sum(speeds)``."""
+        return sum(d.load for d in self.per_device) / sum(d.speed for d in self.devices)
 
     @property
     def imbalance(self) -> float:
@@ -195,10 +201,27 @@ def placement_problem(costs: ModelCost, devices: Sequence[DeviceSpec]) -> Placem
     )
 
 
+def device_type(device: DeviceSpec) -> str:
+    """``cpu`` for the catalog's cpu, else ``cuda`` (which lanes fuse there)."""
+    return "cpu" if device.kind == "cpu" else "cuda"
+
+
 def device_plans(
-    problem: PlacementProblem, placement: Placement, costs: ModelCost, devices: Sequence[DeviceSpec]
+    problem: PlacementProblem,
+    placement: Placement,
+    costs: ModelCost,
+    devices: Sequence[DeviceSpec],
+    model: CostModel | None = None,
+    ctx: CostContext | None = None,
 ) -> tuple[DevicePlan, ...]:
     loads = problem.loads(placement.assignment)
+    if model is not None and ctx is not None:  # what the device's lanes cost together
+        loads = [
+            model.lanes_time(
+                [costs.lanes[i].lane for i in placement.lanes_on(j)], ctx, device_type(d)
+            )
+            for j, d in enumerate(devices)
+        ]
     memory = problem.memory_used(placement.assignment)
     memory[HEAD_DEVICE] += costs.head.memory_bytes
     inference = [0.0] * len(devices)
@@ -278,7 +301,8 @@ def plan_model(
     """
     model = get_cost_model(cost_model) if isinstance(cost_model, str) else cost_model
     devices = tuple(devices)
-    costs = model.costs(spec.lanes, CostContext.of(spec, batch_size))
+    ctx = CostContext.of(spec, batch_size)
+    costs = model.costs(spec.lanes, ctx)
     problem = placement_problem(costs, devices)
     if assignment is not None:
         problem.check(assignment)
@@ -296,6 +320,6 @@ def plan_model(
         batch_size=batch_size,
         costs=costs,
         placement=placement,
-        per_device=device_plans(problem, placement, costs, devices),
+        per_device=device_plans(problem, placement, costs, devices, model, ctx),
         comparison=comparison,
     )

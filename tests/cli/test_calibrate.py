@@ -69,7 +69,13 @@ def test_quick_calibration_writes_the_file_and_prints_json(tmp_path: Path) -> No
     assert report["quick"] is True
     assert report["batch_size"] == 8
     assert report["clock"] == "cpu"
-    assert Calibration.load(out).clock == "cpu"
+    saved = Calibration.load(out)
+    assert saved.clock == "cpu"
+    # --quick also times 3 whole models of at most 4 lanes and fits their step time
+    assert len(saved.model_samples) == len(report["model_samples"]) == 3
+    assert all(1 <= len(m.lanes) <= 4 and m.seconds > 0 for m in saved.model_samples)
+    assert len(saved.model_time_coefficients) == len(report["model_time_coefficients"]) == 8
+    assert report["whole_models"]["models"] == 3
 
 
 def test_too_few_lanes_is_a_one_line_error(tmp_path: Path) -> None:

@@ -352,3 +352,83 @@ def test_step_timing_rejects_no_rounds_or_repeats() -> None:
         StepTiming(rounds=0)
     with pytest.raises(ValueError, match="got 2 and 0"):
         StepTiming(repeats=0)
+
+
+# Seconds per unit of MODEL_TIME_FEATURES (train_flops, narrow_flops, params,
+# feature_values, capsules, group_layers, groups, step), of the order measured here.
+MODEL_TRUTH = (7e-12, 2e-12, 1e-8, 6e-9, 2.6e-7, 1e-3, 2e-3, 0.01)
+
+
+def _with_models(count: int = 24) -> Calibration:
+    from nasmlcn.costs import ModelSample, calibration_models, whole_model_features
+
+    models = [
+        ModelSample(lanes, _dot(MODEL_TRUTH, whole_model_features(lanes, CTX, "cpu")))
+        for lanes in calibration_models(count, seed=3)
+    ]
+    return fit_calibration(
+        synthetic_samples(), CTX, device="cpu", speed=0.15, threads=1, model_samples=models
+    )
+
+
+def test_whole_models_are_fitted_saved_and_predicted(tmp_path: Path) -> None:
+    from nasmlcn.costs import MODEL_TIME_FEATURES, model_time_features
+    from nasmlcn.specs import parse_lanes
+
+    cal = _with_models()
+    assert len(cal.model_samples) == 24
+    assert len(cal.model_time_coefficients) == len(MODEL_TIME_FEATURES)
+    for sample in cal.model_samples:  # the fit reproduces data that follow a linear model
+        predicted = cal.model_local_seconds(sample.lanes, CTX, head_lanes=len(sample.lanes))
+        assert predicted == pytest.approx(sample.seconds, rel=0.02)
+    path = cal.save(tmp_path / "c.json")
+    again = Calibration.load(path)
+    assert again == cal
+    # an older file without whole models still loads, and predicts lane sums
+    data = json.loads(path.read_text())
+    for key in ("model_time_features", "model_time_coefficients", "model_samples"):
+        del data[key]
+    old = Calibration.from_dict(data)
+    assert old.model_time_coefficients == ()
+    assert old.model_local_seconds(parse_lanes("2*mlcn2:1x1"), CTX) is None
+    lanes = parse_lanes("6*mlcn2:1x1,mlcn1:2x1")
+    old_model = CalibratedCostModel(old)
+    assert old_model.lanes_time(lanes, CTX, "cpu") == pytest.approx(
+        sum(old_model.lane_cost(lane, CTX).time for lane in lanes)
+    )
+    # with whole models: the device's lanes as they run there, in speed-1.0 seconds
+    model = CalibratedCostModel(cal)
+    want = _dot(cal.model_time_coefficients, model_time_features(lanes, CTX, "cpu")) * 0.15
+    assert model.lanes_time(lanes, CTX, "cpu") == pytest.approx(want)
+    assert model.lanes_time(lanes, CTX, "cpu") != pytest.approx(
+        old_model.lanes_time(lanes, CTX, "cpu"), rel=0.01
+    )
+    # the head's time is the whole fit's head and per-step terms
+    head = model.head_cost(len(lanes), CTX)
+    assert head.time == pytest.approx(
+        _dot(cal.model_time_coefficients, model_time_features([], CTX, "cpu", head_lanes=7)) * 0.15
+    )
+    data["model_samples"] = [{"lanes": "mlcn2:1x1", "seconds": 0.1, "second": 1}]
+    with pytest.raises(CalibrationError, match="second"):
+        Calibration.from_dict(data)
+
+
+def test_a_plan_with_whole_models_predicts_each_device_as_its_lanes_run() -> None:
+    from nasmlcn.hardware import parse_devices
+    from nasmlcn.planning import plan_model
+
+    model = CalibratedCostModel(_with_models())
+    spec = MLCNSpec.from_lanes("8*mlcn2:1x1,2*mlcn1:2x2")
+    plan = plan_model(spec, parse_devices("2xcpu"), cost_model=model)
+    ctx = CostContext.of(spec)
+    for device in plan.per_device:
+        lanes = [spec.lanes[i] for i in device.lanes]
+        assert device.load == pytest.approx(model.lanes_time(lanes, ctx, "cpu"))
+        assert device.time == pytest.approx(device.load / device.device.speed)
+    assert plan.makespan == max(d.time for d in plan.per_device)
+    head = plan.costs.head.time / plan.devices[0].speed
+    assert plan.step_time == pytest.approx(plan.makespan + head)
+    # the analytic model's plan still sums its lane costs
+    analytic = plan_model(spec, parse_devices("2xcpu"))
+    for device in analytic.per_device:
+        assert device.load == pytest.approx(sum(analytic.costs.lanes[i].time for i in device.lanes))

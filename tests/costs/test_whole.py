@@ -99,7 +99,7 @@ def test_calibration_models_span_1_to_64_lanes_of_mixed_kinds() -> None:
 
 
 def test_a_measured_whole_model_step() -> None:
-    from nasmlcn.measure._model_timing import time_model_step
+    from nasmlcn.measure import time_model_step
     from nasmlcn.specs import parse_lanes
 
     ctx = CostContext(batch_size=8)
