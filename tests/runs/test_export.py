@@ -22,7 +22,7 @@ from tests.runs.conftest import write_run
 COLOUR = (3, 32, 32)
 MODELS: dict[str, ArchSpec] = {
     "mlcn-grey": MLCNSpec("mlcn1:1x1,mlcn2:1x1"),
-    "mlcn-colour": MLCNSpec(
+    "mlcn-colour": MLCNSpec(  # two narrow lanes of one kind: exported fused
         "2*mlcn2:1x1", routing="classwise", decoder="reduced", input_shape=COLOUR
     ),
     "capsnet-grey": create_arch("capsnet-tiny"),
@@ -73,6 +73,11 @@ def test_export_loads_and_matches_the_model_on_real_images(
     torch.testing.assert_close(probabilities, out.lengths, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(capsules, out.class_capsules, rtol=1e-4, atol=1e-5)
     assert exported.to_dict()["outputs"]["class_capsules"][2] == out.class_capsules.shape[2]
+    if getattr(original, "fuse_lanes", False):  # exported fused; the same as lane by lane
+        original.fuse_lanes = False
+        with torch.no_grad():
+            per_lane = original(images)
+        torch.testing.assert_close(probabilities, per_lane.lengths, rtol=1e-4, atol=1e-5)
 
 
 def test_torchscript_export_runs_without_nasmlcn(tmp_path: Path) -> None:
