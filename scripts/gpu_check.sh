@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# The standing GPU checks (docs/hardware.md, "Measuring on a GPU") in one or two
+# calls of the device tool, run from the repository root on the GPU machine, after
+# scripts/gpu_prepare.sh packed .whl/ and .gpudata/ here:
+#
+#   bash scripts/gpu_check.sh --part 1     # tests, throughput, fused lanes (+ compile)
+#   bash scripts/gpu_check.sh --part 2     # whole-model cost, calibrate, search, streams
+#   bash scripts/gpu_check.sh --quick      # every step, smaller, in one call
+#
+# The device tool's call names carry [".whl", ".gpudata"] (both are git-excluded).
+# Options: --part 1|2|all (default all), --quick, --device DEV (default cuda:0; cpu
+# for a dry run of the script itself), --budget SECONDS (default 560: a call may run
+# 600; a step that would end past it gets less time, or is skipped).
+#
+# Every step runs under `timeout`, writes $OUT/<step>.json (stdout; its stderr to
+# <step>.log) or $OUT/<step>.txt, and never stops the script: its exit code and
+# seconds go to $OUT/summary.txt (124: timed out; "skip": no time left). Each command
+# stays on one line: tests/test_gpu_scripts.py checks the flags it passes against
+# the benchmark's or command's --help.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+
+PART=all
+QUICK=0
+DEVICE=cuda:0
+BUDGET=560
+while (($#)); do
+  case $1 in
+    --part) PART=${2:?--part needs 1, 2 or all}; shift 2 ;;
+    --quick) QUICK=1; shift ;;
+    --device) DEVICE=${2:?--device needs a device}; shift 2 ;;
+    --budget) BUDGET=${2:?--budget needs seconds}; shift 2 ;;
+    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+    *) echo "gpu_check.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+case $PART in 1 | 2 | all) ;; *) echo "gpu_check.sh: --part 1, 2 or all, not $PART" >&2; exit 2 ;; esac
+
+PY=${PYTHON:-python3}
+OUT=${OUT:-$ROOT/gpu-out}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+WORK=$(mktemp -d)
+SUMMARY=$OUT/summary.txt
+START=$SECONDS
+printf '%-26s %5s %8s\n' step rc seconds >"$SUMMARY"
+
+say() { printf '\033[1m[gpu-check %4ds]\033[0m %s\n' "$((SECONDS - START))" "$*"; }
+
+# step NAME KIND LIMIT CMD...: runs CMD under `timeout` for at most LIMIT seconds (less
+# when the budget is nearly spent). KIND json: stdout -> NAME.json, stderr -> NAME.log;
+# KIND txt: both -> NAME.txt. Appends "NAME rc seconds" to the summary.
+step() {
+  local name=$1 kind=$2 limit=$3 left rc started
+  shift 3
+  left=$((BUDGET - (SECONDS - START) - 5))
+  ((limit > left)) && limit=$left
+  if ((limit < 15)); then
+    say "$name: skipped (budget of ${BUDGET}s spent)"
+    printf '%-26s %5s %8s\n' "$name" skip 0 >>"$SUMMARY"
+    return 0
+  fi
+  say "$name (at most ${limit}s): $*"
+  # a function of this script runs in a child bash (`timeout` runs programs only)
+  declare -F "$1" >/dev/null && set -- bash -c '"$@"' bash "$@"
+  started=$SECONDS
+  if [[ $kind == json ]]; then
+    timeout -k 10 "$limit" "$@" >"$OUT/$name.json" 2>"$OUT/$name.log"
+    rc=$?
+    tail -n 5 "$OUT/$name.log"
+  else
+    timeout -k 10 "$limit" "$@" >"$OUT/$name.txt" 2>&1
+    rc=$?
+    tail -n 15 "$OUT/$name.txt"
+  fi
+  printf '%-26s %5s %8s\n' "$name" "$rc" "$((SECONDS - started))" >>"$SUMMARY"
+  say "$name: exit $rc in $((SECONDS - started))s"
+  return 0
+}
+
+# Setup: the wheels into a private site folder, the data unpacked -----------------
+setup() {
+  local site=$WORK/site
+  mkdir -p "$site"
+  shopt -s nullglob
+  local wheels=(.whl/*.whl)
+  shopt -u nullglob
+  if ((${#wheels[@]} == 0)); then
+    echo "no wheels in .whl/: run scripts/gpu_prepare.sh here first and carry .whl"
+  elif ! "$PY" -m pip install -q --no-index --no-deps --target "$site" "${wheels[@]}"; then
+    echo "pip could not install the wheels; unpacking them instead"
+    for wheel in "${wheels[@]}"; do "$PY" -m zipfile -e "$wheel" "$site" || return 1; done
+  fi
+  local raw=.gpudata/FashionMNIST/raw
+  for gz in "$raw"/*.gz; do
+    [[ -f $gz && ! -f ${gz%.gz} ]] && { gunzip -kf "$gz" || return 1; }
+  done
+  ls -l "$raw" 2>&1
+  return 0
+}
+export -f setup
+export WORK PY
+step setup txt 120 setup
+export PYTHONPATH=$WORK/site:$ROOT${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1 COLUMNS=160
+export NASMLCN_DATA_DIR=$ROOT/.gpudata NASMLCN_DEBIAN_FASHION_MNIST=$ROOT/.gpudata/FashionMNIST/raw
+export NASMLCN_CALIBRATION=$OUT/calibration.json
+
+environment() {
+  date -u
+  nvidia-smi 2>&1 || echo "(no nvidia-smi)"
+  echo "cores: $(nproc --all) (usable: $(nproc))"
+  git rev-parse HEAD 2>/dev/null || echo "(no git here)"
+  "$PY" - <<'EOF'
+import platform
+import torch
+print("python", platform.python_version(), "torch", torch.__version__, "cuda", torch.version.cuda,
+      "cudnn", torch.backends.cudnn.version(), "tf32 matmul", torch.backends.cuda.matmul.allow_tf32)
+for i in range(torch.cuda.device_count()):
+    p = torch.cuda.get_device_properties(i)
+    print(f"cuda:{i}", p.name, f"{p.total_memory / 2**30:.1f} GiB", f"{p.multi_processor_count} SMs",
+          f"capability {p.major}.{p.minor}")
+import nasmlcn, optuna
+print("nasmlcn", nasmlcn.__version__, "optuna", optuna.__version__)
+EOF
+  "$PY" -m pip list 2>/dev/null || echo "(no pip)"
+}
+export -f environment
+step environment txt 60 environment
+
+# The figures: small with --quick, those the standing checks ask for otherwise
+DEFAULT_48='20*mlcn1:2x1,20*mlcn2:2x4,8*mlcn1:2x2'  # a 48-lane model of the default space
+if ((QUICK)); then
+  TP_ROUNDS=1 TP_SECONDS=1 FUSED_REPEATS=3 WHOLE_MODELS=20 WHOLE_STEPS=2
+  CAL_LANES=20 CAL_ROUNDS=1 TRIALS=1 EPOCHS=1 TRAIN_LIMIT=2000 VAL_LIMIT=1000 SEARCH_TIMEOUT=60
+else
+  TP_ROUNDS=3 TP_SECONDS=2 FUSED_REPEATS=10 WHOLE_MODELS=20 WHOLE_STEPS=3
+  CAL_LANES=24 CAL_ROUNDS=2 TRIALS=3 EPOCHS=3 TRAIN_LIMIT=60000 VAL_LIMIT=10000 SEARCH_TIMEOUT=150
+fi
+GPU_TESTS=$(grep -rl --include='test_*.py' 'mark.gpu' tests | sort | tr '\n' ' ')
+# default-suite tests whose path changes where CUDA is present
+CUDA_TESTS="tests/models/test_fused.py tests/parallel tests/measure tests/costs/test_whole.py tests/costs/test_calibrated.py tests/training/test_memory.py tests/cli/test_calibrate.py tests/cli/test_bad_input.py tests/search/test_runner.py"
+
+part1() {
+  # (1) the gpu tests (the default suite's CUDA paths come last: the least value)
+  # shellcheck disable=SC2086
+  step pytest_gpu txt 180 "$PY" -m pytest -m gpu -q -rA -p no:cacheprovider $GPU_TESTS
+  # (2) CapsNet against MLCN 2xw4, 8xw4, 32xw2, images/s and ratio
+  step train_throughput json 150 "$PY" benchmarks/train_throughput.py --device "$DEVICE" --rounds "$TP_ROUNDS" --seconds "$TP_SECONDS" --models "2*mlcn2:4x1;8*mlcn2:4x1;32*mlcn2:2x1;8*mlcn1:4x1" --json
+  # (7) fused vs per-lane, eager; then the fused model under torch.compile
+  step fused_lanes json 150 "$PY" benchmarks/fused_lanes.py --device "$DEVICE" --repeats "$FUSED_REPEATS" --model "$DEFAULT_48" --model "32*mlcn2:2x1" --model "48*mlcn2:2x1" --model "64*mlcn2:1x1" --model "4*mlcn2:4x1" --model "36*mlcn2:2x2" --model "4*mlcn2:6x2" --json
+  # one model a step: a compilation that overruns its box loses that model only
+  step fused_lanes_compile_32 json 180 "$PY" benchmarks/fused_lanes.py --device "$DEVICE" --repeats "$FUSED_REPEATS" --compile --compile-mode default --model "32*mlcn2:2x1" --json
+  step fused_lanes_compile_48 json 180 "$PY" benchmarks/fused_lanes.py --device "$DEVICE" --repeats "$FUSED_REPEATS" --compile --compile-mode default --model "$DEFAULT_48" --json
+  if ((!QUICK)); then
+    # shellcheck disable=SC2086
+    step pytest_cuda_paths txt 180 "$PY" -m pytest -q -p no:cacheprovider -n 8 --continue-on-collection-errors $CUDA_TESTS
+  fi
+}
+
+part2() {
+  # (9) the whole-model cost model on 20 random whole models
+  step whole_model_cost json 150 "$PY" benchmarks/whole_model_cost.py --device "$DEVICE" --models "$WHOLE_MODELS" --steps "$WHOLE_STEPS" --json
+  # (4) calibrate on the GPU: Pearson r of predicted vs measured step time and memory
+  step calibrate json 150 "$PY" -m nasmlcn calibrate --device "$DEVICE" --lanes "$CAL_LANES" --rounds "$CAL_ROUNDS" --out "$OUT/calibration.json" --json -q
+  # (5) a real search, default space, on the GPU
+  step search json "$((SEARCH_TIMEOUT + 60))" "$PY" -m nasmlcn search --run-on "$DEVICE" --trials "$TRIALS" --epochs "$EPOCHS" --train-limit "$TRAIN_LIMIT" --val-limit "$VAL_LIMIT" --timeout "$SEARCH_TIMEOUT" --storage "sqlite:///$OUT/search.db" --artifacts "$WORK/artifacts" --keep-weights best:1 --json -q
+  if [[ $DEVICE == cuda* ]]; then
+    # (6) lanes on streams vs one after another, on one GPU
+    step scaling_cuda json 120 "$PY" benchmarks/scaling.py --cuda --no-cpu --rounds 3 --seconds 3 --json
+    # (7) CUDA graphs: torch.compile's reduce-overhead mode
+    step fused_lanes_cudagraphs json 180 "$PY" benchmarks/fused_lanes.py --device "$DEVICE" --repeats "$FUSED_REPEATS" --compile --compile-mode reduce-overhead --model "32*mlcn2:2x1" --json
+  fi
+}
+
+case $PART in
+  1) part1 ;;
+  2) part2 ;;
+  all) part1; part2 ;;
+esac
+
+rm -rf "$WORK"
+say "done: $OUT"
+cat "$SUMMARY"

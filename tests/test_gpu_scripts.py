@@ -1,0 +1,139 @@
+"""The GPU scripts hold together on a machine without a GPU: ``scripts/gpu_prepare.sh``
+and ``scripts/gpu_check.sh`` parse, every flag gpu_check.sh passes to a benchmark or
+a ``nasmlcn`` command is one that command's ``--help`` lists (the device machine is
+lent for minutes: a typo there costs a whole call), and ``benchmarks/fused_lanes.py``'s
+``--compile`` path runs, or is skipped with its reason, on a CPU."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.benchmarks._scripts import load_script, run_json
+from tests.conftest import ROOT, run_cli
+
+SCRIPTS = ROOT / "scripts"
+CHECK = SCRIPTS / "gpu_check.sh"
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+BENCHMARK = re.compile(r"benchmarks/(\w+)\.py(.*)")
+COMMAND = re.compile(r"-m nasmlcn (\w+)(.*)")
+
+
+def _invocations(pattern: re.Pattern[str]) -> dict[str, set[str]]:
+    """What each command gpu_check.sh runs (its name -> the flags it passes), from the
+    lines that invoke it (the script keeps each command on one line)."""
+    found: dict[str, set[str]] = {}
+    for line in CHECK.read_text().splitlines():
+        code = line.split("#", 1)[0] if line.lstrip().startswith("#") else line
+        for name, rest in pattern.findall(code):
+            found.setdefault(name, set()).update(FLAG.findall(rest))
+    return found
+
+
+@pytest.mark.parametrize("script", ["gpu_prepare.sh", "gpu_check.sh"])
+def test_the_scripts_parse(script: str) -> None:
+    result = subprocess.run(
+        ["bash", "-n", str(SCRIPTS / script)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_gpu_check_refuses_an_unknown_part_before_doing_anything(tmp_path: Path) -> None:
+    result = subprocess.run(
+        ["bash", str(CHECK), "--part", "3"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "out")},
+    )
+    assert result.returncode == 2
+    assert "--part 1, 2 or all, not 3" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_benchmark_flags_exist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    used = _invocations(BENCHMARK)
+    assert set(used) == {"train_throughput", "fused_lanes", "whole_model_cost", "scaling"}
+    unknown = {}
+    for name, flags in used.items():
+        script = load_script(name, tmp_path, monkeypatch)
+        with pytest.raises(SystemExit) as exit_info:
+            script.main(["--help"])
+        assert exit_info.value.code == 0
+        listed = set(FLAG.findall(capsys.readouterr().out))
+        if flags - listed:
+            unknown[name] = sorted(flags - listed)
+    assert unknown == {}
+    assert {"--device", "--compile", "--compile-mode"} <= used["fused_lanes"]
+
+
+def test_nasmlcn_flags_exist() -> None:
+    used = _invocations(COMMAND)
+    assert set(used) == {"calibrate", "search"}
+    unknown = {}
+    for command, flags in used.items():
+        result = run_cli(command, "--help", env={"COLUMNS": "200"})
+        assert result.returncode == 0, result.stderr
+        listed = set(FLAG.findall(result.stdout))
+        if flags - listed:
+            unknown[command] = sorted(flags - listed)
+    assert unknown == {}
+    assert {"--run-on", "--storage", "--timeout"} <= used["search"]
+
+
+@pytest.fixture
+def fused_lanes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """``benchmarks/fused_lanes.py`` in this process; torch's thread count and
+    dynamo's compiled graphs put back afterwards."""
+    import torch
+
+    threads = torch.get_num_threads()
+    yield load_script("fused_lanes", tmp_path, monkeypatch)
+    torch.set_num_threads(threads)
+    torch._dynamo.reset()
+
+
+def test_fused_lanes_times_the_compiled_model_beside_the_others(
+    fused_lanes: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # dynamo's capture and guards as on a GPU, without inductor's C++ build (about
+    # 30 s for these models on this 2-core machine; the GPU run uses inductor)
+    data, _ = run_json(fused_lanes, capsys, "--quick", "--compile", "--compile-backend", "eager")
+    assert data["compile"] == {"mode": "default", "backend": "eager"}
+    assert data["device"] == "cpu"
+    for row in data["models"]:
+        seconds = row["seconds"]
+        assert set(seconds) == {"per_lane", "fused", "compiled"}
+        assert min(seconds.values()) > 0
+        assert row["compile_seconds"] > 0
+        assert "compile_skipped" not in row
+        assert row["compiled_speedup"] == pytest.approx(seconds["per_lane"] / seconds["compiled"])
+        assert row["gflops"]["compiled"] == pytest.approx(row["flops"] / seconds["compiled"] / 1e9)
+        assert set(row["batch1_seconds"]) == {"per_lane", "fused"}  # eager paths only
+
+
+def test_a_compiler_that_fails_skips_its_path_with_the_reason(
+    fused_lanes: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, _ = run_json(
+        fused_lanes,
+        capsys,
+        "--quick",
+        "--model",
+        "2*mlcn2:2x1",
+        "--compile",
+        "--compile-backend",
+        "no-such-backend",
+    )
+    [row] = data["models"]
+    assert set(row["seconds"]) == {"per_lane", "fused"}
+    assert row["compile_skipped"].startswith("InvalidBackend: ")
+    assert "no-such-backend" in row["compile_skipped"]
+    assert "compiled_speedup" not in row
