@@ -155,7 +155,8 @@ def search(
         "--workers",
         min=1,
         help="Worker processes on this machine, sharing the study (with --gpus-per-trial "
-        "and no --workers: GPUs / K; on CPU they split the cores).",
+        "and no --workers: GPUs / K; with --workers-per-gpu: GPUs x K; on CPU they split "
+        "the cores).",
     ),
     gpus_per_trial: int | None = typer.Option(
         None,
@@ -163,6 +164,14 @@ def search(
         min=1,
         help="Give each worker its own K GPUs (CUDA_VISIBLE_DEVICES): 8 GPUs run 8 one-GPU "
         "or 2 four-GPU lane-parallel trials at once.",
+    ),
+    workers_per_gpu: int | None = typer.Option(
+        None,
+        "--workers-per-gpu",
+        min=1,
+        help="Put K workers on each GPU, one GPU per trial (implies --gpus-per-trial 1): "
+        "worker i trains on GPU i // K, and each trial's model must fit 1/K of the GPU's "
+        "memory; refused up front if the search's largest model cannot fit K times.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live display."),
@@ -217,7 +226,11 @@ def search(
     options["storage"] = resolve_storage(storage, fallback=base.storage or DEFAULT_STORAGE)
     base = base.with_overrides(**options)
     configs = expand_sweep(base, sweep)  # a bad value is refused before any study is made
-    pool = {"workers": workers, "gpus_per_trial": gpus_per_trial}
+    pool = {
+        "workers": workers,
+        "gpus_per_trial": gpus_per_trial,
+        "workers_per_gpu": workers_per_gpu,
+    }
     results = [_run_one(c, as_json=as_json, quiet=quiet, pool=pool) for c in configs]
     if as_json:
         payload = results[0] if len(results) == 1 else {"sweep": results}
@@ -239,14 +252,15 @@ def _run_one(config: Any, *, as_json: bool, quiet: bool, pool: dict[str, Any]) -
     from nasmlcn.search import run_search, run_workers
 
     run: Any = functools.partial(run_search, observers=[DashboardObserver()])
-    if pool["workers"] > 1 or pool["gpus_per_trial"] is not None:
-        workers = (
-            None if pool["gpus_per_trial"] is not None and pool["workers"] == 1 else pool["workers"]
-        )
+    on_gpus = pool["gpus_per_trial"] is not None or pool["workers_per_gpu"] is not None
+    if pool["workers"] > 1 or on_gpus:
+        # --workers 1 (the default) on GPUs: as many workers as the GPUs take
+        workers = None if on_gpus and pool["workers"] == 1 else pool["workers"]
         run = functools.partial(
             run_workers,
             workers=workers,
             gpus_per_trial=pool["gpus_per_trial"],
+            workers_per_gpu=pool["workers_per_gpu"],
             # each worker writes its trials' notes as they end; the figures once, here
             observers=[DashboardObserver(notes=False)],
             worker_observers=[functools.partial(DashboardObserver, figures=False)],
@@ -311,11 +325,14 @@ def _print_result(data: dict[str, Any]) -> None:
         print_measured(data["best"], devices)
     if data["workers"]:
         each = data["workers"][0]
-        where = (
-            f"GPUs {', '.join(','.join(w['gpus']) for w in data['workers'])}"
-            if each["gpus"] is not None
-            else f"{each['threads']} CPU thread(s) each"
-        )
+        shared = max(w.get("workers_on_gpu", 1) for w in data["workers"]) > 1
+        gpus = [",".join(w["gpus"]) for w in data["workers"]] if each["gpus"] is not None else []
+        if shared:
+            where = f"GPUs {', '.join(dict.fromkeys(gpus))}, up to {each['workers_on_gpu']} per GPU"
+        elif gpus:
+            where = f"GPUs {', '.join(gpus)}"
+        else:
+            where = f"{each['threads']} CPU thread(s) each"
         out.print(f"{len(data['workers'])} workers ({where})", highlight=False)
     for error in data["errors"]:
         out.print(f"[yellow]{error}[/]", highlight=False, soft_wrap=True)

@@ -247,6 +247,26 @@ _FLOAT_FIELDS = {
 }
 
 
+WORKERS_PER_GPU_ENV = "NASMLCN_WORKERS_PER_GPU"
+"""The environment variable that tells a worker how many workers share its GPU
+(``run_workers`` sets it in each worker it puts on a GPU; set it by hand for workers
+started by hand on one GPU). Unset: the worker has its GPU to itself."""
+
+
+def workers_per_gpu() -> int:
+    """The workers sharing this process's GPU (``$NASMLCN_WORKERS_PER_GPU``, 1 if unset).
+
+    Raises:
+        SearchError: The variable is set to anything but an integer >= 1.
+    """
+    given = os.environ.get(WORKERS_PER_GPU_ENV, "").strip()
+    if not given:
+        return 1
+    if not given.isdigit() or int(given) < 1:
+        raise SearchError(f"{WORKERS_PER_GPU_ENV} must be an integer >= 1, got {given!r}")
+    return int(given)
+
+
 def _option_name(key: str) -> str:
     """A recipe key's option name (``train-limit`` is ``train_limit``)."""
     return key.replace("-", "_")

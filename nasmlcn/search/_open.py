@@ -118,19 +118,20 @@ def open_study(
 
 
 def open_search(
-    config: SearchConfig, checked: Callable[[], None] | None = None
+    config: SearchConfig, checked: Callable[[SearchSetup], None] | None = None
 ) -> tuple[SearchSetup, optuna.Study, bool]:
     """Checks ``config``, opens its storage and creates or loads its study (taking
     turns with workers started at the same moment); also whether it existed.
-    ``checked`` is called once the configuration is checked, before the storage
-    is opened (the caller opens its experiment tracker there).
+    ``checked`` is called with the setup once the configuration is checked, before
+    the storage is opened (the caller checks what else it needs and opens its
+    experiment tracker there).
 
     Raises:
         NasmlcnError: Invalid configuration or storage (before anything is written).
     """
     setup = setup_search(config)
     if checked is not None:
-        checked()
+        checked(setup)
     storage = open_storage(config.storage, grace=config.grace)
     storage.hide_dashboard = True  # the samplers need no notes or figures
     with hold(storage):  # workers started together create the study once

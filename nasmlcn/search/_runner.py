@@ -107,7 +107,7 @@ def run_search(
         warnings.filterwarnings("ignore", message="Heartbeat of storage")
         every = Observers([o for o in (observer, *observers) if o is not None])
 
-        def attach() -> None:
+        def attach(_setup: SearchSetup) -> None:
             # after the configuration is checked: a bad one opens no tracking store
             every.observers.extend(call_observers(config, progress))
 
@@ -152,7 +152,7 @@ def _run_search(
     config: SearchConfig,
     observer: SearchObserver,
     evaluator: Evaluator | None,
-    checked: Callable[[], None] | None = None,
+    checked: Callable[[SearchSetup], None] | None = None,
 ) -> SearchResult:
     started = time.perf_counter()
     setup, study, resumed = open_search(config, checked)

@@ -26,6 +26,11 @@ trained lane-parallel in this process (:class:`~nasmlcn.parallel.PlacedMLCN`);
 otherwise the whole model trains on one device, exactly as before. Every
 evaluation says which: ``mode`` is ``lane-parallel`` or ``single-device``, and
 ``device`` lists the devices used.
+
+Before a trial trains, its model's predicted training memory is checked against
+what the device has free, and, for a worker that shares its GPU with others
+(``--workers-per-gpu``, ``$NASMLCN_WORKERS_PER_GPU``), against its share of the
+GPU's memory (:func:`nasmlcn.training.check_training_memory`).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.data import DatasetInfo
 from nasmlcn.errors import DeviceError, SearchError
+from nasmlcn.search._config import workers_per_gpu
 from nasmlcn.search._evaluator import (
     EVALUATORS,
     EpochCallback,
@@ -90,6 +96,8 @@ class TrainEvaluator:
             self.run_on = list(parse_run_on(config.run_on))
         except DeviceError as err:
             raise SearchError(f"‹run_on› {err}") from None
+        # --workers-per-gpu: this worker may use its share of the GPU's memory
+        self.shared_by = workers_per_gpu()
         self._splits: DataSplits | None = None
         self._target_map: tuple[str, ...] | None = None
         self._target_map_known = False
@@ -175,7 +183,9 @@ class TrainEvaluator:
         # The space fits the target devices; this machine may be smaller.
         largest = largest_batch_size(request.batch_policy, request.batch_size, request.epochs)
         batch = min(largest, len(splits.train))
-        check_training_memory(request.spec, batch, device, lane_devices=lanes)
+        check_training_memory(
+            request.spec, batch, device, lane_devices=lanes, shared_by=self.shared_by
+        )
         seed = (request.seed * 1_000_003 + request.trial) % 2**31
         config = TrainConfig(
             epochs=request.epochs,
