@@ -92,9 +92,12 @@ setup() {
     echo "pip could not install the wheels; unpacking them instead"
     for wheel in "${wheels[@]}"; do "$PY" -m zipfile -e "$wheel" "$site" || return 1; done
   fi
-  local raw=.gpudata/FashionMNIST/raw
-  for gz in "$raw"/*.gz; do
-    [[ -f $gz && ! -f ${gz%.gz} ]] && { gunzip -kf "$gz" || return 1; }
+  # unpacked outside .gpudata/, which must stay small enough to carry
+  local raw=$WORK/data/FashionMNIST/raw
+  mkdir -p "$raw"
+  for gz in .gpudata/FashionMNIST/raw/*.gz; do
+    [[ -f $gz ]] || { echo "no Fashion-MNIST in .gpudata/: run scripts/gpu_prepare.sh and carry .gpudata"; return 1; }
+    gunzip -c "$gz" >"$raw/$(basename "${gz%.gz}")" || return 1
   done
   ls -l "$raw" 2>&1
   return 0
@@ -104,7 +107,7 @@ export WORK PY
 step setup txt 120 setup
 export PYTHONPATH=$WORK/site:$ROOT${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1 COLUMNS=160
-export NASMLCN_DATA_DIR=$ROOT/.gpudata NASMLCN_DEBIAN_FASHION_MNIST=$ROOT/.gpudata/FashionMNIST/raw
+export NASMLCN_DATA_DIR=$WORK/data NASMLCN_DEBIAN_FASHION_MNIST=$ROOT/.gpudata/FashionMNIST/raw
 export NASMLCN_CALIBRATION=$OUT/calibration.json
 
 environment() {
@@ -124,6 +127,7 @@ for i in range(torch.cuda.device_count()):
 import nasmlcn, optuna
 print("nasmlcn", nasmlcn.__version__, "optuna", optuna.__version__)
 EOF
+  "$PY" -m nasmlcn data prepare fashion-mnist 2>&1
   "$PY" -m pip list 2>/dev/null || echo "(no pip)"
 }
 export -f environment

@@ -82,6 +82,8 @@ for gz in "${GZ_FILES[@]}"; do
     die "Fashion-MNIST's $gz is neither in $debian nor in $raw_dir (scripts/setup.sh prepares it)"
   fi
 done
+# only the .gz files travel (a dry run of gpu_check.sh unpacks elsewhere; older ones here)
+find .gpudata -type f ! -name '*.gz' -delete
 say "data: ${GZ_FILES[*]} in $target/"
 
 # 3. Keep both out of git ---------------------------------------------------------
