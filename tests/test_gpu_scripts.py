@@ -76,7 +76,7 @@ def test_benchmark_flags_exist(
 
 def test_nasmlcn_flags_exist() -> None:
     used = _invocations(COMMAND)
-    assert set(used) == {"calibrate", "search"}
+    assert set(used) == {"calibrate", "data", "search"}
     unknown = {}
     for command, flags in used.items():
         result = run_cli(command, "--help", env={"COLUMNS": "200"})
