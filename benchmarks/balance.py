@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         seconds.append(time_model_step(lanes, ctx, steps=2))
         say(f"  fit [{i + 1}/{len(fit_lanes)}] {seconds[-1] * 1e3:7.1f} ms {format_lanes(lanes)}")
     coefficients = fit_model_time([whole_model_features(m, ctx, "cpu") for m in fit_lanes], seconds)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for lanes in default_space_models(args.models, args.seed):
         assignment = balance(coefficients, lanes, ctx)
         predicted = rank_times(coefficients, lanes, assignment, ctx)
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             timeout_s=600,
         )
         measured = [r["compute"] for r in sorted(ranks, key=lambda r: r["rank"])]
-        row = {
+        row: dict[str, Any] = {
             "lanes": format_lanes(lanes),
             "assignment": assignment,
             "predicted": predicted,

@@ -205,6 +205,28 @@ def time_inference(lanes: str, repeats: int, device: torch.device) -> dict[str, 
     return {name: statistics.median(values) for name, values in seconds.items()}
 
 
+def quickstart_models(count: int, seed: int = 0) -> list[str]:
+    """``count`` models of the default search space as ``scripts/quickstart.sh`` sets
+    it up (random parameters, seeded)."""
+    import optuna
+
+    from nasmlcn.search import SearchConfig, setup_search
+    from nasmlcn.specs import format_lanes
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    config = SearchConfig(
+        devices="8xK80", mem="12GB", flops="0.5x", dataset="synthetic", storage="sqlite://"
+    )
+    setup = setup_search(config)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
+    models = []
+    for _ in range(count):
+        trial = study.ask(setup.space.model_distributions())
+        spec = setup.space.build(trial.params, setup.space_context).spec
+        models.append(format_lanes(spec.lanes))
+    return models
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=100)
@@ -222,6 +244,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--compile-backend", default="inductor", help="torch.compile backend [default: inductor]"
     )
+    parser.add_argument(
+        "--quickstart",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also N models drawn at random (seeded) from the default space as the "
+        "quickstart sets it up (8xK80, 12GB, --flops 0.5x)",
+    )
     parser.add_argument("--quick", action="store_true", help="batch 10, 2 steps, 2 models")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
@@ -234,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.batch, args.repeats, args.warmup = 10, 2, 1
         models = args.model or ["8*mlcn2:1x1", "2*mlcn2:2x1"]
+    if args.quickstart:
+        models += quickstart_models(args.quickstart)
     compile_options = None
     if args.compile:
         compile_options = {"mode": args.compile_mode, "backend": args.compile_backend}
