@@ -21,16 +21,12 @@ per-lane loop's up to floating-point summation order (``tests/models/test_fused.
 checks outputs and gradients in float64 against the loop).
 
 On by default (``MLCN(spec, fuse_lanes=False)``, ``TrainConfig(fuse_lanes=False)`` or
-``nasmlcn train --no-fuse-lanes`` run lanes one after another). On a CPU only kinds
-whose lanes are at most ``CPU_MAX_LANE_CHANNELS`` wide fuse (the rule is
-:func:`nasmlcn.specs.execution_groups`', which the cost model follows too): there, narrow
-lanes waste the machine (a 9x9 convolution with 8 output channels is a thin matrix
-product) and fusing pays (``python benchmarks/fused_lanes.py``, 1 thread, batch 100:
-``64*mlcn2:1x1`` 575 -> 361 ms a training step, ``48*mlcn2:2x1`` 646 -> 522), while
-lanes of 32 channels already run near the machine's matrix-product rate one by one
-and the fused maps, 20 times larger, fall out of the caches (``20*mlcn1:2x1``:
-602 ms per lane, 710 fused). On a GPU every kind fuses: one launch per group and
-layer instead of one per lane and layer.
+``nasmlcn train --no-fuse-lanes`` run lanes one after another). Which kinds fuse on
+a device is :func:`nasmlcn.specs.lane_fuses`' rule, which the cost model follows
+too: on a GPU every kind (one launch per group and layer instead of one per lane
+and layer); on a CPU the narrow kinds, where fusing pays (``64*mlcn2:1x1`` 588 ->
+369 ms a training step, one thread, batch 100); the rule's module gives the
+measurements.
 """
 
 from __future__ import annotations
@@ -45,7 +41,7 @@ from torch import nn
 from nasmlcn.models._capsules import dynamic_routing, shared_transforms, squash
 from nasmlcn.models._conv import FoldedConv2d, PointwiseConv2d, channels_last
 from nasmlcn.models._lane import Lane
-from nasmlcn.specs import lane_channels
+from nasmlcn.specs import lane_fuses
 
 
 def lane_groups(lanes: Iterable[nn.Module]) -> list[list[int]]:
@@ -60,22 +56,21 @@ def lane_groups(lanes: Iterable[nn.Module]) -> list[list[int]]:
 
 
 def fused_lane_outputs(
-    lanes: Iterable[nn.Module], x: torch.Tensor, max_lane_channels: int | None = None
+    lanes: Iterable[nn.Module], x: torch.Tensor, device_type: str | None = None
 ) -> list[torch.Tensor]:
     """Each lane's ``(B, K)`` output (:class:`Lane` modules), in lane order, lanes of
-    one kind fused; with ``max_lane_channels``, only kinds whose widest layer has at
-    most that many channels fuse, the others run lane by lane."""
+    one kind fused; with ``device_type``, only the kinds that fuse on such a device
+    (:func:`nasmlcn.specs.lane_fuses`), the others lane by lane."""
     lanes = list(lanes)
     outputs: list[torch.Tensor | None] = [None] * len(lanes)
     x = channels_last(x)
     patches = _Patches(x)
     for group in lane_groups(lanes):
         members = [cast(Lane, lanes[i]) for i in group]
-        wide = (
-            max_lane_channels is not None
-            and lane_channels(members[0].spec, members[0].input_shape) > max_lane_channels
+        alone = device_type is not None and not lane_fuses(
+            members[0].spec, members[0].input_shape, device_type
         )
-        if len(members) == 1 or wide or not _fusable(members[0]):
+        if len(members) == 1 or alone or not _fusable(members[0]):
             results = [lane(x) for lane in members]
         else:
             results = list(_group_forward(members, x, patches).unbind(0))

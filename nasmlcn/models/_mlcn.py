@@ -30,7 +30,7 @@ from torch import nn
 from nasmlcn.models._fused import fused_lane_outputs
 from nasmlcn.models._head import CapsuleHead, CapsuleOutput
 from nasmlcn.models._lane import Lane
-from nasmlcn.specs import MLCNSpec, max_lane_channels
+from nasmlcn.specs import MLCNSpec
 
 
 class MLCN(nn.Module):
@@ -63,7 +63,7 @@ class MLCN(nn.Module):
     def lane_outputs(self, x: torch.Tensor) -> list[torch.Tensor]:
         """Each lane's ``(B, K)`` output, in lane order."""
         if self.fuse_lanes:
-            return fused_lane_outputs(self.lanes, x, max_lane_channels(x.device.type))
+            return fused_lane_outputs(self.lanes, x, x.device.type)
         return [lane(x) for lane in self.lanes]
 
     def head(

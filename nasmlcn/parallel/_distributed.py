@@ -36,7 +36,6 @@ from torch import nn
 from nasmlcn.errors import DistributedError
 from nasmlcn.models import MLCN, CapsuleOutput, fused_lane_outputs
 from nasmlcn.parallel._gather import CommStats, collective_failed, gather_lanes
-from nasmlcn.specs import max_lane_channels
 
 
 class DistributedMLCN(nn.Module):
@@ -125,8 +124,7 @@ class DistributedMLCN(nn.Module):
         chunks = x.tensor_split(self.world_size) if x.shape[0] >= 2 * self.world_size else (x,)
         lanes = [self.lanes[str(i)] for i in self.owned]
         if self.fuse_lanes:  # this rank's lanes of one kind as one computation
-            limit = max_lane_channels(x.device.type)
-            per_chunk = [fused_lane_outputs(lanes, c, limit) for c in chunks]
+            per_chunk = [fused_lane_outputs(lanes, c, x.device.type) for c in chunks]
         else:
             per_chunk = [[lane(c) for lane in lanes] for c in chunks]
         outs = [

@@ -22,7 +22,6 @@ import torch
 from torch import nn
 
 from nasmlcn.models import MLCN, CapsuleOutput, fused_lane_outputs
-from nasmlcn.specs import max_lane_channels
 
 
 def normalize_device(device: torch.device | str) -> torch.device:
@@ -103,7 +102,7 @@ class PlacedMLCN(nn.Module):
             for device in self.devices:
                 owned = [i for i, d in enumerate(self.lane_devices) if d == device]
                 local = fused_lane_outputs(
-                    [self.lanes[i] for i in owned], inputs[device], max_lane_channels(device.type)
+                    [self.lanes[i] for i in owned], inputs[device], device.type
                 )
                 for i, fused in zip(owned, local, strict=True):
                     outs[i] = fused

@@ -16,10 +16,11 @@ from nasmlcn.specs._arch import (
     arch_from_dict,
 )
 from nasmlcn.specs._fusion import (
+    CPU_MAX_DEEP_LANE_CHANNELS,
     CPU_MAX_LANE_CHANNELS,
     execution_groups,
     lane_channels,
-    max_lane_channels,
+    lane_fuses,
 )
 from nasmlcn.specs._io import arch_from_json, arch_to_json, load_arch, save_arch
 from nasmlcn.specs._lane import LaneSpec, format_lane_mix, format_lanes, parse_lane, parse_lanes
@@ -30,6 +31,7 @@ from nasmlcn.specs._zoo import ARCHITECTURES, DEFAULT_LANES, create_arch
 __all__ = [
     "ARCHITECTURES",
     "ARCH_SCHEMA_VERSION",
+    "CPU_MAX_DEEP_LANE_CHANNELS",
     "CPU_MAX_LANE_CHANNELS",
     "DECODERS",
     "DEFAULT_LANES",
@@ -55,8 +57,8 @@ __all__ = [
     "format_lane_mix",
     "format_lanes",
     "lane_channels",
+    "lane_fuses",
     "load_arch",
-    "max_lane_channels",
     "parse_lane",
     "parse_lanes",
     "save_arch",

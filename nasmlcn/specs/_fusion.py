@@ -3,12 +3,19 @@ model both follow it).
 
 Lanes of one kind (the same :class:`LaneSpec`; routing and weight sharing are the
 model's) run as one computation on a device (:mod:`nasmlcn.models._fused`). On a
-CPU only narrow kinds fuse: there a lane of 32 channels already runs near the
-machine's matrix-product rate on its own, and fusing 20 of them makes feature
-maps 20 times larger that fall out of the caches (``benchmarks/fused_lanes.py``:
-``20*mlcn1:2x1`` 602 ms a step lane by lane, 710 fused, one thread), while lanes
-of 8-16 channels are thin matrix products that fusing widens (``64*mlcn2:1x1``
-575 -> 361 ms). On a GPU every kind fuses.
+GPU every kind fuses: one launch per group and layer instead of one per lane. On a
+CPU only narrow kinds do, measured one thread at batch 100 (``benchmarks/fused_lanes.py``
+and 24 lanes of each kind, fused against lane by lane, alternating):
+
+- 8 channels (mlcn2 width 1) at any depth: fusing widens thin matrix products
+  (``64*mlcn2:1x1`` 588 -> 369 ms a step; ``24*mlcn2:1x4`` 460 -> 390);
+- 16 channels without 3x3 layers (depth 1): ``48*mlcn2:2x1`` 647 -> 531 ms,
+  ``24*mlcn1:1x1`` 269 -> 254;
+- 16 channels with 3x3 layers lose: oneDNN's grouped 3x3 convolution and its
+  backward are slower than the lanes' own (``24*mlcn1:1x4`` 695 -> 837 ms,
+  ``24*mlcn2:2x3`` 617 -> 636), and so do wider lanes: a lane of 32 channels
+  already runs near the machine's matrix-product rate, and the fused maps, 20
+  times larger, fall out of the caches (``20*mlcn1:2x1`` 602 -> 710 ms).
 """
 
 from __future__ import annotations
@@ -18,7 +25,10 @@ from collections.abc import Sequence
 from nasmlcn.specs._lane import LaneSpec
 
 CPU_MAX_LANE_CHANNELS = 16
-"""On a CPU, only kinds whose lanes are at most this wide (widest layer) fuse."""
+"""On a CPU, kinds whose widest layer has more channels run lane by lane."""
+
+CPU_MAX_DEEP_LANE_CHANNELS = 8
+"""On a CPU, kinds with small (3x3) convolutions fuse only up to this width."""
 
 
 def lane_channels(lane: LaneSpec, input_shape: tuple[int, int, int]) -> int:
@@ -26,9 +36,15 @@ def lane_channels(lane: LaneSpec, input_shape: tuple[int, int, int]) -> int:
     return max(conv.out_channels for conv in lane.layout(input_shape).convs)
 
 
-def max_lane_channels(device_type: str) -> int | None:
-    """How wide a fused lane may be on a device of ``device_type`` (None: any width)."""
-    return CPU_MAX_LANE_CHANNELS if device_type == "cpu" else None
+def lane_fuses(lane: LaneSpec, input_shape: tuple[int, int, int], device_type: str) -> bool:
+    """Whether lanes of ``lane``'s kind run fused on a device of ``device_type``
+    (``cpu``, ``cuda``; see the module docstring)."""
+    if device_type != "cpu":
+        return True
+    convs = lane.layout(input_shape).convs
+    small = any(1 < conv.kernel < 5 for conv in convs)
+    width = max(conv.out_channels for conv in convs)
+    return width <= (CPU_MAX_DEEP_LANE_CHANNELS if small else CPU_MAX_LANE_CHANNELS)
 
 
 def execution_groups(
@@ -45,11 +61,10 @@ def execution_groups(
     kinds: dict[LaneSpec, list[int]] = {}
     for i, lane in enumerate(lanes):
         kinds.setdefault(lane, []).append(i)
-    limit = max_lane_channels(device_type)
     groups: list[list[int]] = []
     for lane, members in kinds.items():
-        if limit is not None and lane_channels(lane, input_shape) > limit:
-            groups.extend([i] for i in members)
-        else:
+        if lane_fuses(lane, input_shape, device_type):
             groups.append(members)
+        else:
+            groups.extend([i] for i in members)
     return groups

@@ -16,12 +16,14 @@ from nasmlcn.models import MLCN, _fused, build_model, capsule_loss
 from nasmlcn.models._fused import fused_lane_outputs, lane_groups
 from nasmlcn.models._lane import Lane
 from nasmlcn.specs import (
+    CPU_MAX_DEEP_LANE_CHANNELS,
     CPU_MAX_LANE_CHANNELS,
     LaneSpec,
     MLCNSpec,
     execution_groups,
     lane_channels,
-    max_lane_channels,
+    lane_fuses,
+    parse_lane,
 )
 
 KINDS = ("mlcn1", "mlcn2")
@@ -124,8 +126,14 @@ def test_fusion_is_on_by_default_and_on_a_cpu_only_narrow_kinds_fuse(
 ) -> None:
     model = build_model(MLCNSpec.from_lanes("4*mlcn2:1x1,3*mlcn1:2x1,2*mlcn2:2x1"))
     assert model.fuse_lanes
-    assert max_lane_channels("cpu") == CPU_MAX_LANE_CHANNELS == 16
-    assert max_lane_channels("cuda") is None
+    assert (CPU_MAX_LANE_CHANNELS, CPU_MAX_DEEP_LANE_CHANNELS) == (16, 8)
+    # on a CPU: 8 channels at any depth, 16 without 3x3 layers; on a GPU every kind
+    fusing = ["mlcn2:1x1", "mlcn2:1x4", "mlcn2:2x1", "mlcn1:1x1"]
+    alone = ["mlcn2:2x2", "mlcn1:1x2", "mlcn1:2x1", "mlcn2:3x1"]
+    shape = (1, 28, 28)
+    assert all(lane_fuses(parse_lane(k), shape, "cpu") for k in fusing)
+    assert not any(lane_fuses(parse_lane(k), shape, "cpu") for k in alone)
+    assert all(lane_fuses(parse_lane(k), shape, "cuda") for k in fusing + alone)
     channels = [lane_channels(lane, model.spec.input_shape) for lane in model.spec.lanes]
     assert channels == [8] * 4 + [32] * 3 + [16] * 2
     fused: list[int] = []
