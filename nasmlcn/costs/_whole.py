@@ -81,7 +81,9 @@ def model_time_features(
         params += p.params
         values += b * p.feature_values
         capsules += b * p.num_primary
-    groups = execution_groups(lanes, ctx.input_shape, device_type, fuse=fuse)
+    groups = execution_groups(
+        lanes, ctx.input_shape, device_type, batch_size=ctx.batch_size, fuse=fuse
+    )
     group_layers = sum(
         len(executed_convs(lanes[group[0]].layout(ctx.input_shape).convs)) for group in groups
     )

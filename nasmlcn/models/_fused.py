@@ -68,7 +68,7 @@ def fused_lane_outputs(
     for group in lane_groups(lanes):
         members = [cast(Lane, lanes[i]) for i in group]
         alone = device_type is not None and not lane_fuses(
-            members[0].spec, members[0].input_shape, device_type
+            members[0].spec, members[0].input_shape, device_type, x.shape[0]
         )
         if len(members) == 1 or alone or not _fusable(members[0]):
             results = [lane(x) for lane in members]

@@ -11,7 +11,8 @@ and 24 lanes of each kind, fused against lane by lane, alternating):
   (``64*mlcn2:1x1`` 588 -> 369 ms a step; ``24*mlcn2:1x4`` 460 -> 390);
 - 16 channels without 3x3 layers (depth 1): ``48*mlcn2:2x1`` 647 -> 531 ms,
   ``24*mlcn1:1x1`` 269 -> 254;
-- 16 channels with 3x3 layers lose: oneDNN's grouped 3x3 convolution and its
+- at batches of at most ``CPU_FUSE_ALL_BATCH`` images (inference) every kind;
+- 16 channels with 3x3 layers lose at training batches: oneDNN's grouped 3x3 convolution and its
   backward are slower than the lanes' own (``24*mlcn1:1x4`` 695 -> 837 ms,
   ``24*mlcn2:2x3`` 617 -> 636), and so do wider lanes: a lane of 32 channels
   already runs near the machine's matrix-product rate, and the fused maps, 20
@@ -30,16 +31,28 @@ CPU_MAX_LANE_CHANNELS = 16
 CPU_MAX_DEEP_LANE_CHANNELS = 8
 """On a CPU, kinds with small (3x3) convolutions fuse only up to this width."""
 
+CPU_FUSE_ALL_BATCH = 4
+"""On a CPU, every kind fuses at batches of at most this many images: with a few
+images a step is dispatch, not arithmetic (forward at batch 1, one thread: fused
+1.1-2.9x faster for every kind measured, ``36*mlcn2:2x2`` 14.2 -> 5.3 ms,
+``20*mlcn1:2x1`` 6.6 -> 4.5; at batch 8 the 32-channel kinds already lose,
+``20*mlcn1:2x1`` 18.0 -> 20.4 ms)."""
+
 
 def lane_channels(lane: LaneSpec, input_shape: tuple[int, int, int]) -> int:
     """The channels of the lane's widest layer."""
     return max(conv.out_channels for conv in lane.layout(input_shape).convs)
 
 
-def lane_fuses(lane: LaneSpec, input_shape: tuple[int, int, int], device_type: str) -> bool:
+def lane_fuses(
+    lane: LaneSpec,
+    input_shape: tuple[int, int, int],
+    device_type: str,
+    batch_size: int | None = None,
+) -> bool:
     """Whether lanes of ``lane``'s kind run fused on a device of ``device_type``
-    (``cpu``, ``cuda``; see the module docstring)."""
-    if device_type != "cpu":
+    (``cpu``, ``cuda``) at ``batch_size`` images (see the module docstring)."""
+    if device_type != "cpu" or (batch_size is not None and batch_size <= CPU_FUSE_ALL_BATCH):
         return True
     convs = lane.layout(input_shape).convs
     small = any(1 < conv.kernel < 5 for conv in convs)
@@ -52,10 +65,11 @@ def execution_groups(
     input_shape: tuple[int, int, int],
     device_type: str,
     *,
+    batch_size: int | None = None,
     fuse: bool = True,
 ) -> list[list[int]]:
-    """The lanes (indices) as one device runs them: each list is one fused group or
-    one lane alone, in order of first appearance."""
+    """The lanes (indices) as one device runs them at ``batch_size`` images: each list
+    is one fused group or one lane alone, in order of first appearance."""
     if not fuse:
         return [[i] for i in range(len(lanes))]
     kinds: dict[LaneSpec, list[int]] = {}
@@ -63,7 +77,7 @@ def execution_groups(
         kinds.setdefault(lane, []).append(i)
     groups: list[list[int]] = []
     for lane, members in kinds.items():
-        if lane_fuses(lane, input_shape, device_type):
+        if lane_fuses(lane, input_shape, device_type, batch_size):
             groups.append(members)
         else:
             groups.extend([i] for i in members)

@@ -134,6 +134,9 @@ def test_fusion_is_on_by_default_and_on_a_cpu_only_narrow_kinds_fuse(
     assert all(lane_fuses(parse_lane(k), shape, "cpu") for k in fusing)
     assert not any(lane_fuses(parse_lane(k), shape, "cpu") for k in alone)
     assert all(lane_fuses(parse_lane(k), shape, "cuda") for k in fusing + alone)
+    # at batches of a few images (inference) every kind fuses on a CPU too
+    assert all(lane_fuses(parse_lane(k), shape, "cpu", 1) for k in alone)
+    assert not any(lane_fuses(parse_lane(k), shape, "cpu", 5) for k in alone)
     channels = [lane_channels(lane, model.spec.input_shape) for lane in model.spec.lanes]
     assert channels == [8] * 4 + [32] * 3 + [16] * 2
     fused: list[int] = []
@@ -144,13 +147,17 @@ def test_fusion_is_on_by_default_and_on_a_cpu_only_narrow_kinds_fuse(
         return real(lanes, x, patches)  # type: ignore[arg-type]
 
     monkeypatch.setattr(_fused, "_group_forward", spy)
+    model(torch.rand(8, 1, 28, 28))
+    assert fused == [4, 2]  # at batch 8 mlcn1 (32 channels) runs lane by lane on a CPU
+    fused.clear()
     model(torch.rand(2, 1, 28, 28))
-    assert fused == [4, 2]  # mlcn1 (32 channels) runs lane by lane on a CPU
+    assert fused == [4, 3, 2]  # at batch 2 every kind fuses
     # the pure rule the cost model follows says the same
     groups = execution_groups(model.spec.lanes, model.spec.input_shape, "cpu")
     assert groups == [[0, 1, 2, 3], [4], [5], [6], [7, 8]]
     assert len(execution_groups(model.spec.lanes, (1, 28, 28), "cuda")) == 3
     assert len(execution_groups(model.spec.lanes, (1, 28, 28), "cpu", fuse=False)) == 9
+    assert len(execution_groups(model.spec.lanes, (1, 28, 28), "cpu", batch_size=1)) == 3
     fused.clear()
     fused_lane_outputs(model.lanes, torch.rand(2, 1, 28, 28))  # no width limit: all kinds
     assert fused == [4, 3, 2]
