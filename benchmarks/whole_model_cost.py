@@ -39,7 +39,7 @@ from nasmlcn.costs import (
     time_agreement,
     whole_model_features,
 )
-from nasmlcn.measure import model_spec, time_model_step
+from nasmlcn.measure import time_model_step
 from nasmlcn.specs import format_lanes
 
 
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     models = calibration_models(args.models, args.seed, max_lanes=args.max_lanes)
     for i, lanes in enumerate(models):
         seconds = time_model_step(lanes, ctx, device, steps=args.steps)
-        cost = analytic.model_cost(model_spec(lanes, ctx), args.batch)
+        cost = analytic.model_cost(ctx.spec(lanes), args.batch)
         rows.append(
             {
                 "lanes": format_lanes(lanes),

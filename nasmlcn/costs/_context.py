@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nasmlcn._validate import check_choice, check_int
-from nasmlcn.specs import DEFAULT_ROUTING, MLCNSpec
+from nasmlcn.specs import DEFAULT_ROUTING, LaneSpec, MLCNSpec
 
 BYTES_PER_VALUE = 4  # float32 training
 ADAM_STATES = 2  # exp_avg and exp_avg_sq per parameter
@@ -54,6 +55,18 @@ class CostContext:
             decoder=spec.decoder,
             batch_size=batch_size,
             weight_sharing=spec.weight_sharing,
+        )
+
+    def spec(self, lanes: Sequence[LaneSpec]) -> MLCNSpec:
+        """The MLCN of ``lanes`` in this context (the inverse of :meth:`of`)."""
+        return MLCNSpec(
+            tuple(lanes),
+            num_classes=self.num_classes,
+            input_shape=self.input_shape,
+            routing_iterations=self.routing_iterations,
+            routing=self.routing,
+            decoder=self.decoder,
+            weight_sharing=self.weight_sharing,
         )
 
     def to_dict(self) -> dict[str, Any]:

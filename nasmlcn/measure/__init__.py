@@ -28,7 +28,7 @@ from nasmlcn.measure._inference import (
 from nasmlcn.measure._lane import measure_lanes
 from nasmlcn.measure._lane_memory import lane_peak_memories, lane_peak_memory
 from nasmlcn.measure._lane_timing import LaneTiming, StepTiming, time_lane_step, time_lanes
-from nasmlcn.measure._model_timing import model_spec, time_model_step
+from nasmlcn.measure._model_timing import time_model_step
 from nasmlcn.measure._peak import PeakMemory
 from nasmlcn.measure._speed import (
     DeviceSpeeds,
@@ -61,7 +61,6 @@ __all__ = [
     "measure_fc_speed",
     "measure_lanes",
     "measure_speeds",
-    "model_spec",
     "resolve_devices",
     "time_inference",
     "time_lane_step",

@@ -16,20 +16,7 @@ from nasmlcn._allocator import keep_freed_memory
 from nasmlcn.costs import CostContext
 from nasmlcn.measure._clock import clock_function, synchronize
 from nasmlcn.models import build_model, capsule_loss
-from nasmlcn.specs import LaneSpec, MLCNSpec
-
-
-def model_spec(lanes: Sequence[LaneSpec], ctx: CostContext) -> MLCNSpec:
-    """The MLCN of ``lanes`` in ``ctx`` (input, classes, routing, decoder)."""
-    return MLCNSpec(
-        tuple(lanes),
-        input_shape=ctx.input_shape,
-        num_classes=ctx.num_classes,
-        routing=ctx.routing,
-        routing_iterations=ctx.routing_iterations,
-        decoder=ctx.decoder,
-        weight_sharing=ctx.weight_sharing,
-    )
+from nasmlcn.specs import LaneSpec
 
 
 def time_model_step(
@@ -49,7 +36,7 @@ def time_model_step(
     device = torch.device(device)
     now = clock_function(clock, device)
     torch.manual_seed(seed)
-    spec = model_spec(lanes, ctx)
+    spec = ctx.spec(lanes)
     model = build_model(spec).to(device)
     model.fuse_lanes = fuse
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)

@@ -208,16 +208,7 @@ class SearchSpace(ABC):
     def make_spec(self, lanes: Any, ctx: SpaceContext) -> MLCNSpec:
         """The MLCN of ``lanes`` with ``ctx``'s model settings (the trial's, in
         :meth:`build_candidate`)."""
-        c = ctx.cost_context
-        return MLCNSpec(
-            tuple(lanes),
-            num_classes=c.num_classes,
-            input_shape=c.input_shape,
-            routing_iterations=c.routing_iterations,
-            routing=c.routing,
-            decoder=c.decoder,
-            weight_sharing=c.weight_sharing,
-        )
+        return ctx.cost_context.spec(lanes)
 
     def describe(self) -> dict[str, Any]:
         """What a study stores about its space; ``content`` (the file's settings, without
