@@ -432,3 +432,17 @@ def test_a_plan_with_whole_models_predicts_each_device_as_its_lanes_run() -> Non
     analytic = plan_model(spec, parse_devices("2xcpu"))
     for device in analytic.per_device:
         assert device.load == pytest.approx(sum(analytic.costs.lanes[i].time for i in device.lanes))
+
+
+def test_a_whole_model_plan_compares_the_other_strategies_in_its_own_terms() -> None:
+    from nasmlcn.hardware import parse_devices
+    from nasmlcn.planning import plan_model
+
+    model = CalibratedCostModel(_with_models())
+    spec = MLCNSpec.from_lanes("8*mlcn2:1x1,2*mlcn1:2x2")
+    devices = parse_devices("2xcpu")
+    plan = plan_model(spec, devices, cost_model=model, compare=True)
+    optimal = plan_model(spec, devices, cost_model=model, strategy="optimal")
+    # the comparison's makespan is the plan's kind (whole-model), not the lane sums'
+    assert plan.comparison["optimal"]["makespan"] == pytest.approx(optimal.makespan)
+    assert optimal.makespan != pytest.approx(optimal.placement.makespan, rel=0.01)
