@@ -42,9 +42,9 @@ several hundred MiB), which eq. 6.1's 1832 MiB does include.
 mixed kinds, as training runs them: lanes fused, head, decoder, loss, Adam) and
 fits the whole-model step time of :mod:`nasmlcn.costs._whole` to them. With it,
 what the lanes of one device cost together (:meth:`lanes_time`: fused groups pay
-their dispatches once) and what the head and each step cost (the head's time)
-come from that fit; a lane's own ``time`` (what placement balances) stays the lane
-fit's. A calibration written before whole models were measured has no such fit:
+their dispatches once), what the head and each step cost (the head's time) and a
+lane's own ``time`` (its terms alone: what placement balances and the search's
+buckets fill) come from that fit; the lane fit keeps inference times and memory. A calibration written before whole models were measured has no such fit:
 lane sums and the head below are used.
 
 **Head.** Without the whole-model fit, the class capsules and decoder are not
@@ -173,10 +173,14 @@ class CalibratedCostModel(CostModel):
     def lane_cost(self, lane: LaneSpec, ctx: CostContext) -> LaneCost:
         self._check_context(ctx)
         cal = self.calibration
+        # a lane's own terms of the whole-model fit (no head, no per-step term), where
+        # the calibration has one: what placement balances and buckets fill
+        whole = cal.model_local_seconds([lane], ctx)
+        seconds = cal.local_seconds(lane, ctx) if whole is None else whole
         return LaneCost(
             lane=lane,
             memory_bytes=cal.memory_bytes(lane, ctx),
-            time=cal.local_seconds(lane, ctx) * cal.speed,
+            time=seconds * cal.speed,
             inference_time=self._inference_seconds(lane, ctx) * cal.speed,
             **layer_facts(lane, ctx),
         )

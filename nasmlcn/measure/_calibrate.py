@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -376,7 +376,9 @@ def _scores(calibration: Calibration, seed: int) -> tuple[Score, ...]:
     samples, ctx, speed = calibration.samples, calibration.context, calibration.speed
     models = [get_cost_model("analytic"), get_cost_model("thesis")]
     scores = [score_cost_model(m, samples, ctx, speed) for m in models]
-    scores.append(score_cost_model(CalibratedCostModel(calibration), samples, ctx, speed))
+    # the lane fit on the lanes it was fitted to (the whole-model fit is judged on models)
+    lane_fit = replace(calibration, model_time_coefficients=(), model_samples=())
+    scores.append(score_cost_model(CalibratedCostModel(lane_fit), samples, ctx, speed))
     cv_seconds, cv_peaks = cross_validated(calibration, folds=CV_FOLDS, seed=seed)
     scores.append(
         score_predictions(

@@ -446,3 +446,20 @@ def test_a_whole_model_plan_compares_the_other_strategies_in_its_own_terms() -> 
     # the comparison's makespan is the plan's kind (whole-model), not the lane sums'
     assert plan.comparison["optimal"]["makespan"] == pytest.approx(optimal.makespan)
     assert optimal.makespan != pytest.approx(optimal.placement.makespan, rel=0.01)
+
+
+def test_with_whole_models_a_lane_s_time_is_its_terms_of_the_whole_fit() -> None:
+    """What placement balances and the search's buckets fill."""
+    from nasmlcn.costs import model_time_features
+    from nasmlcn.specs import parse_lane
+
+    cal = _with_models()
+    lane = parse_lane("mlcn2:2x3")
+    got = CalibratedCostModel(cal).lane_cost(lane, CTX)
+    want = _dot(cal.model_time_coefficients, model_time_features([lane], CTX, "cpu")) * 0.15
+    assert got.time == pytest.approx(want)
+    lane_only = CalibratedCostModel(replace(cal, model_time_coefficients=(), model_samples=()))
+    assert lane_only.lane_cost(lane, CTX).time == pytest.approx(cal.local_seconds(lane, CTX) * 0.15)
+    # inference time and memory stay the lane fit's
+    assert got.inference_time == lane_only.lane_cost(lane, CTX).inference_time
+    assert got.memory_bytes == lane_only.lane_cost(lane, CTX).memory_bytes
