@@ -142,7 +142,10 @@ def reseed_sampler(sampler: Any, seed: int) -> bool:
         if state is None or not hasattr(state, "rng"):
             return False
         states.append(state)
-        inner = getattr(inner, "_random_sampler", None)
+        # TPE and NSGA-II keep their random start in _random_sampler, GP in _independent_sampler
+        inner = getattr(inner, "_random_sampler", None) or getattr(
+            inner, "_independent_sampler", None
+        )
         depth += 1
     for state in states:  # as a fresh sampler: its inner random sampler gets the same seed
         state.rng.seed(seed % 2**32)

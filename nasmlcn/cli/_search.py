@@ -28,7 +28,7 @@ def search(
         None, "--space", help="Search space name or .toml path [default: mlcn-buckets]."
     ),
     sampler: str | None = typer.Option(
-        None, "--sampler", help="random, tpe or nsga2 [default: tpe]."
+        None, "--sampler", help="random, tpe, nsga2 or gp [default: tpe]."
     ),
     objectives: str | None = typer.Option(
         None,

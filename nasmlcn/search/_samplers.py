@@ -59,3 +59,17 @@ def _nsga2(seed: int, trials: int) -> BaseSampler:
 SAMPLERS.register("random", SamplerEntry("random", _random, "uniform random (thesis Alg. 6)"))
 SAMPLERS.register("tpe", SamplerEntry("tpe", _tpe, "multivariate TPE (Optuna's default family)"))
 SAMPLERS.register("nsga2", SamplerEntry("nsga2", _nsga2, "NSGA-II, as NASCaps (population 20)"))
+
+
+def _gp(seed: int, trials: int) -> BaseSampler:
+    from optuna.samplers import GPSampler
+
+    # Bayesian optimisation: a Gaussian process per objective (and per constraint
+    # set with trial.set_constraint: memory, latency budget, learning), for one or
+    # several objectives; random for the first trials, as TPE.
+    return GPSampler(seed=seed, n_startup_trials=min(10, max(trials // 4, 2)))
+
+
+SAMPLERS.register(
+    "gp", SamplerEntry("gp", _gp, "Gaussian-process Bayesian optimisation (Optuna's GPSampler)")
+)
