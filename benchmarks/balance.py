@@ -81,10 +81,11 @@ def balance(coefficients: list[float], lanes: tuple[LaneSpec, ...], ctx: CostCon
     placed: list[list[LaneSpec]] = [[] for _ in range(WORLD)]
     assignment = [0] * len(lanes)
     for i in sorted(range(len(lanes)), key=lambda i: -alone[i]):
-        rank = min(
+        rank = min(  # ties (a fit that prices lanes alike) to the rank with fewer lanes
             range(WORLD),
-            key=lambda r: predicted_rank_time(
-                coefficients, [*placed[r], lanes[i]], len(lanes), ctx
+            key=lambda r: (
+                predicted_rank_time(coefficients, [*placed[r], lanes[i]], len(lanes), ctx),
+                len(placed[r]),
             ),
         )
         placed[rank].append(lanes[i])

@@ -31,3 +31,17 @@ def test_quick_run_measures_both_ranks(
     for key, times in (("predicted_imbalance", "predicted"), ("measured_imbalance", "measured")):
         assert row[key] == pytest.approx(max(row[times]) / statistics.fmean(row[times]) - 1)
     assert data["checked"] == (row["predicted_imbalance"] <= 0.05)
+
+
+def test_lanes_priced_alike_are_spread_over_both_ranks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fit that gives lanes no cost (only the per-step term) must not put every lane
+    on rank 0: ties go to the rank with fewer lanes."""
+    from nasmlcn.costs import MODEL_TIME_FEATURES, CostContext
+    from nasmlcn.specs import parse_lanes
+
+    script = load_script("balance", tmp_path, monkeypatch)
+    step_only = [0.0] * (len(MODEL_TIME_FEATURES) - 1) + [1.0]
+    lanes = tuple(parse_lanes("mlcn2:1x1,mlcn1:1x1,mlcn2:2x2"))
+    assert sorted(script.balance(step_only, lanes, CostContext(batch_size=4))) == [0, 0, 1]
