@@ -11,6 +11,10 @@ serve large blocks from its heap and never to trim it: after the first step they
 come back from the free lists. The cost is that the process keeps its peak
 memory until it exits, which a training process does anyway.
 
+Measuring a block's peak memory (:class:`nasmlcn.measure.PeakMemory`) first hands
+the kept memory back (:func:`release_freed_memory`), or the block would reuse it
+without the resident set growing and measure nothing.
+
 A no-op where the C library is not glibc (macOS, musl, Windows).
 """
 
@@ -25,12 +29,30 @@ _M_MMAP_MAX = -4
 
 
 @functools.cache
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
+
+
+def release_freed_memory() -> bool:
+    """Gives the freed memory the process keeps back to the system (glibc's
+    ``malloc_trim(0)``); True when it could."""
+    trim = getattr(_libc(), "malloc_trim", None)
+    if trim is None:
+        return False
+    trim.argtypes = (ctypes.c_size_t,)
+    trim.restype = ctypes.c_int
+    trim(0)
+    return True
+
+
+@functools.cache
 def keep_freed_memory() -> bool:
     """Makes glibc keep freed memory for reuse (once per process); True when it could."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
+    mallopt = getattr(_libc(), "mallopt", None)
+    if mallopt is None:
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int

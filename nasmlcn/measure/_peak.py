@@ -25,6 +25,8 @@ from collections.abc import Sequence
 
 import torch
 
+from nasmlcn._allocator import release_freed_memory
+
 HOST_METHODS = ("VmHWM", "ru_maxrss")
 
 
@@ -72,6 +74,10 @@ class HostPeak:
         self.method = HOST_METHODS[0]
 
     def __enter__(self) -> HostPeak:
+        # memory freed earlier but kept by the allocator (training keeps it) would be
+        # reused inside the block without the resident set growing: hand it back first
+        gc.collect()
+        release_freed_memory()
         exact = _reset_peak_rss()
         baseline = _status_kib("VmRSS")
         if not exact or baseline is None:

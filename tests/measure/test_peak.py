@@ -59,3 +59,25 @@ def test_cuda_peak_is_the_allocation_above_what_was_there() -> None:
     assert alone.peak_bytes == 64 * MIB
     assert peak.per_device["cuda:0"] == 64 * MIB
     del keep
+
+
+@_linux
+def test_memory_training_kept_is_handed_back_before_a_block_is_measured() -> None:
+    """Training keeps freed memory (nasmlcn._allocator.keep_freed_memory); a block
+    that reuses it would not grow the resident set and would measure 0. Run in a
+    fresh process: this one's earlier tests left their own freed memory."""
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "from nasmlcn._allocator import keep_freed_memory\n"
+        "from nasmlcn.measure import PeakMemory\n"
+        "assert keep_freed_memory()\n"
+        "x = torch.ones(50_000_000); del x\n"  # 200 MB, freed and kept
+        "with PeakMemory(['cpu']) as m:\n"
+        "    y = torch.ones(25_000_000); del y\n"  # 100 MB inside the block
+        "print(m.per_device['cpu'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(out.stdout.split()[-1]) >= 95 * MIB
