@@ -121,6 +121,9 @@ def available_memory(device: str) -> int | None:
         return int(free)
     if device != "cpu":
         return None  # mps, xpu, ...: not measured here
+    from nasmlcn._allocator import release_freed_memory
+
+    release_freed_memory()  # what an earlier job freed but this process kept is free
     known = [v for v in (_meminfo_available(), _cgroup_headroom()) if v is not None]
     return min(known) if known else None
 
