@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nasmlcn.models._capsules import dynamic_routing, shared_transforms, squash
-from nasmlcn.models._conv import FoldedConv2d, PointwiseConv2d, channels_last
+from nasmlcn.models._conv import FoldedConv2d, PointwiseConv2d, channels_last, folded_kernels
 from nasmlcn.models._lane import Lane
 from nasmlcn.specs import lane_fuses
 
@@ -118,10 +118,9 @@ def _first_layer(layers: Sequence[nn.Module], patches: _Patches, relu: bool) -> 
     one matrix product of the image's patches with the lanes' kernels stacked,
     ``(B, G*C, H', W')`` in channels-last memory order."""
     head = layers[0]
+    bias: torch.Tensor | None
     if isinstance(head, FoldedConv2d):
-        kernels = [layer.kernel() for layer in layers]  # type: ignore[operator]
-        weight = torch.cat([w for w, _ in kernels])
-        bias: torch.Tensor | None = torch.cat([b for _, b in kernels])
+        weight, bias = folded_kernels(cast(Sequence[FoldedConv2d], layers))
         conv = head.conv
     else:
         conv = cast(nn.Conv2d, head)
@@ -142,9 +141,7 @@ def _grouped_conv(layers: Sequence[nn.Module], h: torch.Tensor) -> torch.Tensor:
     count = len(layers)
     head = layers[0]
     if isinstance(head, FoldedConv2d):
-        kernels = [layer.kernel() for layer in layers]  # type: ignore[operator]
-        weight = torch.cat([w for w, _ in kernels])
-        bias = torch.cat([b for _, b in kernels])
+        weight, bias = folded_kernels(cast(Sequence[FoldedConv2d], layers))
         return F.conv2d(h, weight, bias, stride=head.conv.stride, groups=count)
     assert isinstance(head, nn.Conv2d)  # PointwiseConv2d is one too
     weight = torch.cat([layer.weight for layer in layers])  # type: ignore[misc]
