@@ -205,3 +205,19 @@ def test_a_per_lane_checkpoint_resumes_fused_and_fused_weights_load_per_lane(
     other.eval()
     with torch.no_grad():
         torch.testing.assert_close(other(x).lengths, resumed.model(x).lengths, rtol=1e-5, atol=1e-6)
+
+
+def test_train_no_fuse_lanes_reaches_the_model_and_its_checkpoint(tmp_path: Path) -> None:
+    """``nasmlcn train --no-fuse-lanes``: the run trains lane by lane (recorded in the
+    checkpoint's training config); without it, fused."""
+    from nasmlcn.training import load_checkpoint
+    from tests.conftest import run_cli
+
+    common = ["train", "--lanes", "2*mlcn2:1x1", "--dataset", "synthetic", "--epochs", "1"]
+    common += ["--train-limit", "40", "--val-limit", "20", "--test-limit", "20"]
+    common += ["--batch-size", "20", "--quiet"]
+    for flag, fused in (("--no-fuse-lanes", False), ("--fuse-lanes", True)):
+        out = tmp_path / flag
+        result = run_cli(*common, flag, "--out", str(out))
+        assert result.returncode == 0, result.stderr
+        assert load_checkpoint(out / "checkpoint.pt")["train_config"]["fuse_lanes"] is fused
