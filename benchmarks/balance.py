@@ -180,7 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     ctx = CostContext(batch_size=args.batch)
-    say = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr))
+
+    def say(*parts: object) -> None:  # progress on stderr (stdout: the table or the JSON)
+        print(*parts, file=sys.stderr, flush=True)
+
     fit_lanes = calibration_models(args.fit_models, args.seed + 1, max_lanes=args.max_lanes)
     seconds = []
     for i, lanes in enumerate(fit_lanes):

@@ -108,7 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     fidelities = args.fidelity or [parse_fidelity(f) for f in DEFAULT_FIDELITIES]
     names = [f"{e}x{n}" for e, n in fidelities]
-    say = (lambda *a: None) if args.json else (lambda *a: print(*a, file=sys.stderr))
+
+    def say(*parts: object) -> None:  # progress on stderr (stdout: the table or the JSON)
+        print(*parts, file=sys.stderr, flush=True)
+
     specs = default_space_archs(
         args.archs, args.seed, args.devices, args.mem, args.flops, args.dataset
     )

@@ -74,11 +74,11 @@ def main(argv: list[str] | None = None) -> int:
                 "analytic": sum(c.time for c in cost.lanes) + cost.head.time,
             }
         )
-        if not args.json:
-            print(
-                f"  [{i + 1}/{args.models}] {len(lanes):2d} lanes {seconds * 1e3:8.1f} ms  {rows[-1]['lanes']}",
-                file=sys.stderr,
-            )
+        print(  # progress on stderr (stdout: the table or the JSON)
+            f"  [{i + 1}/{args.models}] {len(lanes):2d} lanes {seconds * 1e3:8.1f} ms  {rows[-1]['lanes']}",
+            file=sys.stderr,
+            flush=True,
+        )
     measured = [r["seconds"] for r in rows]
     features = [r["features"] for r in rows]
     whole = cross_validated_times(
