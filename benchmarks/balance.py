@@ -36,6 +36,7 @@ from dataclasses import replace
 from typing import Any
 
 import torch
+from _space_models import default_space_specs
 
 from nasmlcn.costs import (
     CostContext,
@@ -147,23 +148,6 @@ def balance_rank(
     }
 
 
-def default_space_models(count: int, seed: int) -> list[tuple[LaneSpec, ...]]:
-    """``count`` models of the default search space for ``2xcpu`` (random parameters)."""
-    import optuna
-
-    from nasmlcn.search import SearchConfig, setup_search
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    config = SearchConfig(devices=f"{WORLD}xcpu", dataset="synthetic", storage="sqlite://")
-    setup = setup_search(config)
-    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
-    models = []
-    for _ in range(count):
-        trial = study.ask(setup.space.model_distributions())
-        models.append(setup.space.build(trial.params, setup.space_context).spec.lanes)
-    return models
-
-
 def main(argv: list[str] | None = None) -> int:
     from nasmlcn.parallel import launch
 
@@ -191,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         say(f"  fit [{i + 1}/{len(fit_lanes)}] {seconds[-1] * 1e3:7.1f} ms {format_lanes(lanes)}")
     coefficients = fit_model_time([whole_model_features(m, ctx, "cpu") for m in fit_lanes], seconds)
     rows: list[dict[str, Any]] = []
-    for lanes in default_space_models(args.models, args.seed):
+    specs = default_space_specs(args.models, args.seed, devices=f"{WORLD}xcpu", dataset="synthetic")
+    for lanes in (spec.lanes for spec in specs):
         assignment = balance(coefficients, lanes, ctx)
         predicted = rank_times(coefficients, lanes, assignment, ctx)
         ranks = launch(

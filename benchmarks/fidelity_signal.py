@@ -27,9 +27,9 @@ import math
 import statistics
 import sys
 import time
-from typing import Any
 
 import torch
+from _space_models import default_space_specs
 
 DEFAULT_FIDELITIES = ("1x2000", "3x2000", "3x6000")
 
@@ -45,27 +45,6 @@ def parse_fidelity(text: str) -> tuple[int, int]:
     if epochs < 1 or images < 100:
         raise argparse.ArgumentTypeError(f"fidelity {text!r}: epochs >= 1 and images >= 100")
     return epochs, images
-
-
-def default_space_archs(
-    count: int, seed: int, devices: str, mem: str | None, flops: str, dataset: str
-) -> list[Any]:
-    """``count`` models of the default search space (random parameters, seeded)."""
-    import optuna
-
-    from nasmlcn.search import SearchConfig, setup_search
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    config = SearchConfig(
-        devices=devices, mem=mem, flops=flops, dataset=dataset, storage="sqlite://"
-    )
-    setup = setup_search(config)
-    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
-    specs = []
-    for _ in range(count):
-        trial = study.ask(setup.space.model_distributions())
-        specs.append(setup.space.build(trial.params, setup.space_context).spec)
-    return specs
 
 
 def signal(accuracies: list[list[float]]) -> dict[str, float]:
@@ -112,8 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     def say(*parts: object) -> None:  # progress on stderr (stdout: the table or the JSON)
         print(*parts, file=sys.stderr, flush=True)
 
-    specs = default_space_archs(
-        args.archs, args.seed, args.devices, args.mem, args.flops, args.dataset
+    specs = default_space_specs(
+        args.archs,
+        args.seed,
+        devices=args.devices,
+        mem=args.mem,
+        flops=args.flops,
+        dataset=args.dataset,
     )
     started = time.perf_counter()
     # acc[fidelity][arch][seed]

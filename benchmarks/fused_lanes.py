@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from _space_models import default_space_specs
 from torch import nn
 
 from nasmlcn._allocator import keep_freed_memory
@@ -208,23 +209,12 @@ def time_inference(lanes: str, repeats: int, device: torch.device) -> dict[str, 
 def quickstart_models(count: int, seed: int = 0) -> list[str]:
     """``count`` models of the default search space as ``scripts/quickstart.sh`` sets
     it up (random parameters, seeded)."""
-    import optuna
-
-    from nasmlcn.search import SearchConfig, setup_search
     from nasmlcn.specs import format_lanes
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    config = SearchConfig(
-        devices="8xK80", mem="12GB", flops="0.5x", dataset="synthetic", storage="sqlite://"
+    specs = default_space_specs(
+        count, seed, devices="8xK80", mem="12GB", flops="0.5x", dataset="synthetic"
     )
-    setup = setup_search(config)
-    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
-    models = []
-    for _ in range(count):
-        trial = study.ask(setup.space.model_distributions())
-        spec = setup.space.build(trial.params, setup.space_context).spec
-        models.append(format_lanes(spec.lanes))
-    return models
+    return [format_lanes(spec.lanes) for spec in specs]
 
 
 def main(argv: list[str] | None = None) -> int:
