@@ -125,6 +125,12 @@ class ModelCost:
         return sum(c.memory_bytes for c in self.lanes) + self.head.memory_bytes
 
     @property
+    def time(self) -> float:
+        """Every lane's time and the head's, summed: the step on one speed-1.0 device
+        as a sum of parts (what a whole-model fit improves on)."""
+        return sum(c.time for c in self.lanes) + self.head.time
+
+    @property
     def inference_flops(self) -> int:
         """FLOPs of classifying one image (every lane and the head, no decoder)."""
         return sum(c.inference_flops for c in self.lanes) + self.head.inference_flops

@@ -406,10 +406,7 @@ def _whole_model_agreement(calibration: Calibration, seed: int) -> dict[str, Any
         [s.lanes for s in samples], measured, ctx, calibration.device_type, seed=seed
     )
     analytic = get_cost_model("analytic")
-    lane_sums = []
-    for s in samples:
-        cost = analytic.costs(s.lanes, ctx)
-        lane_sums.append(sum(c.time for c in cost.lanes) + cost.head.time)
+    lane_sums = [analytic.costs(s.lanes, ctx).time for s in samples]
     return {
         "models": len(samples),
         "calibrated_cv": time_agreement(held_out, measured),
