@@ -1,9 +1,10 @@
-"""Statistics: Pearson, Spearman, MAPE, percentiles, agreement of predictions with
-measurements, and non-negative least-squares fits.
+"""Statistics: Pearson, Spearman, MAPE, percentiles, paired t intervals, agreement of
+predictions with measurements, and non-negative least-squares fits.
 
 Shared by the cost-model calibration (:mod:`nasmlcn.costs`) and the early-epoch
-correlation checks of the search. Pure Python but for :func:`nnls` and
-:func:`fit_relative`, which import numpy when they are called, so that importing
+correlation checks of the search. Pure Python but for :func:`nnls`,
+:func:`fit_relative` (numpy) and :func:`paired_interval` (scipy's t quantile), which
+import them when they are called, so that importing
 this module (and the planning layer) stays light.
 """
 
@@ -16,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "Agreement",
+    "PairedInterval",
     "agreement",
     "best_scale",
     "fit_relative",
     "mape",
     "nnls",
+    "paired_interval",
     "pearson",
     "percentile",
     "ranks",
@@ -288,3 +291,60 @@ def fit_relative(features: Sequence[Sequence[float]], targets: Sequence[float]) 
     norms[norms == 0] = 1.0
     c = nnls(a / norms, np.ones_like(y)) / norms
     return [float(v) for v in c]
+
+
+@dataclass(frozen=True)
+class PairedInterval:
+    """The mean of paired differences ``a - b`` with its t confidence interval.
+
+    Attributes:
+        mean: Mean difference.
+        low: Lower end of the interval.
+        high: Upper end.
+        pairs: Pairs it rests on.
+        confidence: Two-sided confidence (0.95).
+    """
+
+    mean: float
+    low: float
+    high: float
+    pairs: int
+    confidence: float
+
+    @property
+    def verdict(self) -> str:
+        """``ahead`` (the interval is above 0), ``behind`` (below 0) or ``tie``."""
+        if self.low > 0:
+            return "ahead"
+        if self.high < 0:
+            return "behind"
+        return "tie"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mean": self.mean,
+            "low": self.low,
+            "high": self.high,
+            "pairs": self.pairs,
+            "confidence": self.confidence,
+            "verdict": self.verdict,
+        }
+
+
+def paired_interval(
+    a: Sequence[float], b: Sequence[float], confidence: float = 0.95
+) -> PairedInterval:
+    """Student's t interval of the mean of ``a[i] - b[i]`` (pairs: e.g. one seed each).
+
+    Raises:
+        ValueError: The lengths differ or there are fewer than 2 pairs.
+    """
+    _check_pair(a, b, 2)
+    from scipy.stats import t
+
+    diffs = [float(x) - float(y) for x, y in zip(a, b, strict=True)]
+    n = len(diffs)
+    mean = sum(diffs) / n
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
+    half = float(t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    return PairedInterval(mean, mean - half, mean + half, n, confidence)

@@ -120,6 +120,37 @@ def search(
         min=1,
         help="Finished trials needed before pruning starts [default: 5].",
     ),
+    pruner: str | None = typer.Option(
+        None,
+        "--pruner",
+        help="The pruning rule: correlation (stops trials expected to be dominated) or "
+        "halving (successive halving over epochs: multi-fidelity, tries more candidates "
+        "for the same compute) [default: correlation].",
+    ),
+    halving_rate: int | None = typer.Option(
+        None,
+        "--halving-rate",
+        help="With --pruner halving: rungs at epochs 1, R, R^2, ... keep the best 1/R "
+        "[default: 3].",
+    ),
+    warm_start: str | None = typer.Option(
+        None,
+        "--warm-start",
+        metavar="STUDY",
+        help="Start a new study from an earlier one (other devices or --mem welcome): its "
+        "best architectures are the first trials, refit to these devices, and where the "
+        "parameters and training match, its trials are data for the sampler.",
+    ),
+    warm_start_storage: str | None = typer.Option(
+        None,
+        "--warm-start-storage",
+        help="Storage URL of the --warm-start study [default: --storage].",
+    ),
+    warm_start_top: int | None = typer.Option(
+        None,
+        "--warm-start-top",
+        help="How many of the earlier study's best trials to queue [default: 5].",
+    ),
     storage: str | None = STORAGE,
     study: str | None = typer.Option(
         None, "--study", help="Study name [default: derived from the configuration]."
@@ -207,6 +238,11 @@ def search(
         "prune_threshold": prune_threshold,
         "prune_percentile": prune_percentile,
         "prune_min_trials": prune_min_trials,
+        "pruner": pruner,
+        "halving_rate": halving_rate,
+        "warm_start": warm_start,
+        "warm_start_storage": warm_start_storage,
+        "warm_start_top": warm_start_top,
         "storage": storage,
         "study": study,
         "run_on": run_on,
@@ -295,6 +331,18 @@ def _print_result(data: dict[str, Any]) -> None:
     title = "Pareto front" if multi else "best trials"
     # only complete and pruned trials count toward --trials: a failed one (retried
     # or not) is named apart, so that "20" means 20 results
+    warm = data.get("warm_start")
+    if warm:
+        refit = sum(1 for seed in warm["seeds"] if seed["refits"])
+        data_note = (
+            f"{warm['transferred']} of its trials added as data for the sampler"
+            if warm["transferred"]
+            else f"none of its trials added as data ({warm['no_transfer']})"
+        )
+        out.print(
+            f"warm start from {warm['source']}: {len(warm['seeds'])} of its best "
+            f"architectures queued first ({refit} refit to these devices); {data_note}"
+        )
     counts = data.get("trial_counts")
     shown = describe_counts(counts) if counts else f"{data['n_trials']} trials"
     table = Table(title=f"{title} of {data['study']} ({shown})")

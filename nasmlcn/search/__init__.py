@@ -3,13 +3,14 @@
 :func:`run_search` runs an Optuna study over a search space for target devices;
 :class:`SearchConfig` describes one; :func:`retrain_study` trains a study's Pareto
 front or best trials again and tests them (NASCaps' second stage). Registries:
-``SAMPLERS``, ``OBJECTIVES``, ``EVALUATORS`` and ``SPACE_KINDS`` (in
+``SAMPLERS``, ``PRUNERS``, ``OBJECTIVES``, ``EVALUATORS`` and ``SPACE_KINDS`` (in
 :mod:`nasmlcn.search.spaces`).
 
 Where things are: defining a search (``_config``, ``_setup``, ``_sweep``,
 ``_objectives``, ``_samplers``, ``spaces/``); running it (``_runner``: the loop,
 ``_trial_run``: one trial's life, ``_open``: opening and checking the study,
-``_observer``, ``_outcome``, ``_signals``, ``_failure``, ``_correlation``: the pruner,
+``_observer``, ``_outcome``, ``_signals``, ``_failure``, ``_pruners``: the pruners
+(``_correlation``, the default, and ``_halving``: successive halving),
 ``_learning``, ``_entry``, ``_pool``: many workers; the evaluators ``_evaluator``,
 ``_proxy``, ``_train_evaluator``); after the search (``_results``, ``_retrain``,
 ``_export``). What a study stores, and its storage, is :mod:`nasmlcn.study`.
@@ -26,6 +27,7 @@ from nasmlcn.search._config import IDENTITY_FIELDS, SearchConfig, load_recipe
 from nasmlcn.search._correlation import (
     CorrelationPruner,
     EpochCorrelation,
+    FinishedTrial,
     epoch_correlations,
     final_correlations,
     first_epoch_reaching,
@@ -42,11 +44,13 @@ from nasmlcn.search._evaluator import (
     PruneTrial,
 )
 from nasmlcn.search._export import ExportedTrial, export_best
+from nasmlcn.search._halving import HalvingPruner
 from nasmlcn.search._objectives import OBJECTIVES, Objective
 from nasmlcn.search._observer import SearchObserver
 from nasmlcn.search._outcome import SearchResult, SearchStart, TrialOutcome
 from nasmlcn.search._pool import run_workers
 from nasmlcn.search._proxy import ProxyEvaluator, proxy_accuracy
+from nasmlcn.search._pruners import PRUNERS, EpochPruner
 from nasmlcn.search._results import (
     CorrelationReport,
     TrialSummary,
@@ -74,16 +78,20 @@ __all__ = [
     "EVALUATORS",
     "IDENTITY_FIELDS",
     "OBJECTIVES",
+    "PRUNERS",
     "SAMPLERS",
     "CorrelationPruner",
     "CorrelationReport",
     "EpochCallback",
     "EpochCorrelation",
+    "EpochPruner",
     "EpochReport",
     "EvalRequest",
     "Evaluation",
     "Evaluator",
     "ExportedTrial",
+    "FinishedTrial",
+    "HalvingPruner",
     "Objective",
     "ProxyEvaluator",
     "PruneTrial",

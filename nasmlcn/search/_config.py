@@ -52,7 +52,7 @@ class SearchConfig:
         mem: Memory of every device (``12GB``), or None for the catalog's.
         flops: Per-device load limit of the buckets (``1x`` = the thesis baseline).
         space: Search space name (``mlcn-buckets``) or path to a space file.
-        sampler: ``random``, ``tpe`` or ``nsga2`` (see ``SAMPLERS``).
+        sampler: ``random``, ``tpe``, ``nsga2`` or ``gp`` (see ``SAMPLERS``).
         objectives: ``accuracy`` and optionally any of ``latency`` (predicted
             training step time), ``inference`` (predicted per-image inference
             latency, batch 1), ``memory`` (predicted training memory of the fullest
@@ -86,7 +86,20 @@ class SearchConfig:
             first trials, run in full, measure the correlation the pruner needs).
         prune_threshold: Spearman rho an epoch must reach before it may prune.
         prune_percentile: Prune trials below this percentile of the others.
-        prune_min_trials: Completed trials needed before pruning starts.
+        prune_min_trials: Completed trials needed before pruning starts (with
+            ``halving``: trials a rung needs before it halves).
+        pruner: The pruning rule, a ``PRUNERS`` name: ``correlation`` (the default)
+            or ``halving`` (successive halving over epochs: multi-fidelity). Not part
+            of the identity, as ``prune``.
+        halving_rate: With ``pruner="halving"``: rungs at epochs 1, rate, rate^2, ...
+            and the best 1/rate of a rung go on (>= 2).
+        warm_start: An earlier study to start from (:mod:`nasmlcn.search._warm`): its
+            best architectures are queued as the first trials, refit to these
+            devices, and where the parameters and training match its trials are
+            added as data for the sampler. Only when the study is made. Not part of
+            the identity.
+        warm_start_storage: The earlier study's storage URL (None: ``storage``).
+        warm_start_top: How many of its best trials to queue (>= 1).
         storage: SQLAlchemy URL of the study storage (``to_dict`` hides its
             password). Required by :func:`run_search` (the library creates no file
             the caller did not name); ``nasmlcn search`` gives
@@ -129,6 +142,11 @@ class SearchConfig:
     prune_threshold: float = 0.9
     prune_percentile: float = 50.0
     prune_min_trials: int = 5
+    pruner: str = "correlation"
+    halving_rate: int = 3
+    warm_start: str | None = None
+    warm_start_storage: str | None = None
+    warm_start_top: int = 5
     storage: str = ""
     study: str | None = None
     run_on: str = "auto"
@@ -155,6 +173,15 @@ class SearchConfig:
             object.__setattr__(self, "mlflow", check_tracking_uri(self.mlflow))
         _check_positive_int("batch_size", self.batch_size)
         _check_positive_int("prune_min_trials", self.prune_min_trials)
+        _check_positive_int("warm_start_top", self.warm_start_top)
+        if self.warm_start is not None and not str(self.warm_start).strip():
+            raise SearchError("warm_start: give the name of an earlier study, got an empty name")
+        if (
+            isinstance(self.halving_rate, bool)
+            or not isinstance(self.halving_rate, int)
+            or (self.halving_rate < 2)
+        ):
+            raise SearchError(f"halving_rate must be an integer >= 2, got {self.halving_rate!r}")
         for name in ("train_limit", "val_limit"):
             if getattr(self, name) is not None:
                 _check_positive_int(name, getattr(self, name))
@@ -212,6 +239,8 @@ class SearchConfig:
         data.pop("extra")
         data["storage"] = redact_url(self.storage)
         data["mlflow"] = redact_url(self.mlflow) if self.mlflow else None
+        if self.warm_start_storage:
+            data["warm_start_storage"] = redact_url(self.warm_start_storage)
         data["objectives"] = list(self.objectives)
         data["schema_version"] = CONFIG_SCHEMA_VERSION
         return data

@@ -118,13 +118,17 @@ def open_study(
 
 
 def open_search(
-    config: SearchConfig, checked: Callable[[SearchSetup], None] | None = None
+    config: SearchConfig,
+    checked: Callable[[SearchSetup], None] | None = None,
+    created: Callable[[SearchSetup, optuna.Study], None] | None = None,
 ) -> tuple[SearchSetup, optuna.Study, bool]:
     """Checks ``config``, opens its storage and creates or loads its study (taking
     turns with workers started at the same moment); also whether it existed.
     ``checked`` is called with the setup once the configuration is checked, before
     the storage is opened (the caller checks what else it needs and opens its
-    experiment tracker there).
+    experiment tracker there); ``created`` with the new study when this call made
+    it, before other workers may take a trial (the warm start). Should ``created``
+    raise, the study it made is deleted again: nothing is left half-made.
 
     Raises:
         NasmlcnError: Invalid configuration or storage (before anything is written).
@@ -138,4 +142,12 @@ def open_search(
         study, resumed = open_study(
             setup, storage, SAMPLERS.get(config.sampler).make(config.seed, config.trials)
         )
+        if created is not None and not resumed:
+            try:
+                created(setup, study)
+            except BaseException:
+                import optuna
+
+                optuna.delete_study(study_name=study.study_name, storage=storage)
+                raise
     return setup, study, resumed

@@ -86,6 +86,8 @@ class SearchResult:
     # the study's trials by how they ended (nasmlcn.search._results.trial_counts):
     # only complete and pruned ones count toward --trials
     trial_counts: dict[str, int] = field(default_factory=dict)
+    # --warm-start: what it did when it made the study (WarmStart.to_dict()), else None
+    warm_start: dict[str, Any] | None = None
 
     @property
     def failures(self) -> list[TrialOutcome]:
@@ -120,4 +122,5 @@ class SearchResult:
             "workers": self.workers,
             "errors": self.errors,
             "trial_counts": self.trial_counts,
+            "warm_start": self.warm_start,
         }

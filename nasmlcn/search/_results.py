@@ -146,7 +146,10 @@ def completed_curves(study: optuna.Study) -> list[list[float]]:
 
 
 def finished_for_pruning(
-    study: optuna.Study, cost_objectives: Sequence[tuple[str, int, bool]]
+    study: optuna.Study,
+    cost_objectives: Sequence[tuple[str, int, bool]],
+    *,
+    with_pruned: bool = False,
 ) -> list[FinishedTrial]:
     """The completed trials as the pruner compares with them, in trial order.
 
@@ -155,19 +158,30 @@ def finished_for_pruning(
         cost_objectives: Per cost objective (one predicted before training), its
             name, its index in the trial's values, and whether it is maximised
             (then its value is negated, so that every cost is minimised).
+        with_pruned: Also the pruned trials, with the epochs they ran and the costs
+            they were pruned with (``pruning_costs``; successive halving compares
+            at a rung with every trial that reached it).
     """
     from optuna.trial import TrialState
 
+    states = (TrialState.COMPLETE, TrialState.PRUNED) if with_pruned else (TrialState.COMPLETE,)
     out = []
-    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+    for t in study.get_trials(deepcopy=False, states=states):
         record = TrialRecord.of(t)
         curve = record.accuracy_per_epoch
-        if not curve or record.values is None:
+        if not curve:
             continue
-        costs = {
-            name: -record.values[i] if maximize else record.values[i]
-            for name, i, maximize in cost_objectives
-        }
+        if record.values is not None:
+            costs = {
+                name: -record.values[i] if maximize else record.values[i]
+                for name, i, maximize in cost_objectives
+            }
+        else:  # pruned: no values; the costs it was pruned with
+            stored = record.attrs.get("pruning_costs")
+            stored = stored if isinstance(stored, dict) else {}
+            if any(name not in stored for name, _, _ in cost_objectives):
+                continue  # its costs were never stored (an older study): not comparable
+            costs = {name: float(stored[name]) for name, _, _ in cost_objectives}
         out.append(FinishedTrial(tuple(curve), costs, record.feasible))
     return out
 
@@ -197,8 +211,11 @@ def trial_counts(study: optuna.Study) -> dict[str, int]:
         )
     }
     complete, pruned = len(by_state[TrialState.COMPLETE]), len(by_state[TrialState.PRUNED])
+    # added by a warm start as data (nasmlcn.search._warm): not toward --trials
+    transferred = sum("transferred_from" in t.user_attrs for t in by_state[TrialState.COMPLETE])
     return {
-        "results": complete + pruned,
+        "results": complete + pruned - transferred,
+        "transferred": transferred,
         "complete": complete,
         "pruned": pruned,
         "failed": len(by_state[TrialState.FAIL]),
@@ -212,7 +229,8 @@ def describe_counts(counts: dict[str, int]) -> str:
     """``20 results: 18 complete, 2 pruned; 2 failed and queued again (not
     counted)``: what a summary's title says of :func:`trial_counts`."""
     text = (
-        f"{counts.get('results', 0)} results: {counts.get('complete', 0)} complete, "
+        f"{counts.get('results', 0)} results: "
+        f"{counts.get('complete', 0) - counts.get('transferred', 0)} complete, "
         f"{counts.get('pruned', 0)} pruned"
     )
     failed, retried = counts.get("failed", 0), counts.get("retried", 0)
@@ -227,6 +245,8 @@ def describe_counts(counts: dict[str, int]) -> str:
         text += f"; {failed} failed{again} (not counted)"
     if counts.get("waiting"):
         text += f"; {counts['waiting']} queued to run"
+    if counts.get("transferred"):
+        text += f"; {counts['transferred']} more complete added by the warm start as data"
     return text
 
 

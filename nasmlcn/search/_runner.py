@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config import SearchConfig
-from nasmlcn.search._correlation import CorrelationPruner
 from nasmlcn.search._entry import TrialProgress, call_observers, quiet_optuna, require_storage
 from nasmlcn.search._evaluator import EVALUATORS, Evaluator
 from nasmlcn.search._failure import failure_reason
@@ -30,6 +29,7 @@ from nasmlcn.search._learning import learning_threshold
 from nasmlcn.search._observer import Observers, SearchObserver
 from nasmlcn.search._open import open_search
 from nasmlcn.search._outcome import SearchResult, SearchStart, TrialOutcome
+from nasmlcn.search._pruners import PRUNERS, EpochPruner
 from nasmlcn.search._results import (
     best_trials,
     correlation_report,
@@ -37,10 +37,11 @@ from nasmlcn.search._results import (
     summarize,
     trial_counts,
 )
-from nasmlcn.search._samplers import SAMPLERS
+from nasmlcn.search._samplers import SAMPLERS, suggest_all
 from nasmlcn.search._setup import SearchSetup
 from nasmlcn.search._signals import Terminated, no_interrupts, sigterm_as_interrupt
 from nasmlcn.search._trial_run import RunContext, TrialRun, retry_of
+from nasmlcn.search._warm import WarmStart, load_source, transferred_count, warm_start
 from nasmlcn.study import (
     TrialFiles,
     artifacts_dir,
@@ -155,15 +156,39 @@ def _run_search(
     checked: Callable[[SearchSetup], None] | None = None,
 ) -> SearchResult:
     started = time.perf_counter()
-    setup, study, resumed = open_search(config, checked)
+    warmed: list[WarmStart] = []
+
+    def created(setup: SearchSetup, study: optuna.Study) -> None:
+        if config.warm_start is not None:
+            warmed.append(
+                warm_start(
+                    setup,
+                    study,
+                    config.warm_start,
+                    config.warm_start_storage,
+                    config.warm_start_top,
+                )
+            )
+
+    def check(setup: SearchSetup) -> None:
+        if checked is not None:
+            checked(setup)
+        if config.warm_start is not None:  # refused before the storage is written
+            load_source(setup, config.warm_start, config.warm_start_storage)
+
+    setup, study, resumed = open_search(config, check, created)
     config = setup.config  # with the devices' own cost model
     observer.on_study(study)
     storage = storage_of(study)
     sampler_entry = SAMPLERS.get(config.sampler)
-    done = finished(study)
+    # trials a warm start added as data do not count toward --trials
+    transferred = transferred_count(study)
+    target = replace(config, trials=config.trials + transferred)
+    done = finished(study) - transferred
     if evaluator is None:
         evaluator = EVALUATORS.get(config.evaluator)(config=config, dataset=setup.dataset)
     result = start_run(config, setup, study, resumed, done, observer)
+    result.warm_start = warmed[0].to_dict() if warmed else None
     distributions = setup.space.distributions()
     deadline = started + config.timeout if config.timeout is not None else None
     run = RunContext(setup, study, evaluator, make_pruner(config), observer, deadline)
@@ -188,7 +213,7 @@ def _run_search(
         try:
             taken = claim(
                 study,
-                config,
+                target,
                 lambda seed: sampler_entry.make(seed, config.trials),
                 lambda t: sample(study, t, distributions),
             )
@@ -278,13 +303,11 @@ def summarize_study(study: optuna.Study, setup: SearchSetup, result: SearchResul
     ]
 
 
-def make_pruner(config: SearchConfig) -> CorrelationPruner | None:
+def make_pruner(config: SearchConfig) -> EpochPruner | None:
     """The search's pruner (None: pruning is off)."""
     if not config.prune:
         return None
-    return CorrelationPruner(
-        config.prune_threshold, config.prune_percentile, config.prune_min_trials
-    )
+    return PRUNERS.get(config.pruner).make(config)
 
 
 def kept_weights(study: optuna.Study, policy: str) -> set[int] | None:
@@ -303,22 +326,8 @@ def sample(study: optuna.Study, trial: optuna.Trial, distributions: dict[str, An
     trial is marked FAIL with the reason (never left RUNNING) and the search stops
     with a :class:`SearchError`: the next trial would fail the same way.
     """
-    from optuna.distributions import (
-        CategoricalDistribution,
-        FloatDistribution,
-        IntDistribution,
-    )
-
     try:
-        for name, dist in distributions.items():
-            if isinstance(dist, FloatDistribution):
-                trial.suggest_float(name, dist.low, dist.high, step=dist.step, log=dist.log)
-            elif isinstance(dist, IntDistribution):
-                trial.suggest_int(name, dist.low, dist.high, step=dist.step, log=dist.log)
-            elif isinstance(dist, CategoricalDistribution):
-                trial.suggest_categorical(name, dist.choices)
-            else:  # pragma: no cover - spaces use the three kinds above
-                raise SearchError(f"parameter {name!r} has an unsupported distribution {dist!r}")
+        suggest_all(trial, distributions)
     except Exception as err:
         reason = f"sampling failed: {failure_reason(err)}"
         with no_interrupts():

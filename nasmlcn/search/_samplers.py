@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from nasmlcn.errors import SearchError
 from nasmlcn.registry import Registry
 
 if TYPE_CHECKING:
+    import optuna
     from optuna.samplers import BaseSampler
 
 NSGA2_POPULATION = 20
@@ -73,3 +75,23 @@ def _gp(seed: int, trials: int) -> BaseSampler:
 SAMPLERS.register(
     "gp", SamplerEntry("gp", _gp, "Gaussian-process Bayesian optimisation (Optuna's GPSampler)")
 )
+
+
+def suggest_all(trial: optuna.Trial, distributions: Mapping[str, Any]) -> None:
+    """Suggests every parameter of ``distributions`` on ``trial`` through the public
+    API (what ``study.ask(distributions)`` does; a queued trial gets its fixed values).
+
+    Raises:
+        SearchError: A distribution of a kind no space uses.
+    """
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    for name, dist in distributions.items():
+        if isinstance(dist, FloatDistribution):
+            trial.suggest_float(name, dist.low, dist.high, step=dist.step, log=dist.log)
+        elif isinstance(dist, IntDistribution):
+            trial.suggest_int(name, dist.low, dist.high, step=dist.step, log=dist.log)
+        elif isinstance(dist, CategoricalDistribution):
+            trial.suggest_categorical(name, dist.choices)
+        else:  # pragma: no cover - spaces use the three kinds above
+            raise SearchError(f"parameter {name!r} has an unsupported distribution {dist!r}")

@@ -17,6 +17,7 @@ from nasmlcn.planning import FlopsLimit, parse_flops
 from nasmlcn.search._config import SearchConfig
 from nasmlcn.search._evaluator import EVALUATORS
 from nasmlcn.search._objectives import OBJECTIVES, Objective
+from nasmlcn.search._pruners import PRUNERS
 from nasmlcn.search._samplers import SAMPLERS
 from nasmlcn.search.spaces import SearchSpace, SpaceContext, load_space
 
@@ -79,6 +80,7 @@ def setup_search(config: SearchConfig) -> SearchSetup:
     flops = parse_flops(config.flops)
     objectives = tuple(OBJECTIVES.get(name) for name in config.objectives)
     SAMPLERS.get(config.sampler)
+    PRUNERS.get(config.pruner)
     EVALUATORS.get(config.evaluator)
     dataset = DATASETS.get(config.dataset)  # its shape and classes shape every model
     space = load_space(config.space)

@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Any
 from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.planning import Plan, plan_model
 from nasmlcn.search._config import SearchConfig
-from nasmlcn.search._correlation import CorrelationPruner, FinishedTrial
+from nasmlcn.search._correlation import FinishedTrial
 from nasmlcn.search._evaluator import EpochReport, EvalRequest, Evaluation, Evaluator, PruneTrial
 from nasmlcn.search._failure import failure_reason
 from nasmlcn.search._learning import learning_constraint
 from nasmlcn.search._observer import SearchObserver
 from nasmlcn.search._open import versions
 from nasmlcn.search._outcome import TrialOutcome
+from nasmlcn.search._pruners import EpochPruner
 from nasmlcn.search._results import finished_for_pruning
 from nasmlcn.search._setup import SearchSetup
 from nasmlcn.search.spaces import Candidate
@@ -57,7 +58,7 @@ class RunContext:
     setup: SearchSetup
     study: optuna.Study
     evaluator: Evaluator
-    pruner: CorrelationPruner | None
+    pruner: EpochPruner | None
     observer: SearchObserver
     deadline: float | None  # the search's --timeout, on time.perf_counter's clock
 
@@ -203,6 +204,8 @@ class TrialRun:
         stop_at, stop_why = trial_deadline(config, self.start)
         request = self._request(candidate, plan)
         pruning = Pruning.of(run, plan)
+        if pruning.costs:  # a pruned trial has no values: its costs for later trials' rivals
+            trial.set_user_attr("pruning_costs", pruning.costs)
         single = len(setup.directions) == 1
         seen: list[EpochReport] = []
         # a retried trial keeps the epochs its failed run reported
@@ -297,7 +300,7 @@ class Pruning:
     """The pruner's view of one trial: the finished trials it is compared with and
     its own costs (predictions, known before it trains)."""
 
-    pruner: CorrelationPruner | None
+    pruner: EpochPruner | None
     finished: list[FinishedTrial]
     costs: dict[str, float]
 
@@ -312,7 +315,10 @@ class Pruning:
             name: (-1.0 if maximize else 1.0) * float(setup.objectives[i].value(plan, None))
             for name, i, maximize in objectives
         }
-        return cls(run.pruner, finished_for_pruning(run.study, objectives), costs)
+        finished = finished_for_pruning(
+            run.study, objectives, with_pruned=getattr(run.pruner, "wants_pruned", False)
+        )
+        return cls(run.pruner, finished, costs)
 
     def decide(self, report: EpochReport) -> str | None:
         """Why to prune the trial after ``report`` (None: go on)."""

@@ -57,6 +57,7 @@ from nasmlcn.study._identity import (
     redact_stored_url,
     stored_info,
     study_info,
+    update_study_info,
     write_study_info,
 )
 from nasmlcn.study._labels import (
@@ -157,6 +158,7 @@ __all__ = [
     "trial_seed",
     "unbuffered",
     "unknown_study",
+    "update_study_info",
     "write_ended_early",
     "write_failed",
     "write_model",

@@ -136,7 +136,9 @@ def claim(study: optuna.Study, config: ClaimSettings, make_sampler: Any, sample:
         if not waiting and not reseed_sampler(study.sampler, seed):
             study.sampler = make_sampler(seed)
         trial = study.ask()
-        retried = trial.number != number
+        # a queued trial is a retry only if it copies a failed one (a warm start
+        # queues new trials with fixed parameters too)
+        retried = trial.number != number and is_retry(study, trial)
         write_claimed(trial, worker_name(), None if retried else seed)
         sample(trial)
         # visible and alive before the lock is let go: a worker that dies from here
@@ -145,3 +147,11 @@ def claim(study: optuna.Study, config: ClaimSettings, make_sampler: Any, sample:
         if hasattr(storage, "flush"):
             storage.flush()
         return Claim("run", trial, retried, stale)
+
+
+def is_retry(study: optuna.Study, trial: optuna.Trial) -> bool:
+    """Whether ``trial`` is a queued copy of a failed trial (Optuna's retry mark)."""
+    from optuna.storages import RetryHeartbeatStaleTrialCallback
+
+    frozen = storage_of(study).get_trial(trial_id_of(trial))
+    return RetryHeartbeatStaleTrialCallback.retried_trial_number(frozen) is not None

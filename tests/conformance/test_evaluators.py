@@ -30,6 +30,8 @@ from nasmlcn.search import (
     EvalRequest,
     Evaluation,
     Evaluator,
+    FinishedTrial,
+    HalvingPruner,
     PruneTrial,
     SearchConfig,
     setup_search,
@@ -170,3 +172,50 @@ def test_a_resumed_job_reaches_the_uninterrupted_curve(run: _Run, tmp_path: Path
     # it goes on after the checkpointed epoch, not from the start
     assert [r.epoch for r in reports] == list(range(2, EPOCHS + 1))
     assert resumed.val_accuracy_per_epoch == run.evaluation.val_accuracy_per_epoch
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_successive_halving_stops_trials_at_the_rung_only(name: str, tmp_path: Path) -> None:
+    """Multi-fidelity through each evaluator: a trial ends at a rung (epoch 1 of 3)
+    or trains in full, and a pruned one keeps the epoch it reached."""
+    from optuna.trial import TrialState
+
+    from nasmlcn.search import run_search
+    from nasmlcn.study import TrialRecord, load_existing_study
+
+    config = SearchConfig(
+        evaluator=name,
+        dataset="synthetic",
+        epochs=3,
+        train_limit=100,
+        val_limit=50,
+        batch_size=50,
+        run_on="cpu",
+        devices="2xK80",
+        mem="12GB",
+        flops="0.25x",
+        sampler="random",
+        trials=8,
+        pruner="halving",
+        prune_min_trials=2,
+        storage=f"sqlite:///{tmp_path / 's.db'}",
+    )
+    run_search(config)
+    trials = load_existing_study(config.study_name(), config.storage).get_trials(deepcopy=False)
+    assert len(trials) == 8
+    pruner = HalvingPruner(3, 3, 2)
+    earlier: list[FinishedTrial] = []
+    for t in trials:
+        curve = t.user_attrs["training"]["val_accuracy_per_epoch"]
+        # the rule, replayed on the trials before it (one worker: they had ended)
+        expected = pruner.decide(1, curve[0], earlier)
+        if t.state == TrialState.PRUNED:
+            assert expected is not None, t.number
+            assert len(curve) == 1, t.number
+            assert t.user_attrs["prune_reason"] == expected
+        else:
+            assert t.state == TrialState.COMPLETE, t.user_attrs.get("fail_reason")
+            assert expected is None, t.number
+            assert len(curve) == 3
+        # a completed trial that did not learn is infeasible: nobody's rival
+        earlier.append(FinishedTrial(tuple(curve), feasible=TrialRecord.of(t).feasible))

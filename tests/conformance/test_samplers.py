@@ -125,3 +125,25 @@ def test_the_seed_reproduces_the_parameters_and_another_seed_differs(
     other = params(1, 0)
     assert other != first
     assert other[0] != first[0]  # even the first proposal is seeded
+
+
+@pytest.mark.parametrize("objectives", OBJECTIVES, ids="-".join)
+@pytest.mark.parametrize("name", NAMES)
+def test_multi_fidelity_search_reaches_the_trial_count(
+    name: str, objectives: tuple[str, ...], tmp_path: Path
+) -> None:
+    """Every sampler works under successive halving (``--pruner halving``): pruned
+    trials are results, and the sampler keeps proposing after them."""
+    config = _config(tmp_path, name, objectives, seed=0).with_overrides(
+        trials=10, epochs=3, pruner="halving", prune_min_trials=2
+    )
+    run_search(config)
+    trials = load_existing_study(config.study_name(), config.storage).get_trials(deepcopy=False)
+    assert [t.state for t in trials].count(TrialState.FAIL) == 0
+    assert len(trials) == 10
+    pruned = [t for t in trials if t.state == TrialState.PRUNED]
+    assert pruned, "successive halving stopped no trial"
+    for t in pruned:
+        assert len(t.user_attrs["training"]["val_accuracy_per_epoch"]) == 1  # the rung
+        assert t.user_attrs["prune_reason"].startswith("successive halving")
+    assert len({tuple(sorted(t.params.items())) for t in trials}) >= 8  # still exploring

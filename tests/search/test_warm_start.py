@@ -1,0 +1,170 @@
+"""``--warm-start STUDY``: seeds refit to other devices, trials as data, refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from optuna.trial import TrialState
+
+from nasmlcn.errors import SearchError
+from nasmlcn.search import SearchConfig, run_search, setup_search
+from nasmlcn.study import load_existing_study, open_storage
+from nasmlcn.study._storage import study_names
+from tests._cli import run_cli
+
+
+def _source(tmp_path: Path, **overrides: object) -> SearchConfig:
+    config = SearchConfig(
+        evaluator="proxy",
+        sampler="random",
+        trials=10,
+        epochs=2,
+        devices="2xK80",
+        mem="12GB",
+        flops="0.25x",
+        prune=False,
+        storage=f"sqlite:///{tmp_path / 's.db'}",
+        study="earlier",
+    )
+    return config.with_overrides(**overrides)
+
+
+def _trials(config: SearchConfig, name: str) -> list:
+    return load_existing_study(name, config.storage).get_trials(deepcopy=False)
+
+
+@pytest.fixture
+def earlier(tmp_path: Path) -> SearchConfig:
+    config = _source(tmp_path)
+    run_search(config)
+    return config
+
+
+def test_another_device_pool_gets_the_best_architectures_refit_first(
+    earlier: SearchConfig,
+) -> None:
+    best = sorted(
+        (t for t in _trials(earlier, "earlier") if t.state == TrialState.COMPLETE),
+        key=lambda t: -t.values[0],
+    )[:3]
+    config = earlier.with_overrides(
+        study="bigger", devices="4xK80", warm_start="earlier", warm_start_top=3, trials=6
+    )
+    result = run_search(config)
+    warm = result.warm_start
+    assert warm is not None
+    assert [s["trial"] for s in warm["seeds"]] == [t.number for t in best]
+    assert warm["transferred"] == 0  # 4 devices build every earlier model differently
+    assert warm["no_transfer"] == "the new devices build every earlier model differently"
+    trials = _trials(config, "bigger")
+    assert len(trials) == 6  # seeds count toward --trials; nothing was added as data
+    for trial, source in zip(trials[:3], best, strict=True):
+        assert trial.user_attrs["warm_start"]["trial"] == source.number
+        assert trial.params == source.params  # the same palette: nothing to refit
+        # ... built into the new devices' buckets: a model for 4 devices, not 2
+        assert len(set(trial.user_attrs["plan"]["assignment"])) == 4
+        assert trial.user_attrs["arch"] != source.user_attrs["arch"]
+    assert not any("warm_start" in t.user_attrs for t in trials[3:])
+    assert result.trial_counts["results"] == 6
+
+
+def test_lanes_the_new_devices_cannot_hold_are_refit_to_ones_they_can(tmp_path: Path) -> None:
+    big = _source(tmp_path, flops="1x")
+    run_search(big)
+    config = big.with_overrides(study="small", flops="0.25x", warm_start="earlier", trials=5)
+    warm = run_search(config).warm_start
+    assert warm is not None
+    refits = [r for s in warm["seeds"] for r in s["refits"]]
+    assert any("does not fit these devices" in r for r in refits), refits
+    space = setup_search(config).space.distributions()
+    for trial in _trials(config, "small"):
+        for name, value in trial.params.items():
+            assert space[name]._contains(space[name].to_internal_repr(value)), (name, value)
+    assert all(
+        t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in _trials(config, "small")
+    )
+
+
+def test_matching_trials_become_data_and_do_not_count_toward_trials(
+    earlier: SearchConfig,
+) -> None:
+    # another memory limit that does not bind: the same parameters build the same models
+    config = earlier.with_overrides(study="less-memory", mem="11GB", warm_start="earlier", trials=4)
+    result = run_search(config)
+    warm = result.warm_start
+    assert warm is not None
+    source = {t.number: t for t in _trials(earlier, "earlier") if t.state == TrialState.COMPLETE}
+    assert warm["transferred"] == len(source)
+    trials = _trials(config, "less-memory")
+    added = [t for t in trials if "transferred_from" in t.user_attrs]
+    assert len(added) == len(source)
+    for t in added:
+        original = source[t.user_attrs["transferred_from"]["trial"]]
+        assert t.values[0] == original.values[0]  # the same model, trained the same way
+        assert t.user_attrs["arch"] == original.user_attrs["arch"]
+    # every best architecture was added as data, so none is trained again
+    assert not warm["seeds"]
+    assert all("added as data" in s for s in warm["skipped"])
+    new = [t for t in trials if "transferred_from" not in t.user_attrs]
+    assert len(new) == 4  # --trials new trials on top of the data
+    assert result.trial_counts["results"] == 4
+    assert result.trial_counts["transferred"] == len(source)
+
+
+def test_other_training_gives_seeds_but_no_data(earlier: SearchConfig) -> None:
+    config = earlier.with_overrides(study="longer", epochs=3, warm_start="earlier", trials=5)
+    warm = run_search(config).warm_start
+    assert warm is not None
+    assert warm["transferred"] == 0
+    assert warm["no_transfer"] == "trained differently: epochs 2 (now 3)"
+    assert len(warm["seeds"]) == 5
+
+
+def test_continuing_the_study_does_not_warm_start_again(earlier: SearchConfig) -> None:
+    config = earlier.with_overrides(study="again", devices="4xK80", warm_start="earlier", trials=6)
+    run_search(config)
+    run_search(config.with_overrides(trials=8))
+    seeds = [t for t in _trials(config, "again") if "warm_start" in t.user_attrs]
+    assert len(seeds) == 5
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"warm_start": "missing"}, "warm_start 'missing': .*earlier"),
+        ({"warm_start": "new"}, "warm_start 'new' is this search's own study"),
+        ({"warm_start": "earlier", "space": "mlcn-thesis"}, "searched a 'buckets' space"),
+    ],
+    ids=["missing", "itself", "other-space"],
+)
+def test_refusals_name_the_reason_and_leave_no_study(
+    earlier: SearchConfig, overrides: dict[str, object], message: str
+) -> None:
+    config = earlier.with_overrides(study="new", **overrides)
+    with pytest.raises(SearchError, match=message):
+        run_search(config)
+    assert "new" not in study_names(open_storage(config.storage))
+
+
+def test_a_study_without_results_is_refused(tmp_path: Path) -> None:
+    run_search(_source(tmp_path, timeout=1e-9))  # made, but stopped before any trial
+    assert _trials(_source(tmp_path), "earlier") == []
+    config = _source(tmp_path, study="new", devices="4xK80", warm_start="earlier")
+    with pytest.raises(SearchError, match="no completed feasible trial"):
+        run_search(config)
+
+
+def test_the_cli_refuses_in_one_line(earlier: SearchConfig) -> None:
+    result = run_cli(
+        "search", "--evaluator", "proxy", "--devices", "2xK80", "--mem", "12GB",
+        "--trials", "2", "--storage", earlier.storage, "--study", "new",
+        "--warm-start", "nope",
+    )  # fmt: skip
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "--warm-start 'nope'" in lines[0]
+    assert "earlier" in lines[0]
+    assert "did you mean 'new'" not in lines[0]  # refused before the study was made
+    assert "Traceback" not in result.stderr
