@@ -20,7 +20,7 @@ from typing import Any
 
 from nasmlcn._storage_url import redact_url
 from nasmlcn._toml import check_keys, read_toml
-from nasmlcn.errors import SearchError
+from nasmlcn.errors import SearchError, option
 from nasmlcn.training import MAX_EPOCHS
 
 CONFIG_SCHEMA_VERSION = 1
@@ -175,13 +175,17 @@ class SearchConfig:
         _check_positive_int("prune_min_trials", self.prune_min_trials)
         _check_positive_int("warm_start_top", self.warm_start_top)
         if self.warm_start is not None and not str(self.warm_start).strip():
-            raise SearchError("warm_start: give the name of an earlier study, got an empty name")
+            raise SearchError(
+                f"{option('warm_start')}: give the name of an earlier study, got an empty name"
+            )
         if (
             isinstance(self.halving_rate, bool)
             or not isinstance(self.halving_rate, int)
             or (self.halving_rate < 2)
         ):
-            raise SearchError(f"halving_rate must be an integer >= 2, got {self.halving_rate!r}")
+            raise SearchError(
+                f"{option('halving_rate')} must be an integer >= 2, got {self.halving_rate!r}"
+            )
         for name in ("train_limit", "val_limit"):
             if getattr(self, name) is not None:
                 _check_positive_int(name, getattr(self, name))
@@ -262,7 +266,7 @@ def _check_at_most(name: str, value: int, most: int, why: str) -> None:
 
 def _check_positive_int(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise SearchError(f"{name} must be an integer >= 1, got {value!r}")
+        raise SearchError(f"{option(name)} must be an integer >= 1, got {value!r}")
 
 
 _FIELD_NAMES = {f.name for f in fields(SearchConfig) if f.name != "extra"}

@@ -191,3 +191,26 @@ def test_a_bad_sweep_value_is_refused_before_the_first_study(tmp_path: Path) -> 
     result = run_cli("search", "--config", str(recipe), "--storage", f"sqlite:///{db}", "-q")
     _refused(result, "invalid --flops 'bogus'")
     assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [
+        (("--pruner", "nope"), "unknown pruner 'nope'; choose one of: correlation, halving"),
+        (("--halving-rate", "1"), "--halving-rate must be an integer >= 2, got 1"),
+        (("--warm-start-top", "0"), "--warm-start-top must be an integer >= 1, got 0"),
+        (("--warm-start", "gone"), "--warm-start 'gone': "),
+    ],
+    ids=["pruner", "halving-rate", "warm-start-top", "warm-start"],
+)
+def test_search_refuses_bad_multi_fidelity_and_warm_start_options(
+    tmp_path: Path, option: tuple[str, str], expected: str
+) -> None:
+    db = tmp_path / "s.db"
+    url = f"sqlite:///{db}"
+    result = run_cli(
+        "search", "--evaluator", "proxy", "--devices", "2xK80", "--trials", "2",
+        "--storage", url, *option,
+    )  # fmt: skip
+    _refused(result, expected)
+    assert not db.exists()  # refused before the storage was made
