@@ -151,7 +151,11 @@ def claim(study: optuna.Study, config: ClaimSettings, make_sampler: Any, sample:
 
 def is_retry(study: optuna.Study, trial: optuna.Trial) -> bool:
     """Whether ``trial`` is a queued copy of a failed trial (Optuna's retry mark)."""
+    import warnings
+
     from optuna.storages import RetryHeartbeatStaleTrialCallback
 
     frozen = storage_of(study).get_trial(trial_id_of(trial))
-    return RetryHeartbeatStaleTrialCallback.retried_trial_number(frozen) is not None
+    with warnings.catch_warnings():  # "experimental" since Optuna 2.8, on every call
+        warnings.simplefilter("ignore")
+        return RetryHeartbeatStaleTrialCallback.retried_trial_number(frozen) is not None
