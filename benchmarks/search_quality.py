@@ -1051,9 +1051,9 @@ def figure(curves: Sequence[Curve], title: str, long_epochs: int) -> go.Figure:
         rows=1,
         cols=3,
         subplot_titles=(
-            "best validation accuracy so far (objective: accuracy)",
-            "hypervolume so far (objectives: accuracy, latency)",
-            f"multi-fidelity: best {long_epochs}-epoch accuracy vs compute",
+            "best accuracy so far (accuracy)",
+            "hypervolume so far (accuracy, latency)",
+            f"TPE, {long_epochs} epochs, +- halving",
         ),
     )
     shown: set[str] = set()
