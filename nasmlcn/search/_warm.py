@@ -25,7 +25,8 @@ Two kinds of help, on different conditions:
    ``study.add_trial``). They are marked ``transferred_from`` and do not count
    toward ``--trials`` (the search runs its ``--trials`` new ones on top); being
    real measurements of these models, they can be the study's answer (its best
-   trial or on its front), where ``nasmlcn best`` shows where they came from.
+   trial or on its front); their ``transferred_from`` says where they came from
+   (their weights stay with the earlier study: ``nasmlcn retrain`` trains them again).
 
 Refused, with one line and nothing written: an earlier study that does not exist
 or was not made by ``nasmlcn search``, one that searched another kind of space,
