@@ -15,7 +15,7 @@ import logging
 import math
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -158,25 +158,10 @@ class TrialRun:
 
     def _build_and_place(self) -> tuple[Candidate, Plan]:
         """The trial's architecture from its parameters, and its plan on the devices."""
-        setup = self.run.setup
-        params = self.trial.params
-        batch_size = int(params.get("batch_size", setup.config.batch_size))
-        ctx = setup.space_context
-        if batch_size != ctx.cost_context.batch_size:
-            ctx = replace(ctx, cost_context=replace(ctx.cost_context, batch_size=batch_size))
         try:
-            candidate = setup.space.build(params, ctx)
-            plan = plan_model(
-                candidate.spec,
-                setup.devices,
-                cost_model=setup.cost_model,
-                batch_size=batch_size,
-                assignment=candidate.assignment,
-                strategy=setup.space.placement,
-            )
+            return build_and_place(self.run.setup, self.trial.params)
         except Exception as err:  # a space that cannot build: recorded, the search goes on
             raise Ended("FAIL", failure_reason(err)) from err
-        return candidate, plan
 
     def _request(self, candidate: Candidate, plan: Plan) -> EvalRequest:
         config, params, trial = self.run.config, self.trial.params, self.trial
@@ -293,6 +278,25 @@ class TrialRun:
             time.perf_counter() - self.start,
             ended.saved,
         )
+
+
+def build_and_place(setup: SearchSetup, params: Mapping[str, Any]) -> tuple[Candidate, Plan]:
+    """The architecture ``params`` build in ``setup``'s space (at the batch size they
+    set, if any), and its plan on the devices."""
+    batch_size = int(params.get("batch_size", setup.config.batch_size))
+    ctx = setup.space_context
+    if batch_size != ctx.cost_context.batch_size:
+        ctx = replace(ctx, cost_context=replace(ctx.cost_context, batch_size=batch_size))
+    candidate = setup.space.build(params, ctx)
+    plan = plan_model(
+        candidate.spec,
+        setup.devices,
+        cost_model=setup.cost_model,
+        batch_size=batch_size,
+        assignment=candidate.assignment,
+        strategy=setup.space.placement,
+    )
+    return candidate, plan
 
 
 @dataclass(frozen=True)

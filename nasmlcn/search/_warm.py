@@ -38,14 +38,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.errors import NasmlcnError, SearchError, option
-from nasmlcn.planning import plan_model
 from nasmlcn.search._learning import learning_constraint
 from nasmlcn.search._results import best_trials
 from nasmlcn.search._samplers import suggest_all
+from nasmlcn.search._trial_run import INFERENCE_BATCH_SIZE, build_and_place
 from nasmlcn.study import (
     TrialRecord,
     load_existing_study,
@@ -316,20 +316,8 @@ def _transferable(
 def _build(setup: SearchSetup, params: Mapping[str, Any]) -> tuple[Any, Any]:
     """The candidate and plan the new study builds from ``params`` (None, None when
     it cannot or the model does not fit)."""
-    ctx = setup.space_context
-    batch_size = int(params.get("batch_size", setup.config.batch_size))
-    if batch_size != ctx.cost_context.batch_size:
-        ctx = replace(ctx, cost_context=replace(ctx.cost_context, batch_size=batch_size))
     try:
-        candidate = setup.space.build(params, ctx)
-        plan = plan_model(
-            candidate.spec,
-            setup.devices,
-            cost_model=setup.cost_model,
-            batch_size=batch_size,
-            assignment=candidate.assignment,
-            strategy=setup.space.placement,
-        )
+        candidate, plan = build_and_place(setup, params)
     except Exception:
         return None, None
     return (candidate, plan) if candidate.feasible else (None, None)
@@ -347,8 +335,6 @@ def _add_transferred(
 ) -> None:
     """Adds one earlier trial as a completed trial, through ask and tell so that it is
     recorded like any trial (model, plan on the new devices, training, constraints)."""
-    from nasmlcn.search._trial_run import INFERENCE_BATCH_SIZE
-
     study.enqueue_trial(dict(trial.params))
     new = study.ask()
     suggest_all(new, distributions)
