@@ -147,6 +147,19 @@ class FinishedTrial:
         return all(self.costs.get(name, math.inf) <= value for name, value in costs.items())
 
 
+def rivals_at(
+    epoch: int, finished: Sequence[FinishedTrial], costs: Mapping[str, float]
+) -> list[float]:
+    """The accuracies after ``epoch`` of a trial's *rivals*: the feasible ``finished``
+    trials that reached it and cost no more than ``costs`` in every cost objective
+    (every one of them with no costs). Both pruners compare a trial with these."""
+    return [
+        f.curve[epoch - 1]
+        for f in finished
+        if f.feasible and len(f.curve) >= epoch and f.costs_no_more_than(costs)
+    ]
+
+
 @dataclass(frozen=True)
 class CorrelationPruner:
     """Correlation-gated, dominance-aware pruning (see the module docstring).
@@ -202,11 +215,7 @@ class CorrelationPruner:
         if not self.allows(epoch, correlations):
             return None
         rho = correlations[epoch - 1].spearman
-        rivals = [
-            f.curve[epoch - 1]
-            for f in finished
-            if f.feasible and len(f.curve) >= epoch and f.costs_no_more_than(costs)
-        ]
+        rivals = rivals_at(epoch, finished, costs)
         if len(rivals) < self.min_trials:  # the cheap end of the front: kept
             return None
         cut = percentile(rivals, self.percentile)

@@ -31,6 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nasmlcn.search._correlation import rivals_at
+
 if TYPE_CHECKING:
     from nasmlcn.search._correlation import EpochCorrelation, FinishedTrial
 
@@ -92,11 +94,7 @@ class HalvingPruner:
         if not self.allows(epoch):
             return None
         costs = dict(costs or {})
-        rivals = [
-            f.curve[epoch - 1]
-            for f in finished
-            if f.feasible and len(f.curve) >= epoch and f.costs_no_more_than(costs)
-        ]
+        rivals = rivals_at(epoch, finished, costs)
         if len(rivals) < self.min_trials:
             return None
         better = sum(1 for r in rivals if r > accuracy)

@@ -116,14 +116,7 @@ class TrialRun:
             self.lanes = candidate.spec.describe()
             tick = time.perf_counter()
             self.timings["build"] = tick - self.start
-            write_model(trial, candidate.spec, candidate.repairs, candidate.repaired_lanes)
-            write_plan(
-                trial,
-                plan,
-                fits=candidate.feasible,
-                latency_budget=setup.config.latency_budget,
-                inference_batch_size=INFERENCE_BATCH_SIZE,
-            )
+            write_candidate(trial, setup, candidate, plan)
             self.timings["record"] = time.perf_counter() - tick
             self.run.observer.on_trial_start(trial.number, self.index, self.lanes, plan)
             if not candidate.feasible:
@@ -297,6 +290,20 @@ def build_and_place(setup: SearchSetup, params: Mapping[str, Any]) -> tuple[Cand
         strategy=setup.space.placement,
     )
     return candidate, plan
+
+
+def write_candidate(
+    trial: optuna.Trial, setup: SearchSetup, candidate: Candidate, plan: Plan
+) -> None:
+    """Records the trial's architecture and its plan on ``setup``'s devices."""
+    write_model(trial, candidate.spec, candidate.repairs, candidate.repaired_lanes)
+    write_plan(
+        trial,
+        plan,
+        fits=candidate.feasible,
+        latency_budget=setup.config.latency_budget,
+        inference_batch_size=INFERENCE_BATCH_SIZE,
+    )
 
 
 @dataclass(frozen=True)

@@ -45,14 +45,12 @@ from nasmlcn.errors import NasmlcnError, SearchError, option
 from nasmlcn.search._learning import learning_constraint
 from nasmlcn.search._results import best_trials
 from nasmlcn.search._samplers import suggest_all
-from nasmlcn.search._trial_run import INFERENCE_BATCH_SIZE, build_and_place
+from nasmlcn.search._trial_run import build_and_place, write_candidate
 from nasmlcn.study import (
     TrialRecord,
     load_existing_study,
     study_info,
     update_study_info,
-    write_model,
-    write_plan,
     write_training,
 )
 
@@ -340,14 +338,7 @@ def _add_transferred(
     suggest_all(new, distributions)
     record = TrialRecord.of(trial)
     new.set_user_attr(TRANSFERRED_ATTR, {"study": name, "trial": trial.number})
-    write_model(new, candidate.spec, candidate.repairs, candidate.repaired_lanes)
-    write_plan(
-        new,
-        plan,
-        fits=candidate.feasible,
-        latency_budget=setup.config.latency_budget,
-        inference_batch_size=INFERENCE_BATCH_SIZE,
-    )
+    write_candidate(new, setup, candidate, plan)
     accuracy = record.training.get("accuracy")
     if accuracy is None and record.accuracy_per_epoch:
         accuracy = record.accuracy_per_epoch[-1]
