@@ -10,7 +10,9 @@
 # The device tool's call names carry [".whl", ".gpudata"] (both are git-excluded).
 # Options: --part 1|2|all (default all), --quick, --device DEV (default cuda:0; cpu
 # for a dry run of the script itself), --budget SECONDS (default 560: a call may run
-# 600; a step that would end past it gets less time, or is skipped).
+# 600; a step that would end past it gets less time, or is skipped), --pack (at the
+# end, everything but summary.txt in $OUT/gpu-check-partN.tar.gz: the device tool
+# brings back 8 files at most).
 #
 # Every step runs under `timeout`, writes $OUT/<step>.json (stdout; its stderr to
 # <step>.log) or $OUT/<step>.txt, and never stops the script: its exit code and
@@ -23,6 +25,7 @@ ROOT=$PWD
 
 PART=all
 QUICK=0
+PACK=0
 DEVICE=cuda:0
 BUDGET=560
 while (($#)); do
@@ -31,7 +34,8 @@ while (($#)); do
     --quick) QUICK=1; shift ;;
     --device) DEVICE=${2:?--device needs a device}; shift 2 ;;
     --budget) BUDGET=${2:?--budget needs seconds}; shift 2 ;;
-    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+    --pack) PACK=1; shift ;;
+    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "gpu_check.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -138,9 +142,11 @@ DEFAULT_48='20*mlcn1:2x1,20*mlcn2:2x4,8*mlcn1:2x2'  # a 48-lane model of the def
 if ((QUICK)); then
   TP_ROUNDS=1 TP_SECONDS=1 FUSED_REPEATS=3 WHOLE_MODELS=20 WHOLE_STEPS=2
   CAL_LANES=20 CAL_ROUNDS=1 TRIALS=1 EPOCHS=1 TRAIN_LIMIT=2000 VAL_LIMIT=1000 SEARCH_TIMEOUT=60
+  ACC_EPOCHS=1 CAPS_EPOCHS=1 ACC_LIMIT=60
 else
   TP_ROUNDS=3 TP_SECONDS=2 FUSED_REPEATS=10 WHOLE_MODELS=20 WHOLE_STEPS=3
-  CAL_LANES=24 CAL_ROUNDS=2 TRIALS=3 EPOCHS=3 TRAIN_LIMIT=60000 VAL_LIMIT=10000 SEARCH_TIMEOUT=150
+  CAL_LANES=24 CAL_ROUNDS=2 TRIALS=3 EPOCHS=3 TRAIN_LIMIT=54000 VAL_LIMIT=6000 SEARCH_TIMEOUT=100
+  ACC_EPOCHS=10 CAPS_EPOCHS=2 ACC_LIMIT=150
 fi
 GPU_TESTS=$(grep -rl --include='test_*.py' 'mark.gpu' tests | sort | tr '\n' ' ')
 # default-suite tests whose path changes where CUDA is present
@@ -154,6 +160,10 @@ part1() {
   step train_throughput json 150 "$PY" benchmarks/train_throughput.py --device "$DEVICE" --rounds "$TP_ROUNDS" --seconds "$TP_SECONDS" --models "2*mlcn2:4x1;8*mlcn2:4x1;32*mlcn2:2x1;8*mlcn1:4x1" --json
   # (7) fused vs per-lane, eager; then the fused model under torch.compile
   step fused_lanes json 150 "$PY" benchmarks/fused_lanes.py --device "$DEVICE" --repeats "$FUSED_REPEATS" --model "$DEFAULT_48" --model "32*mlcn2:2x1" --model "48*mlcn2:2x1" --model "64*mlcn2:1x1" --model "4*mlcn2:4x1" --model "36*mlcn2:2x2" --model "4*mlcn2:6x2" --json
+  # (3) accuracy and seconds per epoch on the full training set: thesis Table 4.1 (8*mlcn2:4x1
+  # 92.63 % after 20 epochs, 92 s per epoch on a P100) and CapsNet (91.30 %, 220 s per epoch)
+  step accuracy_mlcn2_8x4 json "$ACC_LIMIT" "$PY" -m nasmlcn train --lanes "8*mlcn2:4x1" --epochs "$ACC_EPOCHS" --device "$DEVICE" --train-limit "$TRAIN_LIMIT" --out "$WORK/acc-mlcn" --json
+  step accuracy_capsnet json "$ACC_LIMIT" "$PY" -m nasmlcn train --model capsnet --epochs "$CAPS_EPOCHS" --device "$DEVICE" --train-limit "$TRAIN_LIMIT" --out "$WORK/acc-capsnet" --json
   # one model a step: a compilation that overruns its box loses that model only
   step fused_lanes_compile_32 json 180 "$PY" benchmarks/fused_lanes.py --device "$DEVICE" --repeats "$FUSED_REPEATS" --compile --compile-mode default --model "32*mlcn2:2x1" --json
   step fused_lanes_compile_48 json 180 "$PY" benchmarks/fused_lanes.py --device "$DEVICE" --repeats "$FUSED_REPEATS" --compile --compile-mode default --model "$DEFAULT_48" --json
@@ -164,15 +174,17 @@ part1() {
 }
 
 part2() {
-  # (9) the whole-model cost model on 20 random whole models
-  step whole_model_cost json 150 "$PY" benchmarks/whole_model_cost.py --device "$DEVICE" --models "$WHOLE_MODELS" --steps "$WHOLE_STEPS" --json
   # (4) calibrate on the GPU: Pearson r of predicted vs measured step time and memory
-  step calibrate json 150 "$PY" -m nasmlcn calibrate --device "$DEVICE" --lanes "$CAL_LANES" --rounds "$CAL_ROUNDS" --out "$OUT/calibration.json" --json -q
+  step calibrate json 120 "$PY" -m nasmlcn calibrate --device "$DEVICE" --lanes "$CAL_LANES" --rounds "$CAL_ROUNDS" --out "$OUT/calibration.json" --json -q
   # (5) a real search, default space, on the GPU
   step search json "$((SEARCH_TIMEOUT + 60))" "$PY" -m nasmlcn search --run-on "$DEVICE" --trials "$TRIALS" --epochs "$EPOCHS" --train-limit "$TRAIN_LIMIT" --val-limit "$VAL_LIMIT" --timeout "$SEARCH_TIMEOUT" --storage "sqlite:///$OUT/search.db" --artifacts "$WORK/artifacts" --keep-weights best:1 --json -q
   if [[ $DEVICE == cuda* ]]; then
     # (6) lanes on streams vs one after another, on one GPU
-    step scaling_cuda json 120 "$PY" benchmarks/scaling.py --cuda --no-cpu --rounds 3 --seconds 3 --json
+    step scaling_cuda json 90 "$PY" benchmarks/scaling.py --cuda --no-cpu --rounds 3 --seconds 3 --json
+  fi
+  # (9) the whole-model cost model on 20 random whole models (after calibrate: its file)
+  step whole_model_cost json 150 "$PY" benchmarks/whole_model_cost.py --device "$DEVICE" --models "$WHOLE_MODELS" --steps "$WHOLE_STEPS" --json
+  if [[ $DEVICE == cuda* ]]; then
     # (7) CUDA graphs: torch.compile's reduce-overhead mode
     step fused_lanes_cudagraphs json 180 "$PY" benchmarks/fused_lanes.py --device "$DEVICE" --repeats "$FUSED_REPEATS" --compile --compile-mode reduce-overhead --model "32*mlcn2:2x1" --json
   fi
@@ -185,5 +197,10 @@ case $PART in
 esac
 
 rm -rf "$WORK"
+if ((PACK)); then
+  # the device tool brings back 8 files at most: everything in one archive, the summary beside it
+  tar -C "$OUT" -czf "$ROOT/gpu-check-part$PART.tar.gz" --exclude=summary.txt . &&
+    find "$OUT" -mindepth 1 ! -name summary.txt -delete && mv "$ROOT/gpu-check-part$PART.tar.gz" "$OUT/"
+fi
 say "done: $OUT"
 cat "$SUMMARY"

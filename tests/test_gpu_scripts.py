@@ -56,6 +56,33 @@ def test_gpu_check_refuses_an_unknown_part_before_doing_anything(tmp_path: Path)
     assert not (tmp_path / "out").exists()
 
 
+def test_pack_leaves_one_archive_and_the_summary(tmp_path: Path) -> None:
+    # the device tool brings back 8 files at most; with a spent budget every step is
+    # skipped, so this runs in a second, on any machine
+    out = tmp_path / "out"
+    result = subprocess.run(
+        ["bash", str(CHECK), "--part", "2", "--budget", "1", "--pack", "--device", "cpu"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "OUT": str(out)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["gpu-check-part2.tar.gz", "summary.txt"]
+    listing = subprocess.run(
+        ["tar", "-tzf", str(out / "gpu-check-part2.tar.gz")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert "./summary.txt" not in listing
+    skipped = (out / "summary.txt").read_text().split("\n")[1:]
+    assert [line.split()[:2] for line in skipped if line] == [
+        [step, "skip"]
+        for step in ("setup", "environment", "calibrate", "search", "whole_model_cost")
+    ]
+
+
 def test_benchmark_flags_exist(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -76,7 +103,7 @@ def test_benchmark_flags_exist(
 
 def test_nasmlcn_flags_exist() -> None:
     used = _invocations(COMMAND)
-    assert set(used) == {"calibrate", "data", "search"}
+    assert set(used) == {"calibrate", "data", "search", "train"}
     unknown = {}
     for command, flags in used.items():
         result = run_cli(command, "--help", env={"COLUMNS": "200"})

@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 from typing import TYPE_CHECKING
 
 from nasmlcn.search import SearchObserver, SearchResult, TrialOutcome
 
 if TYPE_CHECKING:
     import optuna
+
+logger = logging.getLogger(__name__)
 
 
 class DashboardObserver(SearchObserver):
@@ -40,5 +44,12 @@ class DashboardObserver(SearchObserver):
     def on_end(self, result: SearchResult) -> None:
         from nasmlcn.dashboard._refresh import write_study_figures
 
-        if self.study is not None and self.figures:
-            write_study_figures(self.study)
+        if self.study is None or not self.figures:
+            return
+        if importlib.util.find_spec("plotly") is None:
+            # a dependency, but a hand-made environment may lack it: one line, no traceback
+            logger.warning(
+                "plotly is not installed: the study's dashboard figures were not written"
+            )
+            return
+        write_study_figures(self.study)

@@ -476,3 +476,28 @@ def test_a_failing_observer_never_stops_the_search(tmp_path: Path) -> None:
 
     result = run_search(_config(tmp_path, trials=3), observers=[Broken()])
     assert [t.state for t in result.run_trials] == ["COMPLETE"] * 3
+
+
+def test_without_plotly_the_dashboard_figures_are_one_warning_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # what a hand-made environment (the GPU machine's, say) without plotly does
+    import importlib.util
+
+    from nasmlcn.dashboard import DashboardObserver
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "plotly" else find_spec(name, *a),
+    )
+    config = _config(tmp_path, trials=2, study="no-plotly")
+    with caplog.at_level("WARNING"):
+        result = run_search(config, observers=[DashboardObserver()])
+    assert result.completed == 2
+    warned = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert [r.getMessage() for r in warned] == [
+        "plotly is not installed: the study's dashboard figures were not written"
+    ]
+    assert all(r.exc_info is None for r in warned)
