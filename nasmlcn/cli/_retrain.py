@@ -54,6 +54,13 @@ def retrain(
         None, "--data-dir", help="Dataset directory [default: the search's, else the default]."
     ),
     download: bool = typer.Option(True, "--download/--no-download", help="Download missing data."),
+    seed: int | None = typer.Option(
+        None,
+        "--seed",
+        min=0,
+        help="Seed of the split, initialisation and batch order [default: the search's, "
+        "whose validation images then stay unseen]; run folders become trial-NNNN-seed-S.",
+    ),
     device: str = DEVICE,
     inference_batch: int = INFERENCE_BATCH,
     out_dir: Path | None = typer.Option(
@@ -91,6 +98,7 @@ def retrain(
         resume=resume,
         inference_batch_size=inference_batch,
         download=download,
+        seed=seed,
     )
     with RetrainProgress(err, quiet=quiet) as progress:
         report = retrain_study(study, url, options, observer=progress)

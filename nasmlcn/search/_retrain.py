@@ -81,6 +81,11 @@ class RetrainOptions:
         resume: Continue the checkpoints already in the run folders.
         inference_batch_size: Images per timed inference pass.
         download: Allow downloading a missing dataset.
+        seed: Seed of the train/validation split, the initialisation and the
+            batch order (None: the search's, so the search's validation images
+            stay unseen). Another seed is another split: its training set may hold
+            images the search validated on (their test images stay unseen). Run
+            folders are then ``trial-0007-seed-1``, so seeds share an ``out_dir``.
     """
 
     pareto: bool = False
@@ -95,6 +100,7 @@ class RetrainOptions:
     resume: bool = False
     inference_batch_size: int = INFERENCE_THROUGHPUT_BATCH
     download: bool = True
+    seed: int | None = None
 
     def __post_init__(self) -> None:
         if self.pareto and self.top is not None:
@@ -113,6 +119,10 @@ class RetrainOptions:
                 raise SearchError(f"{name} must be an integer >= 1, got {value!r}")
             if value is not None and value < 1:
                 raise SearchError(f"{name} must be >= 1, got {value!r}")
+        if self.seed is not None and (
+            isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0
+        ):
+            raise SearchError(f"seed must be an integer >= 0, got {self.seed!r}")
 
     @property
     def selection(self) -> str:
@@ -208,8 +218,8 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
                 or default_lr_policy(str(trial.params.get("batch_policy", "fixed")))
             ),
             batch_policy=str(trial.params.get("batch_policy", "fixed")),
-            # the search's seed: the same train/validation split as the search
-            seed=int(config.get("seed") or 0),
+            # by default the search's seed: the same train/validation split
+            seed=int(config.get("seed") or 0) if options.seed is None else options.seed,
             device=options.device,
         )
         curve = record.accuracy_per_epoch
@@ -220,13 +230,19 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
             config=train_config,
             data_dir=options.data_dir or config.get("data_dir"),
             val_limit=None if other else config.get("val_limit"),
-            run_dir=Path(options.out_dir) / f"trial-{trial.number:04d}",
+            run_dir=Path(options.out_dir) / run_folder(trial.number, options.seed),
             search_accuracy=None if other or not curve else curve[-1],
             search_epochs=len(curve) or None,
         )
         job_outputs(_job(target, options))  # an occupied --out fails now
         targets.append(target)
     return targets
+
+
+def run_folder(number: int, seed: int | None) -> str:
+    """The run folder's name of trial ``number`` retrained with ``seed`` (None: the
+    search's seed)."""
+    return f"trial-{number:04d}" + ("" if seed is None else f"-seed-{seed}")
 
 
 def _job(target: RetrainTarget, options: RetrainOptions) -> TrainJob:
@@ -391,6 +407,7 @@ def _retrain_one(
         weights=str(weights.resolve()),
         run_dir=str(target.run_dir.resolve()),
         retrained_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        seed=target.config.seed,
     )
     write_result(
         target.run_dir,

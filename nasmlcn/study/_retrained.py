@@ -2,8 +2,8 @@
 
 Where they live: in the study's ``nasmlcn`` user attribute
 (:mod:`nasmlcn.study._identity`), under ``retrained``: ``{"version": 1, "models":
-[...]}``, one entry per (trial, dataset) -- retraining a trial again on the same
-dataset replaces its entry. A study attribute, not trial attributes, because Optuna
+[...]}``, one entry per (trial, dataset, seed) -- retraining a trial again on the
+same dataset with the same seed replaces its entry. A study attribute, not trial attributes, because Optuna
 lets nobody change a finished trial (a private write would bypass its cache);
 studies can be changed at any time through Optuna's public API. Each entry is
 stored as soon as its model is tested, re-reading the attribute first, so an
@@ -62,6 +62,8 @@ class RetrainedModel:
         run_dir: Its run folder.
         retrained_at: When (ISO 8601, local time).
         version: Schema version of this record.
+        seed: The seed of its split, initialisation and batch order (None: an
+            entry written before seeds were recorded, the search's seed).
     """
 
     number: int
@@ -87,6 +89,7 @@ class RetrainedModel:
     run_dir: str = ""
     retrained_at: str = ""
     version: int = RETRAINED_VERSION
+    seed: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -115,7 +118,11 @@ def retrained_models(info: Mapping[str, Any]) -> list[RetrainedModel]:
         for m in (RetrainedModel.from_dict(e) for e in entries or () if isinstance(e, Mapping))
         if m is not None
     ]
-    return sorted(models, key=lambda m: (m.number, m.dataset))
+    return sorted(models, key=lambda m: (m.number, m.dataset, _seed_order(m.seed)))
+
+
+def _seed_order(seed: int | None) -> int:
+    return -1 if seed is None else seed
 
 
 def search_dataset(info: Mapping[str, Any]) -> str | None:
@@ -125,22 +132,50 @@ def search_dataset(info: Mapping[str, Any]) -> str | None:
     return str(dataset) if dataset is not None else None
 
 
+def search_seed(info: Mapping[str, Any]) -> int:
+    """The seed the study's search ran with (0: not recorded)."""
+    config = info.get("config")
+    seed = config.get("seed") if isinstance(config, Mapping) else None
+    return int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else 0
+
+
 def retrained_by_trial(info: Mapping[str, Any]) -> dict[int, RetrainedModel]:
     """The models retrained on the search's own dataset, by trial number (what
-    ``nasmlcn best`` and the correlation compare with the search's accuracy)."""
-    dataset = search_dataset(info)
-    return {m.number: m for m in retrained_models(info) if m.dataset == dataset}
+    ``nasmlcn best`` and the correlation compare with the search's accuracy): of a
+    trial retrained with several seeds, the one with the search's seed (its split
+    is the search's), else the lowest seed."""
+    dataset, seed = search_dataset(info), search_seed(info)
+    chosen: dict[int, RetrainedModel] = {}
+    for m in retrained_models(info):  # by seed, lowest first
+        if m.dataset != dataset:
+            continue
+        if m.number not in chosen or (
+            m.seed in (None, seed)
+            and chosen[m.number].seed
+            not in (
+                None,
+                seed,
+            )
+        ):
+            chosen[m.number] = m
+    return chosen
 
 
 def store_retrained(study: optuna.Study, model: RetrainedModel) -> None:
     """Adds ``model`` to the study's retrained models, replacing an entry of the
-    same trial and dataset; the attribute is read fresh from the storage first, so
-    nothing stored meanwhile is lost."""
+    same trial, dataset and seed (an entry without a seed has the search's); the
+    attribute is read fresh from the storage first, so nothing stored meanwhile is
+    lost."""
     info = stored_info(storage_of(study).get_study_user_attrs(study_id_of(study))) or {}
-    kept = [
-        m.to_dict()
-        for m in retrained_models(info)
-        if (m.number, m.dataset) != (model.number, model.dataset)
-    ]
-    entries = sorted([*kept, model.to_dict()], key=lambda e: (e["number"], e["dataset"]))
-    update_study_info(study, RETRAINED_KEY, {"version": RETRAINED_VERSION, "models": entries})
+    default = search_seed(info)
+
+    def key(m: RetrainedModel) -> tuple[int, str, int]:
+        return (m.number, m.dataset, default if m.seed is None else m.seed)
+
+    kept = [m for m in retrained_models(info) if key(m) != key(model)]
+    entries = sorted([*kept, model], key=lambda m: (m.number, m.dataset, _seed_order(m.seed)))
+    update_study_info(
+        study,
+        RETRAINED_KEY,
+        {"version": RETRAINED_VERSION, "models": [m.to_dict() for m in entries]},
+    )

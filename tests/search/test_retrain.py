@@ -146,6 +146,55 @@ def test_retraining_again_updates_the_stored_results_instead_of_adding(
     assert mine[0].run_dir == str((tmp_path / "b" / f"trial-{number:04d}").resolve())
 
 
+def test_another_seed_is_another_entry_and_run_folder_and_the_search_seed_stays_the_default(
+    trained: SearchConfig, tmp_path: Path
+) -> None:
+    out = str(tmp_path / "seeds")
+    default = retrain_study("s", trained.storage, RetrainOptions(top=1, out_dir=out, **TINY))
+    other = retrain_study("s", trained.storage, RetrainOptions(top=1, out_dir=out, seed=3, **TINY))
+    [first], [second] = default.models, other.models
+    number = first.number
+    assert second.number == number
+    assert (first.seed, second.seed) == (trained.seed, 3)
+    assert first.run_dir == str((tmp_path / "seeds" / f"trial-{number:04d}").resolve())
+    assert second.run_dir == str((tmp_path / "seeds" / f"trial-{number:04d}-seed-3").resolve())
+    # another split and initialisation: another model (same architecture and epochs)
+    assert second.test_loss != first.test_loss
+    result = json.loads((Path(second.run_dir) / "result.json").read_text())
+    assert result["retrain"]["seed"] == 3
+    info = study_info(load_existing_study("s", trained.storage))
+    mine = [m for m in retrained_models(info) if m.number == number]
+    assert [m.seed for m in mine] == sorted([trained.seed, 3])
+    # what best and the correlation compare with the search: the search's seed
+    assert retrained_by_trial(info)[number].seed == trained.seed
+    # the same seed again replaces its own entry only
+    retrain_study(
+        "s", trained.storage, RetrainOptions(top=1, out_dir=str(tmp_path / "again"), seed=3, **TINY)
+    )
+    info = study_info(load_existing_study("s", trained.storage))
+    assert [m.seed for m in retrained_models(info) if m.number == number] == sorted(
+        [trained.seed, 3]
+    )
+
+
+def test_by_trial_takes_the_search_seed_else_the_lowest() -> None:
+    info = {
+        "config": {"dataset": "synthetic", "seed": 5},
+        "retrained": {
+            "models": [
+                _model(1, 0.7, seed=9).to_dict(),
+                _model(1, 0.8, seed=5).to_dict(),
+                _model(2, 0.6, seed=4).to_dict(),
+                _model(2, 0.5, seed=8).to_dict(),
+                _model(3, 0.4).to_dict(),  # written before seeds were stored
+                _model(3, 0.3, seed=1).to_dict(),
+            ]
+        },
+    }
+    chosen = retrained_by_trial(info)
+    assert {n: m.test_accuracy for n, m in chosen.items()} == {1: 0.8, 2: 0.6, 3: 0.4}
+
+
 def test_pareto_retrains_the_front_of_a_multi_objective_study(
     trained: SearchConfig, tmp_path: Path
 ) -> None:
@@ -199,6 +248,7 @@ def test_pareto_on_a_single_objective_study_is_its_best_trial(
         ({"pareto": True, "top": 2}, "give pareto or top K, not both"),
         ({}, "say which trials to retrain: pareto"),
         ({"top": 0}, "top must be >= 1, got 0"),
+        ({"top": 1, "seed": -1}, "seed must be an integer >= 0, got -1"),
     ],
 )
 def test_bad_selections_are_refused(options: dict[str, Any], message: str) -> None:
