@@ -138,3 +138,21 @@ def test_a_study_without_completed_trials_is_refused(tmp_path: Path) -> None:
     result = run_cli("retrain", "--storage", url, "--pareto", "--out", str(tmp_path / "r"))
     assert result.returncode == 2
     assert "study 'empty' has no completed feasible trial to retrain" in result.stderr
+
+
+def test_seed_trains_another_model_beside_the_default_one(
+    storage: str, retrained: dict[str, Any], tmp_path: Path
+) -> None:
+    [first, _] = retrained["models"]
+    out = tmp_path / "seeded"
+    tiny = ("--epochs", "1", "--train-limit", "30", "--test-limit", "20", "--inference-batch", "5")
+    args = ("--storage", storage, "--top", "1", "--seed", "11", *tiny, "--out", str(out))
+    result = _ok(run_cli("retrain", *args, "--json"))
+    [model] = json.loads(result.stdout)["models"]
+    assert model["number"] == first["number"]
+    assert model["seed"] == 11
+    assert first["seed"] == 7  # the search's seed by default
+    assert Path(model["run_dir"]) == (out / f"trial-{model['number']:04d}-seed-11").resolve()
+    refused = run_cli("retrain", "--storage", storage, "--top", "1", "--seed", "-1")
+    assert refused.returncode == 2
+    assert "--seed" in refused.stderr
