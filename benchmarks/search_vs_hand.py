@@ -201,7 +201,7 @@ def retrain_all(
     compute = {"wall_seconds": 0.0, "cpu_seconds": 0.0}
     models: dict[str, dict[int, list[Any]]] = {}
     for config, top in ((hand, len(HAND_MODELS)), (search, scale.top)):
-        numbers = [t.number for t in ranked(_completed(config))[:top]]
+        numbers = [t.number for t in selected(config, top)]
         for seed in scale.seeds:
             stored = _stored(config, seed, scale.retrain_epochs)
             if set(numbers) <= stored:
@@ -249,11 +249,15 @@ def _stored(config: Any, seed: int, epochs: int) -> set[int]:
     return {m.number for m in retrained_models(info) if m.seed == seed and m.epochs == epochs}
 
 
-def ranked(trials: Sequence[Any]) -> list[Any]:
-    """Feasible completed trials, most accurate first (as ``retrain --top`` picks)."""
-    from nasmlcn.search import is_feasible
+def selected(config: Any, top: int) -> list[Any]:
+    """The trials ``retrain --top`` takes: the ``top`` most accurate feasible ones,
+    each a different model."""
+    # the retrain's own selection, so the check of what is stored matches it
+    from nasmlcn.search._retrain import select_trials
+    from nasmlcn.study import load_existing_study
 
-    return sorted((t for t in trials if is_feasible(t)), key=lambda t: (-t.values[0], t.number))
+    study = load_existing_study(config.study, config.storage)
+    return select_trials(study, pareto=False, top=top)
 
 
 # -- the report ----------------------------------------------------------------------

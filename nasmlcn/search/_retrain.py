@@ -8,7 +8,8 @@ nasmlcn wrote:
 
 - which trials: the Pareto front (``pareto``; on a single-objective study the
   front is its best trial) or the ``top`` K feasible completed trials by the first
-  objective (accuracy);
+  objective (accuracy), K different models (a trial with the architecture and
+  training settings of a better one would train the same model: skipped);
 - how: each trial's stored architecture (the ``arch`` attribute,
   :class:`~nasmlcn.study._trial.TrialRecord`) with the trial's own training
   settings as the ``train`` evaluator used them (its sampled ``batch_size`` and
@@ -151,7 +152,9 @@ class RetrainTarget:
 def select_trials(study: optuna.Study, *, pareto: bool, top: int | None) -> list[FrozenTrial]:
     """The trials to retrain: the feasible Pareto front (several objectives; the
     best trial of a single-objective study), or the ``top`` feasible completed
-    trials by the first objective, best first.
+    trials by the first objective, best first. A trial that would train the same
+    model as a better one (the same architecture and training settings: samplers
+    do propose a point twice) is skipped, so ``top`` K are K different models.
 
     Raises:
         SearchError: The study has no feasible completed trial.
@@ -161,20 +164,44 @@ def select_trials(study: optuna.Study, *, pareto: bool, top: int | None) -> list
     from nasmlcn.search._results import best_trials, is_feasible, rank_key
 
     if pareto:
-        chosen = best_trials(study, top=1)
+        ranked = best_trials(study, top=1)
     else:
         done = [
             t
             for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
             if t.values is not None and is_feasible(t)
         ]
-        chosen = sorted(done, key=lambda t: rank_key(study, t))[: top or 1]
+        ranked = sorted(done, key=lambda t: rank_key(study, t))
+    chosen: list[FrozenTrial] = []
+    seen: dict[str, int] = {}
+    for trial in ranked:
+        key = _model_key(trial)
+        if key is not None and key in seen:
+            logger.info("trial %d skipped: the same model as trial %d", trial.number, seen[key])
+            continue
+        if key is not None:
+            seen[key] = trial.number
+        chosen.append(trial)
+        if not pareto and len(chosen) == (top or 1):
+            break
     if not chosen:
         raise SearchError(
             f"study {study.study_name!r} has no completed feasible trial to retrain "
             "(run or continue the search first)"
         )
     return chosen
+
+
+def _model_key(trial: FrozenTrial) -> str | None:
+    """What decides the model a retraining trains from ``trial`` (its architecture and
+    training parameters); None when it stored no architecture."""
+    import json
+
+    arch = trial.user_attrs.get("arch")
+    if not arch:
+        return None
+    training = {k: trial.params.get(k) for k in ("batch_size", "lr", "lr_policy", "batch_policy")}
+    return json.dumps([arch, training], sort_keys=True)
 
 
 def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTarget]:

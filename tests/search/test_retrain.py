@@ -242,6 +242,35 @@ def test_pareto_on_a_single_objective_study_is_its_best_trial(
     assert [m.number for m in report.models] == _ranked(study)[:1]
 
 
+def test_top_k_are_k_different_models(proxy: SearchConfig, tmp_path: Path) -> None:
+    from optuna.trial import create_trial
+
+    from nasmlcn.search._retrain import plan_retrain
+
+    url = f"sqlite:///{tmp_path / 'copy.db'}"
+    optuna.copy_study(
+        from_study_name="s", from_storage=proxy.storage, to_storage=url, to_study_name="s"
+    )
+    study = load_existing_study("s", url, read_only=False)
+    first, second = _ranked(study)[:2]
+    best = study.trials[first]
+    assert best.values is not None
+    # a sampler proposing the best point again: the same model, a little less accurate
+    study.add_trial(
+        create_trial(
+            values=[best.values[0] - 1e-9],
+            params=best.params,
+            distributions=best.distributions,
+            user_attrs=best.user_attrs,
+            system_attrs=best.system_attrs,
+        )
+    )
+    copy = study.trials[-1].number
+    assert _ranked(study)[:3] == [first, copy, second]
+    targets = plan_retrain(study, RetrainOptions(top=2, out_dir=str(tmp_path / "r")))
+    assert [t.number for t in targets] == [first, second]
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
