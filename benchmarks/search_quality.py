@@ -93,6 +93,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from _plots import write_plot
+
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
@@ -1113,24 +1115,6 @@ def figure(curves: Sequence[Curve], title: str, long_epochs: int) -> go.Figure:
     return fig
 
 
-def write_plots(fig: go.Figure, out: Path) -> list[Path]:
-    """``search_quality.html`` (plotly.js inlined: opens offline) and ``.png``."""
-    # nasmlcn's one Kaleido path (one Chromium session, MathJax off, a clear error
-    # without Chromium); a public-named helper of the export module.
-    from nasmlcn.dashboard._export import write_images
-    from nasmlcn.errors import ExportError
-
-    out.mkdir(parents=True, exist_ok=True)
-    html = out / "search_quality.html"
-    fig.write_html(html, include_plotlyjs=True, full_html=True)
-    files = [html]
-    try:
-        files += write_images({"search_quality": fig}, out, ("png",))
-    except ExportError as err:
-        print(f"warning: no PNG: {err}", file=sys.stderr)
-    return files
-
-
 # -- the report -----------------------------------------------------------------------
 
 
@@ -1440,7 +1424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{len(settings.seeds)} seeds (band: min-max over seeds)",
         settings.long_epochs,
     )
-    files = write_plots(fig, args.out)
+    files = write_plot(fig, args.out, "search_quality")
     served = sum(v["served_by_cache"] for r in runs.values() for v in r["seeds"].values())
     trained = sum(v["trained"] for r in runs.values() for v in r["seeds"].values())
     report: dict[str, Any] = {

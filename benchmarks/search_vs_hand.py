@@ -45,6 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from _plots import write_plot
+
 if TYPE_CHECKING:
     import optuna
     import plotly.graph_objects as go
@@ -380,20 +382,6 @@ def figure(trials: Sequence[Any], hand: Sequence[Mapping[str, Any]], title: str)
     return fig
 
 
-def write_plots(fig: go.Figure, out: Path) -> list[Path]:
-    from nasmlcn.dashboard._export import write_images
-    from nasmlcn.errors import ExportError
-
-    html = out / "search_vs_hand.html"
-    fig.write_html(html, include_plotlyjs=True, full_html=True)
-    files = [html]
-    try:
-        files += write_images({"search_vs_hand": fig}, out, ("png",))
-    except ExportError as err:
-        print(f"warning: no PNG: {err}", file=sys.stderr)
-    return files
-
-
 def _acc(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.2f}"
 
@@ -515,8 +503,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     title = f"GP search on 8xK80 at the hand models' latency ({scale.name} scale)"
     report["plots"] = [
         str(p)
-        for p in write_plots(
-            figure(_completed(search), hand_rows, title), args.plot_dir or args.out
+        for p in write_plot(
+            figure(_completed(search), hand_rows, title),
+            args.plot_dir or args.out,
+            "search_vs_hand",
         )
     ]
     (args.out / "report.json").write_text(json.dumps(report, indent=1))
