@@ -24,7 +24,7 @@ Everything is kept in ``--out`` (one SQLite file, the run folders): running the
 same command again continues where it stopped (the searches reach their trial
 counts; retrained models already stored are not trained again).
 
-    python benchmarks/search_vs_hand.py                      # reduced scale, ~1.5 h here
+    python benchmarks/search_vs_hand.py                      # reduced scale, 1.3 h here
     python benchmarks/search_vs_hand.py --quick              # minutes: the whole path
     python benchmarks/search_vs_hand.py --scale full --device cuda   # thesis scale, a GPU
 
@@ -77,7 +77,7 @@ class Scale:
 
 SCALES = {
     "quick": Scale("quick", 3, 1, 1000, 300, 1, 1000, 300, (0, 1), 2),
-    "reduced": Scale("reduced", None, None, None, None, 3, None, None, (0, 1), 3),
+    "reduced": Scale("reduced", None, None, None, None, 3, None, None, (0, 1, 2), 3),
     "full": Scale("full", 60, 10, 54_000, 6_000, 20, None, None, (0, 1, 2), 3),
 }
 
