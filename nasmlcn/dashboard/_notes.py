@@ -315,13 +315,14 @@ def _retrained_lines(info: Mapping[str, Any]) -> list[str]:
         "",
         "#### Retrained (`nasmlcn retrain`)",
         "",
-        "| trial | dataset | search val acc | epochs | test acc | params | train img/s "
+        "| trial | dataset | seed | search val acc | epochs | test acc | params | train img/s "
         "| inference img/s |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for m in models:
+        seed = "-" if m.seed is None else str(m.seed)
         lines.append(
-            f"| {m.number} | {_cell(m.dataset)} | {_fmt(m.search_accuracy)} | {m.epochs} "
+            f"| {m.number} | {_cell(m.dataset)} | {seed} | {_fmt(m.search_accuracy)} | {m.epochs} "
             f"| {m.test_accuracy:.4f} | {m.params:,} | {m.train_images_per_second:.0f} "
             f"| {m.inference_images_per_second:.0f} (batch {m.inference_batch_size}) |"
         )

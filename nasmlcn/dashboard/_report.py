@@ -334,18 +334,19 @@ def _retrained_section(data: ReportData) -> str:
     """The trials ``nasmlcn retrain`` trained again, and how well the search's
     early epochs predicted their test accuracy (empty: none retrained)."""
     from nasmlcn.search import retrained_correlations
-    from nasmlcn.study import retrained_models, search_dataset
+    from nasmlcn.study import retrained_by_trial, retrained_models
 
     models = retrained_models(data.study.info)
     if not models:
         return ""
     heads = (
-        "#", "dataset", "lanes", "search val acc", "epochs", "test acc", "test images",
+        "#", "dataset", "seed", "lanes", "search val acc", "epochs", "test acc", "test images",
         "params", "measured on", "train img/s", "inference img/s", "weights",
     )  # fmt: skip
     head = "".join(f"<th>{_e(h)}</th>" for h in heads)
     body = "".join(
         f"<tr><td>{m.number}</td><td class='text'>{_e(m.dataset)}</td>"
+        f"<td>{'-' if m.seed is None else m.seed}</td>"
         f'<td class="mono">{_e(m.lanes)}</td><td>{_num(m.search_accuracy)}</td>'
         f"<td>{m.epochs}</td><td>{m.test_accuracy:.4f}</td><td>{m.test_images}</td>"
         f"<td>{m.params:,}</td><td>{_e(m.device)}</td><td>{m.train_images_per_second:.0f}</td>"
@@ -353,9 +354,9 @@ def _retrained_section(data: ReportData) -> str:
         f'<td class="mono">{_e(m.weights)}</td></tr>'
         for m in models
     )
-    dataset = search_dataset(data.study.info)
     curves = {r.number: r.accuracy_per_epoch for r in data.study.complete}
-    rows = retrained_correlations(curves, [m for m in models if m.dataset == dataset])
+    # one model per trial (the search's seed), as `nasmlcn correlate`
+    rows = retrained_correlations(curves, list(retrained_by_trial(data.study.info).values()))
     table = ""
     if rows:
         cells = "".join(

@@ -156,3 +156,23 @@ def test_seed_trains_another_model_beside_the_default_one(
     refused = run_cli("retrain", "--storage", storage, "--top", "1", "--seed", "-1")
     assert refused.returncode == 2
     assert "--seed" in refused.stderr
+
+    # one model per trial in the correlation (the search's seed); every seed in the tables
+    from nasmlcn.dashboard import extract_report
+    from nasmlcn.dashboard._notes import read_note
+    from nasmlcn.dashboard._report import render_report
+    from nasmlcn.study import load_existing_study, storage_of, study_id_of
+
+    correlate = json.loads(_ok(run_cli("correlate", "--storage", storage, "--json")).stdout)
+    assert correlate["retrained"]["trials"] == 2
+    study = load_existing_study("s", storage)
+    page = render_report(extract_report(study, importances=False), {}, [], plotly_js="")
+    section = page[page.index('<section id="retrained">') :]
+    assert "<th>seed</th>" in section
+    assert "<tr><td>1</td><td>2</td>" in section  # epoch 1 over 2 trials, not 3 models
+    assert f"<td>{model['test_accuracy']:.4f}</td>" in section
+    system = storage_of(study)
+    attrs = getattr(system, "_backend", system).get_study_system_attrs(study_id_of(study))
+    note = read_note(attrs, None)[1]
+    assert f"| {model['number']} | synthetic | 11 |" in note
+    assert f"| {model['number']} | synthetic | 7 |" in note
