@@ -251,18 +251,21 @@ def test_workers_option_runs_a_pool_on_one_study(tmp_path: Path) -> None:
     from tests.conftest import run_cli
 
     url = f"sqlite:///{tmp_path / 'pool.db'}"
+    # proxy trials take ~0.2 s: with 12, one worker could finish them all before the
+    # other had started on a loaded machine (seen once); 30 leave the second seconds
+    trials = 30
     result = run_cli(
         *("search", "--evaluator", "proxy", "--devices", "4xK80", "--mem", "12GB"),
-        *("--epochs", "2", "--trials", "12", "--storage", url, "--study", "p"),
+        *("--epochs", "2", "--trials", str(trials), "--storage", url, "--study", "p"),
         *("--workers", "2", "--json", "-q"),
     )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert [w["index"] for w in data["workers"]] == [0, 1]
     assert all(w["gpus"] is None and w["threads"] >= 1 for w in data["workers"])
-    assert data["run_trials"] == 12
+    assert data["run_trials"] == trials
     assert data["errors"] == []
-    _check_study(url, "p", 12, 2)
+    _check_study(url, "p", trials, 2)
     # the dashboard's notes and figures, as a one-process search writes them
     from nasmlcn.dashboard import GRAPH_ID_PREFIX
     from nasmlcn.dashboard._notes import STUDY_NOTE_MARK, read_note
@@ -273,7 +276,7 @@ def test_workers_option_runs_a_pool_on_one_study(tmp_path: Path) -> None:
     assert read_note(system, None)[1].startswith(STUDY_NOTE_MARK)
     ids = {k.split(":")[2] for k in system if k.startswith("dashboard:plot_data:")}
     assert GRAPH_ID_PREFIX + "accuracy_vs_latency" in ids
-    assert [read_note(system, t._trial_id)[0] for t in study.trials] == [1] * 12
+    assert [read_note(system, t._trial_id)[0] for t in study.trials] == [1] * trials
 
 
 def test_more_gpus_per_trial_than_the_machine_has_is_one_clear_error(tmp_path: Path) -> None:
