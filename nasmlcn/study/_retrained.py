@@ -145,18 +145,13 @@ def retrained_by_trial(info: Mapping[str, Any]) -> dict[int, RetrainedModel]:
     trial retrained with several seeds, the one with the search's seed (its split
     is the search's), else the lowest seed."""
     dataset, seed = search_dataset(info), search_seed(info)
+
+    def rank(m: RetrainedModel) -> tuple[bool, int]:  # the search's seed first, then lowest
+        return (m.seed not in (None, seed), _seed_order(m.seed))
+
     chosen: dict[int, RetrainedModel] = {}
-    for m in retrained_models(info):  # by seed, lowest first
-        if m.dataset != dataset:
-            continue
-        if m.number not in chosen or (
-            m.seed in (None, seed)
-            and chosen[m.number].seed
-            not in (
-                None,
-                seed,
-            )
-        ):
+    for m in retrained_models(info):
+        if m.dataset == dataset and (m.number not in chosen or rank(m) < rank(chosen[m.number])):
             chosen[m.number] = m
     return chosen
 

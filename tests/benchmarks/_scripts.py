@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,3 +29,20 @@ def run_json(
     assert script.main([*args, "--json"]) == 0
     captured = capsys.readouterr()
     return json.loads(captured.out), captured.err
+
+
+def run_script(
+    name: str, args: list[str], data_dir: Path, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    """``python benchmarks/<name>.py ARGS`` in a process of its own, as a user runs it,
+    reading its data from ``data_dir``; it must exit 0."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ, "NASMLCN_DATA_DIR": str(data_dir)},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.benchmarks._scripts import run_script
 
-SCRIPT = ROOT / "benchmarks" / "search_quality.py"
 RUNS = {
     "accuracy/random/mlcn-thesis",
     "accuracy/random/mlcn-buckets",
@@ -34,15 +30,7 @@ HALVING = "accuracy/tpe/mlcn-buckets/long+halving"
 
 def run_quick(out: Path, cache: Path, data_dir: Path) -> dict[str, Any]:
     args = ["--quick", "--json", "--out", str(out), "--cache", str(cache)]
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        cwd=ROOT,
-        env={**os.environ, "NASMLCN_DATA_DIR": str(data_dir)},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_script("search_quality", args, data_dir)
     assert "estimate:" in proc.stderr
     assert "[accuracy/tpe/mlcn-buckets, seed 1] trial 6/6: accuracy" in proc.stderr
     return json.loads(proc.stdout)

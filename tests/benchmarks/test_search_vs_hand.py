@@ -5,9 +5,6 @@ seeds, the report, and a second run that continues without training again."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +12,7 @@ import optuna
 import pytest
 
 from nasmlcn.stats import paired_interval
-from tests.benchmarks._scripts import load_script
-from tests.conftest import ROOT
-
-SCRIPT = ROOT / "benchmarks" / "search_vs_hand.py"
+from tests.benchmarks._scripts import load_script, run_script
 
 
 @pytest.fixture
@@ -83,15 +77,7 @@ def test_quick_run_and_its_continuation(data_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
 
     def run() -> dict[str, Any]:
-        proc = subprocess.run(
-            [sys.executable, str(SCRIPT), "--quick", "--json", "--out", str(out)],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            cwd=ROOT,
-            env={**os.environ, "NASMLCN_DATA_DIR": str(data_dir)},
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        proc = run_script("search_vs_hand", ["--quick", "--json", "--out", str(out)], data_dir)
         return dict(json.loads(proc.stdout))
 
     first = run()

@@ -4,29 +4,17 @@ to the target pool, and the figures derived from the trials."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
-
-SCRIPT = ROOT / "benchmarks" / "warm_start.py"
+from tests.benchmarks._scripts import run_script
 
 
 @pytest.mark.slow
 def test_quick_run(data_dir: Path, tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--json", "--cache", str(tmp_path / "c.json")],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        cwd=ROOT,
-        env={**os.environ, "NASMLCN_DATA_DIR": str(data_dir)},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    args = ["--quick", "--json", "--cache", str(tmp_path / "c.json")]
+    proc = run_script("warm_start", args, data_dir, timeout=1200)
     data = json.loads(proc.stdout)
     trials = data["settings"]["trials"]
     assert set(data["runs"]) == {"random", "tpe", "tpe+warm"}
