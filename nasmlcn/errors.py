@@ -111,6 +111,10 @@ class RunError(NasmlcnError, OSError):
     """A run folder is missing, unreadable or not one that nasmlcn wrote."""
 
 
+class ReproduceError(NasmlcnError, ValueError):
+    """A reproduction recipe is invalid, or a result cannot be run or reported."""
+
+
 class TrackingError(NasmlcnError, RuntimeError):
     """Experiment tracking cannot start (MLflow not installed, a tracking URI it
     cannot open)."""

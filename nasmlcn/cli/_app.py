@@ -48,6 +48,7 @@ def _register() -> None:
         _models,
         _plan,
         _remove_lanes,
+        _reproduce,
         _retrain,
         _search,
         _train,
@@ -68,6 +69,7 @@ def _register() -> None:
     app.command("evaluate")(_evaluate.evaluate)
     app.command("export-model")(_export_model.export_model)
     app.command("prune")(_remove_lanes.prune)
+    app.command("reproduce")(_reproduce.reproduce)
     app.add_typer(_data.data_app, name="data")
 
 

@@ -305,9 +305,9 @@ def _option_name(key: str) -> str:
     return key.replace("-", "_")
 
 
-_RECIPE_KEYS = (*sorted(_FIELD_NAMES), "description", "schema_version", "sweep")
-"""The top-level keys of a recipe: the options, its description, and ``[sweep]``
-(whose keys are options)."""
+_RECIPE_KEYS = (*sorted(_FIELD_NAMES), "description", "schema_version", "sweep", "reproduce")
+"""The top-level keys of a recipe: the options, its description, ``[sweep]`` (whose
+keys are options) and ``[reproduce]`` (read by ``nasmlcn reproduce``, not here)."""
 
 
 def config_from_mapping(
@@ -342,7 +342,7 @@ def config_from_mapping(
                     raise SearchError(f"{origin}: sweep.{skey} must list the values to sweep")
                 sweep[_option_name(skey)] = values
             continue
-        if name in ("description", "schema_version"):
+        if name in ("description", "schema_version", "reproduce"):
             continue
         if name in _FLOAT_FIELDS and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
@@ -359,5 +359,13 @@ def load_recipe(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str,
         SearchError: Missing, unreadable or invalid file (the message names it).
     """
     data = read_toml(path, "recipe", SearchError)
+    reproduce = data.get("reproduce")
+    engine = reproduce.get("engine") if isinstance(reproduce, Mapping) else "search"
+    if engine != "search":
+        name = Path(path).stem
+        raise SearchError(
+            f"recipe {str(path)!r} is not a search: it reproduces a seed result with"
+            f" benchmarks/{engine}.py; run it with 'nasmlcn reproduce {name}'"
+        )
     options, sweep = config_from_mapping(data, f"recipe {str(path)!r}")
     return options, sweep, str(data.get("description", ""))

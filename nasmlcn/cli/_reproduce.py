@@ -1,0 +1,123 @@
+"""``nasmlcn reproduce``: the seed papers' results, run and reported beside the
+papers' numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from nasmlcn.cli._console import out
+from nasmlcn.errors import ReproduceError
+
+if TYPE_CHECKING:
+    from nasmlcn.reproduce import Recipe
+
+ALL = "all"
+
+
+def _minutes(value: float) -> str:
+    if value >= 90:
+        return f"{value / 60:.1f} h"
+    return f"{value:.0f} min" if value >= 1 else "<1 min"
+
+
+def _listing(recipe: Recipe) -> dict[str, Any]:
+    from nasmlcn.reproduce import PAPERS, SCALES
+
+    return {
+        "name": recipe.name,
+        "paper": PAPERS[recipe.paper].short,
+        "result": recipe.result,
+        "measures": recipe.measures,
+        "engine": recipe.engine,
+        "recipe": str(recipe.path),
+        "scales": {
+            s: {
+                "minutes_here": recipe.scales[s].minutes_here,
+                "minutes_gpu": recipe.scales[s].minutes_gpu,
+                "here_measured": recipe.scales[s].measured,
+                "differs": recipe.scales[s].differs,
+            }
+            for s in SCALES
+        },
+    }
+
+
+def _print_list(recipes: list[Recipe], as_json: bool) -> None:
+    from nasmlcn.reproduce import SCALES
+
+    entries = [_listing(r) for r in recipes]
+    if as_json:
+        print(json.dumps({"results": entries}))
+        return
+    from rich.table import Table
+
+    table = Table("name", "paper", "result", "measures", *(f"{s}\nhere / GPU" for s in SCALES))
+    for e in entries:
+        times = [
+            f"{'' if e['scales'][s]['here_measured'] else '~'}"
+            f"{_minutes(e['scales'][s]['minutes_here'])} / ~{_minutes(e['scales'][s]['minutes_gpu'])}"
+            for s in SCALES
+        ]
+        table.add_row(e["name"], e["paper"], e["result"], e["measures"], *times)
+    out.print(table)
+    out.print(
+        "Times: here = this project's 2-core CI machine (measured, or ~ estimated);"
+        " GPU = one H100/H200, estimated. Run one: nasmlcn reproduce NAME --scale SCALE"
+    )
+
+
+def reproduce(
+    name: str | None = typer.Argument(
+        None, help=f"The result to run (see --list), or '{ALL}' for every one."
+    ),
+    list_: bool = typer.Option(False, "--list", help="List the results and their run times."),
+    scale: str = typer.Option(
+        "reduced",
+        "--scale",
+        help="smoke (minutes, checks the plumbing), reduced (within an hour on 2 cores)"
+        " or full (the paper's setting, for GPUs).",
+    ),
+    out_dir: Path = typer.Option(
+        Path("reproduce-results"),
+        "--out",
+        help="Folder of the runs and reports (a second run continues there).",
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Run the engine again even if a finished run is there."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """Run a seed paper's result (thesis, NASCaps, FasTrCaps) and report it beside the
+    paper's numbers: OUT/NAME/SCALE/report.html, .png, .csv and OUT/index.html."""
+    from nasmlcn.reproduce import SCALES, all_recipes, find_recipe
+    from nasmlcn.reproduce import reproduce as run
+
+    if list_:
+        _print_list(all_recipes(), as_json)
+        return
+    if name is None:
+        raise ReproduceError("name a result to run (see 'nasmlcn reproduce --list'), or 'all'")
+    if scale not in SCALES:
+        raise ReproduceError(f"unknown --scale {scale!r} (scales: {', '.join(SCALES)})")
+    recipes = all_recipes() if name == ALL else [find_recipe(name)]
+    reports = []
+    for i, recipe in enumerate(recipes, 1):
+        s = recipe.scale(scale)
+        estimate = ("" if s.measured else "~") + _minutes(s.minutes_here)
+        out.print(
+            f"[{i}/{len(recipes)}] {recipe.name}: {recipe.result} ({scale}, {estimate} here)",
+            style="bold",
+        )
+        report = run(recipe, scale, out_dir, force=force)
+        out.print(f"  {report.verdict.line}")
+        out.print(f"  report: {report.folder / 'report.html'}")
+        reports.append(report)
+    index = out_dir / "index.html"
+    if as_json:
+        print(json.dumps({"index": str(index), "results": [r.to_dict() for r in reports]}))
+    else:
+        out.print(f"index: {index}")

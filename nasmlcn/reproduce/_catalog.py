@@ -1,0 +1,99 @@
+"""Where the recipes and their engines are: the repository's ``studies/`` and
+``benchmarks/`` folders, which pyproject.toml installs as ``nasmlcn.studies`` and
+``nasmlcn.benchmarks`` (a wheel carries them; an editable install maps the packages
+to the folders themselves). Found with ``importlib.resources``, as the built-in
+search spaces are."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+
+from nasmlcn._toml import read_toml
+from nasmlcn.errors import ReproduceError
+from nasmlcn.registry import did_you_mean
+from nasmlcn.reproduce._papers import PAPERS
+from nasmlcn.reproduce._recipe import SEARCH_ENGINE, Recipe, recipe_from_mapping
+
+STUDIES_PACKAGE = "nasmlcn.studies"
+BENCHMARKS_PACKAGE = "nasmlcn.benchmarks"
+
+
+def _package_dir(package: str, folder: str) -> Path:
+    try:
+        root = resources.files(package)
+    except ModuleNotFoundError:
+        # A checkout on PYTHONPATH that was never installed: the folder itself.
+        return Path(__file__).resolve().parents[2] / folder
+    if not isinstance(root, Path):  # e.g. imported from a zip file
+        raise ReproduceError(
+            f"{package} is not a folder on disk ({root!r}); install nasmlcn with pip"
+        )
+    return root
+
+
+def studies_dir() -> Path:
+    """The folder of the recipes (``studies/``)."""
+    return _package_dir(STUDIES_PACKAGE, "studies")
+
+
+def benchmarks_dir() -> Path:
+    """The folder of the engines (``benchmarks/``)."""
+    return _package_dir(BENCHMARKS_PACKAGE, "benchmarks")
+
+
+def engine_script(recipe: Recipe) -> Path:
+    """The benchmark script that measures ``recipe``.
+
+    Raises:
+        ReproduceError: The recipe is a search, or its script does not exist.
+    """
+    if recipe.engine == SEARCH_ENGINE:
+        raise ReproduceError(f"{recipe.name} is a search: it has no benchmark script")
+    path = benchmarks_dir() / f"{recipe.engine}.py"
+    if not path.is_file():
+        known = sorted(p.stem for p in benchmarks_dir().glob("[a-z]*.py"))
+        raise ReproduceError(
+            f"recipe {str(recipe.path)!r}: no engine {recipe.engine!r} in benchmarks/"
+            f" (known: {', '.join(known)})"
+        )
+    return path
+
+
+def _order(recipe: Recipe) -> tuple[int, str, list[tuple[int, str]]]:
+    numbers = [
+        (int(n), s) if n else (0, s) for n, s in re.findall(r"(\d+)|(\D+)", recipe.result)
+    ]
+    return (list(PAPERS).index(recipe.paper), recipe.result.split()[0], numbers)
+
+
+def all_recipes() -> list[Recipe]:
+    """Every seed result in ``studies/`` (files with a ``[reproduce]`` table), in the
+    papers' order.
+
+    Raises:
+        ReproduceError: A recipe is invalid (the message names its file and key).
+    """
+    found = []
+    for path in sorted(studies_dir().glob("*.toml")):
+        data = read_toml(path, "recipe", ReproduceError)
+        if "reproduce" in data:
+            found.append(recipe_from_mapping(data, path))
+    return sorted(found, key=_order)
+
+
+def find_recipe(name: str) -> Recipe:
+    """The seed result called ``name`` (a file name in ``studies/`` without .toml).
+
+    Raises:
+        ReproduceError: No such result ("did you mean", with the known names).
+    """
+    recipes = {r.name: r for r in all_recipes()}
+    if name in recipes:
+        return recipes[name]
+    hint = did_you_mean(name, recipes, otherwise="")
+    raise ReproduceError(
+        f"unknown result {name!r}{'; ' + hint if hint else ''}"
+        f" (see 'nasmlcn reproduce --list'; known: {', '.join(recipes)})"
+    )

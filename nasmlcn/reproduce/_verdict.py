@@ -1,0 +1,164 @@
+"""Our figures beside the paper's, and the one-line verdict of a result (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from nasmlcn.errors import ReproduceError
+from nasmlcn.reproduce._recipe import Comparison, Recipe, Scale
+from nasmlcn.reproduce._values import evaluate
+
+NEAR = 3.0
+"""A ``close`` figure that misses its tolerance by no more than this many times it
+still counts as "within" the paper (reported with its gap), not as a miss."""
+
+VERDICTS = ("reproduced", "within", "not reproduced", "no paper number")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One figure: the paper's, ours, the gap and whether the check passed."""
+
+    label: str
+    unit: str
+    dataset: str
+    paper: float | None
+    ours: float | None
+    gap: float | None
+    check: str | None
+    target: float | None
+    tolerance: float
+    passed: bool | None
+    source: str
+    quote: str
+    plot_only: str
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A result's verdict: one of :data:`VERDICTS`, and the line that explains it."""
+
+    kind: str
+    line: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "line": self.line}
+
+
+def gap_unit(unit: str) -> str:
+    """The unit a difference is given in: points for percentages."""
+    return "pt" if unit == "%" else unit
+
+
+def fmt(value: float | None, unit: str = "") -> str:
+    """A figure for tables and lines: 3 significant figures, at least 2 decimals
+    below 100 (``91.30 %``, ``1.82 ms``, ``0.0017 s``)."""
+    if value is None:
+        return "-"
+    size = abs(value)
+    if size >= 100 or value == int(value) and size >= 10:
+        text = f"{value:,.1f}" if size < 1000 else f"{value:,.0f}"
+    elif size >= 0.1 or size == 0:
+        text = f"{value:.2f}"
+    else:
+        text = f"{value:.2g}"
+    if not unit:
+        return text
+    return f"{text}{unit}" if unit == "x" else f"{text} {unit}"
+
+
+def _row(entry: Comparison, data: Any) -> Row:
+    error = ""
+    ours: float | None
+    try:
+        ours = evaluate(entry.ours, data) * entry.factor
+    except ReproduceError as err:
+        ours, error = None, str(err)
+    target = entry.target
+    passed: bool | None = None
+    if entry.check is not None and target is not None and ours is not None:
+        if entry.check == "close":
+            passed = abs(ours - target) <= entry.tolerance + 1e-12
+        elif entry.check == "at_least":
+            passed = ours >= target - entry.tolerance - 1e-12
+        else:
+            passed = ours <= target + entry.tolerance + 1e-12
+    elif entry.check is not None:
+        passed = False
+    gap = ours - entry.paper if ours is not None and entry.paper is not None else None
+    return Row(
+        label=entry.label,
+        unit=entry.unit,
+        dataset=entry.dataset,
+        paper=entry.paper,
+        ours=ours,
+        gap=gap,
+        check=entry.check,
+        target=target,
+        tolerance=entry.tolerance,
+        passed=passed,
+        source=entry.source,
+        quote=entry.quote,
+        plot_only=entry.plot_only,
+        error=error,
+    )
+
+
+def compare(recipe: Recipe, data: Any) -> list[Row]:
+    """Every ``[[reproduce.compare]]`` entry of ``recipe`` against the engine output."""
+    return [_row(entry, data) for entry in recipe.compare]
+
+
+def _miss(row: Row) -> str:
+    target = fmt(row.target, row.unit)
+    if row.ours is None:
+        return f"{row.label}: no figure ({row.error})"
+    ours = fmt(row.ours, row.unit)
+    if row.check == "at_least":
+        return f"{row.label} {ours}, the paper's claim needs >= {target}"
+    if row.check == "at_most":
+        return f"{row.label} {ours}, the paper's claim needs <= {target}"
+    gap = row.ours - (row.target or 0.0)
+    return f"{row.label} {ours} vs {target} ({gap:+.2f} {gap_unit(row.unit)})"
+
+
+def verdict(rows: list[Row], scale: Scale) -> Verdict:
+    """The result's verdict: ``reproduced`` when every checked figure passes;
+    ``within`` when only ``close`` figures miss, each by at most :data:`NEAR` times
+    its tolerance (the line gives the largest gap); else ``not reproduced``, with the
+    misses and how this scale differs from the paper's setting (the likely why)."""
+    checked = [r for r in rows if r.check is not None]
+    if not checked:
+        return Verdict(
+            "no paper number",
+            "the paper gives a plot only: ours is shown beside its description",
+        )
+    misses = [r for r in checked if not r.passed]
+    if not misses:
+        return Verdict("reproduced", f"reproduced: {len(checked)} of {len(checked)} figures agree")
+    near = all(
+        r.check == "close"
+        and r.ours is not None
+        and r.target is not None
+        and abs(r.ours - r.target) <= NEAR * r.tolerance + 1e-12
+        and r.tolerance > 0
+        for r in misses
+    )
+    if near:
+        worst = max(misses, key=lambda r: abs((r.ours or 0.0) - (r.target or 0.0)) / r.tolerance)
+        size = abs((worst.ours or 0.0) - (worst.target or 0.0))
+        return Verdict(
+            "within",
+            f"within {size:.2f} {gap_unit(worst.unit)}: {len(checked) - len(misses)} of"
+            f" {len(checked)} figures agree; {_miss(worst)}",
+        )
+    return Verdict(
+        "not reproduced",
+        f"not reproduced: {'; '.join(_miss(r) for r in misses[:2])}"
+        f"{f' (+{len(misses) - 2} more)' if len(misses) > 2 else ''}; why: {scale.differs}",
+    )
