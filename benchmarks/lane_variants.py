@@ -1,7 +1,8 @@
 """What closes the gap to the thesis, by measurement: MLCN variants trained side by side.
 
-Each variant is a lane string and optional training or model overrides, written as
-one argument: ``'2*mlcn2:4x1'``, ``'2*mlcn2:4x1 augment=shift'``,
+Each variant is a lane string (or ``capsnet``, Sabour et al.'s CapsNet, the thesis's
+baseline) and optional training or model overrides, written as one argument:
+``'2*mlcn2:4x1'``, ``'2*mlcn2:4x1 augment=shift'``, ``'capsnet batch_size=300'``,
 ``'2*mlcn2:4x1 batch_size=50 lr=2e-3'``, ``'2*mlcn2:4x1 routing=classwise'`` (the
 keys: see ``benchmarks/_training_runs.py``). Every variant trains on the same
 Fashion-MNIST training split with the same seeds, and is judged on the validation
@@ -58,7 +59,7 @@ from _training_runs import (
 
 from nasmlcn.data import DATASETS
 from nasmlcn.errors import NasmlcnError
-from nasmlcn.specs import MLCNSpec
+from nasmlcn.specs import ArchSpec, CapsNetSpec, MLCNSpec
 from nasmlcn.training import TrainConfig, arch_for_dataset
 
 DEFAULT_VARIANTS = (
@@ -70,6 +71,8 @@ DEFAULT_VARIANTS = (
 DEFAULT_RESULTS = Path.home() / ".cache" / "nasmlcn" / "lane-variants" / "results.json"
 QUICK = {"epochs": 1, "train_limit": 300, "val_limit": 100}
 ACCURACIES = ("final_val_accuracy", "best_val_accuracy")
+CAPSNET = "capsnet"
+"""The variant whose model is CapsNet (a lane string names an MLCN)."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,7 @@ class Variant:
     """A variant as written, and the model and training configuration it means."""
 
     text: str  # canonical: the spec's lane string, then the overrides sorted by key
-    arch: MLCNSpec
+    arch: ArchSpec
     config: TrainConfig
     overrides: dict[str, Any]
     params: int
@@ -90,12 +93,15 @@ class Variant:
             raise SystemExit(f"{origin}: give the lanes first, e.g. '2*mlcn2:4x1 augment=shift'")
         overrides = parse_overrides(tokens[1:], origin)
         try:
-            base = MLCNSpec.from_lanes(tokens[0])
+            base: ArchSpec = (
+                CapsNetSpec() if tokens[0] == CAPSNET else MLCNSpec.from_lanes(tokens[0])
+            )
         except NasmlcnError as err:
             raise SystemExit(f"{origin}: {err}") from None
         arch = arch_for_dataset(base, DATASETS.get(dataset), strict=False)
         arch, config, _ = apply_overrides(arch, TrainConfig(), overrides, origin)
-        canonical = " ".join(filter(None, [arch.describe(), format_overrides(overrides)]))
+        name = CAPSNET if isinstance(arch, CapsNetSpec) else arch.describe()
+        canonical = " ".join(filter(None, [name, format_overrides(overrides)]))
         return cls(canonical, arch, config, overrides, model_params(arch))
 
 

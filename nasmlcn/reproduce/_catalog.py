@@ -61,11 +61,11 @@ def engine_script(recipe: Recipe) -> Path:
     return path
 
 
-def _order(recipe: Recipe) -> tuple[int, str, list[tuple[int, str]]]:
-    numbers = [
-        (int(n), s) if n else (0, s) for n, s in re.findall(r"(\d+)|(\D+)", recipe.result)
-    ]
-    return (list(PAPERS).index(recipe.paper), recipe.result.split()[0], numbers)
+def _order(recipe: Recipe) -> tuple[int, list[int], str]:
+    """Paper, then the numbers of its table or figure (Table 4.1 before Fig. 4.4);
+    a result without a number last."""
+    numbers = [int(n) for n in re.findall(r"\d+", recipe.result)] or [10**6]
+    return (list(PAPERS).index(recipe.paper), numbers, recipe.result)
 
 
 def all_recipes() -> list[Recipe]:

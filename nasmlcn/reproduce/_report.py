@@ -115,14 +115,16 @@ def _figure(rows: list[Row], title: str) -> Any:
                 name="agrees (tolerance)",
             )
         )
-    colours = ["#2e8b57" if r.passed else "#c0392b" for r in shown]
+    colours = [
+        "#888888" if r.passed is None else "#2e8b57" if r.passed else "#c0392b" for r in shown
+    ]
     fig.add_trace(
         go.Scatter(
             x=[r.ours / r.target for r in shown if r.ours is not None and r.target],
             y=labels,
             mode="markers",
             marker={"size": 12, "color": colours, "symbol": "circle"},
-            name="ours",
+            name="ours (green: agrees, red: not, grey: not checked)",
             text=[
                 f"ours {fmt(r.ours, r.unit)} vs {fmt(r.target, r.unit)} ({r.source})" for r in shown
             ],
