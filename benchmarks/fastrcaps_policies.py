@@ -9,7 +9,8 @@ caption), so they train with ``decoder=reduced``. ``--rows all`` adds Fig. 8's o
 policies: ``exponential``, ``one-cycle`` and ``warm-restarts`` lr, and ``adabatch``
 (Alg. 3) with a fixed lr.
 
-Every row trains the same model (``--lanes``) on the same Fashion-MNIST subset,
+Every row trains the same model (``--lanes``; ``capsnet`` is the paper's own,
+Sabour et al.'s CapsNet) on the same Fashion-MNIST subset,
 seeds 0..N-1 (the seed picks the validation split, the initial weights and the
 batch order); within a seed the rows run in alternating order (as listed for even
 seeds, reversed for odd ones), after an untimed warm-up run. Judged on the
@@ -122,14 +123,15 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from nasmlcn.data import DATASETS
-    from nasmlcn.specs import MLCNSpec
+    from nasmlcn.specs import ArchSpec, CapsNetSpec, MLCNSpec
     from nasmlcn.training import arch_for_dataset
 
     torch.set_num_threads(args.threads)
     rows = ROWS[args.rows]
-    arch = arch_for_dataset(
-        MLCNSpec.from_lanes(args.lanes), DATASETS.get(args.dataset), strict=False
+    base: ArchSpec = (
+        CapsNetSpec() if args.lanes == "capsnet" else MLCNSpec.from_lanes(args.lanes)
     )
+    arch = arch_for_dataset(base, DATASETS.get(args.dataset), strict=False)
     say("warm-up (untimed)")
     warm = argparse.Namespace(**{**vars(args), "epochs": 1})
     train_row(rows[0], arch, load(args, 0, limit=min(64, args.train_limit)), warm, 0)
@@ -258,7 +260,7 @@ def show(result: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lanes", default="2*mlcn2:2x1")
+    parser.add_argument("--lanes", default="2*mlcn2:2x1", help="an MLCN, or capsnet")
     parser.add_argument("--dataset", default="fashion-mnist")
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--train-limit", type=int, default=400)

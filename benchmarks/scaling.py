@@ -10,7 +10,10 @@ reconstruction loss, backward, Adam) for:
   replicated (``nasmlcn.parallel.DistributedMLCN``);
 - ``ddp``: P processes of one thread (gloo), DDP of the whole model, each on
   batch/P images, gradients all-reduced (``nasmlcn.parallel.data_parallel``);
-- ``single_2threads`` (context only): one process with P threads.
+- ``single_2threads`` (context only): one process with P threads;
+- with ``--capsnet``, the thesis's baseline (Fig. 4.7 ``base``): CapsNet in one
+  process (``capsnet_single``) and under DDP on the P processes (``capsnet_ddp``),
+  and every mode's speed-up over ``capsnet_single``.
 
 Per rank it splits the step time into compute and exposed communication: for
 lane-parallel, the blocking all-gather (including waiting for the slower rank);
@@ -80,6 +83,31 @@ def _stepper(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> Any:
     return step
 
 
+def _ddp_stepper(
+    spec: MLCNSpec | CapsNetSpec,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    world: int,
+    rank: int,
+    stats: AllReduceStats,
+) -> Any:
+    """One DDP training step of ``spec`` on this rank's share of the batch."""
+    torch.manual_seed(0)
+    ddp = data_parallel(build_model(spec), "cpu", stats=stats)
+    shard_x, shard_y = x.tensor_split(world)[rank], y.tensor_split(world)[rank]
+    optimizer = torch.optim.Adam(ddp.parameters(), lr=1e-3)
+
+    def step() -> None:
+        out = ddp(shard_x, shard_y)
+        loss = capsule_loss(out.lengths, out.reconstruction, shard_x, shard_y).total
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        stats.end_step()
+        optimizer.step()
+
+    return step
+
+
 def _timed(step: Any, steps: int) -> float:
     return _timed_cpu(step, steps)[0]
 
@@ -106,25 +134,21 @@ def _bench_rank(ctx: RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
     lanes_model = DistributedMLCN(full, cfg["assignment"])
     lanes_step = _stepper(lanes_model, x, y)
 
-    torch.manual_seed(0)
-    replica = build_model(spec)
     stats = AllReduceStats()
-    ddp = data_parallel(replica, "cpu", stats=stats)
-    shard_x, shard_y = x.tensor_split(world)[rank], y.tensor_split(world)[rank]
-    ddp_opt = torch.optim.Adam(ddp.parameters(), lr=1e-3)
+    ddp_step = _ddp_stepper(spec, x, y, world, rank, stats)
+    capsnet_stats = AllReduceStats()
+    capsnet_ddp_step = None
+    if cfg.get("capsnet"):
+        cx, cy = _batch(CapsNetSpec(), batch)
+        capsnet_ddp_step = _ddp_stepper(CapsNetSpec(), cx, cy, world, rank, capsnet_stats)
 
-    def ddp_step() -> None:
-        out = ddp(shard_x, shard_y)
-        loss = capsule_loss(out.lengths, out.reconstruction, shard_x, shard_y).total
-        ddp_opt.zero_grad(set_to_none=True)
-        loss.backward()
-        stats.end_step()
-        ddp_opt.step()
-
-    single_step = None
+    single_step = capsnet_step = None
     if rank == 0:
         torch.manual_seed(0)
         single_step = _stepper(build_model(spec), x, y)
+        if cfg.get("capsnet"):
+            torch.manual_seed(0)
+            capsnet_step = _stepper(build_model(CapsNetSpec()), cx, cy)
 
     # Warm-up (allocator, oneDNN primitives) and step counts sized to ~cfg["seconds"].
     steps = [0, 0]
@@ -139,6 +163,10 @@ def _bench_rank(ctx: RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
     for _ in range(2):
         lanes_step()
         ddp_step()
+        if capsnet_ddp_step is not None:
+            capsnet_ddp_step()
+    if capsnet_step is not None:
+        capsnet_step()
 
     rows: list[dict[str, Any]] = []
     for _ in range(cfg["rounds"]):
@@ -161,6 +189,17 @@ def _bench_rank(ctx: RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
         row["ddp_exposed_seconds"] = stats.exposed_seconds
         row["ddp_busy_seconds"] = stats.busy_seconds
         row["ddp_bytes_per_step"] = stats.bytes / n_parallel
+        if capsnet_ddp_step is not None:
+            # CapsNet steps are several times slower: a third of the steps keeps the
+            # round short; the figures are rates.
+            n_caps = max(3, n_parallel // 3)
+            dist.barrier()
+            if rank == 0:
+                assert capsnet_step is not None
+                row["capsnet_single_seconds"] = _timed(capsnet_step, max(3, n_single // 3))
+            dist.barrier()
+            capsnet_stats.reset()
+            row["capsnet_ddp_seconds"] = _timed(capsnet_ddp_step, n_caps)
         rows.append(row)
     return {
         "rank": rank,
@@ -187,6 +226,7 @@ def cpu_figures(args: argparse.Namespace) -> dict[str, Any]:
         "rounds": args.rounds,
         "seconds": args.seconds,
         "assignment": assignment,
+        "capsnet": args.capsnet,
     }
     ranks = launch(
         _bench_rank, args.processes, cfg, device="cpu", threads=1, timeout_s=args.timeout
@@ -230,6 +270,24 @@ def cpu_figures(args: argparse.Namespace) -> dict[str, Any]:
                 },
             }
         )
+    capsnet: dict[str, Any] = {}
+    if args.capsnet:
+        n_caps1, n_capsp = max(3, n1 // 3), max(3, np_ // 3)
+        caps1 = _median([n_caps1 * b / r0["rounds"][i]["capsnet_single_seconds"] for i in rounds])
+        capsp = _median(
+            [n_capsp * b / max(r["rounds"][i]["capsnet_ddp_seconds"] for r in ranks) for i in rounds]
+        )
+        capsnet = {
+            "capsnet_single_images_per_second": round(caps1, 1),
+            "capsnet_ddp_images_per_second": round(capsp, 1),
+            # thesis Fig. 4.7: every mode over CapsNet in one process (its "1 K80")
+            "over_capsnet": {
+                "base": round(capsp / caps1, 3),
+                "mlcn": round(single / caps1, 3),
+                "mlcn_data": round(ddp / caps1, 3),
+                "mlcn_model": round(lanes / caps1, 3),
+            },
+        }
     return {
         "lanes": spec.describe(),
         "batch_size": b,
@@ -252,6 +310,7 @@ def cpu_figures(args: argparse.Namespace) -> dict[str, Any]:
         "lane_parallel_vs_ddp": round(lanes / ddp, 3),
         "lane_parallel_efficiency": round(lanes / single / args.processes, 3),
         "per_rank": per_rank,
+        **capsnet,
     }
 
 
@@ -330,6 +389,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600.0, help="collective timeout (s)")
     parser.add_argument("--cuda", action="store_true", help="also measure on the GPU(s)")
     parser.add_argument("--no-cpu", action="store_true", help="skip the multi-process part")
+    parser.add_argument(
+        "--capsnet", action="store_true", help="also CapsNet, alone and under DDP (Fig. 4.7)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     if args.cuda and not torch.cuda.is_available():

@@ -58,7 +58,7 @@ checked (a figure of other hardware, such as seconds per epoch on a P100). The
 target is ``bound`` if given, else ``paper``."""
 
 _REPRODUCE_KEYS = ("paper", "result", "measures", "setting", "engine", "scales", "compare")
-_SCALE_KEYS = ("args", "minutes_here", "minutes_gpu", "measured", "differs")
+_SCALE_KEYS = ("args", "runs", "minutes_here", "minutes_gpu", "measured", "differs")
 _COMPARE_KEYS = (
     "label",
     "ours",
@@ -74,6 +74,7 @@ _COMPARE_KEYS = (
     "dataset",
 )
 _ENGINE_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _PLACEHOLDER = re.compile(r"\{([a-z_]*)\}")
 PLACEHOLDERS = ("out",)
 """What an engine argument may name: ``{out}`` is the run's folder."""
@@ -81,17 +82,24 @@ PLACEHOLDERS = ("out",)
 
 @dataclass(frozen=True)
 class Scale:
-    """How one scale runs the engine, and what it costs."""
+    """How one scale runs the engine, and what it costs.
+
+    Either ``args`` (one run: its output is the engine's JSON) or ``runs`` (several
+    runs by name, such as one per batch size: the output is ``{"runs": {name:
+    output}}``, and a second invocation reruns only the runs that did not finish)."""
 
     args: tuple[str, ...]
     minutes_here: float
     minutes_gpu: float
     measured: bool
     differs: str
+    runs: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def engine_args(self, out: Path) -> list[str]:
-        """The engine's arguments with ``{out}`` filled in."""
-        return [a.replace("{out}", str(out)) for a in self.args]
+    def engine_runs(self, out: Path) -> dict[str, list[str]]:
+        """Each run's engine arguments with ``{out}`` filled in (one run, named
+        ``""``, when the scale gives ``args``)."""
+        named = self.runs or {"": self.args}
+        return {k: [a.replace("{out}", str(out)) for a in v] for k, v in named.items()}
 
 
 @dataclass(frozen=True)
@@ -179,25 +187,42 @@ def _minutes(table: Mapping[str, Any], key: str, where: str) -> float:
     return value
 
 
-def _scale(table: Any, where: str) -> Scale:
-    if not isinstance(table, Mapping):
-        raise ReproduceError(f"{where} must be a table")
-    check_keys(table, _SCALE_KEYS, where, ReproduceError)
-    args = table.get("args", [])
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise ReproduceError(f"{where}: args must be a list of strings, got {args!r}")
-    for arg in args:
+def _args(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise ReproduceError(f"{where} must be a list of strings, got {value!r}")
+    for arg in value:
         for name in _PLACEHOLDER.findall(arg):
             if name not in PLACEHOLDERS:
                 raise ReproduceError(
                     f"{where}: unknown placeholder {{{name}}} in {arg!r}"
                     f" (known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)})"
                 )
+    return tuple(value)
+
+
+def _scale(table: Any, where: str) -> Scale:
+    if not isinstance(table, Mapping):
+        raise ReproduceError(f"{where} must be a table")
+    check_keys(table, _SCALE_KEYS, where, ReproduceError)
+    if "args" in table and "runs" in table:
+        raise ReproduceError(f"{where}: give args (one run) or runs (several), not both")
+    args = _args(table.get("args", []), f"{where}: args")
+    runs_table = table.get("runs", {})
+    if not isinstance(runs_table, Mapping):
+        raise ReproduceError(f"{where}: runs must be a table of name = [arguments]")
+    runs = {}
+    for key, value in runs_table.items():
+        if not _RUN_NAME.fullmatch(key):
+            raise ReproduceError(
+                f"{where}: run name {key!r} must be letters, digits, '-' or '_'"
+            )
+        runs[key] = _args(value, f"{where}: runs.{key}")
     measured = table.get("measured", False)
     if not isinstance(measured, bool):
         raise ReproduceError(f"{where}: measured must be true or false, got {measured!r}")
     return Scale(
-        args=tuple(args),
+        args=args,
+        runs=runs,
         minutes_here=_minutes(table, "minutes_here", where),
         minutes_gpu=_minutes(table, "minutes_gpu", where),
         measured=measured,
@@ -286,6 +311,8 @@ def recipe_from_mapping(data: Mapping[str, Any], path: Path) -> Recipe:
     if missing:
         raise ReproduceError(f"{inner}: missing [reproduce.scales.{missing[0]}]")
     scales = {s: _scale(scales_table[s], f"{where} [reproduce.scales.{s}]") for s in SCALES}
+    if engine == SEARCH_ENGINE and any(sc.runs for sc in scales.values()):
+        raise ReproduceError(f"{inner}: a search recipe sweeps with [sweep], not with runs")
     entries = table.get("compare")
     if not isinstance(entries, list) or not entries:
         raise ReproduceError(

@@ -95,23 +95,20 @@ def describe_machine(info: dict[str, Any]) -> str:
     return f"{info.get('cores')} cores of {info.get('cpu')} ({info.get('system')}); {gpus}"
 
 
-def engine_command(recipe: Recipe, scale: str, folder: Path, python: str) -> list[str]:
-    """The command that runs the engine of ``recipe`` at ``scale`` into ``folder``."""
-    args = recipe.scale(scale).engine_args(folder)
+def engine_commands(recipe: Recipe, scale: str, folder: Path, python: str) -> dict[str, list[str]]:
+    """The commands that run the engine of ``recipe`` at ``scale`` into ``folder``, by
+    run name (one run named ``""`` unless the scale lists several)."""
+    runs = recipe.scale(scale).engine_runs(folder)
     if recipe.is_search:
         storage = f"sqlite:///{(folder / STUDY_FILE).resolve()}"
-        return [
-            python,
-            "-m",
-            "nasmlcn",
-            "search",
-            "--config",
-            str(recipe.path),
-            "--storage",
-            storage,
-            *args,
-        ]
-    return [python, str(engine_script(recipe)), *args, "--json"]
+        search = [python, "-m", "nasmlcn", "search", "--config", str(recipe.path)]
+        return {k: [*search, "--storage", storage, *args] for k, args in runs.items()}
+    script = str(engine_script(recipe))
+    return {k: [python, script, *args, "--json"] for k, args in runs.items()}
+
+
+def _output_file(key: str) -> str:
+    return f"engine-{key}.json" if key else ENGINE_FILE
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -144,6 +141,26 @@ def _stream(process: subprocess.Popen[str], log: TextIO, echo: TextIO | None) ->
             echo.flush()
 
 
+def _run_engine(command: list[str], folder: Path, output: Path, echo: TextIO | None) -> int:
+    """Runs ``command`` with stdout to ``output`` and stderr to the log (and ``echo``)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with open(output, "w", encoding="utf-8") as stdout, open(
+        folder / LOG_FILE, "a", encoding="utf-8"
+    ) as log:
+        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        log.write(f"# {stamp}: {' '.join(command)}\n")
+        process = subprocess.Popen(
+            command, stdout=stdout, stderr=subprocess.PIPE, text=True, env=env
+        )
+        try:
+            _stream(process, log, echo)
+            return process.wait()
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+
+
 def run_result(
     recipe: Recipe,
     scale: str,
@@ -154,7 +171,7 @@ def run_result(
     echo: TextIO | None = sys.stderr,
 ) -> RunOutcome:
     """Runs ``recipe``'s engine at ``scale`` into ``OUT/NAME/SCALE`` (or reuses a
-    finished run with the same command) and returns its output.
+    finished run with the same commands) and returns its output.
 
     Raises:
         ReproduceError: The engine failed (the message ends with its last lines of
@@ -162,78 +179,93 @@ def run_result(
     """
     folder = run_folder(out, recipe, scale)
     folder.mkdir(parents=True, exist_ok=True)
-    command = engine_command(recipe, scale, folder, python or sys.executable)
-    shown = [Path(c).name if i < 2 and not recipe.is_search else c for i, c in enumerate(command)]
-    previous = _read(folder / RUN_FILE)
+    commands = engine_commands(recipe, scale, folder, python or sys.executable)
+    previous = _read(folder / RUN_FILE) or {}
     output = _read(folder / ENGINE_FILE)
     if (
         not force
-        and previous is not None
         and previous.get("state") == "done"
-        and previous.get("command") == command
+        and previous.get("commands") == commands
         and output is not None
     ):
         return RunOutcome(folder, output, previous, ran=False)
+    finished: dict[str, list[str]] = {} if force else dict(previous.get("finished_runs", {}))
     record: dict[str, Any] = {
         "name": recipe.name,
         "scale": scale,
-        "command": command,
-        "shown": " ".join(shown),
+        "commands": commands,
+        "shown": "; ".join(_shown(c, recipe) for c in commands.values()),
         "machine": machine(),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "state": "running",
-        "runs": int((previous or {}).get("runs", 0)) + 1,
-        "earlier_seconds": float((previous or {}).get("seconds", 0.0))
-        + float((previous or {}).get("earlier_seconds", 0.0)),
+        "runs": int(previous.get("runs", 0)) + 1,
+        # a run that stopped or failed is continued: its time counts
+        "earlier_seconds": 0.0
+        if force or previous.get("state") == "done"
+        else float(previous.get("seconds", 0.0)) + float(previous.get("earlier_seconds", 0.0)),
+        "finished_runs": finished,
     }
     write_json_atomic(folder / RUN_FILE, record)
     (folder / ENGINE_FILE).unlink(missing_ok=True)
-    partial = folder / (ENGINE_FILE + ".partial")
     start = time.perf_counter()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    with open(partial, "w", encoding="utf-8") as stdout, open(
-        folder / LOG_FILE, "a", encoding="utf-8"
-    ) as log:
-        log.write(f"# {record['started']}: {' '.join(command)}\n")
-        process = subprocess.Popen(
-            command, stdout=stdout, stderr=subprocess.PIPE, text=True, env=env
-        )
-        try:
-            _stream(process, log, echo)
-            code = process.wait()
-        except BaseException:
-            process.kill()
-            process.wait()
-            record.update(state="stopped", seconds=time.perf_counter() - start)
+    outputs: dict[str, Any] = {}
+    try:
+        for key, command in commands.items():
+            target = folder / _output_file(key)
+            stored = _read(target) if finished.get(key) == command else None
+            if stored is not None:
+                outputs[key] = stored
+                continue
+            partial = target.with_suffix(".partial")
+            if echo is not None and key:
+                echo.write(f"-- {recipe.name} ({scale}), run {key}\n")
+            code = _run_engine(command, folder, partial, echo)
+            if code != 0:
+                raise ReproduceError(
+                    f"{recipe.name} ({scale}{', run ' + key if key else ''}): the engine exited"
+                    f" with {code}; its log is {folder / LOG_FILE}; last lines:\n"
+                    f"{_tail(folder / LOG_FILE)}"
+                )
+            data = _result_of(recipe, folder, partial)
+            partial.unlink(missing_ok=True)
+            if data is None:
+                raise ReproduceError(
+                    f"{recipe.name} ({scale}): the engine printed no JSON object on stdout;"
+                    f" see {folder / LOG_FILE}"
+                )
+            write_json_atomic(target, data)
+            outputs[key] = data
+            finished[key] = command
+            record["seconds"] = time.perf_counter() - start
             write_json_atomic(folder / RUN_FILE, record)
-            raise
-    record["seconds"] = time.perf_counter() - start
-    if code != 0:
-        record["state"] = "failed"
+    except BaseException as err:
+        record.update(
+            state="failed" if isinstance(err, ReproduceError) else "stopped",
+            seconds=time.perf_counter() - start,
+        )
         write_json_atomic(folder / RUN_FILE, record)
-        raise ReproduceError(
-            f"{recipe.name} ({scale}): the engine exited with {code};"
-            f" its log is {folder / LOG_FILE}; last lines:\n{_tail(folder / LOG_FILE)}"
-        )
-    if recipe.is_search:
-        from nasmlcn.reproduce._search_summary import summarize_storage
-
-        data: dict[str, Any] | None = summarize_storage(
-            f"sqlite:///{(folder / STUDY_FILE).resolve()}"
-        )
-    else:
-        data = _read(partial)
-    partial.unlink(missing_ok=True)
-    if data is None:
-        record["state"] = "failed"
-        write_json_atomic(folder / RUN_FILE, record)
-        raise ReproduceError(
-            f"{recipe.name} ({scale}): the engine printed no JSON object on stdout;"
-            f" see {folder / LOG_FILE}"
-        )
+        raise
+    data = outputs[""] if list(outputs) == [""] else {"runs": outputs}
     write_json_atomic(folder / ENGINE_FILE, data)
     record.update(
-        state="done", finished=datetime.now(timezone.utc).isoformat(timespec="seconds")
+        state="done",
+        seconds=time.perf_counter() - start,
+        finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
     write_json_atomic(folder / RUN_FILE, record)
     return RunOutcome(folder, data, record, ran=True)
+
+
+def _shown(command: list[str], recipe: Recipe) -> str:
+    """A command as reports show it: the script's name, not its installed path."""
+    if recipe.is_search:
+        return " ".join(["nasmlcn", *command[3:]])
+    return " ".join(["python", Path(command[1]).name, *command[2:]])
+
+
+def _result_of(recipe: Recipe, folder: Path, partial: Path) -> dict[str, Any] | None:
+    if recipe.is_search:
+        from nasmlcn.reproduce._search_summary import summarize_storage
+
+        return summarize_storage(f"sqlite:///{(folder / STUDY_FILE).resolve()}")
+    return _read(partial)
