@@ -72,6 +72,7 @@ _COMPARE_KEYS = (
     "quote",
     "plot_only",
     "dataset",
+    "scales",
 )
 _ENGINE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -118,6 +119,7 @@ class Comparison:
     quote: str = ""
     plot_only: str = ""
     dataset: str = "Fashion-MNIST"
+    scales: tuple[str, ...] = SCALES
 
     @property
     def target(self) -> float | None:
@@ -263,7 +265,14 @@ def _comparison(table: Any, where: str) -> Comparison:
         parse_expression(ours)
     except ReproduceError as err:
         raise ReproduceError(f"{where}: {err}") from None
+    scales = table.get("scales", list(SCALES))
+    if not isinstance(scales, list) or not scales or any(x not in SCALES for x in scales):
+        raise ReproduceError(
+            f"{where}: scales must list some of {', '.join(SCALES)} (the scales that measure"
+            f" this figure), got {scales!r}"
+        )
     return Comparison(
+        scales=tuple(scales),
         label=_text(table, "label", where),
         ours=ours,
         unit=_text(table, "unit", where, required=False),

@@ -261,7 +261,7 @@ the engine measured), engine.log, run.json.</p>
 def write_report(recipe: Recipe, scale: str, folder: Path, output: dict[str, Any]) -> Report:
     """Writes the report files of one finished run into its ``folder``."""
     record = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
-    rows = compare(recipe, output)
+    rows = compare(recipe, output, scale)
     v = verdict(rows, recipe.scale(scale))
     title = f"{PAPERS[recipe.paper].short} {recipe.result}: ours against the paper ({scale})"
     (folder / REPORT_PNG).unlink(missing_ok=True)

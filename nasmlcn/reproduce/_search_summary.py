@@ -9,6 +9,9 @@ benchmark's output::
     studies."thesis-fig6.2-flops-4x".best
     studies."thesis-fig6.5".best_so_far.7        # best after 8 trials
     studies."nascaps-pareto".pareto_size
+    studies."nascaps-pareto".front_max.energy_mJ    # over the feasible Pareto front
+    studies."nascaps-pareto".front_best.energy_mJ   # its most accurate member
+    studies."nascaps-table2".correlation[epoch=3].pearson
     max(studies.*.best)
 
 Accuracy is the first objective (a fraction); only feasible completed trials
@@ -28,7 +31,7 @@ def summarize_storage(url: str) -> dict[str, Any]:
     import optuna
     from optuna.trial import TrialState
 
-    from nasmlcn.search import is_feasible
+    from nasmlcn.search import completed_curves, epoch_correlations, is_feasible
     from nasmlcn.study import open_storage
 
     storage = open_storage(url, read_only=True, heartbeat=False)
@@ -54,10 +57,20 @@ def summarize_storage(url: str) -> dict[str, Any]:
             "best_so_far": best_so_far,
             "objectives": list(study.metric_names or []),
             "all_trials": len(study.get_trials(deepcopy=False)),
+            # NASCaps Table 2: per epoch, accuracy then vs at the last epoch
+            "correlation": [c.to_dict() for c in epoch_correlations(completed_curves(study))],
         }
         if len(study.directions) > 1:
             front = [t for t in study.best_trials if is_feasible(t)]
+            names = list(study.metric_names or [f"objective{i}" for i in range(len(study.directions))])
             entry["pareto_size"] = len(front)
-            entry["pareto"] = [list(t.values) for t in sorted(front, key=lambda t: t.number)]
+            entry["pareto"] = [
+                dict(zip(names, t.values, strict=True)) for t in sorted(front, key=lambda t: t.number)
+            ]
+            if front:
+                best = max(front, key=lambda t: (t.values[0], -t.number))
+                entry["front_best"] = dict(zip(names, best.values, strict=True))
+                entry["front_min"] = {n: min(t.values[i] for t in front) for i, n in enumerate(names)}
+                entry["front_max"] = {n: max(t.values[i] for t in front) for i, n in enumerate(names)}
         studies[info.study_name] = entry
     return {"studies": studies}

@@ -109,9 +109,10 @@ def _row(entry: Comparison, data: Any) -> Row:
     )
 
 
-def compare(recipe: Recipe, data: Any) -> list[Row]:
-    """Every ``[[reproduce.compare]]`` entry of ``recipe`` against the engine output."""
-    return [_row(entry, data) for entry in recipe.compare]
+def compare(recipe: Recipe, data: Any, scale: str) -> list[Row]:
+    """Every ``[[reproduce.compare]]`` entry of ``recipe`` that ``scale`` measures,
+    against the engine output."""
+    return [_row(entry, data) for entry in recipe.compare if scale in entry.scales]
 
 
 def _miss(row: Row) -> str:
