@@ -128,9 +128,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     torch.set_num_threads(args.threads)
     rows = ROWS[args.rows]
-    base: ArchSpec = (
-        CapsNetSpec() if args.lanes == "capsnet" else MLCNSpec.from_lanes(args.lanes)
-    )
+    base: ArchSpec = CapsNetSpec() if args.lanes == "capsnet" else MLCNSpec.from_lanes(args.lanes)
     arch = arch_for_dataset(base, DATASETS.get(args.dataset), strict=False)
     say("warm-up (untimed)")
     warm = argparse.Namespace(**{**vars(args), "epochs": 1})

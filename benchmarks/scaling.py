@@ -275,7 +275,10 @@ def cpu_figures(args: argparse.Namespace) -> dict[str, Any]:
         n_caps1, n_capsp = max(3, n1 // 3), max(3, np_ // 3)
         caps1 = _median([n_caps1 * b / r0["rounds"][i]["capsnet_single_seconds"] for i in rounds])
         capsp = _median(
-            [n_capsp * b / max(r["rounds"][i]["capsnet_ddp_seconds"] for r in ranks) for i in rounds]
+            [
+                n_capsp * b / max(r["rounds"][i]["capsnet_ddp_seconds"] for r in ranks)
+                for i in rounds
+            ]
         )
         capsnet = {
             "capsnet_single_images_per_second": round(caps1, 1),

@@ -41,6 +41,7 @@ PLANNING = (
     "nasmlcn.planning",
     "nasmlcn.search",
     "nasmlcn.study",
+    "nasmlcn.reproduce",
 )
 # Third-party modules that pull torch in when imported.
 TORCH = ("torch", "torchvision")

@@ -20,6 +20,7 @@ import pytest
         "nasmlcn.costs",
         "nasmlcn.placement",
         "nasmlcn.planning",
+        "nasmlcn.reproduce",
     ],
 )
 def test_import_does_not_load_torch(module: str) -> None:

@@ -28,18 +28,29 @@ from nasmlcn.errors import NasmlcnError
 ROOT = Path(__file__).resolve().parents[1]
 SPACES = sorted(p.name for p in (ROOT / "search_spaces").glob("*.toml"))
 # What building a wheel needs: pyproject.toml, its readme, the packages.
-SOURCES = ("pyproject.toml", "README.md", "nasmlcn", "search_spaces")
+SOURCES = ("pyproject.toml", "README.md", "nasmlcn", "search_spaces", "studies", "benchmarks")
+# Folders outside nasmlcn/ that ship inside it: the built-in spaces, the recipes of
+# `nasmlcn reproduce` and their engines.
+MAPPED = {
+    "nasmlcn.search_spaces": "search_spaces",
+    "nasmlcn.studies": "studies",
+    "nasmlcn.benchmarks": "benchmarks",
+}
 
 
 def test_the_package_list_matches_the_source_tree() -> None:
-    """pyproject.toml lists the packages (one lives outside nasmlcn/): none forgotten."""
+    """pyproject.toml lists the packages (three live outside nasmlcn/): none forgotten."""
     setuptools = read_toml(ROOT / "pyproject.toml", "pyproject", NasmlcnError)["tool"]["setuptools"]
     found = {
         ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "nasmlcn").rglob("__init__.py")
     }
-    assert sorted(setuptools["packages"]) == sorted({*found, "nasmlcn.search_spaces"})
-    assert setuptools["package-dir"] == {"nasmlcn.search_spaces": "search_spaces"}
+    assert sorted(setuptools["packages"]) == sorted({*found, *MAPPED})
+    assert setuptools["package-dir"] == MAPPED
     assert (ROOT / "search_spaces" / "__init__.py").is_file()
+    assert (ROOT / "studies" / "__init__.py").is_file()
+    # benchmarks/ has no __init__.py on purpose (its scripts import their siblings
+    # as top-level modules); setuptools ships its modules all the same.
+    assert not (ROOT / "benchmarks" / "__init__.py").exists()
 
 
 def _run(
@@ -125,6 +136,10 @@ def test_the_wheel_works_outside_the_checkout(tmp_path: Path) -> None:
     assert "nasmlcn/py.typed" in names
     for space in [*SPACES, "__init__.py", "README.md"]:
         assert f"nasmlcn/search_spaces/{space}" in names
+    for recipe in (ROOT / "studies").glob("*.toml"):
+        assert f"nasmlcn/studies/{recipe.name}" in names
+    for script in (ROOT / "benchmarks").glob("*.py"):
+        assert f"nasmlcn/benchmarks/{script.name}" in names
     assert {n.split("/")[0] for n in names} == {
         "nasmlcn",
         wheel.name.split("-py")[0] + ".dist-info",
@@ -231,4 +246,31 @@ def test_the_wheel_works_outside_the_checkout(tmp_path: Path) -> None:
     cal = json.loads(_run([*calibrate, "--json", "--out", str(cal_file)], cwd=work, env=env).stdout)
     assert cal["lanes"] == 3
     assert cal_file.is_file()
+
+    # nasmlcn reproduce finds its recipes and engines inside the wheel.
+    listed = json.loads(_run([nasmlcn, "reproduce", "--list", "--json"], cwd=work, env=env).stdout)
+    recipes = {Path(r["recipe"]).resolve() for r in listed["results"]}
+    assert {p.name for p in recipes} >= {"thesis-table4.1.toml", "nascaps-table3.toml"}
+    assert all(p.is_relative_to(installed) for p in recipes), recipes
+    rep = tmp_path / "rep"
+    done = json.loads(
+        _run(
+            [
+                nasmlcn,
+                "reproduce",
+                "nascaps-table3",
+                "--scale",
+                "smoke",
+                "--out",
+                str(rep),
+                "--json",
+            ],
+            cwd=work,
+            env=env,
+        ).stdout
+    )
+    assert done["results"][0]["verdict"]["kind"] == "smoke"
+    run = json.loads((rep / "nascaps-table3" / "smoke" / "run.json").read_text())
+    assert Path(run["commands"][""][1]).resolve().is_relative_to(installed)
+    assert (rep / "index.html").is_file()
     assert not list(work.iterdir()), "the commands wrote into the working directory"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from nasmlcn.cli._console import out
+from nasmlcn.cli._console import err, out
 from nasmlcn.errors import ReproduceError
 
 if TYPE_CHECKING:
@@ -104,20 +104,35 @@ def reproduce(
     if scale not in SCALES:
         raise ReproduceError(f"unknown --scale {scale!r} (scales: {', '.join(SCALES)})")
     recipes = all_recipes() if name == ALL else [find_recipe(name)]
+    shown = err if as_json else out
     reports = []
+    failed: dict[str, str] = {}
     for i, recipe in enumerate(recipes, 1):
         s = recipe.scale(scale)
         estimate = ("" if s.measured else "~") + _minutes(s.minutes_here)
-        out.print(
+        shown.print(
             f"[{i}/{len(recipes)}] {recipe.name}: {recipe.result} ({scale}, {estimate} here)",
             style="bold",
         )
-        report = run(recipe, scale, out_dir, force=force)
-        out.print(f"  {report.verdict.line}")
-        out.print(f"  report: {report.folder / 'report.html'}")
+        try:
+            report = run(recipe, scale, out_dir, force=force)
+        except ReproduceError as error:
+            if len(recipes) == 1:
+                raise
+            failed[recipe.name] = str(error).splitlines()[0]  # the rest: its engine.log
+            shown.print(f"  failed: {failed[recipe.name]}", style="red")
+            continue
+        shown.print(f"  {report.verdict.line}")
+        shown.print(f"  report: {report.folder / 'report.html'}")
         reports.append(report)
     index = out_dir / "index.html"
     if as_json:
-        print(json.dumps({"index": str(index), "results": [r.to_dict() for r in reports]}))
+        results = [r.to_dict() for r in reports]
+        print(json.dumps({"index": str(index), "results": results, "failed": failed}))
     else:
         out.print(f"index: {index}")
+    if failed:
+        raise ReproduceError(
+            f"{len(failed)} of {len(recipes)} results failed ({', '.join(failed)}); the others"
+            f" are in {index}"
+        )

@@ -156,8 +156,7 @@ class Recipe:
         if name not in SCALES:
             hint = did_you_mean(name, SCALES, otherwise="")
             raise ReproduceError(
-                f"unknown scale {name!r}{'; ' + hint if hint else ''}"
-                f" (scales: {', '.join(SCALES)})"
+                f"unknown scale {name!r}{'; ' + hint if hint else ''} (scales: {', '.join(SCALES)})"
             )
         return self.scales[name]
 
@@ -215,9 +214,7 @@ def _scale(table: Any, where: str) -> Scale:
     runs = {}
     for key, value in runs_table.items():
         if not _RUN_NAME.fullmatch(key):
-            raise ReproduceError(
-                f"{where}: run name {key!r} must be letters, digits, '-' or '_'"
-            )
+            raise ReproduceError(f"{where}: run name {key!r} must be letters, digits, '-' or '_'")
         runs[key] = _args(value, f"{where}: runs.{key}")
     measured = table.get("measured", False)
     if not isinstance(measured, bool):
@@ -242,13 +239,11 @@ def _comparison(table: Any, where: str) -> Comparison:
     if paper is None and not plot_only:
         raise ReproduceError(
             f"{where}: give the paper's value (paper = ...) or say what its plot shows"
-            " (plot_only = \"...\")"
+            ' (plot_only = "...")'
         )
     check = table.get("check", "close" if paper is not None else "none")
     if check not in CHECKS:
-        raise ReproduceError(
-            f"{where}: check must be one of {', '.join(CHECKS)}, got {check!r}"
-        )
+        raise ReproduceError(f"{where}: check must be one of {', '.join(CHECKS)}, got {check!r}")
     check = None if check == "none" else check
     if check is not None and paper is None and bound is None:
         raise ReproduceError(f"{where}: check {check!r} needs paper = ... or bound = ...")
@@ -303,14 +298,12 @@ def recipe_from_mapping(data: Mapping[str, Any], path: Path) -> Recipe:
     inner = f"{where} [reproduce]"
     paper = _text(table, "paper", inner)
     if paper not in PAPERS:
-        raise ReproduceError(
-            f"{inner}: unknown paper {paper!r} (known: {', '.join(PAPERS)})"
-        )
+        raise ReproduceError(f"{inner}: unknown paper {paper!r} (known: {', '.join(PAPERS)})")
     engine = _text(table, "engine", inner)
     if not _ENGINE_NAME.fullmatch(engine):
         raise ReproduceError(
-            f"{inner}: engine must be \"search\" or a script name in benchmarks/"
-            f" (such as \"thesis_table\"), got {engine!r}"
+            f'{inner}: engine must be "search" or a script name in benchmarks/'
+            f' (such as "thesis_table"), got {engine!r}'
         )
     scales_table = table.get("scales")
     if not isinstance(scales_table, Mapping):
@@ -339,7 +332,7 @@ def recipe_from_mapping(data: Mapping[str, Any], path: Path) -> Recipe:
     elif search_keys:
         raise ReproduceError(
             f"{where}: {search_keys[0]!r} is a search option, but engine is {engine!r}"
-            " (search options belong to engine = \"search\" recipes)"
+            ' (search options belong to engine = "search" recipes)'
         )
     return Recipe(
         name=path.stem,

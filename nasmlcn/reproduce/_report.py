@@ -23,7 +23,7 @@ from nasmlcn._io import write_text_atomic
 from nasmlcn.reproduce._papers import PAPERS
 from nasmlcn.reproduce._recipe import Recipe
 from nasmlcn.reproduce._runner import RUN_FILE, describe_machine
-from nasmlcn.reproduce._verdict import Row, Verdict, compare, fmt, gap_unit, verdict
+from nasmlcn.reproduce._verdict import Row, Verdict, compare, fmt, gap_unit, verdict, with_unit
 
 SUMMARY_FILE = "summary.json"
 REPORT_HTML = "report.html"
@@ -56,6 +56,7 @@ th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums
 .verdict{padding:.6em .9em;border-radius:6px;margin:1em 0;font-weight:600}
 .reproduced{background:#e3f4e1} .within{background:#fff4d6}
 .not-reproduced{background:#fbe3e1} .no-paper-number{background:#e8eef7}
+.smoke{background:#eeeeee}
 .quote{color:#666;font-size:.85em;font-style:italic} .muted{color:#666}
 img{max-width:100%;border:1px solid #eee;margin:.5em 0}
 code{background:#f4f4f4;padding:0 .25em}
@@ -95,9 +96,12 @@ def _figure(rows: list[Row], title: str) -> Any:
 
     shown = [r for r in rows if r.ours is not None and r.target not in (None, 0)]
     fig = go.Figure()
-    labels = [f"{r.label} ({r.dataset})" if r.dataset != "Fashion-MNIST" else r.label for r in shown]
+    labels = [
+        f"{r.label} ({r.dataset})" if r.dataset != "Fashion-MNIST" else r.label for r in shown
+    ]
     for label, r in zip(labels, shown, strict=True):
-        assert r.target is not None and r.ours is not None
+        assert r.target is not None
+        assert r.ours is not None
         low = (r.target - r.tolerance) / r.target
         high = (r.target + r.tolerance) / r.target
         if r.check == "at_least":
@@ -187,7 +191,7 @@ def _row_html(r: Row) -> str:
         ours = f'<span class="muted">no figure: {_e(r.error)}</span>'
     else:
         ours = _e(fmt(r.ours, r.unit))
-    gap = "" if r.gap is None else f"{r.gap:+.2f} {_e(gap_unit(r.unit))}".strip()
+    gap = "" if r.gap is None else with_unit(f"{r.gap:+.2f}", gap_unit(r.unit))
     if r.check is None:
         check = '<span class="muted">shown, not checked</span>'
     else:
@@ -213,8 +217,14 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def _html(recipe: Recipe, scale: str, rows: list[Row], v: Verdict, record: dict[str, Any],
-          images: list[tuple[Path, str]]) -> str:
+def _html(
+    recipe: Recipe,
+    scale: str,
+    rows: list[Row],
+    v: Verdict,
+    record: dict[str, Any],
+    images: list[tuple[Path, str]],
+) -> str:
     paper = PAPERS[recipe.paper]
     s = recipe.scale(scale)
     seconds = float(record.get("seconds", 0.0)) + float(record.get("earlier_seconds", 0.0))
@@ -236,9 +246,7 @@ def _html(recipe: Recipe, scale: str, rows: list[Row], v: Verdict, record: dict[
         for k, val in setting
     )
     figures = "".join(_row_html(r) for r in rows)
-    plots = "".join(
-        f"<h2>{_e(caption)}</h2>{_img(path, caption)}" for path, caption in images
-    )
+    plots = "".join(f"<h2>{_e(caption)}</h2>{_img(path, caption)}" for path, caption in images)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>{_e(recipe.name)}: {_e(paper.short)} {_e(recipe.result)} ({_e(scale)})</title>
@@ -262,7 +270,7 @@ def write_report(recipe: Recipe, scale: str, folder: Path, output: dict[str, Any
     """Writes the report files of one finished run into its ``folder``."""
     record = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
     rows = compare(recipe, output, scale)
-    v = verdict(rows, recipe.scale(scale))
+    v = verdict(rows, recipe.scale(scale), scale)
     title = f"{PAPERS[recipe.paper].short} {recipe.result}: ours against the paper ({scale})"
     (folder / REPORT_PNG).unlink(missing_ok=True)
     png = _write_png(rows, title, folder)
@@ -309,10 +317,10 @@ def write_index(out: Path, order: list[str]) -> Path:
     for s in summaries:
         counts[s["verdict"]["kind"]] = counts.get(s["verdict"]["kind"], 0) + 1
     rows = "".join(
-        f"<tr><td><a href=\"{_e(s['name'])}/{_e(s['scale'])}/{REPORT_HTML}\">{_e(s['name'])}</a></td>"
+        f'<tr><td><a href="{_e(s["name"])}/{_e(s["scale"])}/{REPORT_HTML}">{_e(s["name"])}</a></td>'
         f"<td>{_e(PAPERS[s['paper']].short if s['paper'] in PAPERS else s['paper'])}"
         f" {_e(s['result'])}</td><td>{_e(s['measures'])}</td><td>{_e(s['scale'])}</td>"
-        f"<td class=\"{_css_class(s['verdict']['kind'])}\">{_e(s['verdict']['line'])}</td>"
+        f'<td class="{_css_class(s["verdict"]["kind"])}">{_e(s["verdict"]["line"])}</td>'
         f"<td class=num>{_e(_minutes(float(s.get('seconds', 0))))}</td></tr>"
         for s in summaries
     )

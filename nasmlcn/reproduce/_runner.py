@@ -144,9 +144,10 @@ def _stream(process: subprocess.Popen[str], log: TextIO, echo: TextIO | None) ->
 def _run_engine(command: list[str], folder: Path, output: Path, echo: TextIO | None) -> int:
     """Runs ``command`` with stdout to ``output`` and stderr to the log (and ``echo``)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    with open(output, "w", encoding="utf-8") as stdout, open(
-        folder / LOG_FILE, "a", encoding="utf-8"
-    ) as log:
+    with (
+        open(output, "w", encoding="utf-8") as stdout,
+        open(folder / LOG_FILE, "a", encoding="utf-8") as log,
+    ):
         stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
         log.write(f"# {stamp}: {' '.join(command)}\n")
         process = subprocess.Popen(
@@ -158,6 +159,7 @@ def _run_engine(command: list[str], folder: Path, output: Path, echo: TextIO | N
         except BaseException:
             process.kill()
             process.wait()
+            output.unlink(missing_ok=True)
             raise
 
 
@@ -221,13 +223,16 @@ def run_result(
                 echo.write(f"-- {recipe.name} ({scale}), run {key}\n")
             code = _run_engine(command, folder, partial, echo)
             if code != 0:
+                partial.unlink(missing_ok=True)
                 raise ReproduceError(
                     f"{recipe.name} ({scale}{', run ' + key if key else ''}): the engine exited"
                     f" with {code}; its log is {folder / LOG_FILE}; last lines:\n"
                     f"{_tail(folder / LOG_FILE)}"
                 )
-            data = _result_of(recipe, folder, partial)
-            partial.unlink(missing_ok=True)
+            try:
+                data = _result_of(recipe, folder, partial)
+            finally:
+                partial.unlink(missing_ok=True)
             if data is None:
                 raise ReproduceError(
                     f"{recipe.name} ({scale}): the engine printed no JSON object on stdout;"

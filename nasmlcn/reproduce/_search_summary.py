@@ -62,15 +62,22 @@ def summarize_storage(url: str) -> dict[str, Any]:
         }
         if len(study.directions) > 1:
             front = [t for t in study.best_trials if is_feasible(t)]
-            names = list(study.metric_names or [f"objective{i}" for i in range(len(study.directions))])
+            names = list(
+                study.metric_names or [f"objective{i}" for i in range(len(study.directions))]
+            )
             entry["pareto_size"] = len(front)
             entry["pareto"] = [
-                dict(zip(names, t.values, strict=True)) for t in sorted(front, key=lambda t: t.number)
+                dict(zip(names, t.values, strict=True))
+                for t in sorted(front, key=lambda t: t.number)
             ]
             if front:
                 best = max(front, key=lambda t: (t.values[0], -t.number))
                 entry["front_best"] = dict(zip(names, best.values, strict=True))
-                entry["front_min"] = {n: min(t.values[i] for t in front) for i, n in enumerate(names)}
-                entry["front_max"] = {n: max(t.values[i] for t in front) for i, n in enumerate(names)}
+                entry["front_min"] = {
+                    n: min(t.values[i] for t in front) for i, n in enumerate(names)
+                }
+                entry["front_max"] = {
+                    n: max(t.values[i] for t in front) for i, n in enumerate(names)
+                }
         studies[info.study_name] = entry
     return {"studies": studies}

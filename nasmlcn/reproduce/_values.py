@@ -23,7 +23,7 @@ import re
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from nasmlcn.errors import ReproduceError
 
@@ -55,7 +55,7 @@ class _BinOp:
     right: _Node
 
 
-_Node = Union[float, _Path, _Call, _BinOp]
+_Node = float | _Path | _Call | _BinOp
 
 
 def _conditions(text: str, part: str) -> list[tuple[str, str]]:

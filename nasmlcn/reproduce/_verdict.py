@@ -13,7 +13,9 @@ NEAR = 3.0
 """A ``close`` figure that misses its tolerance by no more than this many times it
 still counts as "within" the paper (reported with its gap), not as a miss."""
 
-VERDICTS = ("reproduced", "within", "not reproduced", "no paper number")
+VERDICTS = ("reproduced", "within", "not reproduced", "no paper number", "smoke")
+"""``smoke``: a smoke run measures nothing, so it gets no verdict (its report still
+shows every figure, read from the engine's output)."""
 
 
 @dataclass(frozen=True)
@@ -55,21 +57,28 @@ def gap_unit(unit: str) -> str:
     return "pt" if unit == "%" else unit
 
 
+def with_unit(text: str, unit: str) -> str:
+    """``1.20x``, ``3.00 pt``, ``0.99`` (no unit)."""
+    if not unit:
+        return text
+    return f"{text}{unit}" if unit == "x" else f"{text} {unit}"
+
+
 def fmt(value: float | None, unit: str = "") -> str:
-    """A figure for tables and lines: 3 significant figures, at least 2 decimals
-    below 100 (``91.30 %``, ``1.82 ms``, ``0.0017 s``)."""
+    """A figure for tables and lines: ``8,573 KiB``, ``220.0 s``, ``91.30 %``,
+    ``1.82 ms``, ``0.0017 s``."""
     if value is None:
         return "-"
     size = abs(value)
-    if size >= 100 or value == int(value) and size >= 10:
-        text = f"{value:,.1f}" if size < 1000 else f"{value:,.0f}"
+    if size >= 1000:
+        text = f"{value:,.0f}"
+    elif size >= 100:
+        text = f"{value:.1f}"
     elif size >= 0.1 or size == 0:
         text = f"{value:.2f}"
     else:
         text = f"{value:.2g}"
-    if not unit:
-        return text
-    return f"{text}{unit}" if unit == "x" else f"{text} {unit}"
+    return with_unit(text, unit)
 
 
 def _row(entry: Comparison, data: Any) -> Row:
@@ -125,15 +134,19 @@ def _miss(row: Row) -> str:
     if row.check == "at_most":
         return f"{row.label} {ours}, the paper's claim needs <= {target}"
     gap = row.ours - (row.target or 0.0)
-    return f"{row.label} {ours} vs {target} ({gap:+.2f} {gap_unit(row.unit)})"
+    return f"{row.label} {ours} vs {target} ({with_unit(f'{gap:+.2f}', gap_unit(row.unit))})"
 
 
-def verdict(rows: list[Row], scale: Scale) -> Verdict:
+def verdict(rows: list[Row], scale: Scale, scale_name: str = "") -> Verdict:
     """The result's verdict: ``reproduced`` when every checked figure passes;
     ``within`` when only ``close`` figures miss, each by at most :data:`NEAR` times
     its tolerance (the line gives the largest gap); else ``not reproduced``, with the
     misses and how this scale differs from the paper's setting (the likely why)."""
     checked = [r for r in rows if r.check is not None]
+    if scale_name == "smoke":
+        missing = [r for r in rows if r.ours is None]
+        read = f"{len(rows) - len(missing)} of {len(rows)} figures read from the engine's output"
+        return Verdict("smoke", f"smoke run, no verdict (it measures nothing): {read}")
     if not checked:
         return Verdict(
             "no paper number",
@@ -155,7 +168,8 @@ def verdict(rows: list[Row], scale: Scale) -> Verdict:
         size = abs((worst.ours or 0.0) - (worst.target or 0.0))
         return Verdict(
             "within",
-            f"within {size:.2f} {gap_unit(worst.unit)}: {len(checked) - len(misses)} of"
+            f"within {with_unit(f'{size:.2f}', gap_unit(worst.unit))}:"
+            f" {len(checked) - len(misses)} of"
             f" {len(checked)} figures agree; {_miss(worst)}",
         )
     return Verdict(

@@ -1,0 +1,89 @@
+"""A result's report: the paper's transcribed number beside ours, offline HTML, PNG,
+CSV, and the index of every report."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from html import escape
+from pathlib import Path
+
+import pytest
+
+from nasmlcn.reproduce import find_recipe, write_index, write_report
+
+ROWS = {"capsnet": 1.0, "mlcn1-2x4": 10.0, "mlcn1-8x4": 2.5, "mlcn2-2x4": 11.0, "mlcn2-8x4": 2.4}
+"""Each row's speed over CapsNet's (near the thesis's)."""
+
+
+def _table_output(accuracy: float) -> dict[str, object]:
+    return {
+        "rows": [
+            {
+                "row": r,
+                "test_accuracy": accuracy,
+                "params": 1_000_000,
+                "seconds_per_epoch": 10.0,
+                "speed_ratio_to_capsnet": ratio,
+            }
+            for r, ratio in ROWS.items()
+        ]
+    }
+
+
+def _folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "out" / "thesis-table4.1" / "reduced"
+    folder.mkdir(parents=True)
+    record = {
+        "seconds": 90.0,
+        "machine": {"cores": 2, "cpu": "Test CPU", "system": "Linux x86_64", "gpus": []},
+        "shown": "python thesis_table.py --json",
+        "finished": "2026-11-26T06:00:00+00:00",
+    }
+    (folder / "run.json").write_text(json.dumps(record))
+    return folder
+
+
+def test_the_report_shows_the_papers_number_beside_ours(tmp_path: Path) -> None:
+    recipe = find_recipe("thesis-table4.1")
+    folder = _folder(tmp_path)
+    report = write_report(recipe, "reduced", folder, _table_output(0.8765))
+    page = (folder / "report.html").read_text()
+    rows = re.findall(r"<tr>(.*?)</tr>", page, flags=re.S)
+    capsnet = next(r for r in rows if "CapsNet: test accuracy" in r)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", capsnet, flags=re.S)
+    assert cells[2] == "91.30 %"  # the paper's, transcribed from Table 4.1
+    assert cells[3] == "87.65 %"  # ours
+    assert cells[4] == "-3.65 pt"
+    assert "Table 4.1 (p. 57)" in capsnet
+    assert "CapsNet - - 8,227,088 220 91.30%" in capsnet  # the quote
+    assert report.verdict.kind == "not reproduced"
+    assert escape(report.verdict.line) in page
+    assert "3 epochs (not 20)" in page  # the scale and how it differs
+    assert "2 cores of Test CPU" in page  # the machine
+    # Offline and self-contained: no script, nothing fetched, the PNG inlined.
+    assert "<script" not in page
+    assert not re.search(r"(src|href)=\"https?://", page)
+    assert 'src="data:image/png;base64,' in page
+    assert (folder / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with open(folder / "report.csv", newline="") as f:
+        table = list(csv.DictReader(f))
+    first = next(r for r in table if r["label"] == "CapsNet: test accuracy")
+    assert float(first["paper"]) == 91.3
+    assert float(first["ours"]) == pytest.approx(87.65)
+    assert first["passed"] == "False"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["verdict"] == report.verdict.to_dict()
+
+
+def test_the_index_links_every_report_with_its_verdict(tmp_path: Path) -> None:
+    recipe = find_recipe("thesis-table4.1")
+    folder = _folder(tmp_path)
+    report = write_report(recipe, "reduced", folder, _table_output(0.9100))
+    index = write_index(tmp_path / "out", ["thesis-table4.1"])
+    page = index.read_text()
+    assert 'href="thesis-table4.1/reduced/report.html"' in page
+    assert escape(report.verdict.line) in page
+    assert report.verdict.kind == "within"  # CapsNet 91.00 % vs 91.30 %, ... 92.63 %
+    assert "1 within" in page

@@ -1,0 +1,93 @@
+"""Every recipe runs at smoke scale with its real engine, and every figure it
+compares is read from the engine's output; the whole list, end to end through the
+CLI, in the slow test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nasmlcn.reproduce import all_recipes, find_recipe, reproduce
+from tests.conftest import run_cli, run_cli_subprocess
+
+NAMES = [r.name for r in all_recipes()]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", NAMES)
+def test_every_recipe_runs_at_smoke_scale(
+    name: str, tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NASMLCN_DATA_DIR", str(data_dir))
+    report = reproduce(find_recipe(name), "smoke", tmp_path, echo=None)
+    missing = [f"{r.label}: {r.error}" for r in report.rows if r.ours is None]
+    assert not missing, missing
+    assert report.verdict.kind == "smoke"
+    assert len(report.rows) == sum("smoke" in e.scales for e in find_recipe(name).compare)
+    for file in ("report.html", "report.csv", "summary.json", "engine.json", "run.json"):
+        assert (report.folder / file).stat().st_size > 0, file
+    assert (tmp_path / "index.html").is_file()
+
+
+def test_the_list_names_every_result_with_its_times() -> None:
+    done = run_cli("reproduce", "--list", "--json")
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout)["results"]
+    assert [r["name"] for r in listed] == NAMES
+    for r in listed:
+        assert r["paper"]
+        assert r["result"]
+        assert r["measures"]
+        for scale in ("smoke", "reduced", "full"):
+            assert r["scales"][scale]["minutes_here"] > 0
+            assert r["scales"][scale]["minutes_gpu"] > 0
+    table = run_cli("reproduce", "--list")
+    assert table.returncode == 0
+    assert "thesis-table4.1" in table.stdout
+    assert "Table 4.1" in table.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["thesis-tabel4.1"], "unknown result 'thesis-tabel4.1'; did you mean 'thesis-table4.1'"),
+        (
+            ["thesis-table4.1", "--scale", "huge"],
+            "unknown --scale 'huge' (scales: smoke, reduced, full)",
+        ),
+        ([], "name a result to run"),
+    ],
+)
+def test_bad_input_is_one_line(args: list[str], message: str, tmp_path: Path) -> None:
+    done = run_cli("reproduce", *args, "--out", str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_a_whole_smoke_run_of_every_recipe_and_its_continuation(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    out = tmp_path / "out"
+    env = {"NASMLCN_DATA_DIR": str(data_dir)}
+    args = ["reproduce", "all", "--scale", "smoke", "--out", str(out), "--json"]
+    done = run_cli_subprocess(*args, env=env, timeout=1700)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout)["results"]
+    assert [r["name"] for r in results] == NAMES
+    index = (out / "index.html").read_text()
+    for name in NAMES:
+        assert f'href="{name}/smoke/report.html"' in index
+        run = json.loads((out / name / "smoke" / "run.json").read_text())
+        assert run["state"] == "done"
+    # A second run finds every result finished: no engine runs again.
+    again = run_cli_subprocess(*args, env=env, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    for name in NAMES:
+        run = json.loads((out / name / "smoke" / "run.json").read_text())
+        assert run["runs"] == 1, name

@@ -1,0 +1,103 @@
+"""Our figures beside the paper's: each check, and a result's verdict line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nasmlcn.reproduce import Recipe, compare, verdict
+from nasmlcn.reproduce._recipe import recipe_from_mapping
+
+SCALE = {"args": [], "minutes_here": 1, "minutes_gpu": 1, "differs": "3 epochs, not 20"}
+
+
+def _recipe(*entries: dict[str, Any]) -> Recipe:
+    data = {
+        "reproduce": {
+            "paper": "thesis",
+            "result": "Table 4.1",
+            "measures": "m",
+            "setting": "s",
+            "engine": "thesis_table",
+            "scales": {"smoke": SCALE, "reduced": SCALE, "full": SCALE},
+            "compare": [{"label": "x", "source": "Table 4.1", **e} for e in entries],
+        }
+    }
+    return recipe_from_mapping(data, Path("r.toml"))
+
+
+def _verdict(recipe: Recipe, data: Any, scale: str = "reduced") -> tuple[str, str]:
+    v = verdict(compare(recipe, data, scale), recipe.scale(scale), scale)
+    return v.kind, v.line
+
+
+def test_a_figure_within_its_tolerance_reproduces_the_paper() -> None:
+    recipe = _recipe({"ours": "acc", "factor": 100, "unit": "%", "paper": 91.30, "tolerance": 1.0})
+    (row,) = compare(recipe, {"acc": 0.9050}, "reduced")
+    assert row.ours == pytest.approx(90.50)
+    assert row.gap == pytest.approx(-0.80)
+    assert row.passed is True
+    assert _verdict(recipe, {"acc": 0.9050}) == ("reproduced", "reproduced: 1 of 1 figures agree")
+
+
+def test_a_near_miss_is_within_its_gap_and_a_far_one_is_not_reproduced_with_why() -> None:
+    recipe = _recipe({"ours": "acc", "unit": "%", "paper": 91.30, "tolerance": 1.0})
+    kind, line = _verdict(recipe, {"acc": 89.0})
+    assert kind == "within"
+    assert line.startswith("within 2.30 pt: 0 of 1 figures agree; x 89.00 % vs 91.30 % (-2.30 pt)")
+    kind, line = _verdict(recipe, {"acc": 80.0})
+    assert kind == "not reproduced"
+    assert "x 80.00 % vs 91.30 % (-11.30 pt)" in line
+    assert line.endswith("why: 3 epochs, not 20")
+
+
+def test_claims_check_their_direction() -> None:
+    recipe = _recipe(
+        {"ours": "a", "unit": "x", "bound": 1.0, "check": "at_least", "plot_only": "faster"},
+        {"ours": "b", "unit": "x", "bound": 1.05, "check": "at_most", "plot_only": "near"},
+    )
+    assert _verdict(recipe, {"a": 1.2, "b": 1.01})[0] == "reproduced"
+    kind, line = _verdict(recipe, {"a": 0.9, "b": 1.01})
+    assert kind == "not reproduced"  # a claim's miss is never "within"
+    assert "x 0.90x, the paper's claim needs >= 1.00x" in line
+    assert _verdict(recipe, {"a": 1.2, "b": 1.2})[0] == "not reproduced"
+
+
+def test_unchecked_figures_are_shown_and_a_plot_only_result_says_so() -> None:
+    recipe = _recipe(
+        {"ours": "s", "unit": "s", "paper": 220, "check": "none"},
+        {"ours": "a", "unit": "%", "plot_only": "Fig. 4.4 plots it"},
+    )
+    rows = compare(recipe, {"s": 4.6, "a": 88.0}, "reduced")
+    assert [r.passed for r in rows] == [None, None]
+    assert [r.ours for r in rows] == [4.6, 88.0]
+    assert _verdict(recipe, {"s": 4.6, "a": 88.0})[0] == "no paper number"
+
+
+def test_a_figure_missing_from_the_output_is_a_miss_with_the_reason() -> None:
+    recipe = _recipe({"ours": "rows.acc", "paper": 1.0, "tolerance": 0.5})
+    (row,) = compare(recipe, {"rows": {"loss": 1}}, "reduced")
+    assert row.ours is None
+    assert "no 'rows.acc'" in row.error
+    kind, line = _verdict(recipe, {"rows": {"loss": 1}})
+    assert kind == "not reproduced"
+    assert "no figure" in line
+
+
+def test_a_smoke_run_gets_no_verdict() -> None:
+    recipe = _recipe({"ours": "acc", "paper": 91.3, "tolerance": 1.0})
+    kind, line = _verdict(recipe, {"acc": 12.0}, "smoke")
+    assert kind == "smoke"
+    assert "1 of 1 figures read" in line
+
+
+def test_a_figure_measured_only_at_full_scale_is_left_out_below_it() -> None:
+    recipe = _recipe(
+        {"ours": "e1", "paper": 0.83, "tolerance": 0.1},
+        {"ours": "e10", "paper": 0.99, "tolerance": 0.1, "scales": ["full"]},
+    )
+    assert [r.label for r in compare(recipe, {"e1": 0.8}, "reduced")] == ["x"]
+    assert len(compare(recipe, {"e1": 0.8, "e10": 0.99}, "full")) == 2
+    assert _verdict(recipe, {"e1": 0.8}) == ("reproduced", "reproduced: 1 of 1 figures agree")
