@@ -20,7 +20,7 @@ ALL = "all"
 
 def _minutes(value: float) -> str:
     if value >= 90:
-        return f"{value / 60:.1f} h"
+        return f"{value / 60:.0f} h" if value >= 600 else f"{value / 60:.1f} h"
     return f"{value:.0f} min" if value >= 1 else "<1 min"
 
 
@@ -55,14 +55,18 @@ def _print_list(recipes: list[Recipe], as_json: bool) -> None:
         return
     from rich.table import Table
 
-    table = Table("name", "paper", "result", "measures", *(f"{s}\nhere / GPU" for s in SCALES))
+    table = Table()
+    table.add_column("result: what it measures", ratio=1)
+    for scale in SCALES:
+        table.add_column(f"{scale}\nhere / GPU", no_wrap=True)
     for e in entries:
         times = [
             f"{'' if e['scales'][s]['here_measured'] else '~'}"
             f"{_minutes(e['scales'][s]['minutes_here'])} / ~{_minutes(e['scales'][s]['minutes_gpu'])}"
             for s in SCALES
         ]
-        table.add_row(e["name"], e["paper"], e["result"], e["measures"], *times)
+        what = f"[bold]{e['name']}[/bold] ({e['paper']} {e['result']}): {e['measures']}"
+        table.add_row(what, *times)
     out.print(table)
     out.print(
         "Times: here = this project's 2-core CI machine (measured, or ~ estimated);"
@@ -87,7 +91,10 @@ def reproduce(
         help="Folder of the runs and reports (a second run continues there).",
     ),
     force: bool = typer.Option(
-        False, "--force", help="Run the engine again even if a finished run is there."
+        False,
+        "--force",
+        help="Run the engine again even if a finished run is there (it still continues"
+        " from its own state, such as a search's study: delete the folder to start over).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
@@ -104,6 +111,11 @@ def reproduce(
     if scale not in SCALES:
         raise ReproduceError(f"unknown --scale {scale!r} (scales: {', '.join(SCALES)})")
     recipes = all_recipes() if name == ALL else [find_recipe(name)]
+    from nasmlcn._io import probe_folder
+
+    problem = probe_folder(out_dir)
+    if problem is not None:
+        raise ReproduceError(f"--out {str(out_dir)!r}: cannot write there ({problem})")
     shown = err if as_json else out
     reports = []
     failed: dict[str, str] = {}

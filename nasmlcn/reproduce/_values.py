@@ -105,9 +105,9 @@ def _split_path(text: str) -> tuple[str, ...]:
     if not parts:
         raise ReproduceError("empty path")
     for part in parts:
-        select = _SELECT.fullmatch(part)
-        if select:
-            _conditions(select.group(1), part)
+        selection = _SELECT.fullmatch(part)
+        if selection:
+            _conditions(selection.group(1), part)
     return tuple(parts)
 
 

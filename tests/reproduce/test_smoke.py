@@ -61,6 +61,7 @@ def test_the_list_names_every_result_with_its_times() -> None:
     ],
 )
 def test_bad_input_is_one_line(args: list[str], message: str, tmp_path: Path) -> None:
+    """A bad name, scale or no name: one line, exit 2, no output folder made."""
     done = run_cli("reproduce", *args, "--out", str(tmp_path / "out"))
     assert done.returncode == 2
     assert message in done.stderr
@@ -91,3 +92,12 @@ def test_a_whole_smoke_run_of_every_recipe_and_its_continuation(
     for name in NAMES:
         run = json.loads((out / name / "smoke" / "run.json").read_text())
         assert run["runs"] == 1, name
+
+
+def test_an_unwritable_out_folder_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    done = run_cli("reproduce", "nascaps-table3", "--scale", "smoke", "--out", str(blocker / "o"))
+    assert done.returncode == 2
+    assert f"--out '{blocker / 'o'}': cannot write there" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
