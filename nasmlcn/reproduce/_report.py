@@ -217,6 +217,18 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
+def _busy(output: dict[str, Any]) -> list[str]:
+    """The runs whose engine found the machine busy (``machine_was_busy``: the
+    timing engines check the load average before and after)."""
+    runs = output.get("runs")
+    named = runs if isinstance(runs, dict) else {"": output}
+    return [
+        k or "the run"
+        for k, o in named.items()
+        if isinstance(o, dict) and o.get("machine_was_busy")
+    ]
+
+
 def _html(
     recipe: Recipe,
     scale: str,
@@ -224,6 +236,7 @@ def _html(
     v: Verdict,
     record: dict[str, Any],
     images: list[tuple[Path, str]],
+    output: dict[str, Any],
 ) -> str:
     paper = PAPERS[recipe.paper]
     s = recipe.scale(scale)
@@ -241,6 +254,15 @@ def _html(
         ("Engine", record.get("shown", "")),
         ("Took", f"{took}, finished {record.get('finished', '?')}"),
     ]
+    busy = _busy(output)
+    if busy:
+        setting.append(
+            (
+                "Caution",
+                f"the engine found the machine busy during {', '.join(busy)}"
+                " (load average above its cores): its timings may be off",
+            )
+        )
     setting_rows = "".join(
         f"<tr><th>{_e(k)}</th><td>{_e(val) if k not in ('Command', 'Engine') else '<code>' + _e(val) + '</code>'}</td></tr>"
         for k, val in setting
@@ -280,7 +302,7 @@ def write_report(recipe: Recipe, scale: str, folder: Path, output: dict[str, Any
     for extra in sorted(folder.rglob("*.png")):
         if extra != png:
             images.append((extra, f"The engine's figure: {extra.relative_to(folder)}"))
-    write_text_atomic(folder / REPORT_HTML, _html(recipe, scale, rows, v, record, images))
+    write_text_atomic(folder / REPORT_HTML, _html(recipe, scale, rows, v, record, images, output))
     _write_csv(rows, folder / REPORT_CSV)
     report = Report(recipe.name, scale, v, rows, folder)
     summary = {
@@ -307,11 +329,11 @@ def read_summaries(out: Path) -> list[dict[str, Any]]:
     return found
 
 
-def write_index(out: Path, order: list[str]) -> Path:
-    """``OUT/index.html``: every report under ``out``, in ``order`` (recipe names),
-    with its verdict line."""
+def write_index(out: Path, recipes: list[Recipe]) -> Path:
+    """``OUT/index.html``: every report under ``out`` with its verdict line, in the
+    order of ``recipes``, and the recipes not run there yet (with the command)."""
     summaries = read_summaries(out)
-    rank = {name: i for i, name in enumerate(order)}
+    rank = {r.name: i for i, r in enumerate(recipes)}
     summaries.sort(key=lambda s: (rank.get(s["name"], len(rank)), s["scale"]))
     counts: dict[str, int] = {}
     for s in summaries:
@@ -323,6 +345,14 @@ def write_index(out: Path, order: list[str]) -> Path:
         f'<td class="{_css_class(s["verdict"]["kind"])}">{_e(s["verdict"]["line"])}</td>'
         f"<td class=num>{_e(_minutes(float(s.get('seconds', 0))))}</td></tr>"
         for s in summaries
+    )
+    done = {s["name"] for s in summaries}
+    rows += "".join(
+        f"<tr><td>{_e(r.name)}</td><td>{_e(PAPERS[r.paper].short)} {_e(r.result)}</td>"
+        f'<td>{_e(r.measures)}</td><td></td><td class="muted">not run here yet:'
+        f" <code>nasmlcn reproduce {_e(r.name)}</code></td><td></td></tr>"
+        for r in recipes
+        if r.name not in done
     )
     tally = ", ".join(f"{n} {k}" for k, n in counts.items()) or "no results yet"
     page = f"""<!DOCTYPE html>

@@ -31,5 +31,5 @@ def reproduce(
     recipe.scale(scale)
     outcome = run_result(recipe, scale, out, force=force, echo=echo)
     report = write_report(recipe, scale, outcome.folder, outcome.output)
-    write_index(out, [r.name for r in all_recipes()])
+    write_index(out, all_recipes())
     return report

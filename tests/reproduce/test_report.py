@@ -81,9 +81,19 @@ def test_the_index_links_every_report_with_its_verdict(tmp_path: Path) -> None:
     recipe = find_recipe("thesis-table4.1")
     folder = _folder(tmp_path)
     report = write_report(recipe, "reduced", folder, _table_output(0.9100))
-    index = write_index(tmp_path / "out", ["thesis-table4.1"])
+    index = write_index(tmp_path / "out", [recipe, find_recipe("nascaps-table3")])
     page = index.read_text()
     assert 'href="thesis-table4.1/reduced/report.html"' in page
     assert escape(report.verdict.line) in page
     assert report.verdict.kind == "within"  # CapsNet 91.00 % vs 91.30 %, ... 92.63 %
     assert "1 within" in page
+    assert "not run here yet: <code>nasmlcn reproduce nascaps-table3</code>" in page
+
+
+def test_a_report_warns_when_the_engine_found_the_machine_busy(tmp_path: Path) -> None:
+    recipe = find_recipe("thesis-table4.1")
+    folder = _folder(tmp_path)
+    write_report(recipe, "reduced", folder, _table_output(0.91))
+    assert "Caution" not in (folder / "report.html").read_text()
+    write_report(recipe, "reduced", folder, {**_table_output(0.91), "machine_was_busy": True})
+    assert "found the machine busy" in (folder / "report.html").read_text()
