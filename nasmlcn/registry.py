@@ -19,6 +19,10 @@ from nasmlcn.errors import UnknownNameError
 T = TypeVar("T")
 
 
+_NEAR_BEST = 0.35
+"""How far below the best match another may score and still be suggested."""
+
+
 def did_you_mean(
     name: str,
     choices: Iterable[str],
@@ -36,14 +40,14 @@ def did_you_mean(
     close = difflib.get_close_matches(folded, list(by_folded), n=most, cutoff=cutoff)
     # a typo mostly keeps a word's start: a shared start (up to 3 characters) adds to
     # difflib's similarity, so 'lanse' means 'lane_types' before 'balance'
-    close.sort(
-        key=lambda c: (
-            -(
-                difflib.SequenceMatcher(None, folded, c).ratio()
-                + 0.05 * min(_shared_start(c, folded), 3)
-            )
-        )
-    )
+    score = {
+        c: difflib.SequenceMatcher(None, folded, c).ratio()
+        + 0.05 * min(_shared_start(c, folded), 3)
+        for c in close
+    }
+    close.sort(key=lambda c: -score[c])
+    # only the near-best: 'epoch' means 'epochs', not also 'reproduce'
+    close = [c for c in close if score[c] >= score[close[0]] - _NEAR_BEST]
     if close:
         return "did you mean " + " or ".join(repr(by_folded[c]) for c in close) + "?"
     return otherwise

@@ -20,6 +20,7 @@ from nasmlcn.costs._features import MEMORY_FEATURES, TIME_FEATURES
 from nasmlcn.costs._samples import LaneSample
 from nasmlcn.errors import CalibrationError, DeviceError, NasmlcnError, SearchError
 from nasmlcn.hardware._catalog import read_catalog_file
+from nasmlcn.reproduce import all_recipes, find_recipe
 from nasmlcn.search import SearchConfig, load_recipe
 from nasmlcn.search.spaces import SPACE_KINDS, load_space
 from nasmlcn.search.spaces._base import COMMON_KEYS
@@ -367,13 +368,19 @@ def _builtin_toml_files() -> list[Path]:
 
 def test_every_built_in_toml_file_loads() -> None:
     files = _builtin_toml_files()
-    readers = {"search_spaces": 0, "studies": 0, "hardware": 0}
+    readers = {"search_spaces": 0, "studies": 0, "reproduce": 0, "hardware": 0}
     for path in files:
         folder = path.relative_to(ROOT).parts[0]
         if folder == "search_spaces":
             space = load_space(str(path))
             assert space.kind == read_toml(path, "space", SearchError)["kind"]
             readers["search_spaces"] += 1
+        elif folder == "studies" and "reproduce" in read_toml(path, "recipe", SearchError):
+            # a seed result of `nasmlcn reproduce` (a search one is loaded again below)
+            assert find_recipe(path.stem).path == path
+            readers["reproduce"] += 1
+            if find_recipe(path.stem).is_search:
+                load_recipe(path)
         elif folder == "studies":
             options, sweep, _ = load_recipe(path)
             config = SearchConfig(**options)
@@ -389,6 +396,7 @@ def test_every_built_in_toml_file_loads() -> None:
             pytest.fail(f"{path}: a TOML file that no test reads; add it here")
     assert readers["search_spaces"] == len(list(SPACES.glob("*.toml"))) >= 4
     assert readers["studies"] >= 1
+    assert readers["reproduce"] == len(all_recipes())
     assert readers["hardware"] == 1
 
 

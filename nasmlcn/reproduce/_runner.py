@@ -179,7 +179,7 @@ def run_result(
         ReproduceError: The engine failed (the message ends with its last lines of
             stderr; the whole log is in ``engine.log``) or printed no JSON.
     """
-    folder = run_folder(out, recipe, scale)
+    folder = run_folder(out.resolve(), recipe, scale)  # the engine's {out}: any cwd
     folder.mkdir(parents=True, exist_ok=True)
     commands = engine_commands(recipe, scale, folder, python or sys.executable)
     previous = _read(folder / RUN_FILE) or {}

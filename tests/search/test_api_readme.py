@@ -58,8 +58,10 @@ def test_the_python_blocks_run(
     assert "on the Pareto front" in out
     assert "study hooks target 3" in out
     # the calls wrote only the storage named (and its SQLite side files), the
-    # recipe and the architecture the blocks wrote themselves
+    # recipe and the architecture the blocks wrote themselves, and the folder the
+    # reproduce block names
     assert {p.name for p in tmp_path.iterdir()} <= {
+        "reproduce-results",
         "api.db",
         "api.db-wal",
         "api.db-shm",

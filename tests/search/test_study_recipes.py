@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from nasmlcn._toml import read_toml
+from nasmlcn.errors import SearchError
 from nasmlcn.planning import plan_model
 from nasmlcn.search import SearchConfig, load_recipe, setup_search
 from nasmlcn.specs import MLCNSpec, create_arch
@@ -23,8 +25,19 @@ def _config(name: str) -> SearchConfig:
     return SearchConfig(storage="sqlite:///:memory:", **options)
 
 
+def _is_search(path: Path) -> bool:
+    reproduce = read_toml(path, "recipe", SearchError).get("reproduce", {})
+    return bool(reproduce.get("engine", "search") == "search")
+
+
 @pytest.mark.parametrize("path", sorted(STUDIES.glob("*.toml")), ids=lambda p: p.name)
 def test_every_recipe_loads_and_checks(path: Path) -> None:
+    """A search recipe loads and sets up; a seed result measured by a benchmark is
+    refused by ``search --config`` (nasmlcn reproduce runs it)."""
+    if not _is_search(path):
+        with pytest.raises(SearchError, match=f"nasmlcn reproduce {path.stem}"):
+            load_recipe(path)
+        return
     options, _, description = load_recipe(path)
     assert description
     setup_search(SearchConfig(storage="sqlite:///:memory:", **options))
