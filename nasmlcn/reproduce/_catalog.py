@@ -1,13 +1,13 @@
 """Where the recipes and their engines are: the repository's ``studies/`` and
 ``benchmarks/`` folders, which pyproject.toml installs as ``nasmlcn.studies`` and
 ``nasmlcn.benchmarks`` (a wheel carries them; an editable install maps the packages
-to the folders themselves). Found with ``importlib.resources``, as the built-in
-search spaces are."""
+to the folders themselves). Found through the import system, never through the
+repository layout."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
-from importlib import resources
 from pathlib import Path
 
 from nasmlcn._toml import read_toml
@@ -21,16 +21,17 @@ BENCHMARKS_PACKAGE = "nasmlcn.benchmarks"
 
 
 def _package_dir(package: str, folder: str) -> Path:
+    """The folder of ``package`` (``nasmlcn.benchmarks`` has no ``__init__.py``: a
+    namespace package, whose ``importlib.resources`` root is not a plain path)."""
     try:
-        root = resources.files(package)
+        spec = importlib.util.find_spec(package)
     except ModuleNotFoundError:
+        spec = None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
         # A checkout on PYTHONPATH that was never installed: the folder itself.
         return Path(__file__).resolve().parents[2] / folder
-    if not isinstance(root, Path):  # e.g. imported from a zip file
-        raise ReproduceError(
-            f"{package} is not a folder on disk ({root!r}); install nasmlcn with pip"
-        )
-    return root
+    return Path(locations[0])
 
 
 def studies_dir() -> Path:
