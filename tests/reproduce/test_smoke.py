@@ -43,10 +43,10 @@ def test_the_list_names_every_result_with_its_times() -> None:
         for scale in ("smoke", "reduced", "full"):
             assert r["scales"][scale]["minutes_here"] > 0
             assert r["scales"][scale]["minutes_gpu"] > 0
-    table = run_cli("reproduce", "--list")
+    table = run_cli("reproduce", "--list", env={"COLUMNS": "100"})
     assert table.returncode == 0
-    assert "thesis-table4.1" in table.stdout
-    assert "Table 4.1" in table.stdout
+    for name in NAMES:  # a terminal's width wraps what it measures, never the name
+        assert name in table.stdout
 
 
 @pytest.mark.parametrize(
