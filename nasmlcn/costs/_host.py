@@ -4,7 +4,6 @@ model, each device's relative speed (see "Device speeds" in
 
 from __future__ import annotations
 
-import platform
 import socket
 from collections.abc import Mapping
 
@@ -16,16 +15,9 @@ MEMORY_METHODS = {
 
 def host_facts() -> dict[str, str]:
     """Host name and CPU model, recorded in a calibration."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return {"hostname": socket.gethostname(), "cpu_model": cpu}
+    from nasmlcn.hardware import cpu_model
+
+    return {"hostname": socket.gethostname(), "cpu_model": cpu_model()}
 
 
 def relative_speeds(

@@ -38,7 +38,8 @@ class LocalDevice:
         }
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """This machine's CPU model name (``/proc/cpuinfo``; else what ``platform`` says)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
@@ -162,7 +163,7 @@ def _gpu_may_be_present() -> bool:
 def detect_devices(catalog: Catalog | None = None) -> list[LocalDevice]:
     """The CPU and every CUDA device torch can see (no torch: the CPU only)."""
     catalog = catalog if catalog is not None else load_catalog()
-    devices = [LocalDevice("cpu", _cpu_model(), _host_memory(), "cpu", usable_cores())]
+    devices = [LocalDevice("cpu", cpu_model(), _host_memory(), "cpu", usable_cores())]
     if not _gpu_may_be_present():
         return devices  # importing torch to be told so took 4 of `nasmlcn devices`' 5 s
     try:

@@ -57,15 +57,8 @@ def run_folder(out: Path, recipe: Recipe, scale: str) -> Path:
 def machine() -> dict[str, Any]:
     """This machine, as reports name it: OS, CPU model and cores, and any CUDA GPU
     (read with ``nvidia-smi``, so that torch need not load)."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    from nasmlcn.hardware import cpu_model, usable_cores
+
     gpus: list[str] = []
     try:
         done = subprocess.run(
@@ -79,11 +72,10 @@ def machine() -> dict[str, Any]:
             gpus = [g.strip() for g in done.stdout.splitlines() if g.strip()]
     except (OSError, subprocess.SubprocessError):
         pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {
         "system": f"{platform.system()} {platform.machine()}",
-        "cpu": cpu,
-        "cores": cores,
+        "cpu": cpu_model(),
+        "cores": usable_cores(),
         "gpus": gpus,
         "python": platform.python_version(),
     }
