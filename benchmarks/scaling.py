@@ -70,7 +70,11 @@ def _batch(spec: MLCNSpec | CapsNetSpec, batch: int) -> tuple[torch.Tensor, torc
     return x, y
 
 
-def _stepper(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> Any:
+def _stepper(
+    model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, after_backward: Any = None
+) -> Any:
+    """One training step of ``model`` on ``(x, y)``; ``after_backward()`` runs between
+    the backward pass and the optimizer step (DDP's all-reduce bookkeeping)."""
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
 
     def step() -> None:
@@ -78,6 +82,8 @@ def _stepper(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> Any:
         loss = capsule_loss(out.lengths, out.reconstruction, x, y).total
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if after_backward is not None:
+            after_backward()
         optimizer.step()
 
     return step
@@ -95,17 +101,7 @@ def _ddp_stepper(
     torch.manual_seed(0)
     ddp = data_parallel(build_model(spec), "cpu", stats=stats)
     shard_x, shard_y = x.tensor_split(world)[rank], y.tensor_split(world)[rank]
-    optimizer = torch.optim.Adam(ddp.parameters(), lr=1e-3)
-
-    def step() -> None:
-        out = ddp(shard_x, shard_y)
-        loss = capsule_loss(out.lengths, out.reconstruction, shard_x, shard_y).total
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        stats.end_step()
-        optimizer.step()
-
-    return step
+    return _stepper(ddp, shard_x, shard_y, after_backward=stats.end_step)
 
 
 def _timed(step: Any, steps: int) -> float:
