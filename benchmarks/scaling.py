@@ -47,7 +47,7 @@ from typing import Any
 
 import torch
 
-from nasmlcn.hardware import usable_cores
+from nasmlcn.hardware import busy_cores, usable_cores
 from nasmlcn.models import MLCN, build_model, capsule_loss
 from nasmlcn.parallel import (
     AllReduceStats,
@@ -399,14 +399,19 @@ def main(argv: list[str] | None = None) -> int:
 
     cores = usable_cores()
     load_before = os.getloadavg()[0]
+    # what runs now (the load average still counts a job that ended a minute ago)
+    busy_before = busy_cores()
     result: dict[str, Any] = {"cores": cores, "load_average_before": round(load_before, 2)}
+    if busy_before is not None:
+        result["busy_cores_before"] = round(busy_before, 2)
     if not args.no_cpu:
         result.update(cpu_figures(args))
     if args.cuda:
         result["cuda"] = cuda_figures(args, torch.device("cuda:0"))
     result["load_average_after"] = round(os.getloadavg()[0], 2)
     # Idle enough when the processes' cores were free before the run.
-    busy = load_before > cores - args.processes + 0.5 or cores < args.processes
+    others = load_before if busy_before is None else busy_before
+    busy = others > cores - args.processes + 0.5 or cores < args.processes
     result["machine_was_busy"] = busy
     result["versions"] = {"torch": torch.__version__, "python": sys.version.split()[0]}
     if args.json:

@@ -6,9 +6,12 @@
 #   bash scripts/gpu_check.sh --part 1     # tests, throughput, fused lanes (+ compile)
 #   bash scripts/gpu_check.sh --part 2     # whole-model cost, calibrate, search, streams
 #   bash scripts/gpu_check.sh --quick      # every step, smaller, in one call
+#   bash scripts/gpu_check.sh --part reproduce --recipes "thesis-table4.1:full"
+#                                          # the gpu tests, then `nasmlcn reproduce` runs
 #
 # The device tool's call names carry [".whl", ".gpudata"] (both are git-excluded).
-# Options: --part 1|2|all (default all), --quick, --device DEV (default cuda:0; cpu
+# Options: --part 1|2|reproduce|all (default all; all is 1 and 2), --recipes
+# "NAME:SCALE ..." (--part reproduce; default thesis-table4.1:full), --quick, --device DEV (default cuda:0; cpu
 # for a dry run of the script itself), --budget SECONDS (default 560: a call may run
 # 600; a step that would end past it gets less time, or is skipped), --pack (at the
 # end, everything but summary.txt in $OUT/gpu-check-partN.tar.gz: the device tool
@@ -28,6 +31,7 @@ QUICK=0
 PACK=0
 DEVICE=cuda:0
 BUDGET=560
+RECIPES=thesis-table4.1:full
 while (($#)); do
   case $1 in
     --part) PART=${2:?--part needs 1, 2 or all}; shift 2 ;;
@@ -35,11 +39,12 @@ while (($#)); do
     --device) DEVICE=${2:?--device needs a device}; shift 2 ;;
     --budget) BUDGET=${2:?--budget needs seconds}; shift 2 ;;
     --pack) PACK=1; shift ;;
-    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+    --recipes) RECIPES=${2:?--recipes needs "NAME:SCALE ..."}; shift 2 ;;
+    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "gpu_check.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-case $PART in 1 | 2 | all) ;; *) echo "gpu_check.sh: --part 1, 2 or all, not $PART" >&2; exit 2 ;; esac
+case $PART in 1 | 2 | reproduce | all) ;; *) echo "gpu_check.sh: --part 1, 2, reproduce or all, not $PART" >&2; exit 2 ;; esac
 
 PY=${PYTHON:-python3}
 OUT=${OUT:-$ROOT/gpu-out}
@@ -190,16 +195,29 @@ part2() {
   fi
 }
 
+reproduce_part() {
+  # CUDA paths first (cheap), then each paper result on the GPU (the engines train on
+  # cuda by default); the run folders come back under $OUT/reproduce
+  # shellcheck disable=SC2086
+  step pytest_gpu txt 90 "$PY" -m pytest -m gpu -q -rA -p no:cacheprovider $GPU_TESTS
+  local item
+  for item in $RECIPES; do
+    step "reproduce_${item//[^A-Za-z0-9]/_}" json 600 "$PY" -m nasmlcn reproduce "${item%%:*}" --scale "${item#*:}" --out "$OUT/reproduce" --json
+  done
+}
+
 case $PART in
   1) part1 ;;
+  reproduce) reproduce_part ;;
   2) part2 ;;
   all) part1; part2 ;;
 esac
 
 rm -rf "$WORK"
 if ((PACK)); then
-  # the device tool brings back 8 files at most: everything in one archive, the summary beside it
-  tar -C "$OUT" -czf "$ROOT/gpu-check-part$PART.tar.gz" --exclude=summary.txt . &&
+  # the device tool brings back 8 files at most, 16 MiB each: everything but weights and
+  # checkpoints in one archive, the summary beside it
+  tar -C "$OUT" -czf "$ROOT/gpu-check-part$PART.tar.gz" --exclude=summary.txt --exclude='*.pt' --exclude='*.pth' . &&
     find "$OUT" -mindepth 1 ! -name summary.txt -delete && mv "$ROOT/gpu-check-part$PART.tar.gz" "$OUT/"
 fi
 say "done: $OUT"

@@ -52,7 +52,7 @@ def test_gpu_check_refuses_an_unknown_part_before_doing_anything(tmp_path: Path)
         env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "out")},
     )
     assert result.returncode == 2
-    assert "--part 1, 2 or all, not 3" in result.stderr
+    assert "--part 1, 2, reproduce or all, not 3" in result.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -103,7 +103,7 @@ def test_benchmark_flags_exist(
 
 def test_nasmlcn_flags_exist() -> None:
     used = _invocations(COMMAND)
-    assert set(used) == {"calibrate", "data", "search", "train"}
+    assert set(used) == {"calibrate", "data", "reproduce", "search", "train"}
     unknown = {}
     for command, flags in used.items():
         result = run_cli(command, "--help", env={"COLUMNS": "200"})
@@ -113,6 +113,7 @@ def test_nasmlcn_flags_exist() -> None:
             unknown[command] = sorted(flags - listed)
     assert unknown == {}
     assert {"--run-on", "--storage", "--timeout"} <= used["search"]
+    assert {"--scale", "--out", "--json"} <= used["reproduce"]
 
 
 @pytest.fixture

@@ -39,6 +39,7 @@ def _listing(recipe: Recipe) -> dict[str, Any]:
                 "minutes_here": recipe.scales[s].minutes_here,
                 "minutes_gpu": recipe.scales[s].minutes_gpu,
                 "here_measured": recipe.scales[s].measured,
+                "gpu_measured": recipe.scales[s].gpu_measured,
                 "differs": recipe.scales[s].differs,
             }
             for s in SCALES
@@ -62,15 +63,17 @@ def _print_list(recipes: list[Recipe], as_json: bool) -> None:
     for e in entries:
         times = [
             f"{'' if e['scales'][s]['here_measured'] else '~'}"
-            f"{_minutes(e['scales'][s]['minutes_here'])} / ~{_minutes(e['scales'][s]['minutes_gpu'])}"
+            f"{_minutes(e['scales'][s]['minutes_here'])} / "
+            f"{'' if e['scales'][s]['gpu_measured'] else '~'}"
+            f"{_minutes(e['scales'][s]['minutes_gpu'])}"
             for s in SCALES
         ]
         what = f"[bold]{e['name']}[/bold] ({e['paper']} {e['result']}): {e['measures']}"
         table.add_row(what, *times)
     out.print(table)
     out.print(
-        "Times: here = this project's 2-core CI machine (measured, or ~ estimated);"
-        " GPU = one H100/H200, estimated. Run one: nasmlcn reproduce NAME --scale SCALE"
+        "Times: here = this project's 2-core CI machine; GPU = one H200 (measured, or ~"
+        " estimated). Run one: nasmlcn reproduce NAME --scale SCALE"
     )
 
 

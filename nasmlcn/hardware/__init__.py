@@ -13,6 +13,7 @@ from nasmlcn.hardware._catalog import (
 from nasmlcn.hardware._detect import (
     LocalDevice,
     available_memory,
+    busy_cores,
     cpu_model,
     detect_devices,
     usable_cores,
@@ -28,6 +29,7 @@ __all__ = [
     "DeviceSpec",
     "LocalDevice",
     "available_memory",
+    "busy_cores",
     "cpu_model",
     "detect_devices",
     "format_bytes",

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from nasmlcn.hardware._catalog import Catalog, load_catalog
@@ -135,6 +137,35 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def _cpu_times(path: Path) -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs from ``/proc/stat``'s first line."""
+    try:
+        fields = path.read_text().split("\n", 1)[0].split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    values = [int(v) for v in fields[1:]]
+    idle = sum(values[3:5])  # idle and iowait
+    return sum(values) - idle, sum(values)
+
+
+def busy_cores(window: float = 1.0, *, stat: Path = Path("/proc/stat")) -> float | None:
+    """Cores busy over the next ``window`` seconds, this process included (Linux's
+    ``/proc/stat``; None elsewhere). Unlike the 1-minute load average, it does not
+    count a job that ended a moment ago: a timing benchmark started right after
+    another one is not taken for a busy machine."""
+    before = _cpu_times(stat)
+    if before is None:
+        return None
+    time.sleep(window)
+    after = _cpu_times(stat)
+    if after is None or after[1] <= before[1]:
+        return None
+    share = (after[0] - before[0]) / (after[1] - before[1])
+    return share * (os.cpu_count() or 1)
 
 
 def match_kind(description: str, catalog: Catalog) -> str | None:

@@ -58,7 +58,15 @@ checked (a figure of other hardware, such as seconds per epoch on a P100). The
 target is ``bound`` if given, else ``paper``."""
 
 _REPRODUCE_KEYS = ("paper", "result", "measures", "setting", "engine", "scales", "compare")
-_SCALE_KEYS = ("args", "runs", "minutes_here", "minutes_gpu", "measured", "differs")
+_SCALE_KEYS = (
+    "args",
+    "runs",
+    "minutes_here",
+    "minutes_gpu",
+    "measured",
+    "gpu_measured",
+    "differs",
+)
 _COMPARE_KEYS = (
     "label",
     "ours",
@@ -95,6 +103,7 @@ class Scale:
     measured: bool
     differs: str
     runs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    gpu_measured: bool = False
 
     def engine_runs(self, out: Path) -> dict[str, list[str]]:
         """Each run's engine arguments with ``{out}`` filled in (one run, named
@@ -216,15 +225,18 @@ def _scale(table: Any, where: str) -> Scale:
         if not _RUN_NAME.fullmatch(key):
             raise ReproduceError(f"{where}: run name {key!r} must be letters, digits, '-' or '_'")
         runs[key] = _args(value, f"{where}: runs.{key}")
-    measured = table.get("measured", False)
-    if not isinstance(measured, bool):
-        raise ReproduceError(f"{where}: measured must be true or false, got {measured!r}")
+    flags = {}
+    for key in ("measured", "gpu_measured"):
+        flags[key] = table.get(key, False)
+        if not isinstance(flags[key], bool):
+            raise ReproduceError(f"{where}: {key} must be true or false, got {flags[key]!r}")
     return Scale(
         args=args,
         runs=runs,
         minutes_here=_minutes(table, "minutes_here", where),
         minutes_gpu=_minutes(table, "minutes_gpu", where),
-        measured=measured,
+        measured=flags["measured"],
+        gpu_measured=flags["gpu_measured"],
         differs=_text(table, "differs", where),
     )
 

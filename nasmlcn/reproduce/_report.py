@@ -157,7 +157,9 @@ def _write_png(rows: list[Row], title: str, folder: Path) -> Path | None:
 
     try:
         written = write_images({"report": _figure(rows, title)}, folder, ("png",))
-    except ExportError as err:
+    except (ExportError, ImportError) as err:
+        # plotly and kaleido are dependencies; a bare image (a GPU box fed wheels by
+        # hand) may lack them: the HTML and CSV still hold every number
         print(f"warning: no PNG for {title}: {err}", file=sys.stderr)
         return None
     return written[0] if written else None

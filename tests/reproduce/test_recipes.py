@@ -173,6 +173,13 @@ def test_a_bad_scale_table_is_refused(tmp_path: Path) -> None:
     scales["smoke"] = {"args": [], "minutes_here": 0, "minutes_gpu": 1, "differs": "d"}
     with pytest.raises(ReproduceError, match="minutes_here must be a number of minutes > 0"):
         recipe_from_mapping(data, tmp_path / "x.toml")
+    scales["smoke"] = {"args": [], "minutes_here": 1, "minutes_gpu": 1, "differs": "d"}
+    assert not recipe_from_mapping(data, tmp_path / "x.toml").scales["smoke"].gpu_measured
+    scales["smoke"]["gpu_measured"] = "yes"
+    with pytest.raises(ReproduceError, match="gpu_measured must be true or false, got 'yes'"):
+        recipe_from_mapping(data, tmp_path / "x.toml")
+    scales["smoke"]["gpu_measured"] = True
+    assert recipe_from_mapping(data, tmp_path / "x.toml").scales["smoke"].gpu_measured
 
 
 def test_search_options_belong_to_search_recipes(tmp_path: Path) -> None:
