@@ -61,7 +61,15 @@ class _ScrubPasswords(logging.Filter):
 
 
 def setup_logging(verbose: bool) -> None:
-    handler = RichHandler(console=err, show_path=False, show_time=False, markup=False)
+    """Warnings (and with ``verbose`` info) from nasmlcn on stderr: rich's columns on a
+    terminal, plain ``LEVEL  message`` lines elsewhere (rich pads each record to the
+    console's width, which off a terminal is :data:`UNWRAPPED_WIDTH` columns)."""
+    handler: logging.Handler
+    if err.is_terminal:
+        handler = RichHandler(console=err, show_path=False, show_time=False, markup=False)
+    else:
+        handler = logging.StreamHandler(err.file)
+        handler.setFormatter(logging.Formatter("%(levelname)-8s %(message)s"))
     handler.addFilter(_ScrubPasswords())
     logging.basicConfig(level=logging.WARNING, handlers=[handler], format="%(message)s", force=True)
     logging.getLogger("nasmlcn").setLevel(logging.INFO if verbose else logging.WARNING)

@@ -61,7 +61,13 @@ class SearchProgress(ProgressDisplay, SearchObserver):
                 highlight=False,
                 soft_wrap=True,
             )
-        self.bar("trials", total=start.target, completed=start.done)
+        self._best = self._best_so_far(start)
+        self.bar(
+            "trials",
+            total=start.target,
+            completed=start.done,
+            stats=self._best_stats(),
+        )
 
     def on_trial_start(self, number: int, index: int, lanes: str, plan: Plan) -> None:
         assert self._start is not None
@@ -113,11 +119,31 @@ class SearchProgress(ProgressDisplay, SearchObserver):
         else:
             line = f"{name}: {outcome.state} — {outcome.reason}"
         self.console.print(line, highlight=False, soft_wrap=True)
-        best = (
-            f"best {self._start.metric_names[0]} {self._best:.4g}" if self._best is not None else ""
-        )
         # only complete and pruned trials count toward --trials
-        self.bar("trials", advance=1 if outcome.state in COUNTED else 0, stats=best)
+        self.bar("trials", advance=1 if outcome.state in COUNTED else 0, stats=self._best_stats())
+
+    def _best_stats(self) -> str:
+        assert self._start is not None
+        if self._best is None:
+            return ""
+        return f"best {self._start.metric_names[0]} {self._best:.4g}"
+
+    def _best_so_far(self, start: SearchStart) -> float | None:
+        """The first objective's best over the study's complete trials (a continued
+        study's earlier runs included), so "best so far" means the study's."""
+        if self._study is None:
+            return None
+        try:
+            values = [
+                t.values[0]
+                for t in self._study.get_trials(deepcopy=False)
+                if t.state.name == "COMPLETE" and t.values
+            ]
+        except Exception:  # a display never stops a search
+            return None
+        if not values:
+            return None
+        return max(values) if start.directions[0] == "maximize" else min(values)
 
     def _retry_of(self, number: int) -> int | None:
         """The failed trial that trial ``number`` runs again (None: a new trial, or

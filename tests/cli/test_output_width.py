@@ -68,3 +68,19 @@ def test_columns_set_by_the_user_is_honoured() -> None:
     widths = [len(line) for line in result.stdout.splitlines()]
     assert max(widths) <= 60
     assert max(widths) >= 50  # it used the room it was given
+
+
+def test_a_piped_log_record_is_one_plain_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Off a terminal a log record is ``LEVEL    message``, not rich's columns padded to
+    the unwrapped console's 10,000 columns (which filled a log with spaces)."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    result = run_cli(
+        "--verbose", "search", "--evaluator", "proxy", "--trials", "1", "--storage", storage
+    )
+    assert result.returncode == 0, result.stderr
+    records = [line for line in result.stderr.splitlines() if line.startswith("INFO ")]
+    assert records, result.stderr
+    assert all(line == line.rstrip() and len(line) < 300 for line in result.stderr.splitlines())

@@ -126,3 +126,28 @@ def test_a_failed_trial_does_not_move_the_bar_and_the_json_counts_it_apart(
         "running": 0,
     }
     assert result.n_trials == 4  # unchanged meaning: every trial in the study
+
+
+def test_best_so_far_counts_the_trials_of_earlier_runs(tmp_path: Path) -> None:
+    """A continued study's "best so far" is the study's: a trial below a trial of an
+    earlier run is not marked (it was, as the first result of each run)."""
+    storage = ["--storage", f"sqlite:///{tmp_path / 's.db'}", "--study", "s"]
+    first = run_cli("search", "--evaluator", "proxy", "--trials", "1", *storage)
+    assert first.returncode == 0, first.stderr
+    again = run_cli("search", "--evaluator", "proxy", "--trials", "5", *storage)
+    assert again.returncode == 0, again.stderr
+
+    def results(stdout: str) -> list[tuple[float, bool]]:
+        lines = [line for line in stdout.splitlines() if line.startswith("trial ")]
+        return [
+            (float(line.split("accuracy ")[1].split()[0]), "best so far" in line) for line in lines
+        ]
+
+    seen = [value for value, _ in results(first.stderr)]
+    later = results(again.stderr)
+    assert len(seen) == 1
+    assert len(later) == 4
+    assert any(value < seen[0] for value, _ in later)  # the case the old display got wrong
+    for value, marked in later:
+        assert marked == (value > max(seen)), (value, seen, again.stderr)
+        seen.append(value)
