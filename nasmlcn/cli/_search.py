@@ -258,6 +258,15 @@ def search(
     if config is not None:
         recipe, sweep, _ = load_recipe(config)
         base = base.with_overrides(**recipe)
+        for name, values in sweep.items():
+            if options.get(name) is not None:  # the sweep would overwrite it, silently
+                from nasmlcn.errors import SearchError
+
+                flag = "--" + name.replace("_", "-")
+                raise SearchError(
+                    f"{flag} {options[name]} cannot be given with {config}: the recipe sweeps "
+                    f"{name} over {', '.join(map(str, values))} (drop {flag}, or edit its [sweep])"
+                )
     # --storage, else $NASMLCN_STORAGE, else the recipe's, else the default
     options["storage"] = resolve_storage(storage, fallback=base.storage or DEFAULT_STORAGE)
     base = base.with_overrides(**options)

@@ -210,6 +210,22 @@ def test_the_fig_6_2_recipe_sweeps_flops(tmp_path: Path) -> None:
     assert not any(r["config"]["prune"] for r in sweep)  # Fig. 6.2 trains every model in full
 
 
+def test_an_option_the_recipe_sweeps_is_refused_not_overwritten(tmp_path: Path) -> None:
+    """``--flops 2x`` beside a recipe sweeping flops would have been dropped silently
+    (each swept study takes the sweep's value): one line, no study made."""
+    db = tmp_path / "s.db"
+    recipe = str(ROOT / "studies" / "thesis-fig6.2.toml")
+    result = run_cli(
+        "search", "--config", recipe, "--evaluator", "proxy", "--flops", "2x",
+        "--storage", f"sqlite:///{db}",
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert result.stderr.startswith("error: --flops 2x cannot be given with ")
+    assert "sweeps flops over 1x, 2x, 4x, 8x" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not db.exists()
+
+
 def test_inference_objective_in_a_proxy_search_and_best(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     result = _search(
