@@ -1,9 +1,10 @@
-"""Statistics: Pearson, Spearman, MAPE, percentiles, paired t intervals, agreement of
+"""Statistics: Pearson, Spearman, MAPE, percentiles, paired and Welch t intervals, agreement of
 predictions with measurements, and non-negative least-squares fits.
 
 Shared by the cost-model calibration (:mod:`nasmlcn.costs`) and the early-epoch
 correlation checks of the search. Pure Python but for :func:`nnls`,
-:func:`fit_relative` (numpy) and :func:`paired_interval` (scipy's t quantile), which
+:func:`fit_relative`, :func:`bootstrap_interval` (numpy), :func:`paired_interval` and
+:func:`welch_interval` (scipy's t quantile), which
 import them when they are called, so that importing
 this module (and the planning layer) stays light.
 """
@@ -11,15 +12,17 @@ this module (and the planning layer) stays light.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "Agreement",
+    "DifferenceInterval",
     "PairedInterval",
     "agreement",
     "best_scale",
+    "bootstrap_interval",
     "fit_relative",
     "mape",
     "nnls",
@@ -28,6 +31,7 @@ __all__ = [
     "percentile",
     "ranks",
     "spearman",
+    "welch_interval",
 ]
 
 if TYPE_CHECKING:
@@ -348,3 +352,112 @@ def paired_interval(
     sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
     half = float(t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
     return PairedInterval(mean, mean - half, mean + half, n, confidence)
+
+
+@dataclass(frozen=True)
+class DifferenceInterval:
+    """A statistic's difference between two independent samples, ``stat(a) - stat(b)``,
+    with its confidence interval: Welch's t for means (:func:`welch_interval`), a
+    percentile bootstrap otherwise (:func:`bootstrap_interval`).
+
+    Attributes:
+        difference: ``stat(a) - stat(b)``.
+        low: Lower end of the interval.
+        high: Upper end.
+        sizes: The samples' sizes (``a``, ``b``).
+        confidence: Two-sided confidence (0.95).
+        method: ``welch`` or ``bootstrap``.
+    """
+
+    difference: float
+    low: float
+    high: float
+    sizes: tuple[int, int]
+    confidence: float
+    method: str
+
+    @property
+    def verdict(self) -> str:
+        """``ahead`` (the interval is above 0), ``behind`` (below 0) or ``tie``."""
+        if self.low > 0:
+            return "ahead"
+        if self.high < 0:
+            return "behind"
+        return "tie"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "difference": self.difference,
+            "low": self.low,
+            "high": self.high,
+            "sizes": list(self.sizes),
+            "confidence": self.confidence,
+            "method": self.method,
+            "verdict": self.verdict,
+        }
+
+
+def _two_samples(a: Sequence[float], b: Sequence[float]) -> None:
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError(f"need at least 2 values in each sample, got {len(a)} and {len(b)}")
+
+
+def welch_interval(
+    a: Sequence[float], b: Sequence[float], confidence: float = 0.95
+) -> DifferenceInterval:
+    """Welch's t interval of ``mean(a) - mean(b)`` for two independent samples (e.g.
+    the accuracies of the random models of two search settings).
+
+    Raises:
+        ValueError: A sample has fewer than 2 values.
+    """
+    _two_samples(a, b)
+    from scipy.stats import t
+
+    def mean_and_var(xs: Sequence[float]) -> tuple[float, float]:
+        m = sum(float(x) for x in xs) / len(xs)
+        return m, sum((float(x) - m) ** 2 for x in xs) / (len(xs) - 1) / len(xs)
+
+    (ma, va), (mb, vb) = mean_and_var(a), mean_and_var(b)
+    diff, spread = ma - mb, va + vb
+    sizes = (len(a), len(b))
+    if spread == 0:
+        return DifferenceInterval(diff, diff, diff, sizes, confidence, "welch")
+    df = spread**2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = float(t.ppf(0.5 + confidence / 2, df)) * math.sqrt(spread)
+    return DifferenceInterval(diff, diff - half, diff + half, sizes, confidence, "welch")
+
+
+def bootstrap_interval(
+    a: Sequence[float],
+    b: Sequence[float],
+    statistic: str = "max",
+    confidence: float = 0.95,
+    resamples: int = 10_000,
+    seed: int = 0,
+) -> DifferenceInterval:
+    """Percentile bootstrap interval of ``stat(a) - stat(b)`` (``statistic``: ``max``,
+    ``min`` or ``mean``), each sample resampled with replacement on its own; seeded,
+    so the same samples give the same interval. For the best of a few random models
+    it is wide, as it should be.
+
+    Raises:
+        ValueError: A sample has fewer than 2 values, or an unknown statistic.
+    """
+    _two_samples(a, b)
+    import numpy as np
+
+    functions: dict[str, Callable[..., Any]] = {"max": np.max, "min": np.min, "mean": np.mean}
+    if statistic not in functions:
+        raise ValueError(f"statistic {statistic!r}: use one of {', '.join(functions)}")
+    stat = functions[statistic]
+    rng = np.random.default_rng(seed)
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    draws_a = stat(rng.choice(xa, size=(resamples, xa.size)), axis=1)
+    draws_b = stat(rng.choice(xb, size=(resamples, xb.size)), axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(draws_a - draws_b, [tail, 100 - tail])
+    diff = float(stat(xa) - stat(xb))
+    return DifferenceInterval(
+        diff, float(low), float(high), (xa.size, xb.size), confidence, "bootstrap"
+    )

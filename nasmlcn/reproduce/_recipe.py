@@ -28,6 +28,13 @@ are data too, one ``[[reproduce.compare]]`` entry each::
     tolerance = 1.0                       # |ours - paper| <= 1.0 reproduces it
     source = "thesis Table 4.1"
 
+A claim about a difference between two sets of models (more memory, better models)
+can name the two samples, ``samples = [A, B]`` (paths to lists of numbers): ``ours``
+is then checked by the 95 % interval of ``stat(A) - stat(B)`` (times ``factor``),
+``statistic = "mean"`` (Welch's t, the default) or ``"max"`` (the best model; a
+seeded percentile bootstrap), and an interval that holds the bound is a tie, not a
+miss.
+
 Every table is checked: an unknown key is an error that names it.
 """
 
@@ -81,7 +88,12 @@ _COMPARE_KEYS = (
     "plot_only",
     "dataset",
     "scales",
+    "samples",
+    "statistic",
 )
+STATISTICS = ("mean", "max")
+"""What a comparison's ``samples`` are compared by: Welch's t interval of the means,
+or a bootstrap interval of the maxima (the best model of each set)."""
 _ENGINE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _PLACEHOLDER = re.compile(r"\{([a-z_]*)\}")
@@ -129,6 +141,10 @@ class Comparison:
     plot_only: str = ""
     dataset: str = "Fashion-MNIST"
     scales: tuple[str, ...] = SCALES
+    samples: tuple[str, str] | None = None
+    """Paths to two lists of numbers whose ``statistic``'s difference ``ours`` is: the
+    check then uses its 95 % interval (see the module)."""
+    statistic: str = "mean"
 
     @property
     def target(self) -> float | None:
@@ -272,6 +288,35 @@ def _comparison(table: Any, where: str) -> Comparison:
         parse_expression(ours)
     except ReproduceError as err:
         raise ReproduceError(f"{where}: {err}") from None
+    samples = table.get("samples")
+    statistic = "mean"
+    if samples is None and "statistic" in table:
+        raise ReproduceError(f"{where}: statistic needs samples = [A, B] (what it is taken of)")
+    if samples is not None:
+        if (
+            not isinstance(samples, list)
+            or len(samples) != 2
+            or not all(isinstance(x, str) and x.strip() for x in samples)
+        ):
+            raise ReproduceError(
+                f"{where}: samples must be two paths [A, B] to lists of numbers"
+                f" (ours = mean(A) - mean(B)), got {samples!r}"
+            )
+        if check not in ("at_least", "at_most"):
+            raise ReproduceError(
+                f'{where}: samples need check = "at_least" or "at_most" (a claim about'
+                f" a difference), got {table.get('check', 'close')!r}"
+            )
+        statistic = table.get("statistic", "mean")
+        if statistic not in STATISTICS:
+            raise ReproduceError(
+                f"{where}: statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}"
+            )
+        for path in samples:
+            try:
+                parse_expression(path)
+            except ReproduceError as err:
+                raise ReproduceError(f"{where}: samples: {err}") from None
     scales = table.get("scales", list(SCALES))
     if not isinstance(scales, list) or not scales or any(x not in SCALES for x in scales):
         raise ReproduceError(
@@ -292,6 +337,8 @@ def _comparison(table: Any, where: str) -> Comparison:
         quote=_text(table, "quote", where, required=False),
         plot_only=plot_only,
         dataset=_text(table, "dataset", where, required=False) or "Fashion-MNIST",
+        samples=(samples[0], samples[1]) if samples is not None else None,
+        statistic=statistic,
     )
 
 

@@ -41,6 +41,9 @@ _CSV_FIELDS = (
     "target",
     "tolerance",
     "passed",
+    "low",
+    "high",
+    "tie",
     "source",
     "quote",
     "plot_only",
@@ -56,7 +59,7 @@ th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums
 .verdict{padding:.6em .9em;border-radius:6px;margin:1em 0;font-weight:600}
 .reproduced{background:#e3f4e1} .within{background:#fff4d6}
 .not-reproduced{background:#fbe3e1} .no-paper-number{background:#e8eef7}
-.smoke{background:#eeeeee}
+.smoke{background:#eeeeee} .tie{background:#fff4d6}
 .quote{color:#666;font-size:.85em;font-style:italic} .muted{color:#666}
 img{max-width:100%;border:1px solid #eee;margin:.5em 0}
 code{background:#f4f4f4;padding:0 .25em}
@@ -120,7 +123,14 @@ def _figure(rows: list[Row], title: str) -> Any:
             )
         )
     colours = [
-        "#888888" if r.passed is None else "#2e8b57" if r.passed else "#c0392b" for r in shown
+        "#888888"
+        if r.passed is None
+        else "#2e8b57"
+        if r.passed
+        else "#e0a800"
+        if r.tie
+        else "#c0392b"
+        for r in shown
     ]
     fig.add_trace(
         go.Scatter(
@@ -193,6 +203,12 @@ def _row_html(r: Row) -> str:
         ours = f'<span class="muted">no figure: {_e(r.error)}</span>'
     else:
         ours = _e(fmt(r.ours, r.unit))
+        if r.low is not None and r.high is not None:
+            unit = gap_unit(r.unit)
+            ours += (
+                f'<div class="muted">95 % interval '
+                f"{_e(with_unit(f'{r.low:.2f} to {r.high:.2f}', unit))}</div>"
+            )
     gap = "" if r.gap is None else with_unit(f"{r.gap:+.2f}", gap_unit(r.unit))
     if r.check is None:
         check = '<span class="muted">shown, not checked</span>'
@@ -205,7 +221,7 @@ def _row_html(r: Row) -> str:
         )
         if r.check != "close" and r.tolerance:
             target += f" (± {fmt(r.tolerance, gap_unit(r.unit))})"
-        mark = "✔" if r.passed else "✘"
+        mark = "✔" if r.passed else "≈ tie:" if r.tie else "✘"
         check = f"{mark} {_e(sign)} {_e(target)}"
     quote = f'<div class="quote">“{_e(r.quote)}”</div>' if r.quote else ""
     return (

@@ -308,3 +308,19 @@ def evaluate(expression: str, data: Any) -> float:
         ReproduceError: A part of a path is not in the output, or not a number.
     """
     return _value(parse_expression(expression), data)
+
+
+def evaluate_samples(path: str, data: Any) -> list[float]:
+    """The list of numbers a path picks from ``data``
+    (``studies."thesis-fig6.4-devices-4xK80".values``: every model's accuracy).
+
+    Raises:
+        ReproduceError: ``path`` is not a path, or picks something not a number.
+    """
+    node = parse_expression(path)
+    if not isinstance(node, _Path):
+        raise ReproduceError(f"{path!r} is not a path (samples are read, not computed)")
+    items = _walk(data, node.parts, "")
+    if len(items) == 1 and isinstance(items[0], list):
+        items = items[0]
+    return [_number(v, path) for v in items]

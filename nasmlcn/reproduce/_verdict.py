@@ -7,14 +7,15 @@ from typing import Any
 
 from nasmlcn.errors import ReproduceError
 from nasmlcn.reproduce._recipe import Comparison, Recipe, Scale
-from nasmlcn.reproduce._values import evaluate
+from nasmlcn.reproduce._values import evaluate, evaluate_samples
 
 NEAR = 3.0
 """A ``close`` figure that misses its tolerance by no more than this many times it
 still counts as "within" the paper (reported with its gap), not as a miss."""
 
-VERDICTS = ("reproduced", "within", "not reproduced", "no paper number", "smoke")
-"""``smoke``: a smoke run measures nothing, so it gets no verdict (its report still
+VERDICTS = ("reproduced", "within", "tie", "not reproduced", "no paper number", "smoke")
+"""``tie``: a claimed difference of two averages whose 95 % interval holds the bound
+(neither shown nor refuted at this scale). ``smoke``: a smoke run measures nothing, so it gets no verdict (its report still
 shows every figure, read from the engine's output)."""
 
 
@@ -36,6 +37,11 @@ class Row:
     quote: str
     plot_only: str
     error: str = ""
+    low: float | None = None
+    """The 95 % interval of ``ours`` (a recipe's ``samples``), else None."""
+    high: float | None = None
+    tie: bool = False
+    """The check's bound lies inside the interval: not passed, not missed."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,7 +96,21 @@ def _row(entry: Comparison, data: Any) -> Row:
         ours, error = None, str(err)
     target = entry.target
     passed: bool | None = None
-    if entry.check is not None and target is not None and ours is not None:
+    low = high = None
+    if entry.samples is not None and ours is not None:
+        try:
+            low, high = _interval(entry, data)
+        except (ReproduceError, ValueError) as err:
+            error = f"no interval: {err}"
+    tie = False
+    if entry.check is not None and target is not None and low is not None and high is not None:
+        if entry.check == "at_least":
+            passed = low >= target - entry.tolerance - 1e-12
+            tie = not passed and high >= target - entry.tolerance - 1e-12
+        else:
+            passed = high <= target + entry.tolerance + 1e-12
+            tie = not passed and low <= target + entry.tolerance + 1e-12
+    elif entry.check is not None and target is not None and ours is not None:
         if entry.check == "close":
             passed = abs(ours - target) <= entry.tolerance + 1e-12
         elif entry.check == "at_least":
@@ -115,7 +135,25 @@ def _row(entry: Comparison, data: Any) -> Row:
         quote=entry.quote,
         plot_only=entry.plot_only,
         error=error,
+        low=low,
+        high=high,
+        tie=tie,
     )
+
+
+def _interval(entry: Comparison, data: Any) -> tuple[float, float]:
+    """The 95 % interval of ``stat(A) - stat(B)`` for ``entry.samples``, times
+    ``entry.factor``: Welch's t for means, a seeded percentile bootstrap for maxima."""
+    from nasmlcn.stats import bootstrap_interval, welch_interval
+
+    assert entry.samples is not None
+    a, b = (evaluate_samples(path, data) for path in entry.samples)
+    if entry.statistic == "mean":
+        found = welch_interval(a, b)
+    else:
+        found = bootstrap_interval(a, b, entry.statistic)
+    ends = found.low * entry.factor, found.high * entry.factor
+    return min(ends), max(ends)
 
 
 def compare(recipe: Recipe, data: Any, scale: str) -> list[Row]:
@@ -124,11 +162,19 @@ def compare(recipe: Recipe, data: Any, scale: str) -> list[Row]:
     return [_row(entry, data) for entry in recipe.compare if scale in entry.scales]
 
 
+def interval_text(row: Row) -> str:
+    """`` (95 % interval -5.46 to 1.31 pt)`` for a row with one, else ``""``."""
+    if row.low is None or row.high is None:
+        return ""
+    unit = gap_unit(row.unit)
+    return f" (95 % interval {with_unit(f'{row.low:.2f} to {row.high:.2f}', unit)})"
+
+
 def _miss(row: Row) -> str:
     target = fmt(row.target, row.unit)
     if row.ours is None:
         return f"{row.label}: no figure ({row.error})"
-    ours = fmt(row.ours, row.unit)
+    ours = fmt(row.ours, row.unit) + interval_text(row)
     if row.check == "at_least":
         return f"{row.label} {ours}, the paper's claim needs >= {target}"
     if row.check == "at_most":
@@ -152,10 +198,19 @@ def verdict(rows: list[Row], scale: Scale, scale_name: str = "") -> Verdict:
             "no paper number",
             "the paper gives a plot only: ours is shown beside its description",
         )
-    misses = [r for r in checked if not r.passed]
-    if not misses:
+    ties = [r for r in checked if r.tie]
+    misses = [r for r in checked if not r.passed and not r.tie]
+    if not misses and not ties:
         return Verdict("reproduced", f"reproduced: {len(checked)} of {len(checked)} figures agree")
-    near = all(
+    if not misses:
+        return Verdict(
+            "tie",
+            f"tie: {len(checked) - len(ties)} of {len(checked)} figures agree; "
+            f"{'; '.join(_miss(r) for r in ties[:2])}"
+            f"{f' (+{len(ties) - 2} more)' if len(ties) > 2 else ''}: the interval holds the"
+            " bound, so this scale neither shows nor refutes the claim",
+        )
+    near = not ties and all(
         r.check == "close"
         and r.ours is not None
         and r.target is not None

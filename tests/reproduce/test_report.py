@@ -97,3 +97,37 @@ def test_a_report_warns_when_the_engine_found_the_machine_busy(tmp_path: Path) -
     assert "Caution" not in (folder / "report.html").read_text()
     write_report(recipe, "reduced", folder, {**_table_output(0.91), "machine_was_busy": True})
     assert "found the machine busy" in (folder / "report.html").read_text()
+
+
+def test_a_tie_shows_its_interval_in_the_page_and_the_csv(tmp_path: Path) -> None:
+    """thesis Fig. 6.4 with 4 random models a setting: the averages' and the bests'
+    differences come with their intervals, and the verdict is a tie."""
+    recipe = find_recipe("thesis-fig6.4")
+    folder = tmp_path / "out" / "thesis-fig6.4" / "reduced"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text((_folder(tmp_path) / "run.json").read_text())
+    values = {
+        "4xK80": [0.741, 0.746, 0.731, 0.710],
+        "8xK80": [0.754, 0.697, 0.746, 0.735],
+        "16xK80": [0.738, 0.735, 0.729, 0.746],
+        "32xK80": [0.733, 0.699, 0.726, 0.687],
+    }
+    output = {
+        "studies": {
+            f"thesis-fig6.4-devices-{k}": {"values": v, "mean": sum(v) / 4, "best": max(v)}
+            for k, v in values.items()
+        }
+    }
+    report = write_report(recipe, "reduced", folder, output)
+    assert report.verdict.kind == "tie"
+    page = (folder / "report.html").read_text()
+    assert '<div class="verdict tie">tie: 0 of 2 figures agree' in page
+    assert page.count("≈ tie: at least 0.00 pt") == 2
+    assert "95 % interval -5.46 to 1.31 pt" in page  # Welch, the averages
+    with (folder / "report.csv").open() as f:
+        rows = {r["label"]: r for r in csv.DictReader(f)}
+    average = rows["average accuracy at 32xK80 minus at 4xK80"]
+    assert float(average["low"]) == pytest.approx(-5.4568, abs=1e-3)
+    assert float(average["high"]) == pytest.approx(1.3068, abs=1e-3)
+    assert average["tie"] == "True"
+    assert rows["average accuracy, 4xK80"]["low"] == ""  # a figure without samples

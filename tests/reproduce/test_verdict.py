@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from nasmlcn.errors import ReproduceError
 from nasmlcn.reproduce import Recipe, compare, verdict
 from nasmlcn.reproduce._recipe import recipe_from_mapping
 
@@ -101,3 +102,78 @@ def test_a_figure_measured_only_at_full_scale_is_left_out_below_it() -> None:
     assert [r.label for r in compare(recipe, {"e1": 0.8}, "reduced")] == ["x"]
     assert len(compare(recipe, {"e1": 0.8, "e10": 0.99}, "full")) == 2
     assert _verdict(recipe, {"e1": 0.8}) == ("reproduced", "reproduced: 1 of 1 figures agree")
+
+
+def _difference(**extra: Any) -> Recipe:
+    return _recipe(
+        {
+            "ours": "b.mean - a.mean",
+            "factor": 100,
+            "unit": "pt",
+            "bound": 0,
+            "check": "at_least",
+            "plot_only": "more memory, better models",
+            "samples": ["b.values", "a.values"],
+            **extra,
+        }
+    )
+
+
+def _study(values: list[float]) -> dict[str, Any]:
+    return {"values": values, "mean": sum(values) / len(values)}
+
+
+def test_a_difference_of_averages_is_judged_by_its_welch_interval() -> None:
+    """The thesis's "more memory, better models" over 4 random models each: a
+    difference whose interval holds the bound is a tie, not a miss (nor a pass)."""
+    recipe = _difference()
+    spread = {"a": _study([0.741, 0.746, 0.731, 0.710]), "b": _study([0.733, 0.699, 0.726, 0.687])}
+    (row,) = compare(recipe, spread, "reduced")
+    assert row.ours == pytest.approx(-2.075)
+    assert row.low == pytest.approx(-5.4568, abs=1e-3)  # scipy's Welch t-test interval
+    assert row.high == pytest.approx(1.3068, abs=1e-3)
+    assert row.tie is True
+    assert row.passed is False
+    kind, line = _verdict(recipe, spread)
+    assert kind == "tie"
+    assert "(95 % interval -5.46 to 1.31 pt)" in line
+    assert "neither shows nor refutes" in line
+
+    apart = {"a": _study([0.70, 0.71, 0.70, 0.71]), "b": _study([0.75, 0.76, 0.75, 0.76])}
+    assert _verdict(recipe, apart)[0] == "reproduced"  # the interval is above 0
+    assert _verdict(recipe, {"a": apart["b"], "b": apart["a"]})[0] == "not reproduced"
+
+
+def test_samples_are_checked_in_the_recipe() -> None:
+    with pytest.raises(ReproduceError, match="samples must be two paths"):
+        _difference(samples=["b.values"])
+    with pytest.raises(ReproduceError, match='samples need check = "at_least" or "at_most"'):
+        _difference(check="close", paper=1.0, bound=None)
+
+
+def test_too_few_samples_fall_back_to_the_figure_and_say_so() -> None:
+    recipe = _difference()
+    one = {"a": _study([0.70]), "b": _study([0.75])}
+    (row,) = compare(recipe, one, "reduced")
+    assert row.low is None
+    assert row.passed is True  # 5 points >= 0, without an interval
+    assert "no interval: need at least 2 values" in row.error
+
+
+def test_a_difference_of_the_best_models_gets_a_bootstrap_interval() -> None:
+    """Best of 4 random models against best of 4: far too few to call a 1.3-point
+    gap; ``statistic = "max"`` makes it a tie instead of a miss."""
+    recipe = _difference(ours="b.best - a.best", statistic="max")
+    values = {"a": [0.741, 0.746, 0.731, 0.710], "b": [0.733, 0.699, 0.726, 0.687]}
+    spread = {k: {"values": v, "best": max(v)} for k, v in values.items()}
+    (row,) = compare(recipe, spread, "reduced")
+    assert row.ours == pytest.approx(-1.3)
+    assert row.low is not None
+    assert row.high is not None
+    assert row.low < -1.3 < row.high
+    assert row.tie is True
+    assert _verdict(recipe, spread)[0] == "tie"
+    with pytest.raises(ReproduceError, match="statistic must be one of mean, max"):
+        _difference(statistic="median")
+    with pytest.raises(ReproduceError, match="statistic needs samples"):
+        _difference(samples=None, statistic="max")
