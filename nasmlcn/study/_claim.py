@@ -11,10 +11,13 @@ A worker takes its next trial holding the storage's lock (:mod:`nasmlcn.study._l
    retry); with none running, the study is done. So the study ends with exactly
    ``--trials`` finished trials, however many workers start at once.
 
-The sampler of a new trial is seeded from ``--seed`` and the trial's number, which
-is unique: workers given the same command never replay each other's proposals,
-and one worker with one ``--seed`` is reproducible. The seed is stored on the
-trial (``sampler_seed``), with the worker (``host:pid``) that ran it.
+The sampler of a new trial is seeded from ``--seed`` and the trial's index among the
+study's new trials (its number less the retried copies before it), which is unique:
+workers given the same command never replay each other's proposals, one worker
+with one ``--seed`` is reproducible, and an interrupted and retried trial does not
+shift the trials after it (a seeded random search draws the same models however
+often it was stopped; by the number, a retry skipped one draw). The seed is stored
+on the trial (``sampler_seed``), with the worker (``host:pid``) that ran it.
 """
 
 from __future__ import annotations
@@ -132,7 +135,9 @@ def claim(study: optuna.Study, config: ClaimSettings, make_sampler: Any, sample:
         if not waiting and claimed >= config.trials:
             return Claim("wait" if running else "done", failed_stale=stale)
         number = sum(now.values())  # the number a new trial gets
-        seed = trial_seed(config.seed, number)
+        # its index among new trials: retried copies take numbers, not draws
+        index = number - (retried_copies(study) if now.get("FAIL") else 0)
+        seed = trial_seed(config.seed, index)
         if not waiting and not reseed_sampler(study.sampler, seed):
             study.sampler = make_sampler(seed)
         trial = study.ask()
@@ -147,6 +152,20 @@ def claim(study: optuna.Study, config: ClaimSettings, make_sampler: Any, sample:
         if hasattr(storage, "flush"):
             storage.flush()
         return Claim("run", trial, retried, stale)
+
+
+def retried_copies(study: optuna.Study) -> int:
+    """How many trials of ``study`` are queued copies of failed ones (any state)."""
+    import warnings
+
+    from optuna.storages import RetryHeartbeatStaleTrialCallback
+
+    trials = storage_of(study).get_all_trials(study_id_of(study), deepcopy=False)
+    with warnings.catch_warnings():  # "experimental" since Optuna 2.8, on every call
+        warnings.simplefilter("ignore")
+        return sum(
+            RetryHeartbeatStaleTrialCallback.retried_trial_number(t) is not None for t in trials
+        )
 
 
 def is_retry(study: optuna.Study, trial: optuna.Trial) -> bool:

@@ -154,6 +154,26 @@ def test_ctrl_c_fails_the_running_trial_and_leaves_the_study_usable(tmp_path: Pa
     assert resumed.completed == 5
 
 
+def test_a_retried_trial_does_not_shift_a_seeded_random_search(tmp_path: Path) -> None:
+    """Stopped once and resumed, a seeded random search (the thesis's Algorithm 6)
+    draws the models an uninterrupted run draws: the retried copy takes a number,
+    not a draw (by the number, trial 4 got the draw of #4 instead of #3's, and the
+    thesis Fig. 6.3 study that was stopped once held a model the others lacked)."""
+    whole = _config(tmp_path, trials=5, sampler="random", space="mlcn-thesis", study="whole")
+    run_search(whole)
+    stopped = _config(tmp_path, trials=5, sampler="random", space="mlcn-thesis", study="stopped")
+    run_search(stopped, evaluator=_Interrupting())
+    run_search(stopped)
+
+    def draws(name: str) -> list[object]:
+        study = load_existing_study(name, whole.storage)
+        return [t.params["seed"] for t in study.trials if t.state == TrialState.COMPLETE]
+
+    assert len(draws("stopped")) == 5
+    assert draws("stopped") == draws("whole")
+    study = load_existing_study("stopped", whole.storage)
+    assert [t.state for t in study.trials].count(TrialState.FAIL) == 1  # it was stopped
+
 def test_correlation_gated_pruning_in_a_multi_objective_study(tmp_path: Path) -> None:
     config = _config(
         tmp_path,
