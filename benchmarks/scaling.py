@@ -305,6 +305,16 @@ def cpu_figures(args: argparse.Namespace) -> dict[str, Any]:
         "lane_parallel_images_per_second": round(lanes, 1),
         "ddp_images_per_second": round(ddp, 1),
         "lane_parallel_speedup": round(lanes / single, 3),
+        # each round's own (lanes and one process measured in the same round): the
+        # spread a comparison of two lane mixes needs for its interval
+        "lane_parallel_speedup_rounds": [
+            round(
+                (np_ * b / max(r["rounds"][i]["lane_seconds"] for r in ranks))
+                / (n1 * b / r0["rounds"][i]["single_seconds"]),
+                3,
+            )
+            for i in rounds
+        ],
         "ddp_speedup": round(ddp / single, 3),
         "lane_parallel_vs_ddp": round(lanes / ddp, 3),
         "lane_parallel_efficiency": round(lanes / single / args.processes, 3),
