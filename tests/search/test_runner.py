@@ -174,6 +174,7 @@ def test_a_retried_trial_does_not_shift_a_seeded_random_search(tmp_path: Path) -
     study = load_existing_study("stopped", whole.storage)
     assert [t.state for t in study.trials].count(TrialState.FAIL) == 1  # it was stopped
 
+
 def test_correlation_gated_pruning_in_a_multi_objective_study(tmp_path: Path) -> None:
     config = _config(
         tmp_path,
