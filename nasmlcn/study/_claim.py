@@ -40,6 +40,7 @@ from nasmlcn.study._trial import write_claimed
 
 if TYPE_CHECKING:
     import optuna
+    from optuna.trial import FrozenTrial
 
 
 class ClaimSettings(Protocol):
@@ -154,27 +155,23 @@ def claim(study: optuna.Study, config: ClaimSettings, make_sampler: Any, sample:
         return Claim("run", trial, retried, stale)
 
 
-def retried_copies(study: optuna.Study) -> int:
-    """How many trials of ``study`` are queued copies of failed ones (any state)."""
+def _copies_a_failed_trial(frozen: FrozenTrial) -> bool:
+    """Optuna's retry mark: ``frozen`` is a queued copy of a failed trial."""
     import warnings
 
     from optuna.storages import RetryHeartbeatStaleTrialCallback
 
-    trials = storage_of(study).get_all_trials(study_id_of(study), deepcopy=False)
     with warnings.catch_warnings():  # "experimental" since Optuna 2.8, on every call
         warnings.simplefilter("ignore")
-        return sum(
-            RetryHeartbeatStaleTrialCallback.retried_trial_number(t) is not None for t in trials
-        )
+        return RetryHeartbeatStaleTrialCallback.retried_trial_number(frozen) is not None
+
+
+def retried_copies(study: optuna.Study) -> int:
+    """How many trials of ``study`` are queued copies of failed ones (any state)."""
+    trials = storage_of(study).get_all_trials(study_id_of(study), deepcopy=False)
+    return sum(_copies_a_failed_trial(t) for t in trials)
 
 
 def is_retry(study: optuna.Study, trial: optuna.Trial) -> bool:
     """Whether ``trial`` is a queued copy of a failed trial (Optuna's retry mark)."""
-    import warnings
-
-    from optuna.storages import RetryHeartbeatStaleTrialCallback
-
-    frozen = storage_of(study).get_trial(trial_id_of(trial))
-    with warnings.catch_warnings():  # "experimental" since Optuna 2.8, on every call
-        warnings.simplefilter("ignore")
-        return RetryHeartbeatStaleTrialCallback.retried_trial_number(frozen) is not None
+    return _copies_a_failed_trial(storage_of(study).get_trial(trial_id_of(trial)))
