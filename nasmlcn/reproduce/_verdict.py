@@ -14,9 +14,10 @@ NEAR = 3.0
 still counts as "within" the paper (reported with its gap), not as a miss."""
 
 VERDICTS = ("reproduced", "within", "tie", "not reproduced", "no paper number", "smoke")
-"""``tie``: a claimed difference of two averages whose 95 % interval holds the bound
-(neither shown nor refuted at this scale). ``smoke``: a smoke run measures nothing, so it gets no verdict (its report still
-shows every figure, read from the engine's output)."""
+"""``tie``: a claimed difference between two sets of models whose 95 % interval holds
+the bound (neither shown nor refuted at this scale). ``smoke``: a smoke run measures
+nothing, so it gets no verdict (its report still shows every figure, read from the
+engine's output)."""
 
 
 @dataclass(frozen=True)
@@ -186,8 +187,10 @@ def _miss(row: Row) -> str:
 def verdict(rows: list[Row], scale: Scale, scale_name: str = "") -> Verdict:
     """The result's verdict: ``reproduced`` when every checked figure passes;
     ``within`` when only ``close`` figures miss, each by at most :data:`NEAR` times
-    its tolerance (the line gives the largest gap); else ``not reproduced``, with the
-    misses and how this scale differs from the paper's setting (the likely why)."""
+    its tolerance (the line gives the largest gap); ``tie`` when the only figures
+    that do not pass are differences whose interval holds the bound; else ``not
+    reproduced``, with the misses and how this scale differs from the paper's setting
+    (the likely why)."""
     checked = [r for r in rows if r.check is not None]
     if scale_name == "smoke":
         missing = [r for r in rows if r.ours is None]
