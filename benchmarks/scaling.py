@@ -231,9 +231,11 @@ def cpu_figures(args: argparse.Namespace) -> dict[str, Any]:
     r0 = ranks[0]
     n1, np_ = r0["steps_single"], r0["steps_parallel"]
     rounds = range(args.rounds)
-    single = _median([n1 * b / r0["rounds"][i]["single_seconds"] for i in rounds])
+    single_rates = [n1 * b / r0["rounds"][i]["single_seconds"] for i in rounds]
+    lane_rates = [np_ * b / max(r["rounds"][i]["lane_seconds"] for r in ranks) for i in rounds]
+    single = _median(single_rates)
     single2 = _median([n1 * b / r0["rounds"][i]["single_2threads_seconds"] for i in rounds])
-    lanes = _median([np_ * b / max(r["rounds"][i]["lane_seconds"] for r in ranks) for i in rounds])
+    lanes = _median(lane_rates)
     ddp = _median([np_ * b / max(r["rounds"][i]["ddp_seconds"] for r in ranks) for i in rounds])
 
     def per_step_ms(rank: dict[str, Any], key: str) -> float:
@@ -308,12 +310,7 @@ def cpu_figures(args: argparse.Namespace) -> dict[str, Any]:
         # each round's own (lanes and one process measured in the same round): the
         # spread a comparison of two lane mixes needs for its interval
         "lane_parallel_speedup_rounds": [
-            round(
-                (np_ * b / max(r["rounds"][i]["lane_seconds"] for r in ranks))
-                / (n1 * b / r0["rounds"][i]["single_seconds"]),
-                3,
-            )
-            for i in rounds
+            round(lane / one, 3) for lane, one in zip(lane_rates, single_rates, strict=True)
         ],
         "ddp_speedup": round(ddp / single, 3),
         "lane_parallel_vs_ddp": round(lanes / ddp, 3),

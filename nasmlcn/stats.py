@@ -1,12 +1,12 @@
-"""Statistics: Pearson, Spearman, MAPE, percentiles, paired and Welch t intervals, agreement of
-predictions with measurements, and non-negative least-squares fits.
+"""Statistics: Pearson, Spearman, MAPE, percentiles, paired, Welch and bootstrap
+intervals, agreement of predictions with measurements, and non-negative least-squares
+fits.
 
 Shared by the cost-model calibration (:mod:`nasmlcn.costs`) and the early-epoch
 correlation checks of the search. Pure Python but for :func:`nnls`,
 :func:`fit_relative`, :func:`bootstrap_interval` (numpy), :func:`paired_interval` and
-:func:`welch_interval` (scipy's t quantile), which
-import them when they are called, so that importing
-this module (and the planning layer) stays light.
+:func:`welch_interval` (scipy's t quantile), which import them when they are called,
+so that importing this module (and the planning layer) stays light.
 """
 
 from __future__ import annotations
@@ -297,6 +297,14 @@ def fit_relative(features: Sequence[Sequence[float]], targets: Sequence[float]) 
     return [float(v) for v in c]
 
 
+def _side_of_zero(low: float, high: float) -> str:
+    if low > 0:
+        return "ahead"
+    if high < 0:
+        return "behind"
+    return "tie"
+
+
 @dataclass(frozen=True)
 class PairedInterval:
     """The mean of paired differences ``a - b`` with its t confidence interval.
@@ -318,11 +326,7 @@ class PairedInterval:
     @property
     def verdict(self) -> str:
         """``ahead`` (the interval is above 0), ``behind`` (below 0) or ``tie``."""
-        if self.low > 0:
-            return "ahead"
-        if self.high < 0:
-            return "behind"
-        return "tie"
+        return _side_of_zero(self.low, self.high)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -379,11 +383,7 @@ class DifferenceInterval:
     @property
     def verdict(self) -> str:
         """``ahead`` (the interval is above 0), ``behind`` (below 0) or ``tie``."""
-        if self.low > 0:
-            return "ahead"
-        if self.high < 0:
-            return "behind"
-        return "tie"
+        return _side_of_zero(self.low, self.high)
 
     def to_dict(self) -> dict[str, Any]:
         return {

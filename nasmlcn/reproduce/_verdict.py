@@ -88,6 +88,14 @@ def fmt(value: float | None, unit: str = "") -> str:
     return with_unit(text, unit)
 
 
+def _passes(check: str, value: float, target: float, tolerance: float) -> bool:
+    if check == "close":
+        return abs(value - target) <= tolerance + 1e-12
+    if check == "at_least":
+        return value >= target - tolerance - 1e-12
+    return value <= target + tolerance + 1e-12
+
+
 def _row(entry: Comparison, data: Any) -> Row:
     error = ""
     ours: float | None
@@ -105,19 +113,12 @@ def _row(entry: Comparison, data: Any) -> Row:
             error = f"no interval: {err}"
     tie = False
     if entry.check is not None and target is not None and low is not None and high is not None:
-        if entry.check == "at_least":
-            passed = low >= target - entry.tolerance - 1e-12
-            tie = not passed and high >= target - entry.tolerance - 1e-12
-        else:
-            passed = high <= target + entry.tolerance + 1e-12
-            tie = not passed and low <= target + entry.tolerance + 1e-12
+        # the interval's far end from the bound must pass; its near end passing is a tie
+        far, near = (low, high) if entry.check == "at_least" else (high, low)
+        passed = _passes(entry.check, far, target, entry.tolerance)
+        tie = not passed and _passes(entry.check, near, target, entry.tolerance)
     elif entry.check is not None and target is not None and ours is not None:
-        if entry.check == "close":
-            passed = abs(ours - target) <= entry.tolerance + 1e-12
-        elif entry.check == "at_least":
-            passed = ours >= target - entry.tolerance - 1e-12
-        else:
-            passed = ours <= target + entry.tolerance + 1e-12
+        passed = _passes(entry.check, ours, target, entry.tolerance)
     elif entry.check is not None:
         passed = False
     gap = ours - entry.paper if ours is not None and entry.paper is not None else None
