@@ -7,8 +7,6 @@ and cuDNN prefers it too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -54,30 +52,32 @@ class FoldedConv2d(nn.Module):
 
     def kernel(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The one kernel ``(O, C, k, k)`` and bias ``(O,)`` the two layers make."""
-        return folded_kernels([self])
-
-    def parts(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``W1 (M, C)``, ``b1 (M,)``, ``W2 (O, M, k, k)``, ``b2 (O,)``."""
         assert self.pointwise.bias is not None
         assert self.conv.bias is not None
-        w1 = self.pointwise.weight.flatten(1)
-        return w1, self.pointwise.bias, self.conv.weight, self.conv.bias
+        w1, b1 = self.pointwise.weight.flatten(1), self.pointwise.bias  # (M, C), (M,)
+        weight, bias = fold_kernels(
+            w1.unsqueeze(0),
+            b1.unsqueeze(0),
+            self.conv.weight.unsqueeze(0),
+            self.conv.bias.unsqueeze(0),
+        )
+        return weight[0], bias[0]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         weight, bias = self.kernel()
         return F.conv2d(x, weight, bias, stride=self.conv.stride)
 
 
-def folded_kernels(layers: Sequence[FoldedConv2d]) -> tuple[torch.Tensor, torch.Tensor]:
-    """The kernels of ``G`` folded layers of one shape, stacked: ``(G*O, C, k, k)``
-    and bias ``(G*O,)``, computed as one batched product (a fused lane group's, one
-    launch for the group instead of two per lane on a GPU; ``G = 1``: one layer's)."""
-    w1, b1, w2, b2 = (
-        torch.stack(p) for p in zip(*(layer.parts() for layer in layers), strict=True)
-    )
-    weight = torch.einsum("gomhw,gmc->gochw", w2, w1)  # (G, O, C, k, k)
+def fold_kernels(
+    w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The folded kernels of ``G`` stacked layer pairs: ``(G, O, C, k, k)`` and bias
+    ``(G, O)`` from ``W1 (G, M, C)``, ``b1 (G, M)``, ``W2 (G, O, M, k, k)``, ``b2 (G, O)``
+    (a lane stack's: one batched product for the stack, whatever ``G`` is)."""
+    # (G, O, C, k, k) laid out as (G, O, k, k, C), as a lane stack keeps its kernels
+    weight = torch.einsum("gomhw,gmc->gohwc", w2, w1).permute(0, 1, 4, 2, 3)
     bias = b2 + torch.einsum("gomhw,gm->go", w2, b1)  # (G, O)
-    return weight.flatten(0, 1), bias.flatten()
+    return weight, bias
 
 
 def conv_layers(convs: tuple[ConvSpec, ...] | list[ConvSpec]) -> nn.Sequential:

@@ -1,185 +1,240 @@
-"""Lane groups: lanes of the same kind run as one fused computation.
+"""One lane stack's forward pass: ``G`` lanes of one kind as one computation.
 
 The default space builds models of many narrow lanes (``20*mlcn1:2x1,20*mlcn2:2x4``);
-run one after another, each lane pays its own small convolutions, capsule
-reshapes and routing, and the machine mostly waits. Lanes of one kind (same type,
-width and depth; routing and weight sharing are the model's) have the same shapes
-at every step, so a group of ``G`` of them runs as one computation:
+run one after another, each lane pays its own small convolutions, capsule reshapes
+and routing, and a GPU mostly waits on launches. Lanes of one kind (same type, width
+and depth; routing and weight sharing are the model's) have the same shapes at every
+step, and a :class:`~nasmlcn.models.LaneStack` keeps each of their parameters as one
+tensor with a leading lane dimension ``(G, ...)``. So a group of ``G`` lanes runs as:
 
 - the first layer reads the same image for every lane: the image's patches are cut
-  once per step (shared by every group with that first-layer geometry) and one
-  matrix product with the lanes' kernels stacked gives every lane's first maps;
+  once per step, for the whole batch in one copy (shared by every stack with that
+  first-layer geometry), and one matrix product with the stack's kernels gives every
+  lane's first maps;
 - every later layer reads only its own lane's channels: one grouped convolution
-  (``groups = G`` times the layer's own groups), the lanes' filters stacked;
-- primary capsules, votes and routing are batched over the group's lanes (routing
-  treats the group as more batch: lanes never mix).
+  (``groups = G`` times the layer's own groups), the stacked kernel viewed as
+  ``(G*O, C, k, k)`` with no copy;
+- primary capsules, votes and routing are batched over the stack's lanes (routing
+  treats the stack as more batch: lanes never mix).
 
-The parameters stay the lanes' own (the stacked kernels are built from them at
-every step, and autograd carries the gradients back to each lane), so checkpoints,
-lane removal and per-lane placement see the same model. The outputs equal the
-per-lane loop's up to floating-point summation order (``tests/models/test_fused.py``
-checks outputs and gradients in float64 against the loop).
-
-On by default (``MLCN(spec, fuse_lanes=False)``, ``TrainConfig(fuse_lanes=False)`` or
-``nasmlcn train --no-fuse-lanes`` run lanes one after another). Which kinds fuse on
-a device is :func:`nasmlcn.specs.lane_fuses`' rule, which the cost model follows
-too: on a GPU every kind (one launch per group and layer instead of one per lane
-and layer); on a CPU the narrow kinds, where fusing pays (``64*mlcn2:1x1`` 588 ->
-369 ms a training step, one thread, batch 100); the rule's module gives the
-measurements.
+A training step therefore launches a handful of kernels per stack and layer whatever
+``G`` is, and the optimizer updates one tensor per stack and parameter, not one per
+lane. :func:`member_outputs` runs the same layers lane by lane on views of the stack
+(the CPU's rule for wide kinds, :func:`nasmlcn.specs.lane_fuses`, and
+``fuse_lanes=False``); both give the per-lane model's outputs up to floating-point
+summation order (``tests/models/test_fused.py``, float64, against :class:`Lane`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from typing import cast
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from nasmlcn.models._capsules import dynamic_routing, shared_transforms, squash
-from nasmlcn.models._conv import FoldedConv2d, PointwiseConv2d, channels_last, folded_kernels
+from nasmlcn.models._capsules import dynamic_routing, squash
+from nasmlcn.models._conv import FoldedConv2d, fold_kernels
 from nasmlcn.models._lane import Lane
-from nasmlcn.specs import lane_fuses
+
+Params = Mapping[str, torch.Tensor]
+"""A stack's parameters by the lane's own names, each ``(G, *lane's shape)``."""
 
 
-def lane_groups(lanes: Iterable[nn.Module]) -> list[list[int]]:
-    """The indices of ``lanes`` (:class:`Lane` modules) by kind (same spec), in order
-    of first appearance."""
-    groups: dict[object, list[int]] = {}
-    for i, module in enumerate(lanes):
-        lane = cast(Lane, module)
-        key = (lane.spec, lane.routing, lane.routing_iterations, lane.positions)
-        groups.setdefault(key, []).append(i)
-    return list(groups.values())
-
-
-def fused_lane_outputs(
-    lanes: Iterable[nn.Module], x: torch.Tensor, device_type: str | None = None
-) -> list[torch.Tensor]:
-    """Each lane's ``(B, K)`` output (:class:`Lane` modules), in lane order, lanes of
-    one kind fused; with ``device_type``, only the kinds that fuse on such a device
-    (:func:`nasmlcn.specs.lane_fuses`), the others lane by lane."""
-    lanes = list(lanes)
-    outputs: list[torch.Tensor | None] = [None] * len(lanes)
-    x = channels_last(x)
-    patches = _Patches(x)
-    for group in lane_groups(lanes):
-        members = [cast(Lane, lanes[i]) for i in group]
-        alone = device_type is not None and not lane_fuses(
-            members[0].spec, members[0].input_shape, device_type, x.shape[0]
-        )
-        if len(members) == 1 or alone or not _fusable(members[0]):
-            results = [lane(x) for lane in members]
-        else:
-            results = list(_group_forward(members, x, patches).unbind(0))
-        for i, out in zip(group, results, strict=True):
-            outputs[i] = out
-    return [out for out in outputs if out is not None]
-
-
-def _fusable(lane: Lane) -> bool:
-    """Layers the fused path knows (anything else runs lane by lane)."""
-    known = (FoldedConv2d, PointwiseConv2d, nn.Conv2d, nn.ReLU)
-    if not all(isinstance(layer, known) for layer in lane.convs):
-        return False
-    first = lane.convs[0]
-    return isinstance(first, FoldedConv2d) or cast(nn.Conv2d, first).groups == 1
-
-
-class _Patches:
+class Patches:
     """The image's patches (im2col) for each first-layer geometry, cut once per step
-    and shared by every group whose first layer has that geometry."""
+    and shared by every stack whose first layer has that geometry."""
 
     def __init__(self, x: torch.Tensor) -> None:
-        self.x = x
-        self._cache: dict[tuple[object, ...], tuple[torch.Tensor, int, int]] = {}
+        self.x = x  # (B, C, H, W)
+        self._cache: dict[tuple[int, int, int], tuple[torch.Tensor, int, int]] = {}
 
-    def of(self, conv: nn.Conv2d) -> tuple[torch.Tensor, int, int]:
-        """``(B * H' * W', C * k * k)`` patches and the output's ``H'``, ``W'``."""
-        padding = cast(tuple[int, int], conv.padding)  # nasmlcn's layers pad by numbers
-        geometry = (conv.kernel_size, conv.dilation, padding, conv.stride)
-        if geometry not in self._cache:
-            b, _, height, width = self.x.shape
-            kernel, dilation, _, stride = geometry
-            cols = F.unfold(self.x, kernel, dilation, padding, stride)  # (B, C*k*k, H'*W')
-            out_h, out_w = (
-                (size + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
-                for i, size in enumerate((height, width))
-            )
-            rows = cols.transpose(1, 2).reshape(b * out_h * out_w, cols.shape[1])
-            self._cache[geometry] = (rows, out_h, out_w)
-        return self._cache[geometry]
+    def of(self, kernel: int, stride: int, padding: int) -> tuple[torch.Tensor, int, int]:
+        """``(B * H' * W', C * k * k)`` patches and the output's ``H'``, ``W'``.
+
+        Cut as a strided view of the batch and copied once: one kernel for the whole
+        batch (``F.unfold`` on a GPU runs ``im2col`` once per image, 100 launches at
+        batch 100).
+        """
+        key = (kernel, stride, padding)
+        if key not in self._cache:
+            x = F.pad(self.x, (padding,) * 4) if padding else self.x
+            b, c = x.shape[:2]
+            windows = x.unfold(2, kernel, stride).unfold(3, kernel, stride)  # (B, C, H', W', k, k)
+            out_h, out_w = windows.shape[2:4]
+            rows = windows.permute(0, 2, 3, 1, 4, 5).reshape(b * out_h * out_w, c * kernel**2)
+            self._cache[key] = (rows, out_h, out_w)
+        return self._cache[key]
 
 
-def _first_layer(layers: Sequence[nn.Module], patches: _Patches, relu: bool) -> torch.Tensor:
-    """The first conv layer of every lane of a group (and its ReLU when ``relu``):
-    one matrix product of the image's patches with the lanes' kernels stacked,
-    ``(B, G*C, H', W')`` in channels-last memory order."""
-    head = layers[0]
-    bias: torch.Tensor | None
-    if isinstance(head, FoldedConv2d):
-        weight, bias = folded_kernels(cast(Sequence[FoldedConv2d], layers))
-        conv = head.conv
+def stack_outputs(
+    template: Lane, params: Params, patches: Patches, by_lane: bool = False
+) -> torch.Tensor:
+    """``(G, B, K)``: the outputs of the ``G`` lanes whose stacked ``params`` are
+    given, all at once; ``template`` is a lane of the kind (its layers' geometry).
+
+    With ``vector`` routing the outputs are not yet squashed (:func:`finish` squashes
+    every stack's at once); ``classwise`` routing squashes its own 1-D capsules.
+    ``by_lane`` (one lane's ``params``, from :func:`member_outputs`): the first layer
+    is a convolution of the image, as a lane's own module computes it (on a CPU
+    oneDNN's 9x9 convolution of one lane is 2x faster than its patch product).
+    """
+    convs = list(template.convs)
+    first_relu = len(convs) > 1 and isinstance(convs[1], nn.ReLU)
+    kernels = _kernels(convs[0], params, "convs.0.")
+    if by_lane:
+        h = _grouped_conv(convs[0], kernels, patches.x)
+        h = torch.relu_(h) if first_relu else h
     else:
-        conv = cast(nn.Conv2d, head)
-        weight = torch.cat([layer.weight for layer in layers])  # type: ignore[misc]
-        bias = None if conv.bias is None else torch.cat([layer.bias for layer in layers])  # type: ignore[misc]
-    rows, out_h, out_w = patches.of(conv)
-    out = F.linear(rows, weight.flatten(1), bias)  # (B*H'*W', G*C)
+        h = _first_layer(convs[0], kernels, patches, first_relu)
+    for i in range(2 if first_relu else 1, len(convs)):
+        if isinstance(convs[i], nn.ReLU):
+            h = torch.relu_(h)  # no layer needs its output kept: conv backward reads inputs
+        else:
+            h = _grouped_conv(convs[i], _kernels(convs[i], params, f"convs.{i}."), h)
+    return _capsules(template, params["weight"], h)
+
+
+def finish(routing: str, outputs: torch.Tensor) -> torch.Tensor:
+    """Lane outputs ``(..., K)`` of :func:`stack_outputs` as the lanes give them: with
+    ``vector`` routing the squash of each lane's summed votes (one op for every
+    stack of a model, not one per stack: routing to one capsule is just that)."""
+    return squash(outputs) if routing == "vector" else outputs
+
+
+def member_outputs(template: Lane, params: Params, patches: Patches) -> torch.Tensor:
+    """``(G, B, K)`` as :func:`stack_outputs`, computed lane by lane.
+
+    Each parameter is unbound once (so the backward pass stacks each lane's gradient
+    in one copy, instead of adding ``G`` full-size ones)."""
+    lanes = {name: p.unbind(0) for name, p in params.items()}
+    count = len(next(iter(lanes.values())))
+    outs = [
+        stack_outputs(template, {n: p[i].unsqueeze(0) for n, p in lanes.items()}, patches, True)
+        for i in range(count)
+    ]
+    return torch.cat(outs)  # (G, B, K)
+
+
+def _kernels(
+    layer: nn.Module, params: Params, prefix: str
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """A conv layer's stacked kernel ``(G, O, C/g, k, k)`` and bias ``(G, O)``."""
+    if isinstance(layer, FoldedConv2d):
+        parts = ("pointwise.weight", "pointwise.bias", "conv.weight", "conv.bias")
+        w1, b1, w2, b2 = (params[prefix + part] for part in parts)
+        return fold_kernels(w1.flatten(2), b1, w2, b2)
+    conv = cast(nn.Conv2d, layer)
+    return params[prefix + "weight"], None if conv.bias is None else params[prefix + "bias"]
+
+
+def _geometry(layer: nn.Module) -> nn.Conv2d:
+    return layer.conv if isinstance(layer, FoldedConv2d) else cast(nn.Conv2d, layer)
+
+
+def _first_layer(
+    layer: nn.Module,
+    kernels: tuple[torch.Tensor, torch.Tensor | None],
+    patches: Patches,
+    relu: bool,
+) -> torch.Tensor:
+    """The first conv layer of every lane of a stack (and its ReLU when ``relu``):
+    one matrix product of the image's patches with the stacked kernels,
+    ``(B, G*O, H', W')`` in channels-last memory order."""
+    conv = _geometry(layer)
+    weight, bias = kernels  # (G, O, C, k, k), (G, O)
+    rows, out_h, out_w = patches.of(conv.kernel_size[0], conv.stride[0], _padding(conv))
+    out = F.linear(rows, weight.flatten(0, 1).flatten(1), None if bias is None else bias.flatten())
     if relu:
         # on the matrix, not on the channels-last view of it: through the view,
         # autograd's backward mixes memory orders and is 10x slower
-        out = torch.relu_(out)
+        out = torch.relu_(out)  # (B*H'*W', G*O)
     return out.view(patches.x.shape[0], out_h, out_w, -1).permute(0, 3, 1, 2)
 
 
-def _grouped_conv(layers: Sequence[nn.Module], h: torch.Tensor) -> torch.Tensor:
-    """A later conv layer of every lane of a group on the group's stacked features:
-    one grouped convolution, the lanes' kernels stacked."""
-    count = len(layers)
-    head = layers[0]
-    if isinstance(head, FoldedConv2d):
-        weight, bias = folded_kernels(cast(Sequence[FoldedConv2d], layers))
-        return F.conv2d(h, weight, bias, stride=head.conv.stride, groups=count)
-    assert isinstance(head, nn.Conv2d)  # PointwiseConv2d is one too
-    weight = torch.cat([layer.weight for layer in layers])  # type: ignore[misc]
-    conv_bias: torch.Tensor | None = None
-    if head.bias is not None:
-        conv_bias = torch.cat([layer.bias for layer in layers])  # type: ignore[misc]
+def _padding(conv: nn.Conv2d) -> int:
+    return cast(tuple[int, int], conv.padding)[0]  # nasmlcn's layers pad by numbers
+
+
+def _grouped_conv(
+    layer: nn.Module, kernels: tuple[torch.Tensor, torch.Tensor | None], h: torch.Tensor
+) -> torch.Tensor:
+    """A later conv layer of every lane of a stack on the stack's features
+    ``(B, G*C, H, W)``: one grouped convolution, the stacked kernel viewed whole."""
+    conv = _geometry(layer)
+    weight, bias = kernels  # (G, O, C/g, k, k), (G, O)
+    count = weight.shape[0]
+    # One lane's kernel is selected, not reshaped: a reshape renumbers the strides of
+    # a 1-channel kernel as NCHW's, and the convolution would then run (and copy its
+    # input) in NCHW instead of the maps' channels-last order.
+    kernel = weight[0] if count == 1 else weight.flatten(0, 1)  # (G*O, C/g, k, k), a view
     return F.conv2d(
-        h, weight, conv_bias, head.stride, head.padding, head.dilation, head.groups * count
+        h,
+        kernel,
+        None if bias is None else bias.flatten(),
+        conv.stride,
+        conv.padding,
+        conv.dilation,
+        conv.groups * count,
     )
 
 
-def _group_forward(lanes: Sequence[Lane], x: torch.Tensor, patches: _Patches) -> torch.Tensor:
-    """``(G, B, K)``: the outputs of ``G`` lanes of one kind."""
-    count = len(lanes)
-    convs = list(lanes[0].convs)
-    first_relu = len(convs) > 1 and isinstance(convs[1], nn.ReLU)
-    h = _first_layer([lane.convs[0] for lane in lanes], patches, first_relu)
-    for depth in range(2 if first_relu else 1, len(convs)):
-        if isinstance(convs[depth], nn.ReLU):
-            h = torch.relu_(h)  # no layer needs its output kept: conv backward reads inputs
-        else:
-            h = _grouped_conv([lane.convs[depth] for lane in lanes], h)
-    lane = lanes[0]
-    d = lane.capsule_dim
-    b, c, height, width = h.shape  # c = G * C
-    caps = h.permute(0, 2, 3, 1).reshape(b, height * width, count, c // count // d, d)
-    caps = caps.permute(2, 0, 1, 3, 4).reshape(count, b, -1, d)  # (G, B, N, d)
-    u = squash(caps).transpose(1, 2)  # (G, N, B, d)
-    n = u.shape[1]
-    weights = [
-        shared_transforms(member.weight, member.positions) if member.positions else member.weight
-        for member in lanes
-    ]
-    weight = torch.stack(weights)  # (G, N, d, K)
+def _capsules(template: Lane, weight: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """Primary capsules, votes and routing of every lane of a stack: ``(G, B, K)``
+    from the last conv layer's ``(B, G*C, H, W)`` and the stacked vote weights
+    ``(G, N, d, K)`` (``(G, C/d, d, K)`` shared across positions)."""
+    count, d = weight.shape[0], template.capsule_dim
+    b, height, width = h.shape[0], h.shape[2], h.shape[3]  # h: (B, G*C, H, W)
+    # channels-last: the permuted maps are contiguous, capsule n = p * C/d + channel
+    caps = squash(
+        h.permute(0, 2, 3, 1).reshape(b, height * width, count, -1, d)
+    )  # (B, P, G, C/d, d)
+    if template.routing == "vector":
+        # squashed with every other stack's, once per model (LaneSet.class_capsules)
+        return _summed_votes(template, weight, caps)  # (G, B, K)
+    if template.positions:
+        weight = weight.repeat(1, template.positions, 1, 1)  # (G, N, d, K), position-major
     k = weight.shape[-1]
-    u_hat = torch.bmm(u.reshape(count * n, b, d), weight.reshape(count * n, d, k))  # (G*N, B, K)
-    if lane.routing == "vector":
-        return squash(u_hat.view(count, n, b, k).sum(dim=1))  # (G, B, K)
+    u = caps.permute(2, 1, 3, 0, 4).reshape(-1, b, d)  # (G*N, B, d)
+    u_hat = torch.bmm(u, weight.reshape(u.shape[0], d, k))  # (G*N, B, K)
+    n = u.shape[0] // count
     votes = u_hat.view(count, n, b, k, 1).permute(1, 0, 2, 3, 4).reshape(n, count * b, k, 1)
-    routed = dynamic_routing(votes, lane.routing_iterations)  # (G*B, K, 1)
+    routed = dynamic_routing(votes, template.routing_iterations)  # (G*B, K, 1)
     return routed.view(count, b, k)
+
+
+def _summed_votes(template: Lane, weight: torch.Tensor, caps: torch.Tensor) -> torch.Tensor:
+    """``(G, B, K)``: each lane's votes summed over its primary capsules, which is all
+    that routing to one capsule reads (its softmax over one capsule is 1). One matrix
+    product per lane over capsules and their dimensions, ``(B, N*d) @ (N*d, K)``: the
+    votes themselves (``N`` times larger) are never made."""
+    count, b, k = weight.shape[0], caps.shape[0], weight.shape[-1]
+    if template.positions:
+        # a transform shared by a channel's capsules at every position: sum them first
+        u = caps.sum(dim=1).transpose(0, 1).reshape(count, b, -1)  # (G, B, C/d*d)
+    else:
+        u = caps.permute(2, 0, 1, 3, 4).reshape(count, b, -1)  # (G, B, N*d)
+    return torch.bmm(u, weight.reshape(count, -1, k))  # (G, B, K)
+
+
+def stacked(lanes: Sequence[Lane]) -> list[torch.Tensor]:
+    """The lanes' parameters (one kind), each stacked along a new leading lane
+    dimension, in the order of ``named_parameters()`` (see :func:`stack_tensors`)."""
+    per_lane = [[p.detach() for p in lane.parameters()] for lane in lanes]
+    return [stack_tensors(ps) for ps in zip(*per_lane, strict=True)]
+
+
+def stack_tensors(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    """One parameter of ``G`` lanes as one tensor ``(G, ...)``. A kernel ``(O, C, k, k)``
+    is laid out channels-last, so that the stack viewed as ``(G*O, C, k, k)`` is a
+    channels-last kernel as the feature maps are: the convolutions then read it as it
+    is, and its gradient comes back in its own layout (no copy either way)."""
+    out = torch.stack(list(tensors))
+    if out.dim() != 5:
+        return out
+    g, o, c, kh, kw = out.shape  # stored as (G, O, k, k, C); explicit strides, as
+    # .contiguous() keeps a 1-channel kernel's strides NCHW-like and convolutions then
+    # pick the NCHW format (copying every feature map they read)
+    strides = (o * kh * kw * c, kh * kw * c, 1, kw * c, c)
+    return torch.empty_strided(out.shape, strides, dtype=out.dtype, device=out.device).copy_(out)

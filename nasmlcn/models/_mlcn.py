@@ -27,9 +27,9 @@ import math
 import torch
 from torch import nn
 
-from nasmlcn.models._fused import fused_lane_outputs
 from nasmlcn.models._head import CapsuleHead, CapsuleOutput
 from nasmlcn.models._lane import Lane
+from nasmlcn.models._lanes import LaneSet
 from nasmlcn.specs import MLCNSpec
 
 
@@ -39,9 +39,9 @@ class MLCN(nn.Module):
     def __init__(self, spec: MLCNSpec, *, fuse_lanes: bool = True) -> None:
         super().__init__()
         self.spec = spec
-        # lanes of one kind as one computation (nasmlcn.models._fused); the same model
-        self.fuse_lanes = fuse_lanes
-        self.lanes = nn.ModuleList(
+        # Built lane by lane (the same initial weights for a seed as ever), then
+        # stacked by kind: one tensor per layer parameter for all lanes of a kind.
+        lanes = [
             Lane(
                 lane,
                 spec.input_shape,
@@ -51,7 +51,9 @@ class MLCN(nn.Module):
                 spec.weight_sharing,
             )
             for lane in spec.lanes
-        )
+        ]
+        self.lanes = LaneSet.of(lanes)
+        self.fuse_lanes = fuse_lanes
         self.capsule_head = CapsuleHead(
             spec.num_classes,
             spec.num_lanes,
@@ -60,11 +62,19 @@ class MLCN(nn.Module):
             spec.lane_dropout,
         )
 
+    @property
+    def fuse_lanes(self) -> bool:
+        """Lanes of one kind run as one computation (where the device's rule says
+        so, :func:`nasmlcn.specs.lane_fuses`); False: one after another."""
+        return self.lanes.fuse
+
+    @fuse_lanes.setter
+    def fuse_lanes(self, value: bool) -> None:
+        self.lanes.fuse = bool(value)
+
     def lane_outputs(self, x: torch.Tensor) -> list[torch.Tensor]:
         """Each lane's ``(B, K)`` output, in lane order."""
-        if self.fuse_lanes:
-            return fused_lane_outputs(self.lanes, x, x.device.type)
-        return [lane(x) for lane in self.lanes]
+        return list(self.lanes(x).unbind(-1))
 
     def head(
         self, lane_outputs: list[torch.Tensor], target: torch.Tensor | None = None
@@ -74,4 +84,5 @@ class MLCN(nn.Module):
         return self.capsule_head(class_capsules, target)
 
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None) -> CapsuleOutput:
-        return self.head(self.lane_outputs(x), target)
+        out: CapsuleOutput = self.capsule_head(self.lanes(x), target)  # (B, K, L) capsules
+        return out

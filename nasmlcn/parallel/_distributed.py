@@ -34,7 +34,7 @@ import torch.distributed as dist
 from torch import nn
 
 from nasmlcn.errors import DistributedError
-from nasmlcn.models import MLCN, CapsuleOutput, fused_lane_outputs
+from nasmlcn.models import MLCN, CapsuleOutput
 from nasmlcn.parallel._gather import CommStats, collective_failed, gather_lanes
 
 
@@ -84,9 +84,10 @@ class DistributedMLCN(nn.Module):
         self.world_size = world
         self.assignment = assignment
         self.owned = tuple(i for i, a in enumerate(assignment) if a == rank)
-        # Keys are the global lane indices, so state_dict names equal MLCN's.
-        self.lanes = nn.ModuleDict({str(i): model.lanes[i] for i in self.owned})
-        self.fuse_lanes = model.fuse_lanes
+        # The lanes stacked by kind and rank; this rank keeps its own stacks (shared
+        # with ``model``), named by global lane index, so state_dict names equal MLCN's.
+        model.lanes.regroup(lambda i: assignment[i])
+        self.lanes = model.lanes.subset(self.owned)
         self.capsule_head = model.capsule_head
         counts = [assignment.count(r) for r in range(world)]
         self.slots = max(counts)  # M: lanes per rank in the gathered tensor
@@ -122,19 +123,15 @@ class DistributedMLCN(nn.Module):
         the same up to the order of the floating-point sums of weight gradients.
         """
         chunks = x.tensor_split(self.world_size) if x.shape[0] >= 2 * self.world_size else (x,)
-        lanes = [self.lanes[str(i)] for i in self.owned]
-        if self.fuse_lanes:  # this rank's lanes of one kind as one computation
-            per_chunk = [fused_lane_outputs(lanes, c, x.device.type) for c in chunks]
-        else:
-            per_chunk = [[lane(c) for lane in lanes] for c in chunks]
-        outs = [
-            torch.cat(parts) if len(parts) > 1 else parts[0]
-            for parts in zip(*per_chunk, strict=True)
-        ]
-        pad = self.slots - len(outs)
+        b, pad = x.shape[0], self.slots - len(self.owned)
+        if not self.owned:
+            return x.new_zeros(b, self.num_classes, pad)  # (B, K, M)
+        # this rank's lanes, each kind stacked: (B, K, owned) per chunk
+        parts = [self.lanes(c) for c in chunks]
+        outs = torch.cat(parts) if len(parts) > 1 else parts[0]  # (B, K, owned)
         if pad:
-            outs += [x.new_zeros(x.shape[0], self.num_classes)] * pad
-        return torch.stack(outs, dim=-1)  # (B, K, M)
+            outs = torch.cat([outs, outs.new_zeros(b, self.num_classes, pad)], dim=-1)
+        return outs  # (B, K, M)
 
     def lane_outputs(self, x: torch.Tensor) -> torch.Tensor:
         """Every lane's output, gathered from all ranks: ``(B, K, L)`` in lane order."""

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from nasmlcn.models import MLCN, CapsuleOutput, fused_lane_outputs
+from nasmlcn.models import MLCN, CapsuleOutput
 
 
 def normalize_device(device: torch.device | str) -> torch.device:
@@ -68,11 +68,16 @@ class PlacedMLCN(nn.Module):
         self.head_device = normalize_device(
             head_device if head_device is not None else self.lane_devices[0]
         )
-        self.lanes = model.lanes
-        # each device fuses its own lanes of one kind (nasmlcn.models._fused)
+        # Every stack on one device: lanes of one kind stack per device when fused
+        # (each device runs its own as one computation), else each lane alone
+        # (its own stream).
         self.fuse_lanes = model.fuse_lanes
-        for lane, device in zip(self.lanes, self.lane_devices, strict=True):
-            lane.to(device)
+        devices = self.lane_devices
+        model.lanes.regroup((lambda i: devices[i]) if self.fuse_lanes else (lambda i: i))
+        self.lanes = model.lanes
+        self.stack_devices = tuple(devices[m[0]] for m in self.lanes.members)
+        for stack, device in zip(self.lanes.stacks, self.stack_devices, strict=True):
+            stack.to(device)
         self.capsule_head = model.capsule_head.to(self.head_device)
         # Distinct devices in first-use order; each gets one copy of the input.
         self.devices = tuple(dict.fromkeys(self.lane_devices))
@@ -85,62 +90,53 @@ class PlacedMLCN(nn.Module):
         """Where inputs and targets go (the head device)."""
         return self.head_device
 
-    def _stream(self, lane: int) -> torch.cuda.Stream:
-        stream = self._lane_streams.get(lane)
+    def _stream(self, stack: int) -> torch.cuda.Stream:
+        stream = self._lane_streams.get(stack)
         if stream is None:
-            stream = torch.cuda.Stream(device=self.lane_devices[lane])
-            self._lane_streams[lane] = stream
+            stream = torch.cuda.Stream(device=self.stack_devices[stack])
+            self._lane_streams[stack] = stream
         return stream
 
     def lane_outputs(self, x: torch.Tensor) -> list[torch.Tensor]:
         """Every lane's ``(B, K)`` output on the head device, in lane order."""
+        return list(self.class_capsules(x).unbind(-1))
+
+    def class_capsules(self, x: torch.Tensor) -> torch.Tensor:
+        """The class capsules ``(B, K, L)`` on the head device."""
         inputs = {d: x.to(d, non_blocking=True) for d in self.devices}  # (B, C, H, W) each
-        outs: list[torch.Tensor | None] = [None] * len(self.lanes)
-        if self.fuse_lanes:
-            # One fused computation per device, on its current stream: CUDA launches
-            # return at once, so every device has its work before the host waits.
-            for device in self.devices:
-                owned = [i for i, d in enumerate(self.lane_devices) if d == device]
-                local = fused_lane_outputs(
-                    [self.lanes[i] for i in owned], inputs[device], device.type
-                )
-                for i, fused in zip(owned, local, strict=True):
-                    outs[i] = fused
-            return self._to_head(outs)
+        outs: list[torch.Tensor | None] = [None] * len(self.lanes.stacks)
         launched: list[tuple[int, torch.cuda.Stream]] = []
-        # Device by device, so every device is busy before the host waits anywhere.
+        # Device by device, so every device is busy before the host waits anywhere:
+        # CUDA launches return at once.
         for device in self.devices:
-            for i, lane in enumerate(self.lanes):
-                if self.lane_devices[i] != device:
+            for s, where in enumerate(self.stack_devices):
+                if where != device:
                     continue
-                if not self.streams or device.type != "cuda":
-                    outs[i] = lane(inputs[device])  # (B, K)
+                if self.fuse_lanes or not self.streams or device.type != "cuda":
+                    # fused: one computation per device and kind, on its current stream
+                    outs[s] = self.lanes.stack_outputs(inputs[device], [s])[0]  # (G, B, K)
                     continue
-                stream = self._stream(i)
+                stream = self._stream(s)
                 # The input copy was enqueued on the device's current stream.
                 stream.wait_stream(torch.cuda.current_stream(device))
                 with torch.cuda.stream(stream):
                     inputs[device].record_stream(stream)
-                    outs[i] = lane(inputs[device])  # (B, K), computed on `stream`
-                launched.append((i, stream))
-        for i, stream in launched:
+                    outs[s] = self.lanes.stack_outputs(inputs[device], [s])[0]  # on `stream`
+                launched.append((s, stream))
+        for s, stream in launched:
             # Later work (the copy to the head) runs on the current stream: make it
             # wait for the lane, and keep the output's memory alive until it has.
-            current = torch.cuda.current_stream(self.lane_devices[i])
+            current = torch.cuda.current_stream(self.stack_devices[s])
             current.wait_stream(stream)
-            out = outs[i]
+            out = outs[s]
             assert out is not None
             out.record_stream(current)
-        return self._to_head(outs)
+        return self.lanes.class_capsules(self._to_head([o for o in outs if o is not None]))
 
-    def _to_head(self, outs: list[torch.Tensor | None]) -> list[torch.Tensor]:
+    def _to_head(self, outs: list[torch.Tensor]) -> list[torch.Tensor]:
         # An asynchronous copy to the CPU would let the head read it too early.
         async_copy = self.head_device.type == "cuda"
-        result: list[torch.Tensor] = []
-        for lane_out in outs:
-            assert lane_out is not None
-            result.append(lane_out.to(self.head_device, non_blocking=async_copy))  # (B, K)
-        return result
+        return [out.to(self.head_device, non_blocking=async_copy) for out in outs]  # (G, B, K)
 
     def head(
         self, lane_outputs: list[torch.Tensor], target: torch.Tensor | None = None
@@ -151,7 +147,8 @@ class PlacedMLCN(nn.Module):
         return out
 
     def forward(self, x: torch.Tensor, target: torch.Tensor | None = None) -> CapsuleOutput:
-        return self.head(self.lane_outputs(x), target)
+        out: CapsuleOutput = self.capsule_head(self.class_capsules(x), target)
+        return out
 
     def placement(self) -> dict[str, list[int]]:
         """Device name -> the lanes on it (for reports)."""

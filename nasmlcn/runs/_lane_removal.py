@@ -164,9 +164,12 @@ def select_lanes(model: MLCN, keep: Sequence[int]) -> MLCN:
         raise SpecError(f"keep lanes {lanes}: need distinct lanes of 0-{spec.num_lanes - 1}")
     pruned = build_model(spec_without_lanes(spec, lanes))
     state = {}
+    lane_state = model.lanes.state_dict()  # "3.weight": lane 3's own tensors
     for new, old in enumerate(lanes):
-        for key, value in model.lanes[old].state_dict().items():
-            state[f"lanes.{new}.{key}"] = value
+        prefix = f"{old}."
+        for key, value in lane_state.items():
+            if key.startswith(prefix):
+                state[f"lanes.{new}.{key[len(prefix) :]}"] = value
     head = model.capsule_head.state_dict()
     decoder = model.capsule_head.decoder
     if decoder is not None:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
         step_batch_size,
     )
     from nasmlcn.training._memory import check_training_memory
+    from nasmlcn.training._optimizer import make_optimizer
     from nasmlcn.training._run import run_job, run_training
     from nasmlcn.training._run_folder import (
         ARCH_NAME,
@@ -83,6 +84,7 @@ __all__ = [
     "load_checkpoint",
     "load_job_splits",
     "load_model",
+    "make_optimizer",
     "random_shift",
     "resolve_arch",
     "resolve_device",
@@ -114,6 +116,7 @@ _LAZY = {
     "check_free_run_folder": "_run_folder",
     "check_run_files": "_run_folder",
     "write_run_folder": "_run_folder",
+    "make_optimizer": "_optimizer",
     "train": "_trainer",
     "evaluate": "_trainer",
     "resolve_device": "_trainer",

@@ -28,6 +28,7 @@ from nasmlcn.training._checkpoint import (
     save_checkpoint,
 )
 from nasmlcn.training._config import EpochResult, TrainConfig
+from nasmlcn.training._optimizer import make_optimizer
 from nasmlcn.training._schedules import LR_POLICIES, StepPlan
 
 logger = logging.getLogger(__name__)
@@ -220,7 +221,7 @@ def train(
         device = placed
     else:
         model.to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    optimizer = make_optimizer(model.parameters(), config.lr, device.type)
     # Every epoch's batch size (its batch policy's) and steps; the lr schedule is
     # laid out over them.
     plan = StepPlan.of(

@@ -5,9 +5,11 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from nasmlcn.costs import (
@@ -54,25 +56,34 @@ def test_lane_flops_and_params_agree_with_torch(seed: int) -> None:
     assert cost.train_flops == pytest.approx(train.get_total_flops(), rel=0.02)
 
 
+GroupedConv = tuple[torch.Tensor, torch.Tensor, Any, Any, Any, int]
+"""A grouped convolution's input, weight, stride, padding, dilation and groups."""
+
+
+class _GroupedConvs(TorchDispatchMode):
+    """Records every grouped convolution run inside it (a module's or a lane stack's
+    functional one), with its input and weight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[GroupedConv] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if func is torch.ops.aten.convolution.default and args[8] > 1:
+            x, weight, _, stride, padding, dilation = args[:6]
+            self.seen.append((x.detach(), weight.detach(), stride, padding, dilation, args[8]))
+        return func(*args, **(kwargs or {}))
+
+
 @contextmanager
-def _grouped_conv_inputs(
-    model: torch.nn.Module,
-) -> Iterator[list[tuple[torch.nn.Conv2d, torch.Tensor]]]:
-    """Every grouped convolution of ``model`` run inside the block, with its input."""
-    seen: list[tuple[torch.nn.Conv2d, torch.Tensor]] = []
-    handles = [
-        m.register_forward_hook(lambda m, args, _: seen.append((m, args[0].detach())))
-        for m in model.modules()
-        if isinstance(m, torch.nn.Conv2d) and m.groups > 1
-    ]
-    try:
-        yield seen
-    finally:
-        for handle in handles:
-            handle.remove()
+def _grouped_conv_inputs(model: torch.nn.Module) -> Iterator[list[GroupedConv]]:
+    """Every grouped convolution run inside the block, with its input and weight."""
+    del model  # every convolution run is seen, whichever module runs it
+    with _GroupedConvs() as mode:
+        yield mode.seen
 
 
-def _counter_excess(seen: list[tuple[torch.nn.Conv2d, torch.Tensor]]) -> int:
+def _counter_excess(seen: list[GroupedConv]) -> int:
     """FLOPs ``FlopCounterMode`` counts beyond the arithmetic done by the grouped
     convolutions ``seen`` (:func:`_grouped_conv_inputs`): it takes a grouped
     convolution's weight gradient ``groups`` times over (pinned by
@@ -80,13 +91,14 @@ def _counter_excess(seen: list[tuple[torch.nn.Conv2d, torch.Tensor]]) -> int:
     gradient is counted again on its own, on the same input (which needs no gradient,
     so backward computes the weight's alone), and all but one ``groups``-th is excess."""
     excess = 0
-    for conv, x in seen:
-        out = conv(x)
+    for x, weight, stride, padding, dilation, groups in seen:
+        w = weight.clone().requires_grad_()
+        out = torch.nn.functional.conv2d(x, w, None, stride, padding, dilation, groups)
         with FlopCounterMode(display=False) as counter:
             out.sum().backward()
         counted = counter.get_total_flops()
-        assert counted % conv.groups == 0
-        excess += counted - counted // conv.groups
+        assert counted % groups == 0
+        excess += counted - counted // groups
     return excess
 
 

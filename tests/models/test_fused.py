@@ -1,6 +1,7 @@
-"""Fused lane groups compute the same model as the per-lane loop: outputs and
-gradients agree in float64 on random heterogeneous models, both routings, with and
-without weight sharing, on grey and colour images."""
+"""Lane stacks compute the per-lane model: each lane's outputs and gradients, fused
+or lane by lane, agree in float64 with the lane's own :class:`Lane` module (the
+oracle, loaded with the lane's tensors) on random heterogeneous models, both
+routings, with and without weight sharing, on grey and colour images."""
 
 from __future__ import annotations
 
@@ -12,9 +13,7 @@ from typing import cast
 import pytest
 import torch
 
-from nasmlcn.models import MLCN, _fused, build_model, capsule_loss
-from nasmlcn.models._fused import fused_lane_outputs, lane_groups
-from nasmlcn.models._lane import Lane
+from nasmlcn.models import MLCN, Lane, LaneStack, build_model, capsule_loss, per_lane_tensors
 from nasmlcn.specs import (
     CPU_MAX_DEEP_LANE_CHANNELS,
     CPU_MAX_LANE_CHANNELS,
@@ -36,37 +35,66 @@ def _random_spec(rng: random.Random, **fields: object) -> MLCNSpec:
     return MLCNSpec((kinds[0], *lanes), **fields)  # type: ignore[arg-type]
 
 
+def _oracle_lanes(model: MLCN) -> list[Lane]:
+    """Each lane as its own :class:`Lane` module, holding that lane's tensors."""
+    spec = model.spec
+    state = {k: v.clone() for k, v in model.lanes.state_dict().items()}
+    lanes = []
+    for i, lane_spec in enumerate(spec.lanes):
+        lane = Lane(
+            lane_spec,
+            spec.input_shape,
+            spec.num_classes,
+            spec.routing,
+            spec.routing_iterations,
+            spec.weight_sharing,
+        ).double()
+        lane.load_state_dict(
+            {k[len(f"{i}.") :]: v for k, v in state.items() if k.startswith(f"{i}.")}
+        )
+        lanes.append(lane)
+    return lanes
+
+
 def _compare(spec: MLCNSpec, seed: int) -> None:
     torch.manual_seed(seed)
     model = build_model(spec).double()
+    oracle = _oracle_lanes(model)
     x = torch.rand(3, *spec.input_shape, dtype=torch.float64)
     mix = torch.randn(3, spec.num_classes, dtype=torch.float64)
 
-    def run(fused: bool) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        model.zero_grad()
-        lanes = model.lanes
-        outs = fused_lane_outputs(lanes, x) if fused else [lane(x) for lane in lanes]
+    def loss_of(outs: list[torch.Tensor]) -> torch.Tensor:
         loss = sum(((out * mix).sum() * (i + 1)) for i, out in enumerate(outs))
         assert isinstance(loss, torch.Tensor)
-        loss.backward()
-        grads = [p.grad.clone() for p in model.parameters() if p.grad is not None]
-        return [o.detach() for o in outs], grads
+        return loss
 
-    loop_out, loop_grads = run(False)
-    fused_out, fused_grads = run(True)
-    assert len(fused_out) == len(loop_out) == spec.num_lanes
-    for a, b in zip(fused_out, loop_out, strict=True):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
-    assert len(fused_grads) == len(loop_grads) > 0
-    for a, b in zip(fused_grads, loop_grads, strict=True):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+    want = [lane(x) for lane in oracle]
+    loss_of(want).backward()
+    want_grads = {
+        f"lanes.{i}.{name}": p.grad
+        for i, lane in enumerate(oracle)
+        for name, p in lane.named_parameters()
+    }
+    for fused in (True, False):
+        model.zero_grad()
+        model.fuse_lanes = fused
+        outs = model.lane_outputs(x)
+        assert len(outs) == spec.num_lanes
+        for a, b in zip(outs, want, strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+        loss_of(outs).backward()
+        grads = per_lane_tensors(model, lambda p: p.grad)
+        lane_grads = {k: v for k, v in grads.items() if k.startswith("lanes.")}
+        assert lane_grads.keys() == want_grads.keys()
+        for name, grad in lane_grads.items():
+            torch.testing.assert_close(grad, want_grads[name], rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("routing", ["vector", "classwise"])
-def test_fused_groups_equal_the_per_lane_loop(seed: int, routing: str) -> None:
+def test_stacks_equal_the_per_lane_model(seed: int, routing: str) -> None:
     spec = _random_spec(random.Random(seed), routing=routing, weight_sharing=seed % 2 == 1)
-    assert any(len(g) > 1 for g in lane_groups(build_model(spec).lanes))  # something fuses
+    assert any(len(m) > 1 for m in build_model(spec).lanes.members)  # something stacks
     _compare(spec, seed)
 
 
@@ -75,23 +103,60 @@ def test_colour_images_and_a_lone_lane() -> None:
     _compare(spec, 0)
 
 
-def test_groups_are_by_kind_in_order_of_first_appearance() -> None:
+def test_reference_lanes_with_a_depthwise_layer() -> None:
+    """mlcn2-ref's separable convolution (a depthwise layer without bias) stacks too."""
+    _compare(MLCNSpec.from_lanes("2*mlcn2-ref:1x1,mlcn1-ref:1x1"), 0)
+
+
+def test_stacks_are_by_kind_in_order_of_first_appearance_one_tensor_per_parameter() -> None:
     model = build_model(MLCNSpec.from_lanes("mlcn2:1x1,mlcn1:1x1,mlcn2:1x1,mlcn1:1x2,mlcn1:1x1"))
-    assert lane_groups(model.lanes) == [[0, 2], [1, 4], [3]]
+    assert model.lanes.members == ((0, 2), (1, 4), (3,))
+    stack = cast(LaneStack, model.lanes.stacks[0])
+    # mlcn2:1x1: vote weights, the folded 1x1 + 9x9 pair (4), the last 9x9 (2)
+    assert len(stack.params) == 7
+    assert all(p.shape[0] == 2 for p in stack.params)
+    head = len(list(model.capsule_head.parameters()))
+    assert len(list(model.parameters())) == 7 + 5 + 7 + head  # mlcn1:1x2 adds a 3x3 layer
+    # what a per-lane model had, lane by lane, in the state dict
+    assert len([k for k in model.state_dict() if k.startswith("lanes.")]) == 7 * 2 + 5 * 2 + 7
 
 
-def test_a_fused_group_differs_when_one_lane_s_weights_do() -> None:
+def test_a_stack_differs_when_one_lane_s_weights_do() -> None:
     """The check can fail: changing one lane's vote weights changes only its output."""
     torch.manual_seed(0)
     model = build_model(MLCNSpec.from_lanes("3*mlcn2:1x1")).double()
     x = torch.rand(2, 1, 28, 28, dtype=torch.float64)
-    before = fused_lane_outputs(model.lanes, x)
+    before = model.lane_outputs(x)
     with torch.no_grad():
-        cast(Lane, model.lanes[1]).weight.mul_(3.0)
-    after = fused_lane_outputs(model.lanes, x)
+        cast(LaneStack, model.lanes.stacks[0]).named()["weight"][1].mul_(3.0)
+    after = model.lane_outputs(x)
     torch.testing.assert_close(after[0], before[0])
     torch.testing.assert_close(after[2], before[2])
     assert not torch.allclose(after[1], before[1])
+
+
+def test_a_checkpoint_written_lane_by_lane_loads(tmp_path: Path) -> None:
+    """One checkpoint format: the lanes' own tensors under the lanes' own names, as a
+    model of lane modules wrote them (the oracle's), load into the stacks."""
+    spec = MLCNSpec.from_lanes("2*mlcn2:1x1,mlcn1:1x1")
+    torch.manual_seed(0)
+    model = build_model(spec).double()
+    oracle = _oracle_lanes(model)
+    state = {
+        f"lanes.{i}.{k}": v for i, lane in enumerate(oracle) for k, v in lane.state_dict().items()
+    }
+    state.update({f"capsule_head.{k}": v for k, v in model.capsule_head.state_dict().items()})
+    torch.save(state, tmp_path / "old.pt")
+    torch.manual_seed(1)
+    other = build_model(spec).double()
+    assert not torch.equal(
+        other.lanes.groups()[0][0].params[0], model.lanes.groups()[0][0].params[0]
+    )
+    other.load_state_dict(torch.load(tmp_path / "old.pt"))
+    x = torch.rand(2, 1, 28, 28, dtype=torch.float64)
+    torch.testing.assert_close(other(x).lengths, model(x).lengths)
+    with pytest.raises(RuntimeError, match=r"lanes\.2\.weight"):
+        other.load_state_dict({k: v for k, v in state.items() if k != "lanes.2.weight"})
 
 
 def test_lane_dropout_and_the_whole_model_fused_or_not() -> None:
@@ -140,13 +205,14 @@ def test_fusion_is_on_by_default_and_on_a_cpu_only_narrow_kinds_fuse(
     channels = [lane_channels(lane, model.spec.input_shape) for lane in model.spec.lanes]
     assert channels == [8] * 4 + [32] * 3 + [16] * 2
     fused: list[int] = []
-    real = _fused._group_forward
+    real = LaneStack.forward
 
-    def spy(lanes: list[Lane], x: torch.Tensor, patches: object) -> torch.Tensor:
-        fused.append(len(lanes))
-        return real(lanes, x, patches)  # type: ignore[arg-type]
+    def spy(stack: LaneStack, patches: object, fuse: bool = True) -> torch.Tensor:
+        if fuse:
+            fused.append(len(stack))
+        return real(stack, patches, fuse)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(_fused, "_group_forward", spy)
+    monkeypatch.setattr(LaneStack, "forward", spy)
     model(torch.rand(8, 1, 28, 28))
     assert fused == [4, 2]  # at batch 8 mlcn1 (32 channels) runs lane by lane on a CPU
     fused.clear()
@@ -159,8 +225,10 @@ def test_fusion_is_on_by_default_and_on_a_cpu_only_narrow_kinds_fuse(
     assert len(execution_groups(model.spec.lanes, (1, 28, 28), "cpu", fuse=False)) == 9
     assert len(execution_groups(model.spec.lanes, (1, 28, 28), "cpu", batch_size=1)) == 3
     fused.clear()
-    fused_lane_outputs(model.lanes, torch.rand(2, 1, 28, 28))  # no width limit: all kinds
+    model.lanes.fuse_as = "cuda"  # a GPU's rule on a CPU: every kind
+    model(torch.rand(8, 1, 28, 28))
     assert fused == [4, 3, 2]
+    model.lanes.fuse_as = None
     model.fuse_lanes = False
     fused.clear()
     model(torch.rand(2, 1, 28, 28))

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from nasmlcn.errors import SpecError
-from nasmlcn.models import MLCN, build_model, capsule_loss
+from nasmlcn.models import MLCN, build_model, capsule_loss, per_lane_tensors
 from nasmlcn.parallel import DistributedMLCN, RankContext, data_parallel
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.training import TrainJob
@@ -64,11 +64,9 @@ def ddp_grads(rank: int, world: int) -> dict[str, torch.Tensor]:
 
 
 def _grads(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    grads = {}
-    for name, p in model.named_parameters():
-        assert p.grad is not None, f"{name} got no gradient"
-        grads[name] = p.grad.detach().clone()
-    return grads
+    grads = per_lane_tensors(model, lambda p: p.grad)  # named lane by lane
+    assert len(grads) == len(per_lane_tensors(model)), "a parameter got no gradient"
+    return {name: grad.detach().clone() for name, grad in grads.items()}
 
 
 def equivalence_rank(ctx: RankContext, job: TrainJob) -> dict[str, Any]:
@@ -82,7 +80,7 @@ def equivalence_rank(ctx: RankContext, job: TrainJob) -> dict[str, Any]:
     result = run_steps(lanes)
     result["owned"] = lanes.owned
     result["lane_params"] = sorted(
-        {k.split(".")[1] for k, _ in lanes.named_parameters() if k.startswith("lanes.")}
+        {k.split(".")[1] for k in lanes.state_dict() if k.startswith("lanes.")}
     )
     result["ddp_grads"] = ddp_grads(ctx.rank, ctx.world_size)
     result["gather_calls"] = lanes.comm.calls

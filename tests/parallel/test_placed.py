@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from nasmlcn.models import MLCN, build_model
+from nasmlcn.models import MLCN, build_model, per_lane_tensors
 from nasmlcn.parallel import PlacedMLCN, run_parallel_job, run_placed_training
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.training import TrainConfig, TrainJob, load_checkpoint, run_training
@@ -41,8 +41,9 @@ def test_placed_model_reports_its_placement() -> None:
     assert placed.input_device == torch.device("cpu")
     assert placed.placement() == {"cpu": [0, 1, 2]}
     assert placed.streams is False  # no CUDA lane, no streams
-    for lane, device in zip(placed.lanes, placed.lane_devices, strict=True):
-        assert all(p.device == device for p in lane.parameters())
+    for name, tensor in per_lane_tensors(placed).items():
+        if name.startswith("lanes."):
+            assert tensor.device == placed.lane_devices[int(name.split(".")[1])], name
     with pytest.raises(ValueError, match="2 lane devices given for 3 lanes"):
         PlacedMLCN(_mlcn(), ["cpu", "cpu"])
 
@@ -108,8 +109,7 @@ def test_option_combinations_that_cannot_work(tmp_path: Path) -> None:
 def test_lanes_on_cuda_equal_cpu(streams: bool) -> None:
     placed = PlacedMLCN(_mlcn(0.0), ["cuda:0"] * 3, streams=streams)
     assert placed.streams is streams
-    for lane in placed.lanes:
-        assert all(p.device == torch.device("cuda:0") for p in lane.parameters())
+    assert all(p.device == torch.device("cuda:0") for p in placed.lanes.parameters())
     assert placed.input_device == torch.device("cuda:0")
     want = _run_on(_mlcn(0.0), torch.device("cpu"))
     assert _run_on(placed, placed.input_device) == pytest.approx(want, abs=1e-4)
@@ -134,8 +134,9 @@ def _run_on(model: torch.nn.Module, device: torch.device) -> list[float]:
 @pytest.mark.gpu
 def test_cpu_and_cuda_lanes_with_the_head_on_cpu() -> None:
     placed = PlacedMLCN(_mlcn(0.0), ["cuda:0", "cpu", "cuda:0"], head_device="cpu")
-    assert next(placed.lanes[0].parameters()).device.type == "cuda"
-    assert next(placed.lanes[1].parameters()).device.type == "cpu"
+    lanes = per_lane_tensors(placed)
+    assert lanes["lanes.0.weight"].device.type == "cuda"
+    assert lanes["lanes.1.weight"].device.type == "cpu"
     want = _run_on(_mlcn(0.0), torch.device("cpu"))
     assert _run_on(placed, torch.device("cpu")) == pytest.approx(want, abs=1e-4)
 

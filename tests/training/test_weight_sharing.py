@@ -9,6 +9,7 @@ transform's gradient is the sum of its positions' gradients there.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,16 +19,20 @@ import torch
 from nasmlcn.costs import get_cost_model
 from nasmlcn.data import DATASETS
 from nasmlcn.errors import SpecError
-from nasmlcn.models import build_model, capsule_loss, count_parameters
+from nasmlcn.models import build_model, capsule_loss, count_parameters, per_lane_tensors
 from nasmlcn.specs import CapsNetSpec, MLCNSpec, arch_from_dict
 from nasmlcn.training import load_checkpoint
 from nasmlcn.training._job import resolve_arch
 from tests.conftest import run_cli
 
 
-def _vote_weights(model: torch.nn.Module) -> dict[str, torch.nn.Parameter]:
-    """The vote transforms (the only 3-D parameters: convolutions are 4-D, linear 2-D)."""
-    return {name: p for name, p in model.named_parameters() if p.dim() == 3}
+def _vote_weights(
+    model: torch.nn.Module, of: Callable[[torch.nn.Parameter], torch.Tensor | None] = lambda p: p
+) -> dict[str, torch.Tensor]:
+    """The vote transforms (the only 3-D tensors of a lane or a CapsNet: convolutions
+    are 4-D, linear 2-D), or what ``of`` makes of them, named lane by lane."""
+    values = per_lane_tensors(model, of)
+    return {name: values[name] for name, t in per_lane_tensors(model).items() if t.dim() == 3}
 
 
 def _check_against_unshared(shared_spec: MLCNSpec | CapsNetSpec) -> None:
@@ -52,10 +57,13 @@ def _check_against_unshared(shared_spec: MLCNSpec | CapsNetSpec) -> None:
     assert torch.allclose(out_a.lengths, out_b.lengths, atol=1e-6)
     capsule_loss(out_a.lengths, out_a.reconstruction, x, y).total.backward()
     capsule_loss(out_b.lengths, out_b.reconstruction, x, y).total.backward()
-    for name, weight in votes.items():
-        grad, plain_grad = weight.grad, plain_votes[name].grad
-        assert grad is not None
-        assert plain_grad is not None
+    grads, plain_grads = (
+        _vote_weights(shared, lambda p: p.grad),
+        _vote_weights(plain, lambda p: p.grad),
+    )
+    assert grads.keys() == plain_grads.keys() == votes.keys()
+    for name, grad in grads.items():
+        plain_grad = plain_grads[name]
         summed = plain_grad.view(-1, *grad.shape).sum(dim=0)  # over the positions
         assert torch.allclose(grad, summed, atol=1e-6)
 
@@ -87,9 +95,11 @@ def test_the_cost_models_count_the_shared_parameters(lanes: str, decoder: str) -
     spec = MLCNSpec(lanes, decoder=decoder, weight_sharing=True)
     model = build_model(spec)
     cost = get_cost_model("analytic").model_cost(spec)
-    modules = model.lanes
-    assert isinstance(modules, torch.nn.ModuleList)
-    lane_params = [count_parameters(lane) for lane in modules]
+    tensors = per_lane_tensors(model)
+    lane_params = [
+        sum(t.numel() for k, t in tensors.items() if k.startswith(f"lanes.{i}."))
+        for i in range(spec.num_lanes)
+    ]
     assert [c.params for c in cost.lanes] == lane_params
     unshared = get_cost_model("analytic").model_cost(MLCNSpec(lanes, decoder=decoder))
     assert all(a.params < b.params for a, b in zip(cost.lanes, unshared.lanes, strict=True))

@@ -1,0 +1,282 @@
+"""Every lane of an MLCN, stored as lane stacks and seen from outside as lanes.
+
+An MLCN's lanes are grouped by kind into :class:`~nasmlcn.models.LaneStack`s, each
+parameter one tensor with a leading lane dimension. Everything that works with
+lanes still sees lanes:
+
+- the state dict names every lane's tensors as a per-lane model did
+  (``lanes.3.convs.0.weight``, views of the stacked tensors), so there is one
+  checkpoint format and checkpoints written before stacking load as they are;
+- :meth:`LaneSet.forward` returns each lane's ``(B, K)`` output in lane order;
+- lane-parallel placement and data-parallel ranks :meth:`~LaneSet.regroup` the lanes
+  so that every stack lives on one device (or rank), and take the stacks of theirs
+  with :meth:`~LaneSet.subset`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import torch
+from torch import nn
+
+from nasmlcn.models._conv import channels_last
+from nasmlcn.models._fused import Patches, finish, stack_tensors, stacked
+from nasmlcn.models._lane import Lane
+from nasmlcn.models._stack import LaneStack
+from nasmlcn.specs import LaneSpec
+
+
+@dataclass(frozen=True)
+class LaneKind:
+    """What makes lanes stack together: one spec, and the model's routing, weight
+    sharing, input shape and classes (the arguments of :class:`Lane`)."""
+
+    spec: LaneSpec
+    input_shape: tuple[int, int, int]
+    num_classes: int
+    routing: str
+    routing_iterations: int
+    weight_sharing: bool
+
+    @classmethod
+    def of(cls, lane: Lane) -> LaneKind:
+        return cls(
+            lane.spec,
+            lane.input_shape,
+            lane.num_classes,
+            lane.routing,
+            lane.routing_iterations,
+            lane.positions > 0,
+        )
+
+    def template(self) -> Lane:
+        """A lane of this kind on the ``meta`` device (shapes and layers, no values;
+        building it draws no random numbers)."""
+        with torch.device("meta"):
+            return Lane(
+                self.spec,
+                self.input_shape,
+                self.num_classes,
+                self.routing,
+                self.routing_iterations,
+                self.weight_sharing,
+            )
+
+
+Grouping = Callable[[int], Hashable]
+"""Lane index -> what else keeps lanes of one kind apart (a device, a rank)."""
+
+
+class LaneSet(nn.Module):
+    """Lanes stored as stacks (see the module docstring).
+
+    Args:
+        kinds: The kind of every lane held, by lane index.
+        stacks: The stacks.
+        members: The lane indices of each stack, in its lane order.
+
+    Attributes:
+        fuse: Run each stack as one computation where :meth:`LaneStack.fuses`
+            (False: every lane on its own, as a per-lane model would).
+        fuse_as: The device type whose rule decides which stacks fuse (None: the
+            input's); ``"cuda"`` counts a GPU's work on a CPU
+            (``benchmarks/step_ops.py``).
+    """
+
+    def __init__(
+        self,
+        kinds: Mapping[int, LaneKind],
+        stacks: Sequence[LaneStack],
+        members: Sequence[Sequence[int]],
+    ) -> None:
+        super().__init__()
+        self.kinds = dict(kinds)
+        self.stacks = nn.ModuleList(stacks)
+        self.members = tuple(tuple(m) for m in members)
+        held = sorted(i for m in self.members for i in m)
+        if held != sorted(self.kinds):
+            raise ValueError(f"stacks hold lanes {held}, kinds given for {sorted(self.kinds)}")
+        self.fuse = True
+        self.fuse_as: str | None = None
+        self.register_state_dict_post_hook(_lanes_state)
+        self.register_load_state_dict_pre_hook(_stack_state)
+        self.register_load_state_dict_post_hook(_name_missing_lanes)
+        self._missing: dict[str, list[str]] = {}  # a stack's key -> its lanes' missing keys
+
+    @classmethod
+    def of(cls, lanes: Sequence[Lane], group: Grouping | None = None) -> LaneSet:
+        """The lanes, stacked by kind (and by ``group``) in order of first appearance."""
+        kinds = {i: LaneKind.of(lane) for i, lane in enumerate(lanes)}
+        members = _group(kinds, group)
+        stacks = [
+            LaneStack(kinds[m[0]].template(), stacked([lanes[i] for i in m])) for m in members
+        ]
+        return cls(kinds, stacks, members)
+
+    def __len__(self) -> int:
+        return len(self.kinds)
+
+    def groups(self) -> list[tuple[LaneStack, tuple[int, ...]]]:
+        """Every stack with its lanes, in stack order."""
+        stacks = cast(list[LaneStack], list(self.stacks))
+        return list(zip(stacks, self.members, strict=True))
+
+    @property
+    def routing(self) -> str:
+        """The model's routing (every lane's)."""
+        return next(iter(self.kinds.values())).routing if self.kinds else "vector"
+
+    @property
+    def lanes(self) -> list[int]:
+        """The lanes held, ascending."""
+        return sorted(self.kinds)
+
+    def lane_tensors(self) -> dict[int, list[torch.Tensor]]:
+        """Every lane's own parameters (views of the stacks), by lane index."""
+        out: dict[int, list[torch.Tensor]] = {}
+        for stack, members in self.groups():
+            per_lane = zip(*(p.detach().unbind(0) for p in stack.params), strict=True)
+            out.update(zip(members, (list(ts) for ts in per_lane), strict=True))
+        return out
+
+    @torch.no_grad()
+    def regroup(self, group: Grouping) -> None:
+        """Restacks the lanes by kind and ``group`` (before an optimizer holds them:
+        the stacks are new parameters, each on the device of its first lane)."""
+        tensors = self.lane_tensors()
+        members = _group(self.kinds, group)
+        self.stacks = nn.ModuleList(
+            LaneStack(
+                self.kinds[m[0]].template(),
+                [
+                    stack_tensors(ts).to(ts[0].device)
+                    for ts in zip(*(tensors[i] for i in m), strict=True)
+                ],
+            )
+            for m in members
+        )
+        self.members = members
+
+    def subset(self, lanes: Iterable[int]) -> LaneSet:
+        """A lane set of the stacks (shared, not copied) that hold exactly ``lanes``."""
+        wanted = set(lanes)
+        chosen = [s for s, m in enumerate(self.members) if wanted & set(m)]
+        if any(not set(self.members[s]) <= wanted for s in chosen):
+            raise ValueError(f"lanes {sorted(wanted)} split a stack; regroup the lanes first")
+        subset = LaneSet(
+            {i: self.kinds[i] for i in wanted},
+            [self.stacks[s] for s in chosen],  # type: ignore[misc]
+            [self.members[s] for s in chosen],
+        )
+        subset.fuse, subset.fuse_as = self.fuse, self.fuse_as
+        return subset
+
+    def stack_outputs(
+        self, x: torch.Tensor, which: Iterable[int] | None = None
+    ) -> list[torch.Tensor]:
+        """Each stack's ``(G, B, K)`` outputs on the images ``x`` (B, C, H, W), for the
+        stacks ``which`` (default all), fused where the device's rule says so; with
+        ``vector`` routing not yet squashed (:meth:`class_capsules` does it)."""
+        patches = Patches(channels_last(x))
+        device_type = self.fuse_as or x.device.type
+        chosen = range(len(self.stacks)) if which is None else which
+        outs = []
+        for s in chosen:
+            stack = cast(LaneStack, self.stacks[s])
+            fused = len(stack) == 1 or (self.fuse and stack.fuses(device_type, x.shape[0]))
+            outs.append(stack(patches, fused))
+        return outs
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The class capsules ``(B, K, L)``: lane ``l``'s output is dimension ``l``."""
+        return self.class_capsules(self.stack_outputs(x))
+
+    def class_capsules(self, outs: Sequence[torch.Tensor]) -> torch.Tensor:
+        """Every stack's ``(G, B, K)`` outputs (in stack order, on one device) as the
+        class capsules ``(B, K, L)``, lanes in lane order (the lanes held, when a
+        subset). A few ops whatever the lane count: not one per lane."""
+        out = torch.cat(list(outs)) if len(outs) > 1 else outs[0]  # (L, B, K), stack order
+        out = finish(self.routing, out)
+        order = [i for m in self.members for i in m]
+        if order != sorted(order):
+            where = {lane: pos for pos, lane in enumerate(order)}
+            index = torch.tensor([where[lane] for lane in sorted(order)], device=out.device)
+            out = out.index_select(0, index)  # (L, B, K), lane order
+        return out.permute(1, 2, 0)  # (B, K, L)
+
+
+def _group(kinds: Mapping[int, LaneKind], group: Grouping | None) -> tuple[tuple[int, ...], ...]:
+    """Lane indices by kind (and ``group``), in order of first appearance."""
+    groups: dict[tuple[LaneKind, Hashable], list[int]] = {}
+    for i in sorted(kinds):
+        groups.setdefault((kinds[i], None if group is None else group(i)), []).append(i)
+    return tuple(tuple(m) for m in groups.values())
+
+
+def _stack_key(prefix: str, s: int, j: int) -> str:
+    return f"{prefix}stacks.{s}.params.{j}"
+
+
+def _lanes_state(module: nn.Module, state: dict[str, Any], prefix: str, _meta: Any) -> None:
+    """State-dict post-hook: each stacked tensor becomes its lanes' own entries, named
+    as a per-lane model names them (``lanes.3.weight``), in lane order."""
+    assert isinstance(module, LaneSet)
+    by_lane: dict[int, dict[str, torch.Tensor]] = {}
+    for s, (stack, members) in enumerate(module.groups()):
+        for j, name in enumerate(stack.names):
+            for lane, tensor in zip(members, state.pop(_stack_key(prefix, s, j)), strict=True):
+                by_lane.setdefault(lane, {})[name] = tensor
+    for lane in sorted(by_lane):
+        state.update({f"{prefix}{lane}.{name}": t for name, t in by_lane[lane].items()})
+
+
+def _stack_state(module: nn.Module, state: dict[str, Any], prefix: str, *_: Any) -> None:
+    """Load-state-dict pre-hook: the lanes' own entries are stacked into the stacks'
+    tensors (entries missing for a lane stay missing, and are reported as such)."""
+    assert isinstance(module, LaneSet)
+    module._missing = {}
+    for s, (stack, members) in enumerate(module.groups()):
+        for j, name in enumerate(stack.names):
+            keys = [f"{prefix}{lane}.{name}" for lane in members]
+            missing = [k for k in keys if k not in state]
+            if missing:
+                module._missing[_stack_key(prefix, s, j)] = missing
+            else:
+                state[_stack_key(prefix, s, j)] = torch.stack([state.pop(k) for k in keys])
+
+
+def _name_missing_lanes(module: nn.Module, incompatible: Any) -> None:
+    """Load-state-dict post-hook: a missing stack tensor is reported as the lanes'
+    own missing entries (``lanes.2.weight``), the names a checkpoint holds."""
+    assert isinstance(module, LaneSet)
+    missing: list[str] = incompatible.missing_keys
+    for key, lanes in module._missing.items():
+        if key in missing:
+            missing[missing.index(key) : missing.index(key) + 1] = lanes
+    module._missing = {}
+
+
+def per_lane_tensors(
+    model: nn.Module, of: Callable[[nn.Parameter], torch.Tensor | None] = lambda p: p
+) -> dict[str, torch.Tensor]:
+    """Every parameter of ``model`` (or what ``of`` makes of it, e.g. its gradient),
+    named as its state dict names it: a stacked tensor becomes its lanes' own views
+    (``lanes.3.weight``). Parameters for which ``of`` gives None are left out."""
+    lane_sets = {f"{name}.": m for name, m in model.named_modules() if isinstance(m, LaneSet)}
+    stacked_ids = {id(p) for m in lane_sets.values() for p in m.parameters()}
+    out = {
+        name: t
+        for name, p in model.named_parameters()
+        if id(p) not in stacked_ids and (t := of(p)) is not None
+    }
+    for prefix, lane_set in lane_sets.items():
+        for stack, members in lane_set.groups():
+            for name, p in zip(stack.names, stack.params, strict=True):
+                if (t := of(p)) is not None:
+                    out.update(
+                        {f"{prefix}{lane}.{name}": v for lane, v in zip(members, t, strict=True)}
+                    )
+    return out

@@ -1,0 +1,66 @@
+"""A lane stack: the lanes of one kind, each parameter one tensor ``(G, ...)``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from nasmlcn.models._fused import Params, Patches, member_outputs, stack_outputs
+from nasmlcn.models._lane import Lane
+from nasmlcn.specs import LaneSpec, lane_fuses
+
+
+class LaneStack(nn.Module):
+    """``G`` lanes of one kind whose parameters are stacked along a leading lane
+    dimension: one tensor per layer parameter for the whole stack.
+
+    Why: a model of 58 lanes kept as 58 modules made every training step touch 588
+    parameter tensors (Adam's step was 27 % of it on an H100) and cat them into the
+    fused kernels at every step; stacked, the optimizer updates a few tensors per
+    stack and the fused layers read the stacked kernels as views.
+
+    Args:
+        template: A lane of the kind (on the ``meta`` device; its layers give the
+            geometry and the parameter names, never values).
+        tensors: Each parameter of the kind stacked over the lanes ``(G, ...)``, in
+            the order of ``template.named_parameters()``.
+    """
+
+    def __init__(self, template: Lane, tensors: Sequence[torch.Tensor]) -> None:
+        super().__init__()
+        self.names = tuple(name for name, _ in template.named_parameters())
+        if len(tensors) != len(self.names):
+            raise ValueError(
+                f"{len(tensors)} tensors for the {len(self.names)} parameters of a lane"
+            )
+        self.params = nn.ParameterList([nn.Parameter(t) for t in tensors])
+        self._template = (template,)  # a tuple: not a submodule, so never moved or saved
+
+    @property
+    def template(self) -> Lane:
+        """A lane of the stack's kind on the ``meta`` device."""
+        return self._template[0]
+
+    @property
+    def spec(self) -> LaneSpec:
+        return self.template.spec
+
+    def __len__(self) -> int:
+        return int(self.params[0].shape[0])
+
+    def named(self) -> Params:
+        """The stacked parameters by the lane's own names."""
+        return dict(zip(self.names, self.params, strict=True))
+
+    def fuses(self, device_type: str, batch_size: int) -> bool:
+        """Whether the stack's kind runs as one computation on such a device
+        (:func:`nasmlcn.specs.lane_fuses`)."""
+        lane = self.template
+        return lane_fuses(lane.spec, lane.input_shape, device_type, batch_size)
+
+    def forward(self, patches: Patches, fused: bool = True) -> torch.Tensor:
+        """``(G, B, K)``: every lane's output, fused or lane by lane."""
+        run = stack_outputs if fused else member_outputs
+        return run(self.template, self.named(), patches)
