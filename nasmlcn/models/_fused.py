@@ -233,7 +233,7 @@ def stack_tensors(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     out = torch.stack(list(tensors))
     if out.dim() != 5:
         return out
-    g, o, c, kh, kw = out.shape  # stored as (G, O, k, k, C); explicit strides, as
+    _, o, c, kh, kw = out.shape  # stored as (G, O, k, k, C); explicit strides, as
     # .contiguous() keeps a 1-channel kernel's strides NCHW-like and convolutions then
     # pick the NCHW format (copying every feature map they read)
     strides = (o * kh * kw * c, kh * kw * c, 1, kw * c, c)
