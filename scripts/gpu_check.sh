@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The standing GPU checks (docs/hardware.md, "Measuring on a GPU") in one or two
 # calls of the device tool, run from the repository root on the GPU machine, after
-# scripts/gpu_prepare.sh packed .whl/ and .gpudata/ here:
+# scripts/gpu_prepare.sh packed .whl/ and .gpudata/ here. Run --part speed first (at
+# most 8 minutes): the gpu tests, training images/s eager and CUDA-graphed with a
+# profile per model, host ops per step, and a 16-trial search with 1 and 4 workers per GPU:
 #
+#   bash scripts/gpu_check.sh --part speed --pack   # run this first on a GPU
 #   bash scripts/gpu_check.sh --part 1     # tests, throughput, fused lanes (+ compile)
 #   bash scripts/gpu_check.sh --part 2     # whole-model cost, calibrate, search, streams
 #   bash scripts/gpu_check.sh --quick      # every step, smaller, in one call
@@ -10,12 +13,12 @@
 #                                          # the gpu tests, then `nasmlcn reproduce` runs
 #
 # The device tool's call names carry [".whl", ".gpudata"] (both are git-excluded).
-# Options: --part 1|2|reproduce|all (default all; all is 1 and 2), --recipes
-# "NAME:SCALE ..." (--part reproduce; default thesis-table4.1:full), --quick, --device DEV (default cuda:0; cpu
-# for a dry run of the script itself), --budget SECONDS (default 560: a call may run
-# 600; a step that would end past it gets less time, or is skipped), --pack (at the
-# end, everything but summary.txt in $OUT/gpu-check-partN.tar.gz: the device tool
-# brings back 8 files at most).
+# Options: --part speed|1|2|reproduce|all (default all; all is 1 and 2), --recipes
+# "NAME:SCALE ..." (--part reproduce; default thesis-table4.1:full), --quick, --device
+# DEV (default cuda:0; cpu for a dry run of the script itself), --budget SECONDS
+# (default 560, 480 with --part speed: a call may run 600; a step that would end past
+# it gets less time, or is skipped), --pack (at the end, everything but summary.txt
+# in $OUT/gpu-check-partN.tar.gz: the device tool brings back 8 files at most).
 #
 # Every step runs under `timeout`, writes $OUT/<step>.json (stdout; its stderr to
 # <step>.log) or $OUT/<step>.txt, and never stops the script: its exit code and
@@ -30,21 +33,28 @@ PART=all
 QUICK=0
 PACK=0
 DEVICE=cuda:0
-BUDGET=560
+BUDGET=
 RECIPES=thesis-table4.1:full
 while (($#)); do
   case $1 in
-    --part) PART=${2:?--part needs 1, 2 or all}; shift 2 ;;
+    --part) PART=${2:?--part needs speed, 1, 2, reproduce or all}; shift 2 ;;
     --quick) QUICK=1; shift ;;
     --device) DEVICE=${2:?--device needs a device}; shift 2 ;;
     --budget) BUDGET=${2:?--budget needs seconds}; shift 2 ;;
     --pack) PACK=1; shift ;;
     --recipes) RECIPES=${2:?--recipes needs "NAME:SCALE ..."}; shift 2 ;;
-    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "gpu_check.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-case $PART in 1 | 2 | reproduce | all) ;; *) echo "gpu_check.sh: --part 1, 2, reproduce or all, not $PART" >&2; exit 2 ;; esac
+case $PART in speed | 1 | 2 | reproduce | all) ;; *) echo "gpu_check.sh: --part speed, 1, 2, reproduce or all, not $PART" >&2; exit 2 ;; esac
+# --part speed fits 8 minutes, setup and environment included (their limits shrink too)
+SETUP_LIMIT=120 ENV_LIMIT=60
+[[ $PART == speed ]] && SETUP_LIMIT=60 ENV_LIMIT=40
+if [[ -z $BUDGET ]]; then
+  BUDGET=560
+  [[ $PART == speed ]] && BUDGET=480
+fi
 
 PY=${PYTHON:-python3}
 OUT=${OUT:-$ROOT/gpu-out}
@@ -113,7 +123,7 @@ setup() {
 }
 export -f setup
 export WORK PY
-step setup txt 120 setup
+step setup txt "$SETUP_LIMIT" setup
 export PYTHONPATH=$WORK/site:$ROOT${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1 COLUMNS=160
 export NASMLCN_DATA_DIR=$WORK/data NASMLCN_DEBIAN_FASHION_MNIST=$ROOT/.gpudata/FashionMNIST/raw
@@ -140,7 +150,7 @@ EOF
   "$PY" -m pip list 2>/dev/null || echo "(no pip)"
 }
 export -f environment
-step environment txt 60 environment
+step environment txt "$ENV_LIMIT" environment
 
 # The figures: small with --quick, those the standing checks ask for otherwise
 DEFAULT_48='20*mlcn1:2x1,20*mlcn2:2x4,8*mlcn1:2x2'  # a 48-lane model of the default space
@@ -148,14 +158,36 @@ if ((QUICK)); then
   TP_ROUNDS=1 TP_SECONDS=1 FUSED_REPEATS=3 WHOLE_MODELS=20 WHOLE_STEPS=2
   CAL_LANES=20 CAL_ROUNDS=1 TRIALS=1 EPOCHS=1 TRAIN_LIMIT=2000 VAL_LIMIT=1000 SEARCH_TIMEOUT=60
   ACC_EPOCHS=1 CAPS_EPOCHS=1 ACC_LIMIT=60
+  SPEED_ROUNDS=1 SPEED_SECONDS=0.5 SPEED_PROFILE_STEPS=2 SPEED_TRIALS=4
 else
   TP_ROUNDS=3 TP_SECONDS=2 FUSED_REPEATS=10 WHOLE_MODELS=20 WHOLE_STEPS=3
   CAL_LANES=24 CAL_ROUNDS=2 TRIALS=3 EPOCHS=3 TRAIN_LIMIT=54000 VAL_LIMIT=6000 SEARCH_TIMEOUT=100
   ACC_EPOCHS=10 CAPS_EPOCHS=2 ACC_LIMIT=150
+  SPEED_ROUNDS=3 SPEED_SECONDS=0.75 SPEED_PROFILE_STEPS=3 SPEED_TRIALS=16
 fi
 GPU_TESTS=$(grep -rl --include='test_*.py' 'mark.gpu' tests | sort | tr '\n' ' ')
 # default-suite tests whose path changes where CUDA is present
 CUDA_TESTS="tests/models/test_fused.py tests/parallel tests/measure tests/costs/test_whole.py tests/costs/test_calibrated.py tests/training/test_memory.py tests/cli/test_calibrate.py tests/cli/test_bad_input.py tests/search/test_runner.py"
+
+speed_part() {
+  # at most 8 minutes with setup (60) and environment (40): 80 + 130 + 75 + 75 + 20
+  # (1) the gpu tests
+  # shellcheck disable=SC2086
+  step pytest_gpu txt 80 "$PY" -m pytest -m gpu -q -rA -p no:cacheprovider $GPU_TESTS
+  # (2) training images/s, eager and CUDA-graphed, CapsNet and three MLCNs at batch 100 and
+  # 500 (ratios to CapsNet), and a profile of each at batch 100 (kernels, GPU busy, Adam)
+  step gpu_speed json 130 "$PY" benchmarks/gpu_speed.py --device "$DEVICE" --batch 100 --batch 500 --rounds "$SPEED_ROUNDS" --seconds "$SPEED_SECONDS" --profile-steps "$SPEED_PROFILE_STEPS" --profile-dir "$OUT/profiles" --json
+  # (host ops per step, benchmarks/step_ops.py, are counted on the CPU, the same on any
+  # machine: CI's tests guard them, so no GPU time goes to them)
+  # (3) in-trial training rate and trials per hour of a seeded default-space search, one
+  # worker on the GPU, then four; --timeout ends each in time to leave its database whole
+  step speed-w1 json 75 "$PY" -m nasmlcn search --devices 8xK80 --mem 12GB --epochs 1 --train-limit 10000 --val-limit 2000 --no-prune --trials "$SPEED_TRIALS" --seed 0 --run-on "$DEVICE" --timeout 60 --storage "sqlite:///$OUT/speed-w1.db" --artifacts "$WORK/speed-w1" --keep-weights best:1 --json -q
+  if [[ $DEVICE == cuda* ]]; then
+    step speed-w4 json 75 "$PY" -m nasmlcn search --devices 8xK80 --mem 12GB --epochs 1 --train-limit 10000 --val-limit 2000 --no-prune --trials "$SPEED_TRIALS" --seed 0 --run-on "$DEVICE" --workers-per-gpu 4 --timeout 60 --storage "sqlite:///$OUT/speed-w4.db" --artifacts "$WORK/speed-w4" --keep-weights best:1 --json -q
+  fi
+  # wall seconds, trials per hour and median in-trial images/s: the first 4 trials and all
+  step speed-summary txt 20 "$PY" benchmarks/speed_summary.py --first 4 "$OUT/speed-w1.db" "$OUT/speed-w4.db"
+}
 
 part1() {
   # (1) the gpu tests (the default suite's CUDA paths come last: the least value)
@@ -207,6 +239,7 @@ reproduce_part() {
 }
 
 case $PART in
+  speed) speed_part ;;
   1) part1 ;;
   reproduce) reproduce_part ;;
   2) part2 ;;

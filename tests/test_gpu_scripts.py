@@ -1,8 +1,9 @@
 """The GPU scripts hold together on a machine without a GPU: ``scripts/gpu_prepare.sh``
 and ``scripts/gpu_check.sh`` parse, every flag gpu_check.sh passes to a benchmark or
 a ``nasmlcn`` command is one that command's ``--help`` lists (the device machine is
-lent for minutes: a typo there costs a whole call), and ``benchmarks/fused_lanes.py``'s
-``--compile`` path runs, or is skipped with its reason, on a CPU."""
+lent for minutes: a typo there costs a whole call), ``--part speed`` runs its steps
+within 8 minutes, and ``benchmarks/fused_lanes.py``'s ``--compile`` path runs, or is
+skipped with its reason, on a CPU."""
 
 from __future__ import annotations
 
@@ -52,8 +53,54 @@ def test_gpu_check_refuses_an_unknown_part_before_doing_anything(tmp_path: Path)
         env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "out")},
     )
     assert result.returncode == 2
-    assert "--part 1, 2, reproduce or all, not 3" in result.stderr
+    assert "--part speed, 1, 2, reproduce or all, not 3" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_gpu_check_help_names_the_speed_part_first() -> None:
+    result = subprocess.run(
+        ["bash", str(CHECK), "--help"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0
+    assert "--part speed|1|2|reproduce|all" in result.stdout
+    runs = [line for line in result.stdout.splitlines() if "bash scripts/gpu_check.sh" in line]
+    assert "--part speed" in runs[0]
+    assert "run this first" in runs[0]
+
+
+def test_part_speed_is_accepted_and_fits_eight_minutes(tmp_path: Path) -> None:
+    # a spent budget skips every step: the part's steps, in order, in a second
+    out = tmp_path / "out"
+    result = subprocess.run(
+        ["bash", str(CHECK), "--part", "speed", "--budget", "1", "--device", "cuda:0"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "OUT": str(out)},
+    )
+    assert result.returncode == 0, result.stderr
+    skipped = (out / "summary.txt").read_text().split("\n")[1:]
+    assert [line.split()[:2] for line in skipped if line] == [
+        [step, "skip"]
+        for step in (
+            "setup",
+            "environment",
+            "pytest_gpu",
+            "gpu_speed",
+            "speed-w1",
+            "speed-w4",
+            "speed-summary",
+        )
+    ]
+    # the limits of the part's steps, setup and environment included, fit 480 s
+    text = CHECK.read_text()
+    body = text[text.index("speed_part() {") :]
+    body = body[: body.index("\n}\n")]
+    limits = dict(re.findall(r"^\s*step ([\w-]+) \w+ (\d+) ", body, re.M))
+    assert len(limits) == 5
+    assert re.search(r"\[\[ \$PART == speed \]\] && SETUP_LIMIT=60 ENV_LIMIT=40", text)
+    assert 60 + 40 + sum(int(n) for n in limits.values()) <= 480
+    assert re.search(r"\[\[ \$PART == speed \]\] && BUDGET=480", text)
 
 
 def test_pack_leaves_one_archive_and_the_summary(tmp_path: Path) -> None:
@@ -87,7 +134,14 @@ def test_benchmark_flags_exist(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     used = _invocations(BENCHMARK)
-    assert set(used) == {"train_throughput", "fused_lanes", "whole_model_cost", "scaling"}
+    assert set(used) == {
+        "train_throughput",
+        "fused_lanes",
+        "whole_model_cost",
+        "scaling",
+        "gpu_speed",
+        "speed_summary",
+    }
     unknown = {}
     for name, flags in used.items():
         script = load_script(name, tmp_path, monkeypatch)
@@ -99,6 +153,8 @@ def test_benchmark_flags_exist(
             unknown[name] = sorted(flags - listed)
     assert unknown == {}
     assert {"--device", "--compile", "--compile-mode"} <= used["fused_lanes"]
+    assert {"--device", "--batch", "--profile-dir", "--json"} <= used["gpu_speed"]
+    assert "--first" in used["speed_summary"]
 
 
 def test_nasmlcn_flags_exist() -> None:
@@ -113,6 +169,7 @@ def test_nasmlcn_flags_exist() -> None:
             unknown[command] = sorted(flags - listed)
     assert unknown == {}
     assert {"--run-on", "--storage", "--timeout"} <= used["search"]
+    assert {"--workers-per-gpu", "--seed", "--no-prune", "--artifacts"} <= used["search"]
     assert {"--scale", "--out", "--json"} <= used["reproduce"]
 
 

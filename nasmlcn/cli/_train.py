@@ -127,6 +127,12 @@ def train(
         help="Run lanes of one kind as one computation (the same model and checkpoints); "
         "--no-fuse-lanes runs them one after another, for comparison.",
     ),
+    cuda_graphs: bool = typer.Option(
+        True,
+        "--cuda-graphs/--no-cuda-graphs",
+        help="On a GPU, replay each training and evaluation step from a CUDA graph "
+        "(captured after 2 eager steps of each batch size); --no-cuda-graphs runs eagerly.",
+    ),
     out_dir: Path | None = typer.Option(
         None,
         "--out",
@@ -168,6 +174,7 @@ def train(
         device=device,
         augment=augment,
         fuse_lanes=fuse_lanes,
+        cuda_graphs=cuda_graphs,
     )
     if out_dir is None:
         out_dir = Path("runs") / time.strftime(f"train-%Y%m%d-%H%M%S-{dataset}")

@@ -14,7 +14,7 @@ from nasmlcn.data._registry import DATA_DIR_ENV, DATASETS, DatasetInfo, default_
 from nasmlcn.data._resolve import load_splits, prepare_dataset, resolve_data_dir
 
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
-    from nasmlcn.data._splits import DataSplits, RawData, Split, make_splits
+    from nasmlcn.data._splits import DataSplits, RawData, Split, make_splits, to_device
 
 __all__ = [
     "DATASETS",
@@ -30,6 +30,7 @@ __all__ = [
     "normalization_record",
     "prepare_dataset",
     "resolve_data_dir",
+    "to_device",
 ]
 
 _LAZY = {
@@ -37,6 +38,7 @@ _LAZY = {
     "RawData": "_splits",
     "Split": "_splits",
     "make_splits": "_splits",
+    "to_device": "_splits",
 }
 
 

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
 from nasmlcn.data._normalize import Normalization
 from nasmlcn.errors import DatasetError
+
+
+def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A CPU tensor on ``device`` without the host waiting for the copy: through
+    pinned memory, asynchronously, on a GPU (a plain copy from pageable memory waits
+    for the GPU's whole queue); as it is on the CPU."""
+    if device.type != "cuda":
+        return t.to(device)
+    return t.pin_memory().to(device, non_blocking=True)
 
 
 @dataclass(frozen=True)
@@ -43,7 +52,10 @@ class Split:
     ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         """Float images in [0, 1] and labels, shuffled when a generator is given."""
         n = len(self)
-        order = torch.randperm(n, generator=generator) if generator is not None else None
+        order = None
+        if generator is not None:
+            # drawn on the CPU (the same order on every device), sent once per epoch
+            order = to_device(torch.randperm(n, generator=generator), self.images.device)
         for start in range(0, n, batch_size):
             if order is None:
                 x = self.images[start : start + batch_size]
@@ -52,6 +64,15 @@ class Split:
                 idx = order[start : start + batch_size]
                 x, y = self.images[idx], self.labels[idx]
             yield x.float().div_(255.0), y
+
+    def to(self, device: torch.device | str) -> Split:
+        """The split with its images and labels on ``device`` (shuffling, batching
+        and scaling then happen there)."""
+        return replace(self, images=self.images.to(device), labels=self.labels.to(device))
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.images.nbytes + self.labels.nbytes)
 
     def inputs(self, images: torch.Tensor) -> torch.Tensor:
         """A model's input for ``images`` ``(B, C, H, W)`` in [0, 1]: normalised per
@@ -73,6 +94,14 @@ class DataSplits:
     train: Split
     val: Split
     test: Split
+
+    def to(self, device: torch.device | str) -> DataSplits:
+        """Every split on ``device``."""
+        return DataSplits(self.train.to(device), self.val.to(device), self.test.to(device))
+
+    @property
+    def nbytes(self) -> int:
+        return self.train.nbytes + self.val.nbytes + self.test.nbytes
 
 
 def make_splits(

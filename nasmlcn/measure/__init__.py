@@ -37,6 +37,7 @@ from nasmlcn.measure._speed import (
     measure_fc_speed,
     measure_speeds,
 )
+from nasmlcn.measure._step_ops import StepOps, count_step_ops
 from nasmlcn.measure._stepper import LaneStepper
 
 __all__ = [
@@ -51,9 +52,11 @@ __all__ = [
     "LaneTiming",
     "PeakMemory",
     "SpeedResult",
+    "StepOps",
     "StepTiming",
     "calibrate",
     "classify",
+    "count_step_ops",
     "fc_flops_per_step",
     "lane_peak_memories",
     "lane_peak_memory",

@@ -38,14 +38,18 @@ class StepOps:
     top: tuple[tuple[str, int], ...]
 
 
-def count_step_ops(spec: ArchSpec, batch_size: int = 100, device_type: str = "cuda") -> StepOps:
+def count_step_ops(
+    spec: ArchSpec, batch_size: int = 100, device_type: str = "cuda", *, fuse: bool = True
+) -> StepOps:
     """Counts a training step of ``spec``'s model (margin + reconstruction loss,
-    backward, Adam) at ``batch_size``, grouped and optimized as on ``device_type``;
-    the step runs on the CPU, after one step of warm-up (Adam's state exists)."""
+    backward, Adam) at ``batch_size``, grouped and optimized as on ``device_type``
+    (``fuse=False``: an MLCN's lanes one by one); the step runs on the CPU, after one
+    step of warm-up (Adam's state exists)."""
     torch.manual_seed(0)
     model = build_model(spec)
     if isinstance(model, MLCN):
         model.lanes.fuse_as = device_type
+        model.fuse_lanes = fuse
     optimizer = make_optimizer(model.parameters(), 1e-3, device_type)
     x = torch.rand(batch_size, *spec.input_shape)  # (B, C, H, W)
     y = torch.randint(0, spec.num_classes, (batch_size,))

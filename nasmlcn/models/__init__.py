@@ -5,6 +5,7 @@ from __future__ import annotations
 from nasmlcn.models._capsnet import CapsNet
 from nasmlcn.models._capsules import dynamic_routing, primary_capsules, squash, votes
 from nasmlcn.models._factory import BUILDERS, build_model, count_parameters, create_model
+from nasmlcn.models._fused import stack_tensors
 from nasmlcn.models._head import CapsuleHead, CapsuleOutput, Decoder
 from nasmlcn.models._lane import Lane
 from nasmlcn.models._lanes import LaneKind, LaneSet, per_lane_tensors
@@ -34,5 +35,6 @@ __all__ = [
     "primary_capsules",
     "reconstruction_loss",
     "squash",
+    "stack_tensors",
     "votes",
 ]

@@ -72,13 +72,16 @@ def random_shift(images: torch.Tensor, max_pixels: int, generator: torch.Generat
     import torch
     import torch.nn.functional as F
 
+    from nasmlcn.data import to_device
+
     if max_pixels < 0:
         raise ValueError(f"max_pixels must be >= 0, got {max_pixels}")
     if max_pixels == 0:
         return images
     b, c, h, w = images.shape
     p = max_pixels
-    shifts = torch.randint(-p, p + 1, (b, 2), generator=generator).to(images.device)  # (B, 2)
+    shifts = torch.randint(-p, p + 1, (b, 2), generator=generator)  # (B, 2), on the CPU
+    shifts = to_device(shifts, images.device)  # no wait on a GPU
     padded = F.pad(images, (p, p, p, p))  # (B, C, H+2p, W+2p)
     # out[i, j] = images[i - dy, j - dx] = padded[i - dy + p, j - dx + p]: the content
     # moves by (+dy, +dx).
@@ -100,8 +103,10 @@ def random_hflip(images: torch.Tensor, generator: torch.Generator) -> torch.Tens
     """
     import torch
 
+    from nasmlcn.data import to_device
+
     flip = torch.rand(images.shape[0], generator=generator) < 0.5  # (B,)
-    flip = flip.to(images.device)[:, None, None, None]  # (B, 1, 1, 1)
+    flip = to_device(flip, images.device)[:, None, None, None]  # (B, 1, 1, 1)
     return torch.where(flip, images.flip(3), images)  # (B, C, H, W)
 
 

@@ -49,6 +49,9 @@ class TrainConfig:
         fuse_lanes: Run an MLCN's lanes of one kind as one computation (the
             default; :mod:`nasmlcn.models._fused`, the same model and the same
             checkpoints). False runs them one after another, for comparison.
+        cuda_graphs: On a GPU, replay each batch size's training and evaluation
+            step from a CUDA graph (:mod:`nasmlcn.training._step`; the default).
+            False runs every step eagerly. Ignored off a GPU.
     """
 
     epochs: int = 10
@@ -63,10 +66,14 @@ class TrainConfig:
     augment: str = "none"
     batch_policy: str = "fixed"
     fuse_lanes: bool = True
+    cuda_graphs: bool = True
 
     def __post_init__(self) -> None:
-        if not isinstance(self.fuse_lanes, bool):
-            raise SpecError(f"training fuse_lanes must be true or false, got {self.fuse_lanes!r}")
+        for name in ("fuse_lanes", "cuda_graphs"):
+            if not isinstance(getattr(self, name), bool):
+                raise SpecError(
+                    f"training {name} must be true or false, got {getattr(self, name)!r}"
+                )
         check_int("training", "epochs", self.epochs, 1)
         if self.epochs > MAX_EPOCHS:  # a typo: the schedule of every epoch is laid out first
             raise SpecError(

@@ -19,7 +19,7 @@ from nasmlcn.data._splits import RawData, make_splits
 from nasmlcn.models import CapsuleLoss, build_model, count_parameters
 from nasmlcn.search import summarize
 from nasmlcn.specs import MLCNSpec, save_arch
-from nasmlcn.training import TrainConfig, _trainer, evaluate, load_checkpoint, train
+from nasmlcn.training import TrainConfig, _step, evaluate, load_checkpoint, train
 from tests.conftest import run_cli
 from tests.data._files import trust_generated_files, write_cifar10, write_svhn
 
@@ -42,7 +42,7 @@ def test_models_get_normalised_images_and_reconstruct_the_plain_ones(
     spec, splits = _colour_splits()
     seen: list[tuple[torch.Tensor, torch.Tensor]] = []  # (model input, reconstruction target)
     inputs: list[torch.Tensor] = []
-    loss = _trainer.capsule_loss
+    loss = _step.capsule_loss
 
     def spy(
         lengths: torch.Tensor,
@@ -54,7 +54,7 @@ def test_models_get_normalised_images_and_reconstruct_the_plain_ones(
         seen.append((inputs[-1], images.detach().clone()))
         return loss(lengths, reconstruction, images, labels, weight)
 
-    monkeypatch.setattr(_trainer, "capsule_loss", spy)
+    monkeypatch.setattr(_step, "capsule_loss", spy)  # every step computes its loss there
     torch.manual_seed(0)
     model = build_model(spec)
     model.register_forward_pre_hook(lambda _m, args: inputs.append(args[0].detach().clone()))

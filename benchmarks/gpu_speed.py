@@ -1,0 +1,358 @@
+"""Training speed on a GPU: images/s of full training steps, eager and CUDA-graphed,
+for CapsNet and MLCNs, with a profile of each model's steps.
+
+A step is the library's own (``nasmlcn.training._step.TrainStep``: forward, margin +
+reconstruction loss, backward, Adam as training builds it), on a fixed random batch,
+per model and per ``--batch``. Two paths: eager, and graphed (the step replayed from
+a CUDA graph, captured at its third step; ``capture_seconds``). Off a GPU the graphed
+path runs eagerly and says so (``"graphed": false``): a dry run. Every path of every
+model is warmed up, then timed for ``--seconds`` in each of ``--rounds`` interleaved
+rounds (models and paths alternate, so drift hits all alike); the figure is the
+median round, and its ratio to CapsNet's (same batch, same path, same run). On CUDA
+the device is synchronised before every clock reading.
+
+Then a profile of each model at ``--profile-batch``, both paths, over
+``--profile-steps`` steps after the warm-up (``_gpu_profile.py``): kernels and
+launches per step, GPU-busy time against wall time, the optimizer's share, the top
+kernels; with ``--profile-dir``, a short text file per model there. A model that
+fails (out of memory...) is reported with its reason and the others go on; progress
+goes to stderr, so a run cut short still leaves its figures so far.
+
+    python benchmarks/gpu_speed.py --device cuda:0
+    python benchmarks/gpu_speed.py --device cuda:0 --rounds 3 --seconds 1 --profile-dir prof --json
+    python benchmarks/gpu_speed.py --quick --device cpu --json    # a dry run (tests)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from _gpu_profile import describe, profile_steps
+
+from nasmlcn._allocator import keep_freed_memory
+from nasmlcn.models import build_model, count_parameters
+from nasmlcn.specs import ArchSpec, CapsNetSpec, MLCNSpec
+from nasmlcn.training import make_optimizer
+from nasmlcn.training._step import WARMUP_STEPS, TrainStep, graphs_apply
+
+CAPSNET = "capsnet"
+MODELS = (
+    CAPSNET,
+    "8*mlcn2:4x1",  # thesis Table 4.1
+    "32*mlcn2:2x1",
+    "26*mlcn1:1x2,22*mlcn2:1x4,8*mlcn1:3x4,2*mlcn2:2x4",  # a 58-lane default-space model
+)
+QUICK_MODELS = (CAPSNET, "4*mlcn2:1x1")
+PATHS = ("eager", "graphed")
+WARMUP = WARMUP_STEPS + 2
+"""Steps before timing: the graph is captured at step WARMUP_STEPS + 1, replayed after."""
+MAX_FILE = 19_000
+"""Characters of a profile file at most."""
+
+
+def spec_of(name: str) -> ArchSpec:
+    return CapsNetSpec() if name == CAPSNET else MLCNSpec.from_lanes(name)
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", name.replace("*", "x")).strip("-")
+
+
+def clock(device: torch.device) -> float:
+    """``time.perf_counter()`` once everything queued on ``device`` has run."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
+
+
+class Stepper:
+    """One model on one path: its optimizer, step and fixed batch."""
+
+    def __init__(self, spec: ArchSpec, batch: int, device: torch.device, graphs: bool) -> None:
+        torch.manual_seed(0)
+        model = build_model(spec).to(device)
+        model.train()
+        self.params = count_parameters(model)
+        optimizer = make_optimizer(model.parameters(), 1e-3, device.type)
+        self.graphed = graphs_apply(model, device, graphs)
+        self.step = TrainStep(
+            model, optimizer, inputs=lambda x: x, reconstruction_weight=0.0005, graphs=self.graphed
+        )
+        self.x = torch.rand(batch, *spec.input_shape, device=device)
+        self.y = torch.randint(0, spec.num_classes, (batch,), device=device)
+        self.device = device
+
+    def __call__(self) -> None:
+        self.step(self.x, self.y)
+
+    def warm_up(self) -> None:
+        for _ in range(WARMUP):
+            self()
+        clock(self.device)
+        # a capture that failed (logged by the step) leaves the step eager: say so
+        self.graphed = self.graphed and self.step.capture_seconds > 0
+
+    def images_per_second(self, seconds: float, min_steps: int = 3) -> float:
+        steps, start = 0, clock(self.device)
+        while steps < min_steps or time.perf_counter() - start < seconds:
+            self()
+            steps += 1
+        return steps * self.x.shape[0] / (clock(self.device) - start)
+
+
+def log(text: str) -> None:
+    """A progress line on stderr (what a run cut short by a timeout still leaves)."""
+    print(f"[gpu_speed] {text}", file=sys.stderr, flush=True)
+
+
+def _error(err: BaseException) -> str:
+    return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]
+
+
+def build(
+    names: list[str], batch: int, device: torch.device
+) -> tuple[dict[tuple[str, str], Stepper], dict[str, str]]:
+    """Warmed-up steppers per (model, path) at ``batch``; the models that failed
+    (out of memory, a failed capture...) with the reason."""
+    steppers: dict[tuple[str, str], Stepper] = {}
+    failed: dict[str, str] = {}
+    for name in names:
+        try:
+            for path in PATHS:
+                start = time.perf_counter()
+                stepper = Stepper(spec_of(name), batch, device, graphs=path == "graphed")
+                stepper.warm_up()
+                steppers[name, path] = stepper
+                log(
+                    f"batch {batch}: {name} {path} built and warmed up in "
+                    f"{time.perf_counter() - start:.1f} s (graphed: {stepper.graphed})"
+                )
+        except Exception as err:  # one model's failure loses that model only
+            failed[name] = _error(err)
+            log(f"batch {batch}: {name} failed: {failed[name]}")
+            for path in PATHS:
+                steppers.pop((name, path), None)
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+    return steppers, failed
+
+
+def measure_batch(
+    names: list[str], batch: int, args: argparse.Namespace, device: torch.device
+) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, str], Stepper]]:
+    """Per model, the figures of both paths at ``batch`` (interleaved rounds); and the
+    steppers, for a profile."""
+    steppers, failed = build(names, batch, device)
+    rates: dict[tuple[str, str], list[float]] = {key: [] for key in steppers}
+    for r in range(args.rounds):
+        for name in names:
+            for path in PATHS if r % 2 == 0 else PATHS[::-1]:
+                if (name, path) in steppers:
+                    rate = steppers[name, path].images_per_second(args.seconds, args.min_steps)
+                    rates[name, path].append(rate)
+                    log(
+                        f"batch {batch} round {r + 1}/{args.rounds}: {name} {path} {rate:.0f} img/s"
+                    )
+    rows: dict[str, dict[str, Any]] = {}
+    for name in names:
+        if name in failed:
+            rows[name] = {"batch": batch, "error": failed[name]}
+            continue
+        row: dict[str, Any] = {"batch": batch}
+        for path in PATHS:
+            stepper = steppers[name, path]
+            per_round = rates[name, path]
+            row[path] = {
+                "images_per_second": statistics.median(per_round),
+                "rounds": len(per_round),
+                "per_round": per_round,
+                "graphed": stepper.graphed,
+                "capture_seconds": stepper.step.capture_seconds,
+            }
+        row["graphed_speedup"] = (
+            row["graphed"]["images_per_second"] / row["eager"]["images_per_second"]
+        )
+        rows[name] = row
+    for path in PATHS:
+        base = rows[CAPSNET].get(path, {}).get("images_per_second")
+        for row in rows.values():
+            if path in row:
+                row[path]["ratio_to_capsnet"] = (
+                    row[path]["images_per_second"] / base if base else None
+                )
+    return rows, steppers
+
+
+def profile_model(
+    name: str,
+    steppers: dict[tuple[str, str], Stepper],
+    steps: int,
+    device: torch.device,
+    timed: dict[str, Any] | None,
+) -> tuple[dict[str, Any], str]:
+    """Both paths of a model profiled: their figures and the text for its file;
+    ``timed``: the model's timed row at this batch, if any (the GPU-busy share of an
+    unprofiled step, which the profiler does not slow down)."""
+    figures: dict[str, Any] = {}
+    text: list[str] = []
+    for path in PATHS:
+        stepper = steppers[name, path]
+        try:
+            figures[path], table = profile_steps(stepper, steps, device)
+        except Exception as err:  # a profiler failure loses that profile only
+            figures[path] = {"error": _error(err)}
+            text += [f"{path}: profile failed ({figures[path]['error']})", ""]
+            continue
+        figures[path]["graphed"] = stepper.graphed
+        if timed is not None and path in timed:
+            ms = 1e3 * stepper.x.shape[0] / timed[path]["images_per_second"]
+            busy = figures[path]["gpu_busy_ms_per_step"]
+            figures[path]["unprofiled_ms_per_step"] = ms
+            figures[path]["gpu_busy_share_unprofiled"] = None if busy is None else busy / ms
+        text += [*describe(path, figures[path]), "", table, ""]
+    return figures, "\n".join(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--batch", type=int, action="append", help="batch size (repeatable) [default: 100, 500]"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds [default: 3]")
+    parser.add_argument(
+        "--seconds", type=float, default=2.0, help="seconds per measurement [default: 2]"
+    )
+    parser.add_argument("--device", default="cuda:0", help="cuda:N, or cpu for a dry run")
+    parser.add_argument("--model", action="append", help="capsnet or lanes (repeatable)")
+    parser.add_argument("--profile-batch", type=int, default=100, help="[default: 100]")
+    parser.add_argument(
+        "--profile-steps", type=int, default=5, help="steps profiled (0: none) [default: 5]"
+    )
+    parser.add_argument("--profile-dir", type=Path, help="write profile-<model>.txt files here")
+    parser.add_argument(
+        "--quick", action="store_true", help="batch 10, 1 round of 0.2 s, 2 profile steps, 2 models"
+    )
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        parser.error(f"--device {args.device}: torch sees no CUDA device here")
+    batches = args.batch or [100, 500]
+    args.min_steps = 3  # timed steps per measurement at least
+    names = list(args.model or MODELS)
+    if args.quick:
+        batches, args.rounds, args.seconds, args.profile_steps = [10], 1, 0.2, 2
+        args.min_steps = 1
+        args.profile_batch = 10
+        names = list(args.model or QUICK_MODELS)
+    names = [CAPSNET] + [n for n in names if n != CAPSNET]  # the reference, always first
+    keep_freed_memory()  # as training does (nasmlcn/_allocator.py)
+    models: dict[str, dict[str, Any]] = {
+        n: {"model": n, "params": count_parameters(build_model(spec_of(n))), "batches": []}
+        for n in names
+    }
+    profile_at = [args.profile_batch] if args.profile_steps > 0 else []
+    for batch in [*batches, *(b for b in profile_at if b not in batches)]:
+        if batch in batches:
+            rows, steppers = measure_batch(names, batch, args, device)
+            for name, row in rows.items():
+                models[name]["batches"].append(row)
+        else:
+            steppers, failed = build(names, batch, device)
+            for name, reason in failed.items():
+                models[name]["profile"] = {"batch": batch, "error": reason}
+        if batch in profile_at:
+            for name in names:
+                if (name, "eager") not in steppers:
+                    continue
+                timed = [r for r in models[name]["batches"] if r["batch"] == batch]
+                figures, text = profile_model(
+                    name, steppers, args.profile_steps, device, timed[0] if timed else None
+                )
+                log(f"profiled {name} at batch {batch}")
+                models[name]["profile"] = {"batch": batch, **figures}
+                if args.profile_dir is not None:
+                    args.profile_dir.mkdir(parents=True, exist_ok=True)
+                    file = args.profile_dir / f"profile-{slug(name)}.txt"
+                    head = f"{name}: training step at batch {batch} on {device}\n\n"
+                    file.write_text((head + text)[:MAX_FILE] + "\n")
+                    models[name]["profile"]["file"] = file.name
+        del steppers
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    result = {
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "batches": batches,
+        "rounds": args.rounds,
+        "seconds": args.seconds,
+        "figures": f"images/s: the median of {args.rounds} interleaved round(s) of at least "
+        f"{args.seconds:g} s per model and path; ratios to CapsNet at the same batch and path",
+        "models": list(models.values()),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(result)
+    return 0
+
+
+def _cell(path: dict[str, Any] | None, key: str, spec: str) -> str:
+    value = (path or {}).get(key)
+    return "n/a" if value is None else format(value, spec)
+
+
+def print_table(result: dict[str, Any]) -> None:
+    width = max(len(m["model"]) for m in result["models"])
+    print(f"{result['device_name']} ({result['device']}), torch {result['torch']}")
+    print(result["figures"])
+    print(
+        f"{'model':<{width}} {'params':>10} {'batch':>5} {'eager img/s':>11} {'xCaps':>5} "
+        f"{'graphed img/s':>13} {'xCaps':>5} {'graph x':>7} {'capture s':>9}"
+    )
+    for m in result["models"]:
+        for row in m["batches"]:
+            eager, graphed = row.get("eager"), row.get("graphed")
+            line = f"{m['model']:<{width}} {m['params']:>10,} {row['batch']:>5} "
+            if "error" in row:
+                print(line + row["error"])
+                continue
+            flag = "" if graphed and graphed["graphed"] else " (eager: no CUDA graphs here)"
+            print(
+                line + f"{_cell(eager, 'images_per_second', '.0f'):>11} "
+                f"{_cell(eager, 'ratio_to_capsnet', '.2f'):>5} "
+                f"{_cell(graphed, 'images_per_second', '.0f'):>13} "
+                f"{_cell(graphed, 'ratio_to_capsnet', '.2f'):>5} "
+                f"{row['graphed_speedup']:>7.2f} {_cell(graphed, 'capture_seconds', '.2f'):>9}"
+                + flag
+            )
+    for m in result["models"]:
+        profile = m.get("profile")
+        if not profile:
+            continue
+        print(f"\nprofile of {m['model']} at batch {profile['batch']}:")
+        if "error" in profile:
+            print(f"  {profile['error']}")
+        for path in PATHS:
+            if path in profile:
+                figures = profile[path]
+                lines = (
+                    [f"{path}: {figures['error']}"]
+                    if "error" in figures
+                    else describe(path, figures)
+                )
+                print("\n".join("  " + line for line in lines))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
