@@ -101,6 +101,7 @@ class LaneSet(nn.Module):
             raise ValueError(f"stacks hold lanes {held}, kinds given for {sorted(self.kinds)}")
         self.fuse = True
         self.fuse_as: str | None = None
+        self._order_index: dict[torch.device, torch.Tensor] = {}  # see _lane_order
         self.register_state_dict_post_hook(_lanes_state)
         self.register_load_state_dict_pre_hook(_stack_state)
         self.register_load_state_dict_post_hook(_name_missing_lanes)
@@ -159,6 +160,7 @@ class LaneSet(nn.Module):
             for m in members
         )
         self.members = members
+        self._order_index = {}
 
     def subset(self, lanes: Iterable[int]) -> LaneSet:
         """A lane set of the stacks (shared, not copied) that hold exactly ``lanes``."""
@@ -200,12 +202,23 @@ class LaneSet(nn.Module):
         subset). A few ops whatever the lane count: not one per lane."""
         out = torch.cat(list(outs)) if len(outs) > 1 else outs[0]  # (L, B, K), stack order
         out = finish(self.routing, out)
-        order = [i for m in self.members for i in m]
-        if order != sorted(order):
-            where = {lane: pos for pos, lane in enumerate(order)}
-            index = torch.tensor([where[lane] for lane in sorted(order)], device=out.device)
+        index = self._lane_order(out.device)
+        if index is not None:
             out = out.index_select(0, index)  # (L, B, K), lane order
         return out.permute(1, 2, 0)  # (B, K, L)
+
+    def _lane_order(self, device: torch.device) -> torch.Tensor | None:
+        """The stack-order position of each lane, on ``device`` (None: the same
+        order). Made once per device: a copy to a GPU at every step would wait for
+        its queue, and cannot be captured in a CUDA graph."""
+        order = [i for m in self.members for i in m]
+        if order == sorted(order):
+            return None
+        if device not in self._order_index:
+            where = {lane: pos for pos, lane in enumerate(order)}
+            positions = [where[lane] for lane in sorted(order)]
+            self._order_index[device] = torch.tensor(positions, device=device)
+        return self._order_index[device]
 
 
 def _group(kinds: Mapping[int, LaneKind], group: Grouping | None) -> tuple[tuple[int, ...], ...]:

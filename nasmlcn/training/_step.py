@@ -105,12 +105,15 @@ class _Graphs:
 
 
 def graphs_apply(model: nn.Module, device: torch.device, wanted: bool) -> bool:
-    """Whether a model's steps are graphed: asked for, on a CUDA device, and a model
-    on that one device (not one placed over several, nor a process of many)."""
-    if not wanted or device.type != "cuda" or getattr(model, "input_device", None) is not None:
+    """Whether a model's steps are graphed: asked for, on a CUDA device, and one of
+    nasmlcn's own models wholly on that device (not lanes placed over several
+    devices, a rank's share of a multi-process job, or a DDP replica: their streams
+    and collectives are not captured)."""
+    from nasmlcn.models import MLCN, CapsNet
+
+    if not wanted or device.type != "cuda" or type(model) not in (MLCN, CapsNet):
         return False
-    devices = {p.device for p in model.parameters()}
-    return devices == {device} and not hasattr(model, "world_size")
+    return {p.device for p in model.parameters()} == {device}
 
 
 class TrainStep:

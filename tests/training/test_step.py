@@ -22,7 +22,8 @@ from nasmlcn.training import TrainConfig, make_optimizer, save_checkpoint, train
 from nasmlcn.training._optimizer_state import restack_optimizer_state
 from nasmlcn.training._step import WARMUP_STEPS, EvalStep, TrainStep, graphs_apply
 
-SPEC = MLCNSpec.from_lanes("3*mlcn2:1x1,2*mlcn1:1x1")
+# kinds interleaved: the class capsules are put back in lane order (an index on the GPU)
+SPEC = MLCNSpec.from_lanes("mlcn2:1x1,mlcn1:1x1,2*mlcn2:1x1,mlcn1:1x1")
 
 
 def _batches(n: int, device: str = "cpu") -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -75,6 +76,7 @@ def test_graphs_apply_only_to_a_model_on_one_gpu() -> None:
     assert not graphs_apply(model, torch.device("cpu"), True)
     assert not graphs_apply(model, torch.device("cuda"), False)
     assert not graphs_apply(model, torch.device("cuda:0"), True)  # its parameters are on the CPU
+    assert not graphs_apply(torch.nn.Sequential(model), torch.device("cpu"), True)
 
 
 def test_a_failed_capture_says_so_once_and_trains_on_eagerly(
