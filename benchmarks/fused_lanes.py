@@ -42,6 +42,7 @@ from torch import nn
 from nasmlcn._allocator import keep_freed_memory
 from nasmlcn.models import build_model, capsule_loss
 from nasmlcn.specs import MLCNSpec
+from nasmlcn.training import make_optimizer
 
 MODELS = (
     "48*mlcn2:2x1",
@@ -108,9 +109,10 @@ def _trainer(
     device: torch.device,
     forward: Callable[..., Any] | None = None,
 ) -> Callable[[], float]:
-    """One timed training step of ``model`` (its own Adam) on the batch ``x, y``,
-    through ``forward`` (default: the model itself; e.g. its compiled form)."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    """One timed training step of ``model`` (its own Adam, as training builds it for
+    ``device``) on the batch ``x, y``, through ``forward`` (default: the model itself;
+    e.g. its compiled form)."""
+    optimizer = make_optimizer(model.parameters(), 1e-3, device.type)
     run = model if forward is None else forward
 
     def step() -> float:

@@ -19,6 +19,7 @@ import torch
 
 from nasmlcn.models import build_model, capsule_loss, count_parameters
 from nasmlcn.specs import CapsNetSpec, MLCNSpec
+from nasmlcn.training import make_optimizer
 
 MODELS = ["2*mlcn1:4x1", "2*mlcn2:4x1", "8*mlcn1:4x1", "8*mlcn2:4x1"]
 
@@ -31,7 +32,7 @@ class Stepper:
         self.spec = spec
         self.model = build_model(spec).to(device)
         self.params = count_parameters(self.model)
-        self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-3)
+        self.opt = make_optimizer(self.model.parameters(), 1e-3, device.type)  # as training
         self.x = torch.rand(batch, *spec.input_shape, device=device)
         self.y = torch.randint(0, spec.num_classes, (batch,), device=device)
         self.device = device

@@ -17,6 +17,7 @@ from nasmlcn.costs import CostContext
 from nasmlcn.measure._clock import clock_function, synchronize
 from nasmlcn.models import build_model, capsule_loss
 from nasmlcn.specs import LaneSpec
+from nasmlcn.training import make_optimizer
 
 
 def time_model_step(
@@ -39,7 +40,7 @@ def time_model_step(
     spec = ctx.spec(lanes)
     model = build_model(spec).to(device)
     model.fuse_lanes = fuse
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    optimizer = make_optimizer(model.parameters(), 1e-3, device.type)  # as training
     x = torch.rand(ctx.batch_size, *ctx.input_shape, device=device)
     y = torch.randint(0, ctx.num_classes, (ctx.batch_size,), device=device)
     best = float("inf")

@@ -15,6 +15,7 @@ import torch
 from nasmlcn.costs import CostContext
 from nasmlcn.models import Lane, margin_loss
 from nasmlcn.specs import LaneSpec
+from nasmlcn.training import make_optimizer
 
 Progress = Callable[[str, int, int], None]
 """``progress(phase, done, total)``: called after each lane of a phase."""
@@ -31,7 +32,7 @@ class LaneStepper:
         self.module = Lane(
             lane, ctx.input_shape, ctx.num_classes, ctx.routing, ctx.routing_iterations
         ).to(device)
-        self.opt = torch.optim.Adam(self.module.parameters(), lr=1e-3)
+        self.opt = make_optimizer(self.module.parameters(), 1e-3, device.type)  # as training
         self.x = torch.rand(ctx.batch_size, *ctx.input_shape, device=device)  # (B, C, H, W)
         self.y = torch.randint(0, ctx.num_classes, (ctx.batch_size,), device=device)  # (B,)
 

@@ -84,8 +84,11 @@ class _Graphs:
             )
             return None
         self.graphs[batch] = captured
-        self.capture_seconds += time.perf_counter() - start
-        logger.info("captured the %s step at batch %d as a CUDA graph", self.what, batch)
+        seconds = time.perf_counter() - start
+        self.capture_seconds += seconds
+        logger.info(
+            "captured the %s step at batch %d as a CUDA graph in %.2f s", self.what, batch, seconds
+        )
         return captured
 
     def warm(
