@@ -116,7 +116,8 @@ def graphs_apply(model: nn.Module, device: torch.device, wanted: bool) -> bool:
 
     if not wanted or device.type != "cuda" or type(model) not in (MLCN, CapsNet):
         return False
-    return {p.device for p in model.parameters()} == {device}
+    index = torch.cuda.current_device() if device.index is None else device.index
+    return {p.device for p in model.parameters()} == {torch.device("cuda", index)}
 
 
 class TrainStep:

@@ -196,6 +196,13 @@ def test_per_lane_optimizer_state_resumes_into_the_stacks(tmp_path: Path) -> Non
 
 
 @pytest.mark.gpu
+def test_graphs_apply_to_a_model_on_the_gpu_however_the_device_is_named() -> None:
+    model = build_model(SPEC).cuda()
+    assert graphs_apply(model, torch.device("cuda"), True)  # what --device cuda gives
+    assert graphs_apply(model, torch.device("cuda", torch.cuda.current_device()), True)
+
+
+@pytest.mark.gpu
 def test_graphed_steps_equal_eager_ones_on_a_gpu() -> None:
     eager = _run(False, "cuda", steps=WARMUP_STEPS + 6)
     graphed = _run(True, "cuda", steps=WARMUP_STEPS + 6)
@@ -253,3 +260,29 @@ def test_graphed_evaluation_equals_eager() -> None:
         torch.testing.assert_close(got[0], want[0], rtol=1e-4, atol=1e-6)
         torch.testing.assert_close(got[1], want[1], rtol=1e-4, atol=1e-6)
     assert graphed.capture_seconds > 0
+
+
+@pytest.mark.gpu
+def test_training_on_a_gpu_with_graphs_equals_it_without(caplog: pytest.LogCaptureFixture) -> None:
+    """The whole trainer: resident splits, a graph for the full batches and one for
+    each epoch's last, smaller batch (captured in epoch 3), graphed validation."""
+    splits = load_splits("synthetic", train_limit=130, val_limit=60)
+    config = TrainConfig(
+        epochs=4, batch_size=20, eval_batch_size=20, device="cuda", augment="shift"
+    )
+
+    def run(graphs: bool) -> list[tuple[float, float]]:
+        torch.manual_seed(0)
+        history = train(build_model(SPEC), SPEC, splits, replace(config, cuda_graphs=graphs))
+        return [(h.train_loss, h.val_accuracy) for h in history]
+
+    with caplog.at_level(logging.INFO, logger="nasmlcn.training._step"):
+        graphed = run(True)
+    captured = [r.getMessage() for r in caplog.records if "captured" in r.getMessage()]
+    assert any("training step at batch 20" in m for m in captured), captured
+    assert any("training step at batch 10" in m for m in captured), captured
+    assert any("evaluation step at batch 20" in m for m in captured), captured
+    eager = run(False)
+    for (loss_g, acc_g), (loss_e, acc_e) in zip(graphed, eager, strict=True):
+        assert loss_g == pytest.approx(loss_e, rel=1e-3)
+        assert acc_g == pytest.approx(acc_e, abs=0.05)
