@@ -94,8 +94,13 @@ def best(
             )
         )
         return
-    devices = (study_info(loaded).get("config") or {}).get("devices")
-    _print_best(loaded.study_name, names, rows, len(loaded.directions) > 1, devices)
+    config = study_info(loaded).get("config") or {}
+    _print_best(loaded.study_name, names, rows, len(loaded.directions) > 1, config.get("devices"))
+    if not rows:
+        from optuna.trial import TrialState
+
+        completed = len(loaded.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+        out.print(why_none_feasible(completed, config.get("latency_budget")), highlight=False)
     others = sorted(set(retrained) - {r["number"] for r in rows})
     if others:
         out.print(
@@ -111,6 +116,18 @@ def best(
             markup=False,
             soft_wrap=True,
         )
+
+
+def why_none_feasible(completed: int, latency_budget: float | None) -> str:
+    """Why a study lists no trial: none of its ``completed`` trials yet, or the latency
+    budget (``--latency-budget``) excludes every one."""
+    if not completed or latency_budget is None:
+        return "no completed feasible trials yet"
+    return (
+        f"none of the {completed} completed trials meets --latency-budget {latency_budget:g} s "
+        "(the predicted training step on the target devices); raise the budget, or give "
+        "devices, a space or --flops that hold smaller models"
+    )
 
 
 def _print_best(
@@ -156,7 +173,6 @@ def _print_best(
         )
     out.print(table)
     if not rows:
-        out.print("no completed feasible trials yet")
         return
     from nasmlcn.costs import INFERENCE_BATCH_SIZE
 

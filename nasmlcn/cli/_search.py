@@ -330,7 +330,7 @@ def _run_one(config: Any, *, as_json: bool, quiet: bool, pool: dict[str, Any]) -
 def _print_result(data: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from nasmlcn.cli._best import print_measured
+    from nasmlcn.cli._best import print_measured, why_none_feasible
     from nasmlcn.hardware import format_bytes
     from nasmlcn.search import describe_counts
     from nasmlcn.study import format_seconds, metric_heading, predicted_on
@@ -378,6 +378,11 @@ def _print_result(data: dict[str, Any]) -> None:
             f"{predicted.get('imbalance', 0):.1%}",
         )
     out.print(table)
+    if not data["best"]:
+        out.print(
+            why_none_feasible(data["completed"], data["config"].get("latency_budget")),
+            highlight=False,
+        )
     if data["best"] and any(b["measured"] for b in data["best"]):
         print_measured(data["best"], devices)
     if data["workers"]:
@@ -456,12 +461,22 @@ def _print_pruning(data: dict[str, Any]) -> None:
     if not config["prune"]:
         out.print("pruning off (--no-prune)")
         return
-    out.print(
-        f"pruning on: an epoch prunes once {config['prune_min_trials']} trials have completed "
-        f"and its Spearman rho >= {config['prune_threshold']:g}; {len(data['pruned'])} pruned "
-        f"trial(s) saved about {data['seconds_saved_by_pruning']:.0f} s of training",
-        highlight=False,
+    saved = (
+        f"{len(data['pruned'])} pruned trial(s) saved about "
+        f"{data['seconds_saved_by_pruning']:.0f} s of training"
     )
+    if config.get("pruner") == "halving":
+        rate = config["halving_rate"]
+        rule = (
+            f"successive halving, rungs at epochs 1, {rate}, {rate * rate}, ... (before the "
+            f"last); once {config['prune_min_trials']} trials reach a rung, the best 1/{rate} go on"
+        )
+    else:
+        rule = (
+            f"an epoch prunes once {config['prune_min_trials']} trials have completed "
+            f"and its Spearman rho >= {config['prune_threshold']:g}"
+        )
+    out.print(f"pruning on: {rule}; {saved}", highlight=False)
 
 
 def _print_sweep(results: list[dict[str, Any]]) -> None:

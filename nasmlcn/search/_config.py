@@ -186,6 +186,7 @@ class SearchConfig:
             raise SearchError(
                 f"{option('halving_rate')} must be an integer >= 2, got {self.halving_rate!r}"
             )
+        _check_pruning_options(self)
         for name in ("train_limit", "val_limit"):
             if getattr(self, name) is not None:
                 _check_positive_int(name, getattr(self, name))
@@ -264,12 +265,37 @@ def _check_at_most(name: str, value: int, most: int, why: str) -> None:
         raise SearchError(f"{name} must be at most {most:,} ({why}), got {value:,}")
 
 
+def _check_pruning_options(config: SearchConfig) -> None:
+    """Pruning options that would do nothing, refused rather than silently dropped."""
+    rate = config.halving_rate
+    if config.pruner != "halving":
+        if rate != _DEFAULT_HALVING_RATE:
+            raise SearchError(
+                f"{option('halving_rate')} {rate} sets the rungs of {option('pruner')} "
+                f"halving, but the pruner is {config.pruner!r}; add {option('pruner')} "
+                f"halving or drop {option('halving_rate')}"
+            )
+        return
+    if not config.prune:
+        raise SearchError(
+            f"{option('pruner')} halving stops trials at its rungs, but --no-prune turns "
+            f"pruning off; drop one of the two"
+        )
+    if config.epochs < 2:
+        raise SearchError(
+            f"{option('pruner')} halving needs {option('epochs')} >= 2: its rungs are at "
+            f"epochs 1, {rate}, {rate * rate}, ... and a trial stops only at a rung before "
+            f"its last epoch; with {config.epochs} epoch there is none"
+        )
+
+
 def _check_positive_int(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise SearchError(f"{option(name)} must be an integer >= 1, got {value!r}")
 
 
 _FIELD_NAMES = {f.name for f in fields(SearchConfig) if f.name != "extra"}
+_DEFAULT_HALVING_RATE = next(f.default for f in fields(SearchConfig) if f.name == "halving_rate")
 _FLOAT_FIELDS = {
     "timeout",
     "trial_timeout",

@@ -202,11 +202,29 @@ def test_a_bad_sweep_value_is_refused_before_the_first_study(tmp_path: Path) -> 
         (("--halving-rate", "1"), "--halving-rate must be an integer >= 2, got 1"),
         (("--warm-start-top", "0"), "--warm-start-top must be an integer >= 1, got 0"),
         (("--warm-start", "gone"), "--warm-start 'gone': "),
+        (
+            ("--pruner", "halving", "--no-prune"),
+            "--pruner halving stops trials at its rungs, but --no-prune turns pruning off",
+        ),
+        (("--pruner", "halving", "--epochs", "1"), "--pruner halving needs --epochs >= 2"),
+        (
+            ("--halving-rate", "2"),
+            "--halving-rate 2 sets the rungs of --pruner halving, but the pruner is "
+            "'correlation'; add --pruner halving or drop --halving-rate",
+        ),
     ],
-    ids=["pruner", "halving-rate", "warm-start-top", "warm-start"],
+    ids=[
+        "pruner",
+        "halving-rate",
+        "warm-start-top",
+        "warm-start",
+        "halving-without-pruning",
+        "halving-at-one-epoch",
+        "halving-rate-without-halving",
+    ],
 )
 def test_search_refuses_bad_multi_fidelity_and_warm_start_options(
-    tmp_path: Path, option: tuple[str, str], expected: str
+    tmp_path: Path, option: tuple[str, ...], expected: str
 ) -> None:
     db = tmp_path / "s.db"
     url = f"sqlite:///{db}"

@@ -109,6 +109,26 @@ def test_search_prunes_by_default_and_reports_the_correlation(tmp_path: Path) ->
     assert "trial(s) saved about" in text.stdout
 
 
+def test_the_summary_describes_successive_halving_under_it(tmp_path: Path) -> None:
+    args = ("--trials", "8", "--epochs", "3", "--pruner", "halving", "--prune-min-trials", "2")
+    text = _search(tmp_path / "s.db", *args)
+    assert text.returncode == 0, text.stderr
+    assert "pruning on: successive halving, rungs at epochs 1, 3, 9" in text.stdout
+    assert "best 1/3 go on" in text.stdout
+    assert "an epoch prunes once" not in text.stdout  # the correlation rule's words
+
+
+def test_a_latency_budget_that_excludes_every_model_says_so(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    result = _search(db, "--trials", "3", "--latency-budget", "1e-9")
+    assert result.returncode == 0, result.stderr
+    assert "none of the 3 completed trials meets --latency-budget 1e-09 s" in result.stdout
+    assert "no completed feasible trials yet" not in result.stdout
+    best = run_cli("best", "--storage", f"sqlite:///{db}")
+    assert best.returncode == 0, best.stderr
+    assert "none of the 3 completed trials meets --latency-budget 1e-09 s" in best.stdout
+
+
 def test_no_prune_trains_every_trial_in_full(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     result = _search(db, *PRUNING, "--no-prune", "--json", "-q")
