@@ -144,16 +144,26 @@ def _print_best(
     from rich.table import Table
 
     from nasmlcn.hardware import format_bytes
-    from nasmlcn.study import metric_heading, predicted_on
+    from nasmlcn.study import (
+        format_seconds,
+        metric_cell,
+        metric_heading,
+        predicted_on,
+        shown_predictions,
+    )
 
     on = predicted_on(devices)
     table = Table(title=f"{'Pareto front' if multi else 'best trials'} of {study}")
     # NASCaps' second stage: the test accuracy of trials `nasmlcn retrain` trained again
     tested = ("retrained test acc",) if any(r.get("retrained") for r in rows) else ()
-    heads = (
+    shown = shown_predictions(names)  # a predicted column that is no objective already
+    heads = [
         "#", "lane mix", *(metric_heading(n, devices) for n in names), *tested, "lanes",
-        f"memory ({on})", "imbalance", f"inference ({on})",
-    )  # fmt: skip
+        *([f"training step ({on})"] if "latency_s" in shown else []),
+        *([f"memory ({on})"] if "memory_MiB" in shown else []),
+        "imbalance",
+        *([f"inference ({on})"] if "inference_latency_s" in shown else []),
+    ]  # fmt: skip
     for column in heads:
         table.add_column(
             column, overflow="fold", justify="left" if column == "lane mix" else "right"
@@ -161,15 +171,22 @@ def _print_best(
     for row in rows:
         values = row["values"] or {}
         predicted = row["predicted"]
+        unit = predicted.get("time_unit", "s")
+        inference = predicted.get("inference_latency_s")
         table.add_row(
             str(row["number"]),
             row["lane_mix"] or row["lanes"] or "",
-            *(f"{values.get(n, float('nan')):.4g}" for n in names),
+            *(metric_cell(n, values.get(n), unit) for n in names),
             *(_retrained_cell(row.get("retrained")) for _ in tested),
             str(row["num_lanes"]),
-            format_bytes(predicted.get("peak_memory_bytes", 0)),
+            *([format_seconds(predicted.get("latency", 0), unit)] if "latency_s" in shown else []),
+            *(
+                [format_bytes(predicted.get("peak_memory_bytes", 0))]
+                if "memory_MiB" in shown
+                else []
+            ),
             f"{predicted.get('imbalance', 0):.1%}",
-            _per_image(predicted.get("inference_latency_s"), predicted.get("time_unit", "s")),
+            *([_per_image(inference, unit)] if "inference_latency_s" in shown else []),
         )
     out.print(table)
     if not rows:

@@ -333,7 +333,13 @@ def _print_result(data: dict[str, Any]) -> None:
     from nasmlcn.cli._best import print_measured, why_none_feasible
     from nasmlcn.hardware import format_bytes
     from nasmlcn.search import describe_counts
-    from nasmlcn.study import format_seconds, metric_heading, predicted_on
+    from nasmlcn.study import (
+        format_seconds,
+        metric_cell,
+        metric_heading,
+        predicted_on,
+        shown_predictions,
+    )
 
     names = data["metric_names"]
     multi = len(names) > 1
@@ -357,10 +363,13 @@ def _print_result(data: dict[str, Any]) -> None:
     table = Table(title=f"{title} of {data['study']} ({shown})")
     devices = data["config"].get("devices")
     on = predicted_on(devices)
-    heads = (
+    extra = shown_predictions(names)  # a predicted column that is no objective already
+    heads = [
         "#", "lane mix", *(metric_heading(n, devices) for n in names), "lanes",
-        f"training step ({on})", f"memory ({on})", "imbalance",
-    )  # fmt: skip
+        *([f"training step ({on})"] if "latency_s" in extra else []),
+        *([f"memory ({on})"] if "memory_MiB" in extra else []),
+        "imbalance",
+    ]  # fmt: skip
     for column in heads:
         table.add_column(
             column, overflow="fold", justify="left" if column == "lane mix" else "right"
@@ -368,13 +377,18 @@ def _print_result(data: dict[str, Any]) -> None:
     for best in data["best"]:
         values = best["values"] or {}
         predicted = best["predicted"]
+        unit = predicted.get("time_unit", "s")
         table.add_row(
             str(best["number"]),
             best["lane_mix"] or best["lanes"] or "",
-            *(f"{values.get(n, float('nan')):.4g}" for n in names),
+            *(metric_cell(n, values.get(n), unit) for n in names),
             str(best["num_lanes"]),
-            format_seconds(predicted.get("latency", 0), predicted.get("time_unit", "s")),
-            format_bytes(predicted.get("peak_memory_bytes", 0)),
+            *([format_seconds(predicted.get("latency", 0), unit)] if "latency_s" in extra else []),
+            *(
+                [format_bytes(predicted.get("peak_memory_bytes", 0))]
+                if "memory_MiB" in extra
+                else []
+            ),
             f"{predicted.get('imbalance', 0):.1%}",
         )
     out.print(table)

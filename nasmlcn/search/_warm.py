@@ -117,13 +117,19 @@ def load_source(setup: SearchSetup, name: str, url: str | None) -> optuna.Study:
         SearchError: It cannot warm-start this search (one line, naming why).
     """
     config = setup.config
+    where = (
+        f"looked in {option('warm_start_storage')}"
+        if url
+        else f"looked in this search's {option('storage')}; give "
+        f"{option('warm_start_storage')} URL where the earlier study is"
+    )
     url = url or config.storage
     if name == config.study_name() and url == config.storage:
         raise SearchError(f"{WS} {name!r} is this search's own study; name an earlier one")
     try:
         source = load_existing_study(name, url)
     except NasmlcnError as err:
-        raise SearchError(f"{WS} {name!r}: {err}") from None
+        raise SearchError(f"{WS} {name!r}: {err} ({where})") from None
     info = study_info(source)
     space = info.get("space")
     if not isinstance(space, Mapping):

@@ -66,8 +66,10 @@ from nasmlcn.study._labels import (
     format_measured,
     format_seconds,
     measured_heading,
+    metric_cell,
     metric_heading,
     predicted_on,
+    shown_predictions,
 )
 from nasmlcn.study._lock import hold
 from nasmlcn.study._recovery import fail_stale_trials, retry
@@ -135,6 +137,7 @@ __all__ = [
     "hold",
     "load_existing_study",
     "measured_heading",
+    "metric_cell",
     "metric_heading",
     "metric_names",
     "open_storage",
@@ -148,6 +151,7 @@ __all__ = [
     "search_dataset",
     "set_constraint",
     "set_study_system_attrs",
+    "shown_predictions",
     "sqlite_path",
     "storage_of",
     "store_retrained",

@@ -54,6 +54,20 @@ def format_seconds(value: Any, unit: str = "s") -> str:
     return f"{value * 1e3:.3g} ms" if abs(value) < 1 else f"{value:.3g} s"
 
 
+def metric_cell(name: str, value: Any, unit: str = "s") -> str:
+    """A table cell of objective ``name``: times (``*_s``) as :func:`format_seconds`
+    writes every other time column (``2.54 ms``), others to 4 significant digits."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
+        return "-"
+    return format_seconds(value, unit) if name.endswith("_s") else f"{value:.4g}"
+
+
+def shown_predictions(names: Iterable[str]) -> set[str]:
+    """The predicted columns (``latency_s``, ``memory_MiB``, ``inference_latency_s``)
+    a table of objectives ``names`` shows beside them: those not already objectives."""
+    return {"latency_s", "memory_MiB", "inference_latency_s"} - set(names)
+
+
 def format_measured(measured: Mapping[str, Any], *, device: bool = True) -> str:
     """A measured inference latency with its spread and device:
     ``2.54 ms (IQR 2.41-2.70 ms) on cpu``; ``-`` where nothing was measured.

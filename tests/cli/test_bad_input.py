@@ -208,6 +208,11 @@ def test_a_bad_sweep_value_is_refused_before_the_first_study(tmp_path: Path) -> 
         ),
         (("--pruner", "halving", "--epochs", "1"), "--pruner halving needs --epochs >= 2"),
         (
+            ("--warm-start", "o1"),
+            "(looked in this search's --storage; give --warm-start-storage URL where the "
+            "earlier study is)",
+        ),
+        (
             ("--halving-rate", "2"),
             "--halving-rate 2 sets the rungs of --pruner halving, but the pruner is "
             "'correlation'; add --pruner halving or drop --halving-rate",
@@ -220,6 +225,7 @@ def test_a_bad_sweep_value_is_refused_before_the_first_study(tmp_path: Path) -> 
         "warm-start",
         "halving-without-pruning",
         "halving-at-one-epoch",
+        "warm-start-elsewhere",
         "halving-rate-without-halving",
     ],
 )

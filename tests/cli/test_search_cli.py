@@ -3,6 +3,7 @@ search in a fresh ``python -m nasmlcn`` process, the others in this one)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from collections.abc import Callable
@@ -127,6 +128,22 @@ def test_a_latency_budget_that_excludes_every_model_says_so(tmp_path: Path) -> N
     best = run_cli("best", "--storage", f"sqlite:///{db}")
     assert best.returncode == 0, best.stderr
     assert "none of the 3 completed trials meets --latency-budget 1e-09 s" in best.stdout
+
+
+def test_objectives_are_shown_once_times_in_ms(tmp_path: Path) -> None:
+    """A memory or latency objective is not shown again as a predicted column beside
+    it, and a time objective is in ms as the other time columns."""
+    db = tmp_path / "s.db"
+    args = ("--trials", "3", "--objectives", "accuracy,latency,memory", "--sampler", "nsga2")
+    result = _search(db, *args, run=functools.partial(run_cli, env={"COLUMNS": "250"}))
+    assert result.returncode == 0, result.stderr
+    best = run_cli("best", "--storage", f"sqlite:///{db}", env={"COLUMNS": "250"})
+    for out in (result.stdout, best.stdout):
+        assert "memory_MiB (predicted on 2xK80)" in out
+        assert "latency_s (predicted on 2xK80)" in out
+        assert "memory (predicted" not in out
+        assert "training step (predicted" not in out
+        assert " ms " in out.split("Pareto front", 1)[1]
 
 
 def test_no_prune_trains_every_trial_in_full(tmp_path: Path) -> None:
@@ -267,7 +284,8 @@ def test_inference_objective_in_a_proxy_search_and_best(tmp_path: Path) -> None:
     assert shown.returncode == 0, shown.stderr
     for label in (
         "inference_latency_s (predicted on 2xK80)",
-        "inference (predicted on 2xK80)",
+        "training step (predicted on 2xK80)",  # no objective here: shown beside
         "inference measured: nothing",  # the proxy measured nothing
     ):
         assert label in shown.stdout, label
+    assert "inference (predicted on 2xK80)" not in shown.stdout  # the objective already
