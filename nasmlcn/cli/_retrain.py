@@ -72,6 +72,12 @@ def retrain(
     resume: bool = typer.Option(
         False, "--resume", help="Continue the checkpoints already in --out's run folders."
     ),
+    allow_proxy: bool = typer.Option(
+        False,
+        "--allow-proxy",
+        help="Retrain a study searched with the proxy evaluator (its accuracies are an "
+        "analytic stand-in, not measured; refused without this).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
 ) -> None:
@@ -99,6 +105,7 @@ def retrain(
         inference_batch_size=inference_batch,
         download=download,
         seed=seed,
+        allow_proxy=allow_proxy,
     )
     with RetrainProgress(err, quiet=quiet) as progress:
         report = retrain_study(study, url, options, observer=progress)
@@ -139,8 +146,10 @@ def _print_report(report: RetrainReport) -> None:
             *((m.device,) if on == "measured" else ()),
         )
     out.print(table)
+    for note in report.notes:
+        out.print(note, highlight=False)
     out.print(
-        f"weights: {report.out_dir}/trial-NNNN/checkpoint.pt (load: nasmlcn.training."
+        f"weights: {report.out_dir}/{report.run_folders}/checkpoint.pt (load: nasmlcn.training."
         f"load_model); stored on study {report.study}: see 'nasmlcn best', 'nasmlcn "
         "correlate' and 'nasmlcn export'",
         markup=False,

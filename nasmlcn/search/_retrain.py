@@ -87,6 +87,9 @@ class RetrainOptions:
             stay unseen). Another seed is another split: its training set may hold
             images the search validated on (their test images stay unseen). Run
             folders are then ``trial-0007-seed-1``, so seeds share an ``out_dir``.
+        allow_proxy: Retrain a study searched with the ``proxy`` evaluator (its
+            accuracies are an analytic stand-in, not measured: its "best" models are
+            chosen by made-up figures, so this is refused unless asked for).
     """
 
     pareto: bool = False
@@ -102,6 +105,7 @@ class RetrainOptions:
     inference_batch_size: int = INFERENCE_THROUGHPUT_BATCH
     download: bool = True
     seed: int | None = None
+    allow_proxy: bool = False
 
     def __post_init__(self) -> None:
         if self.pareto and self.top is not None:
@@ -154,11 +158,34 @@ def select_trials(study: optuna.Study, *, pareto: bool, top: int | None) -> list
     best trial of a single-objective study), or the ``top`` feasible completed
     trials by the first objective, best first. A trial that would train the same
     model as a better one (the same architecture and training settings: samplers
-    do propose a point twice) is skipped, so ``top`` K are K different models.
+    do propose a point twice) is skipped, so ``top`` K are K different models
+    (:func:`selection_notes` says which were skipped).
 
     Raises:
         SearchError: The study has no feasible completed trial.
     """
+    return _select(study, pareto, top)[0]
+
+
+def selection_notes(study: optuna.Study, options: RetrainOptions) -> list[str]:
+    """What the selection of ``options`` left out, in words: the trials skipped as
+    repeats of a better one, and fewer models than ``top`` asked for."""
+    chosen, skipped = _select(study, options.pareto, options.top)
+    notes = [
+        f"trial {n} skipped: the same model and training as trial {same}" for n, same in skipped
+    ]
+    if options.top is not None and len(chosen) < options.top:
+        notes.append(
+            f"{len(chosen)} of the top {options.top}: the study has {len(chosen)} different "
+            "feasible completed model(s)"
+        )
+    return notes
+
+
+def _select(
+    study: optuna.Study, pareto: bool, top: int | None
+) -> tuple[list[FrozenTrial], list[tuple[int, int]]]:
+    """The chosen trials and the skipped ones, each with the trial it repeats."""
     from optuna.trial import TrialState
 
     from nasmlcn.search._results import best_trials, is_feasible, rank_key
@@ -173,11 +200,12 @@ def select_trials(study: optuna.Study, *, pareto: bool, top: int | None) -> list
         ]
         ranked = sorted(done, key=lambda t: rank_key(study, t))
     chosen: list[FrozenTrial] = []
+    skipped: list[tuple[int, int]] = []
     seen: dict[str, int] = {}
     for trial in ranked:
         key = _model_key(trial)
         if key is not None and key in seen:
-            logger.info("trial %d skipped: the same model as trial %d", trial.number, seen[key])
+            skipped.append((trial.number, seen[key]))
             continue
         if key is not None:
             seen[key] = trial.number
@@ -189,7 +217,7 @@ def select_trials(study: optuna.Study, *, pareto: bool, top: int | None) -> list
             f"study {study.study_name!r} has no completed feasible trial to retrain "
             "(run or continue the search first)"
         )
-    return chosen
+    return chosen, skipped
 
 
 def _model_key(trial: FrozenTrial) -> str | None:
@@ -222,6 +250,12 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
 
     info = study_info(study)
     config = info.get("config") or {}
+    if config.get("evaluator") == "proxy" and not options.allow_proxy:
+        raise SearchError(
+            f"study {study.study_name!r} was searched with the proxy evaluator: its "
+            "accuracies are an analytic stand-in, nothing was trained, so its best models "
+            "were chosen by made-up figures; retrain them anyway with ‹allow_proxy›"
+        )
     search_data = config.get("dataset") or "fashion-mnist"
     dataset = options.dataset or search_data
     info_dataset = DATASETS.get(dataset)  # an unknown name fails here, before any work
@@ -321,6 +355,13 @@ class RetrainReport:
     dataset: str
     out_dir: str
     models: tuple[RetrainedModel, ...]
+    notes: tuple[str, ...] = ()  # what the selection left out (selection_notes)
+    seed: int | None = None  # --seed: the run folders are trial-NNNN-seed-S
+
+    @property
+    def run_folders(self) -> str:
+        """The run folders' name pattern (``trial-NNNN``, ``trial-NNNN-seed-1``)."""
+        return run_folder(0, self.seed).replace("0000", "NNNN")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -329,6 +370,8 @@ class RetrainReport:
             "dataset": self.dataset,
             "out_dir": self.out_dir,
             "models": [m.to_dict() for m in self.models],
+            "notes": list(self.notes),
+            "seed": self.seed,
         }
 
 
@@ -371,6 +414,8 @@ def retrain_study(
         targets[0].dataset,
         options.out_dir,
         tuple(done),
+        tuple(selection_notes(readable, options)),
+        options.seed,
     )
     watcher.on_end(writable, report)
     return report

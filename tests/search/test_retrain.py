@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -237,7 +238,7 @@ def test_pareto_on_a_single_objective_study_is_its_best_trial(
     report = retrain_study(
         "s",
         proxy.storage,
-        RetrainOptions(pareto=True, out_dir=str(tmp_path), **PARETO_TINY),
+        RetrainOptions(pareto=True, out_dir=str(tmp_path), allow_proxy=True, **PARETO_TINY),
     )
     assert [m.number for m in report.models] == _ranked(study)[:1]
 
@@ -245,7 +246,7 @@ def test_pareto_on_a_single_objective_study_is_its_best_trial(
 def test_top_k_are_k_different_models(proxy: SearchConfig, tmp_path: Path) -> None:
     from optuna.trial import create_trial
 
-    from nasmlcn.search._retrain import plan_retrain
+    from nasmlcn.search._retrain import plan_retrain, selection_notes
 
     url = f"sqlite:///{tmp_path / 'copy.db'}"
     optuna.copy_study(
@@ -267,8 +268,17 @@ def test_top_k_are_k_different_models(proxy: SearchConfig, tmp_path: Path) -> No
     )
     copy = study.trials[-1].number
     assert _ranked(study)[:3] == [first, copy, second]
-    targets = plan_retrain(study, RetrainOptions(top=2, out_dir=str(tmp_path / "r")))
+    options = RetrainOptions(top=2, out_dir=str(tmp_path / "r"), allow_proxy=True)
+    targets = plan_retrain(study, options)
     assert [t.number for t in targets] == [first, second]
+    # and it says so: the repeat skipped, by name
+    assert selection_notes(study, options) == [
+        f"trial {copy} skipped: the same model and training as trial {first}"
+    ]
+    many = replace(options, top=len(study.trials) + 5)
+    assert selection_notes(study, many)[-1].startswith(
+        f"{len(study.trials) - 1} of the top {len(study.trials) + 5}: the study has "
+    )
 
 
 @pytest.mark.parametrize(
@@ -300,7 +310,9 @@ def test_refusals_leave_the_study_and_the_run_folder_untouched(
     before = _attrs(proxy)
     with pytest.raises(UnknownNameError, match="nope"):
         retrain_study(
-            "s", proxy.storage, RetrainOptions(top=1, dataset="nope", out_dir=str(tmp_path / "x"))
+            "s",
+            proxy.storage,
+            RetrainOptions(top=1, dataset="nope", out_dir=str(tmp_path / "x"), allow_proxy=True),
         )
     assert not (tmp_path / "x").exists()
     best = _ranked(load_existing_study("s", proxy.storage))[0]
@@ -308,8 +320,17 @@ def test_refusals_leave_the_study_and_the_run_folder_untouched(
     taken.mkdir(parents=True)
     (taken / "checkpoint.pt").write_bytes(b"mine")
     with pytest.raises(CheckpointError, match="already holds a checkpoint"):
-        retrain_study("s", proxy.storage, RetrainOptions(top=1, out_dir=str(tmp_path / "taken")))
+        retrain_study(
+            "s",
+            proxy.storage,
+            RetrainOptions(top=1, out_dir=str(tmp_path / "taken"), allow_proxy=True),
+        )
     assert (taken / "checkpoint.pt").read_bytes() == b"mine"
+    # a proxy study's "best" were chosen by made-up figures: refused unless asked
+    with pytest.raises(SearchError, match="searched with the proxy evaluator") as err:
+        retrain_study("s", proxy.storage, RetrainOptions(top=1, out_dir=str(tmp_path / "p")))
+    assert "--allow-proxy" in err.value.for_cli()
+    assert not (tmp_path / "p").exists()
     assert _attrs(proxy) == before
 
 
@@ -373,3 +394,14 @@ def test_retrained_correlations_pair_each_curve_with_its_own_trial() -> None:
     expected = np.corrcoef([0.1, 0.3, 0.5], [0.2, 0.5, 0.95])[0, 1]
     assert rows[0].pearson == pytest.approx(expected)
     assert math.isnan(retrained_correlations({1: [0.5]}, [_model(1, 0.2)])[0].pearson)
+
+
+def test_the_report_names_the_run_folders_it_wrote() -> None:
+    from nasmlcn.search import RetrainReport
+    from nasmlcn.search._retrain import run_folder
+
+    plain = RetrainReport("s", "top 1", "synthetic", "out", ())
+    seeded = replace(plain, seed=1)
+    assert plain.run_folders == "trial-NNNN"
+    assert seeded.run_folders == "trial-NNNN-seed-1"
+    assert run_folder(7, 1) == "trial-0007-seed-1"  # the folder that pattern names
