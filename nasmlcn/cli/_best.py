@@ -77,6 +77,7 @@ def best(
             artifacts=str(artifacts) if artifacts else None,
             trial=trial_number,
         ).to_dict()
+    config = study_info(loaded).get("config") or {}
     if as_json:
         print(
             json.dumps(
@@ -86,6 +87,8 @@ def best(
                     "metric_names": names,
                     "directions": [d.name.lower() for d in loaded.directions],
                     "n_trials": len(loaded.trials),
+                    "evaluator": config.get("evaluator"),
+                    "accuracy_is_proxy": config.get("evaluator") == "proxy",
                     "best": rows,
                     "exported_arch": str(export_arch) if export_arch else None,
                     "exported": exported,
@@ -94,8 +97,9 @@ def best(
             )
         )
         return
-    config = study_info(loaded).get("config") or {}
     _print_best(loaded.study_name, names, rows, len(loaded.directions) > 1, config.get("devices"))
+    if config.get("evaluator") == "proxy":
+        out.print(PROXY_NOTE, highlight=False)
     if not rows:
         from optuna.trial import TrialState
 
@@ -116,6 +120,13 @@ def best(
             markup=False,
             soft_wrap=True,
         )
+
+
+PROXY_NOTE = (
+    "[yellow]proxy evaluator: these accuracies are an analytic stand-in, nothing was "
+    "trained[/] (search with --evaluator train for measured ones)"
+)
+"""What every table of a proxy study says under it."""
 
 
 def why_none_feasible(completed: int, latency_budget: float | None) -> str:

@@ -322,6 +322,8 @@ def _run_one(config: Any, *, as_json: bool, quiet: bool, pool: dict[str, Any]) -
                 result = run(config, progress)
     data = result.to_dict()
     data["config"] = config.to_dict()
+    # the proxy's accuracies are an analytic stand-in: every output says so
+    data["accuracy_is_proxy"] = config.evaluator == "proxy"
     if not as_json:
         _print_result(data)
     return data
@@ -330,7 +332,7 @@ def _run_one(config: Any, *, as_json: bool, quiet: bool, pool: dict[str, Any]) -
 def _print_result(data: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from nasmlcn.cli._best import print_measured, why_none_feasible
+    from nasmlcn.cli._best import PROXY_NOTE, print_measured, why_none_feasible
     from nasmlcn.hardware import format_bytes
     from nasmlcn.search import describe_counts
     from nasmlcn.study import (
@@ -392,6 +394,8 @@ def _print_result(data: dict[str, Any]) -> None:
             f"{predicted.get('imbalance', 0):.1%}",
         )
     out.print(table)
+    if data["config"].get("evaluator") == "proxy":
+        out.print(PROXY_NOTE, highlight=False)
     if not data["best"]:
         out.print(
             why_none_feasible(data["completed"], data["config"].get("latency_budget")),

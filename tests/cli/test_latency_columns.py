@@ -73,6 +73,7 @@ def test_the_spread_is_recorded_with_the_measured_figure(searched: _Searched) ->
 
 def test_search_summary_keeps_predicted_and_measured_apart(searched: _Searched) -> None:
     out = searched.result.stdout
+    assert "proxy evaluator" not in out  # trained for real: no stand-in note
     predicted = _section(out, "Pareto front of", "measured where trained")
     measured = _section(out, "measured where trained, not on 2xK80", "pruning")
     # every predicted figure names the pool; none of them is a measurement

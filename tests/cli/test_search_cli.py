@@ -289,3 +289,28 @@ def test_inference_objective_in_a_proxy_search_and_best(tmp_path: Path) -> None:
     ):
         assert label in shown.stdout, label
     assert "inference (predicted on 2xK80)" not in shown.stdout  # the objective already
+
+
+def test_a_proxy_result_says_so_in_every_output(tmp_path: Path) -> None:
+    """The summary, best (table and --json), and trials.csv name the proxy: its
+    accuracies were never trained for."""
+    import csv
+
+    db = tmp_path / "s.db"
+    text = _search(db, "--trials", "3", "-q")
+    assert text.returncode == 0, text.stderr
+    assert "proxy evaluator: these accuracies are an analytic stand-in" in text.stdout
+    as_json = json.loads(_search(db, "--trials", "3", "--json", "-q").stdout)
+    assert as_json["accuracy_is_proxy"] is True
+    url = f"sqlite:///{db}"
+    best = run_cli("best", "--storage", url)
+    assert "proxy evaluator: these accuracies are an analytic stand-in" in best.stdout
+    best_json = json.loads(run_cli("best", "--storage", url, "--json").stdout)
+    assert best_json["accuracy_is_proxy"] is True
+    assert best_json["evaluator"] == "proxy"
+    exported = run_cli("export", "--storage", url, "--out", str(tmp_path / "r"), "--format", "csv")
+    assert exported.returncode == 0, exported.stderr
+    with (tmp_path / "r" / "trials.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert rows
+    assert {row["evaluator"] for row in rows} == {"proxy"}

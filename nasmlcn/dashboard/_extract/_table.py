@@ -29,7 +29,7 @@ def trial_table(data: StudyData) -> tuple[list[str], list[dict[str, Any]]]:
     param_names = sorted({k for r in data.rows for k in r.params})
     epochs = max((len(r.accuracy_per_epoch) for r in data.rows), default=0)
     columns = [
-        "number", "state", "feasible", "pareto", *data.metric_names,
+        "number", "state", "evaluator", "feasible", "pareto", *data.metric_names,
         *(f"constraint:{c}" for c in constraint_names),
         *(f"param:{p}" for p in param_names),
         "num_lanes", "lane_mix", "lanes",
@@ -45,6 +45,8 @@ def trial_table(data: StudyData) -> tuple[list[str], list[dict[str, Any]]]:
         row: dict[str, Any] = {
             "number": r.number,
             "state": r.state,
+            # "proxy": every accuracy and training: figure is an analytic stand-in
+            "evaluator": _evaluator(data, training),
             "feasible": r.feasible,
             "pareto": r.pareto,
             "num_lanes": r.num_lanes,
@@ -74,6 +76,12 @@ def trial_table(data: StudyData) -> tuple[list[str], list[dict[str, Any]]]:
     return columns, rows
 
 
+def _evaluator(data: StudyData, training: dict[str, Any]) -> str | None:
+    """What produced a trial's accuracy: its own record, else the study's."""
+    config = data.info.get("config") or {}
+    return training.get("evaluator") or config.get("evaluator")
+
+
 def trial_records(data: StudyData) -> dict[str, Any]:
     """The whole study as one JSON-ready object (the JSON export): the study's
     nasmlcn attributes and every trial with all of its user attributes."""
@@ -87,6 +95,7 @@ def trial_records(data: StudyData) -> dict[str, Any]:
             {
                 "number": r.number,
                 "state": r.state,
+                "evaluator": _evaluator(data, r.attrs.get("training") or {}),
                 "values": (
                     dict(zip(data.metric_names, r.values, strict=False))
                     if r.values is not None
