@@ -88,6 +88,9 @@ class SearchResult:
     trial_counts: dict[str, int] = field(default_factory=dict)
     # --warm-start: what it did when it made the study (WarmStart.to_dict()), else None
     warm_start: dict[str, Any] | None = None
+    # the study's pruned trials, this run's and earlier runs' (``pruned`` in to_dict,
+    # so that it agrees with trial_counts); None: this run's only
+    study_pruned: list[dict[str, Any]] | None = None
 
     @property
     def failures(self) -> list[TrialOutcome]:
@@ -98,6 +101,12 @@ class SearchResult:
         return [t for t in self.run_trials if t.state == "PRUNED"]
 
     def to_dict(self) -> dict[str, Any]:
+        pruned = self.study_pruned
+        if pruned is None:
+            pruned = [
+                {"number": t.number, "reason": t.reason, "seconds_saved": t.seconds_saved}
+                for t in self.pruned
+            ]
         return {
             "study": self.study,
             "storage": self.storage,
@@ -113,11 +122,8 @@ class SearchResult:
             "mean_values": self.mean_values,
             "best": self.best,
             "failures": [{"number": t.number, "reason": t.reason} for t in self.failures],
-            "pruned": [
-                {"number": t.number, "reason": t.reason, "seconds_saved": t.seconds_saved}
-                for t in self.pruned
-            ],
-            "seconds_saved_by_pruning": sum(t.seconds_saved for t in self.pruned),
+            "pruned": pruned,
+            "seconds_saved_by_pruning": sum(p["seconds_saved"] for p in pruned),
             "correlation": self.correlation,
             "workers": self.workers,
             "errors": self.errors,

@@ -225,6 +225,26 @@ def trial_counts(study: optuna.Study) -> dict[str, int]:
     }
 
 
+def pruned_records(study: optuna.Study) -> list[dict[str, Any]]:
+    """Every pruned trial of the study (not only a run's): its number, why it was
+    pruned and the training time that saved, as ``search --json`` lists them."""
+    from optuna.trial import TrialState
+
+    from nasmlcn.study import TrialRecord
+
+    records = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,)):
+        record = TrialRecord.of(trial)
+        records.append(
+            {
+                "number": trial.number,
+                "reason": record.prune_reason,
+                "seconds_saved": record.seconds_saved or 0.0,
+            }
+        )
+    return records
+
+
 def describe_counts(counts: dict[str, int]) -> str:
     """``20 results: 18 complete, 2 pruned; 2 failed and queued again (not
     counted)``: what a summary's title says of :func:`trial_counts`."""

@@ -34,6 +34,7 @@ from nasmlcn.search._results import (
     best_trials,
     correlation_report,
     not_learning,
+    pruned_records,
     summarize,
     trial_counts,
 )
@@ -283,6 +284,7 @@ def summarize_study(study: optuna.Study, setup: SearchSetup, result: SearchResul
     config = setup.config
     result.n_trials = len(study.get_trials(deepcopy=False))
     result.trial_counts = trial_counts(study)
+    result.study_pruned = pruned_records(study)
     complete = [
         t.values for t in study.get_trials(deepcopy=False, states=(_state("COMPLETE"),)) if t.values
     ]

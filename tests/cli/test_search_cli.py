@@ -146,6 +146,16 @@ def test_objectives_are_shown_once_times_in_ms(tmp_path: Path) -> None:
         assert " ms " in out.split("Pareto front", 1)[1]
 
 
+def test_a_rerun_lists_the_study_s_pruned_trials_as_its_counts_do(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    first = json.loads(_search(db, *PRUNING, "--json", "-q").stdout)
+    assert first["pruned"], "12 trials of 4 epochs prune at least one"
+    again = json.loads(_search(db, *PRUNING, "--json", "-q").stdout)  # nothing left to run
+    assert again["run_trials"] == 0
+    assert len(again["pruned"]) == again["trial_counts"]["pruned"] == len(first["pruned"])
+    assert again["seconds_saved_by_pruning"] == pytest.approx(first["seconds_saved_by_pruning"])
+
+
 def test_no_prune_trains_every_trial_in_full(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     result = _search(db, *PRUNING, "--no-prune", "--json", "-q")
