@@ -351,6 +351,7 @@ def _print_result(data: dict[str, Any]) -> None:
     warm = data.get("warm_start")
     if warm:
         refit = sum(1 for seed in warm["seeds"] if seed["refits"])
+        rebuilt = [s["model"] for s in warm["seeds"] if (s.get("model") or {}).get("rebuilt")]
         data_note = (
             f"{warm['transferred']} of its trials added as data for the sampler"
             if warm["transferred"]
@@ -358,7 +359,10 @@ def _print_result(data: dict[str, Any]) -> None:
         )
         out.print(
             f"warm start from {warm['source']}: {len(warm['seeds'])} of its best "
-            f"architectures queued first ({refit} refit to these devices); {data_note}"
+            f"architectures queued first ({refit} with parameters refit to this space; "
+            f"{len(rebuilt)} rebuilt for these devices"
+            + "".join(f", {r['lanes_before']} lanes -> {r['lanes_after']}" for r in rebuilt[:3])
+            + f"); {data_note}"
         )
     counts = data.get("trial_counts")
     shown = describe_counts(counts) if counts else f"{data['n_trials']} trials"

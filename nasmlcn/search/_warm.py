@@ -57,6 +57,7 @@ from nasmlcn.study import (
 if TYPE_CHECKING:
     import optuna
     from optuna.distributions import BaseDistribution
+    from optuna.trial import FrozenTrial
 
     from nasmlcn.search._setup import SearchSetup
 
@@ -178,7 +179,15 @@ def warm_start(
             skipped.append(f"trial {trial.number}: the same parameters as an earlier seed")
             continue
         queued.append(params)
-        seeds.append({"trial": trial.number, "params": params, "refits": refits})
+        seeds.append(
+            {
+                "trial": trial.number,
+                "params": params,
+                "refits": refits,
+                # the model these devices build from it, against the earlier one
+                "model": _models(trial, setup, params),
+            }
+        )
     # data first: a trial added with ask/tell would otherwise take a queued seed
     for trial, candidate, plan, values in transfer:
         _add_transferred(study, setup, name, trial, candidate, plan, values, distributions)
@@ -221,7 +230,12 @@ def refit_params(
                 refits.append(f"{key}: {value!r} is not a choice here; left to the sampler")
             else:
                 out[key] = nearest
-                refits.append(f"{key}: {value} does not fit these devices; {nearest} instead")
+                why = (
+                    "is no lane of this space"
+                    if _outside_space(value, setup)
+                    else ("does not fit these devices")
+                )
+                refits.append(f"{key}: {value} {why}; {nearest} instead")
         elif isinstance(dist, (FloatDistribution, IntDistribution)):
             number = float(value)
             clipped = min(max(number, dist.low), dist.high)
@@ -235,6 +249,19 @@ def refit_params(
         else:  # pragma: no cover - spaces use the three kinds above
             refits.append(f"{key}: unsupported distribution; left to the sampler")
     return out, refits
+
+
+def _outside_space(value: Any, setup: SearchSetup) -> bool:
+    """Whether lane ``value`` lies outside the space's lane types, widths and depths
+    (the space excludes it; otherwise the devices do)."""
+    from nasmlcn.specs import parse_lanes
+
+    lanes = getattr(setup.space, "all_lanes", None)
+    try:
+        (lane,) = parse_lanes(str(value))
+    except Exception:
+        return False
+    return lanes is not None and lane not in lanes
 
 
 def _nearest_lane(value: Any, choices: Sequence[Any], setup: SearchSetup) -> Any | None:
@@ -315,6 +342,24 @@ def _transferable(
         )
         return [], why, differently
     return out, None, differently
+
+
+def _models(trial: FrozenTrial, setup: SearchSetup, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The earlier trial's model and the one the new study builds from ``params``
+    (None: none fits yet, the sampler may fill in parameters the space added): their
+    lanes and lane counts, and whether they differ (``rebuilt``)."""
+    from nasmlcn.specs import arch_from_dict
+
+    before = arch_from_dict(TrialRecord.of(trial).arch) if TrialRecord.of(trial).arch else None
+    candidate, _ = _build(setup, params)
+    after = None if candidate is None else candidate.spec
+    return {
+        "before": None if before is None else before.describe(),
+        "after": None if after is None else after.describe(),
+        "lanes_before": getattr(before, "num_lanes", None),
+        "lanes_after": getattr(after, "num_lanes", None),
+        "rebuilt": after is not None and (before is None or after.to_dict() != before.to_dict()),
+    }
 
 
 def _build(setup: SearchSetup, params: Mapping[str, Any]) -> tuple[Any, Any]:

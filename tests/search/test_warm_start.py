@@ -48,6 +48,10 @@ def test_another_device_pool_gets_the_best_architectures_refit_first(
         (t for t in _trials(earlier, "earlier") if t.state == TrialState.COMPLETE),
         key=lambda t: -t.values[0],
     )[:3]
+
+    def source_lanes(number: int) -> list:
+        return _trials(earlier, "earlier")[number].user_attrs["arch"]["lanes"]
+
     config = earlier.with_overrides(
         study="bigger", devices="4xK80", warm_start="earlier", warm_start_top=3, trials=6
     )
@@ -65,6 +69,11 @@ def test_another_device_pool_gets_the_best_architectures_refit_first(
         # ... built into the new devices' buckets: a model for 4 devices, not 2
         assert len(set(trial.user_attrs["plan"]["assignment"])) == 4
         assert trial.user_attrs["arch"] != source.user_attrs["arch"]
+    # ... and the warm start says so: every seed rebuilt, its lanes before and after
+    for seed, trial in zip(warm["seeds"], trials[:3], strict=True):
+        assert seed["model"]["rebuilt"] is True
+        assert seed["model"]["lanes_before"] == len(source_lanes(seed["trial"]))
+        assert seed["model"]["lanes_after"] == len(trial.user_attrs["arch"]["lanes"])
     assert not any("warm_start" in t.user_attrs for t in trials[3:])
     assert result.trial_counts["results"] == 6
 
@@ -84,6 +93,24 @@ def test_lanes_the_new_devices_cannot_hold_are_refit_to_ones_they_can(tmp_path: 
     assert all(
         t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in _trials(config, "small")
     )
+
+
+def test_a_lane_the_edited_space_excludes_is_blamed_on_the_space(tmp_path: Path) -> None:
+    """Not on the devices, which hold it (a new user's finding)."""
+    from tests.conftest import ROOT
+
+    run_search(_source(tmp_path))
+    text = (ROOT / "search_spaces" / "mlcn-buckets.toml").read_text()
+    edited = tmp_path / "mlcn1-only.toml"
+    edited.write_text(text.replace('lane_types = ["mlcn1", "mlcn2"]', 'lane_types = ["mlcn1"]'))
+    config = _source(tmp_path, study="edited", space=str(edited), warm_start="earlier", trials=5)
+    warm = run_search(config).warm_start
+    assert warm is not None
+    refits = [r for s in warm["seeds"] for r in s["refits"]]
+    outside = [r for r in refits if "mlcn2" in r.split(";")[0]]
+    assert outside, refits  # the earlier best used mlcn2 lanes
+    assert all("is no lane of this space" in r for r in outside), outside
+    assert not any("does not fit these devices" in r for r in outside)
 
 
 def test_matching_trials_become_data_and_do_not_count_toward_trials(
@@ -168,3 +195,20 @@ def test_the_cli_refuses_in_one_line(earlier: SearchConfig) -> None:
     assert "earlier" in lines[0]
     assert "did you mean 'new'" not in lines[0]  # refused before the study was made
     assert "Traceback" not in result.stderr
+
+
+def test_the_summary_says_the_seeds_were_rebuilt_for_the_new_devices(
+    earlier: SearchConfig,
+) -> None:
+    """Not "0 refit" when every seed's model was rebuilt (a new user's finding)."""
+    result = run_cli(
+        "search", "--evaluator", "proxy", "--devices", "4xK80", "--mem", "12GB",
+        "--flops", "0.25x", "--trials", "3", "--storage", earlier.storage,
+        "--study", "bigger", "--warm-start", "earlier", "--warm-start-top", "2",
+        "--no-prune", "--epochs", "2", "--sampler", "random",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "2 of its best architectures queued first (0 with parameters refit" in text
+    assert "2 rebuilt for these devices" in text
+    assert " lanes -> " in text
