@@ -57,7 +57,7 @@ def one_seed(base: SearchConfig, seed: int) -> dict[str, Any]:
     live = load_existing_study(pruned.study, base.storage)
     front = sorted(t.number for t in study.best_trials)
     live_front = sorted(t.number for t in live.best_trials)
-    trials = finished_for_pruning(study, cost_objectives(reference))
+    trials = finished_for_pruning(study, cost_objectives(reference), repeats=True)
     numbers = [t.number for t in study.trials if t.state.name == "COMPLETE" and t.values]
     assert len(numbers) == len(trials), "every reference trial is finished and trained"
     pruner = CorrelationPruner(base.prune_threshold, base.prune_percentile, base.prune_min_trials)

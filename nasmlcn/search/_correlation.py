@@ -136,11 +136,14 @@ class FinishedTrial:
         feasible: Whether it meets every constraint (an infeasible trial can be on
             no front, so it is nobody's rival; its curve still counts for the
             correlation gate).
+        repeat_of: The trial whose result it took (a repeat, search/_repeats.py):
+            what a replay needs to know; the live pruner never sees repeats.
     """
 
     curve: tuple[float, ...]
     costs: Mapping[str, float] = field(default_factory=dict)
     feasible: bool = True
+    repeat_of: int | None = None
 
     def costs_no_more_than(self, costs: Mapping[str, float]) -> bool:
         """Whether this trial costs no more than ``costs`` in every cost objective."""
@@ -244,7 +247,11 @@ def replay_pruning(
     the same architectures does.
 
     Args:
-        trials: Every trial of the study, in trial order, fully trained.
+        trials: Every trial of the study, in trial order, fully trained (a repeat,
+            ``repeat_of`` its original's position, is kept when its original is:
+            the search takes the result of a completed model; it trains it again
+            when the model's trial was pruned). Positions are trial numbers when the
+            list holds every trial from 0.
         pruner: The rule.
         ignore_costs: Compare every trial with all finished ones (the rule before
             rivals, kept for comparison).
@@ -254,7 +261,11 @@ def replay_pruning(
     """
     kept: list[FinishedTrial] = []
     out: list[int | None] = []
-    for trial in trials:
+    pruned: set[int] = set()  # positions the replay pruned
+    for position, trial in enumerate(trials):
+        if trial.repeat_of is not None and trial.repeat_of not in pruned:
+            out.append(None)  # took its completed original's result: nothing to prune
+            continue
         costs = {} if ignore_costs else trial.costs
         reference = [FinishedTrial(f.curve) for f in kept] if ignore_costs else kept
         stopped = None
@@ -265,6 +276,8 @@ def replay_pruning(
         out.append(stopped)
         if stopped is None:
             kept.append(trial)
+        else:
+            pruned.add(position)
     return out
 
 

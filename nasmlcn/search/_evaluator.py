@@ -31,9 +31,13 @@ class EvalRequest:
 
     Attributes:
         spec: The model.
-        trial: Trial number (seeds training together with ``seed``; a retried trial
-            gives the number of the trial it retries, so it trains identically).
+        trial: Trial number (a retried trial gives the number of the trial it
+            retries).
         seed: The search's seed.
+        model_seed: Seeds training together with ``seed``: drawn from the model and
+            its training settings (:func:`nasmlcn.search._repeats.training_seed`), so
+            that one model trains identically in every trial that proposes it; None:
+            the trial number does. Use :attr:`training_seed`.
         epochs: Epochs to train.
         batch_size: Training batch size.
         lr: Initial learning rate.
@@ -62,6 +66,13 @@ class EvalRequest:
     checkpoint_path: str | None = None
     resume: bool = False
     should_stop: Callable[[], str | None] | None = field(default=None, compare=False, repr=False)
+    model_seed: int | None = None
+
+    @property
+    def training_seed(self) -> int:
+        """The seed of this training (from ``seed`` and the model, else the trial)."""
+        own = self.trial if self.model_seed is None else self.model_seed
+        return (self.seed * 1_000_003 + own) % 2**31
 
 
 @dataclass(frozen=True)

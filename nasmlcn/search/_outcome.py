@@ -27,6 +27,8 @@ class TrialOutcome:
         queued_again_as: For a FAIL queued again (Ctrl-C, SIGTERM, the search's
             ``--timeout``), the number of its WAITING copy, which the next run
             takes; None otherwise. A FAIL never counts toward ``--trials``.
+        repeat_of: A repeat (:mod:`nasmlcn.search._repeats`): the trial whose
+            result it took, untrained; it does not count toward ``--trials``.
     """
 
     number: int
@@ -39,6 +41,7 @@ class TrialOutcome:
     timings: dict[str, float] = field(default_factory=dict, compare=False)
     retry_of: int | None = None
     queued_again_as: int | None = None
+    repeat_of: int | None = None  # took this trial's result (search/_repeats.py)
 
 
 @dataclass(frozen=True)

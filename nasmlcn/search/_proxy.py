@@ -71,7 +71,7 @@ class ProxyEvaluator:
     def evaluate(self, request: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
         start = time.perf_counter()
         final = proxy_accuracy(request.spec, request.batch_size)
-        rng = _rng(request.spec, 1 + request.trial)
+        rng = _rng(request.spec, 1 + request.training_seed)
         curve: list[float] = []
         for epoch in range(1, request.epochs + 1):
             progress = 1.0 - 0.3 * 0.55 ** (epoch - 1)

@@ -110,18 +110,25 @@ def summarize(
 
 def best_trials(study: optuna.Study, top: int = 5) -> list[FrozenTrial]:
     """Single objective: the ``top`` feasible completed trials, best first.
-    Several objectives: the feasible Pareto front (Optuna's), best first objective first."""
+    Several objectives: the feasible Pareto front (Optuna's), best first objective first.
+    A repeat is left out: its original, the same model with the same result, is in."""
     from optuna.trial import TrialState
 
     if len(study.directions) > 1:
-        front = study.best_trials
+        front = [t for t in study.best_trials if not _is_repeat(t)]  # each model once
         return sorted(front, key=lambda t: rank_key(study, t))
     done = [
         t
         for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if is_feasible(t) and t.values is not None
+        if is_feasible(t) and t.values is not None and not _is_repeat(t)
     ]
     return sorted(done, key=lambda t: rank_key(study, t))[:top]
+
+
+def _is_repeat(trial: FrozenTrial) -> bool:
+    """A repeat took its original's result (search/_repeats.py): the original stands
+    for the model in every answer."""
+    return TrialRecord.of(trial).repeat_of is not None
 
 
 def rank_key(study: optuna.Study, trial: FrozenTrial) -> tuple[float, int]:
@@ -139,9 +146,9 @@ def completed_curves(study: optuna.Study) -> list[list[float]]:
 
     curves = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        curve = TrialRecord.of(t).accuracy_per_epoch
-        if curve:
-            curves.append(curve)
+        record = TrialRecord.of(t)
+        if record.accuracy_per_epoch and record.repeat_of is None:  # each model once
+            curves.append(record.accuracy_per_epoch)
     return curves
 
 
@@ -150,6 +157,7 @@ def finished_for_pruning(
     cost_objectives: Sequence[tuple[str, int, bool]],
     *,
     with_pruned: bool = False,
+    repeats: bool = False,
 ) -> list[FinishedTrial]:
     """The completed trials as the pruner compares with them, in trial order.
 
@@ -161,6 +169,8 @@ def finished_for_pruning(
         with_pruned: Also the pruned trials, with the epochs they ran and the costs
             they were pruned with (``pruning_costs``; successive halving compares
             at a rung with every trial that reached it).
+        repeats: Also the repeats (search/_repeats.py), marked: a replay of the
+            pruner needs them; the live pruner does not compare with a model twice.
     """
     from optuna.trial import TrialState
 
@@ -169,8 +179,8 @@ def finished_for_pruning(
     for t in study.get_trials(deepcopy=False, states=states):
         record = TrialRecord.of(t)
         curve = record.accuracy_per_epoch
-        if not curve:
-            continue
+        if not curve or (record.repeat_of is not None and not repeats):
+            continue  # a repeat is its original's model: no rival of its own
         if record.values is not None:
             costs = {
                 name: -record.values[i] if maximize else record.values[i]
@@ -182,7 +192,7 @@ def finished_for_pruning(
             if any(name not in stored for name, _, _ in cost_objectives):
                 continue  # its costs were never stored (an older study): not comparable
             costs = {name: float(stored[name]) for name, _, _ in cost_objectives}
-        out.append(FinishedTrial(tuple(curve), costs, record.feasible))
+        out.append(FinishedTrial(tuple(curve), costs, record.feasible, record.repeat_of))
     return out
 
 
@@ -213,9 +223,12 @@ def trial_counts(study: optuna.Study) -> dict[str, int]:
     complete, pruned = len(by_state[TrialState.COMPLETE]), len(by_state[TrialState.PRUNED])
     # added by a warm start as data (nasmlcn.search._warm): not toward --trials
     transferred = sum("transferred_from" in t.user_attrs for t in by_state[TrialState.COMPLETE])
+    # took an earlier trial's result (search/_repeats.py): counted, but trained nothing
+    repeats = sum(TrialRecord.of(t).repeat_of is not None for t in by_state[TrialState.COMPLETE])
     return {
         "results": complete + pruned - transferred,
         "transferred": transferred,
+        "repeats": repeats,
         "complete": complete,
         "pruned": pruned,
         "failed": len(by_state[TrialState.FAIL]),
@@ -248,10 +261,9 @@ def pruned_records(study: optuna.Study) -> list[dict[str, Any]]:
 def describe_counts(counts: dict[str, int]) -> str:
     """``20 results: 18 complete, 2 pruned; 2 failed and queued again (not
     counted)``: what a summary's title says of :func:`trial_counts`."""
+    complete = counts.get("complete", 0) - counts.get("transferred", 0)
     text = (
-        f"{counts.get('results', 0)} results: "
-        f"{counts.get('complete', 0) - counts.get('transferred', 0)} complete, "
-        f"{counts.get('pruned', 0)} pruned"
+        f"{counts.get('results', 0)} results: {complete} complete, {counts.get('pruned', 0)} pruned"
     )
     failed, retried = counts.get("failed", 0), counts.get("retried", 0)
     if failed:
@@ -267,6 +279,11 @@ def describe_counts(counts: dict[str, int]) -> str:
         text += f"; {counts['waiting']} queued to run"
     if counts.get("transferred"):
         text += f"; {counts['transferred']} more complete added by the warm start as data"
+    if counts.get("repeats"):
+        text += (
+            f"; {counts['repeats']} of the complete were repeats of models already trained "
+            "(their results taken, nothing trained)"
+        )
     return text
 
 

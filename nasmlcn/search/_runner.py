@@ -30,6 +30,7 @@ from nasmlcn.search._observer import Observers, SearchObserver
 from nasmlcn.search._open import open_search
 from nasmlcn.search._outcome import SearchResult, SearchStart, TrialOutcome
 from nasmlcn.search._pruners import PRUNERS, EpochPruner
+from nasmlcn.search._repeats import REPEATS_IN_A_ROW
 from nasmlcn.search._results import (
     best_trials,
     correlation_report,
@@ -201,7 +202,7 @@ def _run_search(
     workdir = tempfile.TemporaryDirectory(prefix="nasmlcn-trial-")
     poll = min(5.0, max(0.2, config.grace / 8))
     index = 0
-    failed_in_a_row = 0
+    failed_in_a_row = repeats_in_a_row = 0
     while True:
         if deadline is not None and time.perf_counter() >= deadline:
             result.stopped = "timeout"
@@ -270,8 +271,12 @@ def _run_search(
                 observer.on_trial_end(outcome)
             break
         failed_in_a_row = failed_in_a_row + 1 if outcome.state == "FAIL" else 0
+        repeats_in_a_row = repeats_in_a_row + 1 if outcome.repeat_of is not None else 0
         result.run_trials.append(outcome)
         observer.on_trial_end(outcome)
+        if repeats_in_a_row >= REPEATS_IN_A_ROW:  # nothing new to propose: say so, stop
+            result.stopped = "repeats"
+            break
     workdir.cleanup()
     summarize_study(study, setup, result)
     result.seconds = time.perf_counter() - started

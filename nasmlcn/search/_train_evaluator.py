@@ -186,7 +186,7 @@ class TrainEvaluator:
         check_training_memory(
             request.spec, batch, device, lane_devices=lanes, shared_by=self.shared_by
         )
-        seed = (request.seed * 1_000_003 + request.trial) % 2**31
+        seed = request.training_seed
         config = TrainConfig(
             epochs=request.epochs,
             batch_size=request.batch_size,

@@ -30,6 +30,7 @@ from nasmlcn.search._observer import SearchObserver
 from nasmlcn.search._open import versions
 from nasmlcn.search._outcome import TrialOutcome
 from nasmlcn.search._pruners import EpochPruner
+from nasmlcn.search._repeats import model_key, trained_original, training_seed
 from nasmlcn.search._results import finished_for_pruning
 from nasmlcn.search._setup import SearchSetup
 from nasmlcn.search.spaces import Candidate
@@ -39,7 +40,9 @@ from nasmlcn.study import (
     trial_id_of,
     write_ended_early,
     write_model,
+    write_model_key,
     write_plan,
+    write_repeat,
     write_traceback,
     write_training,
 )
@@ -47,6 +50,7 @@ from nasmlcn.training import TrainingStopped
 
 if TYPE_CHECKING:
     import optuna
+    from optuna.trial import FrozenTrial
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +110,7 @@ class TrialRun:
     timings: dict[str, float] = field(default_factory=dict)
     lanes: str = ""
     start: float = field(default_factory=time.perf_counter)
+    key: str | None = None  # the model's (search/_repeats.py), once built
 
     def __call__(self) -> TrialOutcome:
         """Builds, places, evaluates and tells the trial; how it ended."""
@@ -123,6 +128,11 @@ class TrialRun:
                 raise Ended("PRUNED", f"does not fit the devices: {candidate.reason}")
             evaluation: Evaluation | None = None
             if setup.needs_training:
+                self.key = model_key(candidate.spec, self._training_settings())
+                write_model_key(trial, self.key)
+                original = trained_original(study, self.key)
+                if original is not None:
+                    return self._repeat(original)
                 tick = time.perf_counter()
                 evaluation = self._evaluate(candidate, plan)
                 self.timings["evaluate"] = time.perf_counter() - tick
@@ -149,6 +159,39 @@ class TrialRun:
             trial.number, "COMPLETE", values, self.lanes, None, time.perf_counter() - self.start
         )
 
+    def _training_settings(self) -> dict[str, Any]:
+        """What the trained result depends on besides the model (its key's rest)."""
+        config, params = self.run.config, self.trial.params
+        return {
+            "evaluator": config.evaluator,
+            "dataset": config.dataset,
+            "train_limit": config.train_limit,
+            "val_limit": config.val_limit,
+            "seed": config.seed,
+            "epochs": config.epochs,
+            "batch_size": int(params.get("batch_size", config.batch_size)),
+            "lr": float(params.get("lr", 1e-3)),
+            "lr_policy": params.get("lr_policy"),
+            "batch_policy": str(params.get("batch_policy", "fixed")),
+        }
+
+    def _repeat(self, original: FrozenTrial) -> TrialOutcome:
+        """Takes ``original``'s result: the same model, trained alike (repeats.py)."""
+        trial, study = self.trial, self.run.study
+        assert original.values is not None
+        values = tuple(original.values)
+        write_repeat(trial, original)
+        study.tell(trial, list(values))
+        return TrialOutcome(
+            trial.number,
+            "COMPLETE",
+            values,
+            self.lanes,
+            None,
+            time.perf_counter() - self.start,
+            repeat_of=original.number,
+        )
+
     def _build_and_place(self) -> tuple[Candidate, Plan]:
         """The trial's architecture from its parameters, and its plan on the devices."""
         try:
@@ -162,6 +205,8 @@ class TrialRun:
             spec=candidate.spec,
             # a retry trains with its original's seeds, so resuming changes nothing
             trial=original_number(trial) if self.retried else trial.number,
+            # ... and so does every trial of one model (search/_repeats.py)
+            model_seed=training_seed(self.key) if self.key else None,
             seed=config.seed,
             epochs=config.epochs,
             batch_size=int(params.get("batch_size", config.batch_size)),

@@ -18,7 +18,10 @@ User attributes (version 1):
 - ``worker`` (``host:pid``), ``sampler_seed``;
 - ``checkpoint`` (artifact id and epoch of the last per-epoch checkpoint),
   ``weights`` (artifact id of the final weights), ``resumed_from_epoch``;
-- ``repairs``, ``repaired_lanes``.
+- ``repairs``, ``repaired_lanes``;
+- ``model_key`` (the model and its training settings, hashed: trials with one key
+  train the same model identically) and ``repeat_of`` (a trial that took an earlier
+  trial's result instead of training its model again).
 """
 
 from __future__ import annotations
@@ -84,6 +87,8 @@ class TrialRecord:
     repairs: list[str] = field(default_factory=list)
     repaired_lanes: int = 0
     retry_of: int | None = None
+    model_key: str | None = None
+    repeat_of: int | None = None
     version: int = 0
     attrs: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -131,6 +136,8 @@ class TrialRecord:
             resumed_from_epoch=int(resumed) if isinstance(resumed, int) else None,
             repairs=[str(r) for r in attrs.get("repairs") or ()],
             repaired_lanes=int(attrs.get("repaired_lanes") or 0),
+            model_key=attrs.get("model_key"),
+            repeat_of=attrs.get("repeat_of"),
             retry_of=int(retry_of) if isinstance(retry_of, int) else None,
             version=int(attrs.get(RECORD_VERSION_ATTR, 0)),
             attrs=attrs,
@@ -251,6 +258,22 @@ def write_training(trial: optuna.Trial, training: Mapping[str, Any], learning: f
     model that learned nothing stays in the study but off the front)."""
     trial.set_user_attr("training", dict(training))
     set_constraint(trial, LEARNING_CONSTRAINT, learning)
+
+
+def write_model_key(trial: optuna.Trial, key: str) -> None:
+    """The trial's model and training settings, hashed (:mod:`nasmlcn.search._repeats`)."""
+    trial.set_user_attr("model_key", key)
+
+
+def write_repeat(trial: optuna.Trial, original: FrozenTrial) -> None:
+    """The trial takes ``original``'s result: the same model, trained alike, already
+    measured; its training record is the original's, marked as a repeat."""
+    training = dict(original.user_attrs.get("training") or {})
+    trial.set_user_attr("training", {**training, "repeat_of": original.number})
+    trial.set_user_attr("repeat_of", original.number)
+    for key, value in original.system_attrs.items():
+        if key.startswith(CONSTRAINT_PREFIX):
+            set_constraint(trial, key[len(CONSTRAINT_PREFIX) :], value)
 
 
 def write_resumed(trial: optuna.Trial, epoch: int) -> None:

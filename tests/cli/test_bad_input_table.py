@@ -74,7 +74,8 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
             *("search", "--dataset", "synthetic", "--flops", "0.05x", "--devices", "1xK80"),
             *("--mem", "12GB", "--trials", "1", "--epochs", "1", "--train-limit", "40"),
             *("--val-limit", "20", "--batch-size", "20", "--run-on", "cpu", "--no-prune"),
-            *("--storage", trained, "--study", "t", "-q"),
+            # seed 2: its one trial learns (best --export needs a feasible trial)
+            *("--storage", trained, "--study", "t", "-q", "--seed", "2"),
         )
     )
     export = root / "export"

@@ -89,7 +89,7 @@ def test_the_rule_before_would_have_removed_front_trials_and_the_replay_is_the_l
     reference, pruned = latency_pair
     ref = load_existing_study("no-prune", reference.storage)
     live = load_existing_study("prune", pruned.storage)
-    trials = finished_for_pruning(ref, [(COST, 1, False)])
+    trials = finished_for_pruning(ref, [(COST, 1, False)], repeats=True)
     numbers = [t.number for t in ref.trials]
     assert len(trials) == len(numbers)
     pruner = CorrelationPruner(

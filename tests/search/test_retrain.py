@@ -54,13 +54,14 @@ PARETO_TINY: dict[str, Any] = {
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> SearchConfig:
     """A real search: 3 trials of 2 epochs on 300 synthetic images, two objectives;
-    all three learn (seed 7: validation accuracy 0.34 to 0.82)."""
+    all three learn (seed 10: validation accuracy 0.40 to 0.96; training is seeded by
+    each model, search/_repeats.py)."""
     return small_search(
         tmp_path_factory.mktemp("trained"),
         evaluator="train",
         trials=3,
         objectives=("accuracy", "latency"),
-        seed=7,
+        seed=10,
     )
 
 

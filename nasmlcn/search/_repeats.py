@@ -1,0 +1,77 @@
+"""Repeats: a trial that proposes a model already trained takes the earlier result.
+
+Samplers propose one model more than once: bucket filling rounds many parameter
+vectors to the same lanes, and a Bayesian sampler proposes its best point again.
+Trained again at the same fidelity, a repeat costs a whole training and buys only
+another draw of the noise, which a best-of-N then chases (a winner's curse). So a
+trial whose model and training settings (:func:`model_key`) equal those of a
+completed trial takes that trial's result: it is recorded as a repeat of it
+(``repeat_of``), trains nothing, and the sampler sees its values like any trial's.
+A trial's training seed follows from its model and the study's seed
+(:func:`training_seed`), not from its number, so the repeat would have trained to
+exactly that result.
+
+- Only a COMPLETE original is taken. A model whose trial was pruned is trained
+  again (the pruner knows more now; it may deserve its full length), and so is one
+  whose trial failed.
+- Repeats do not count toward ``--trials``: trained models do, so a budget is a
+  budget of trainings. A run that gets only repeats for :data:`REPEATS_IN_A_ROW`
+  proposals in a row stops, and says so.
+- A model that another worker is training at the same moment is trained here too
+  (the two results agree: the same seed); it is not waited for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.trial import FrozenTrial
+
+    from nasmlcn.specs import ArchSpec
+
+REPEATS_IN_A_ROW = 25
+"""Proposals in a row that were all repeats, after which a run stops: the sampler has
+nothing new to propose (a converged search, or a space with few models)."""
+
+
+def model_key(spec: ArchSpec, training: Mapping[str, Any]) -> str:
+    """The model and everything its training depends on, hashed (16 hex digits)."""
+    text = json.dumps(
+        {"arch": spec.to_dict(), "training": dict(training)}, sort_keys=True, default=str
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def training_seed(key: str) -> int:
+    """What seeds a trial's training together with the study's seed: its model's
+    key, so that one model trains identically in every trial that proposes it."""
+    return int(key[:8], 16)
+
+
+def trained_original(study: optuna.Study, key: str) -> FrozenTrial | None:
+    """The first COMPLETE trial of the study that trained model ``key`` itself."""
+    from optuna.trial import TrialState
+
+    from nasmlcn.study import TrialRecord
+
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        record = TrialRecord.of(trial)
+        if record.model_key == key and record.repeat_of is None and trial.values:
+            return trial
+    return None
+
+
+def repeat_numbers(study: optuna.Study) -> set[int]:
+    """The study's trials that are repeats (any state)."""
+    from nasmlcn.study import TrialRecord
+
+    return {
+        t.number
+        for t in study.get_trials(deepcopy=False)
+        if TrialRecord.of(t).repeat_of is not None
+    }

@@ -1,0 +1,126 @@
+"""Repeats: a trial proposing a model already trained takes the earlier result, the
+same model trains with the same seed whatever its trial, and a run that gets only
+repeats stops (search/_repeats.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.distributions import FloatDistribution
+from optuna.trial import TrialState, create_trial
+
+from nasmlcn.search import SearchConfig, run_search
+from nasmlcn.search._evaluator import EvalRequest
+from nasmlcn.search._repeats import REPEATS_IN_A_ROW, model_key, trained_original, training_seed
+from nasmlcn.specs import MLCNSpec
+from nasmlcn.study import TrialRecord, load_existing_study
+
+
+def _config(tmp_path: Path, **overrides: object) -> SearchConfig:
+    config = SearchConfig(
+        evaluator="proxy",
+        sampler="random",
+        space="mlcn-table",  # the thesis's few fixed models: proposals repeat
+        trials=12,
+        epochs=2,
+        devices="1xK80",
+        mem="12GB",
+        prune=False,
+        storage=f"sqlite:///{tmp_path / 's.db'}",
+        study="s",
+    )
+    return config.with_overrides(**overrides)
+
+
+def test_a_repeat_takes_its_original_s_result_and_trains_nothing(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    result = run_search(config)
+    study = load_existing_study("s", config.storage)
+    records = {t.number: TrialRecord.of(t) for t in study.trials}
+    repeats = [r for r in records.values() if r.repeat_of is not None]
+    assert repeats, "12 draws from a handful of models repeat some"
+    models = {r.model_key for r in records.values()}
+    assert len(models) == len(records) - len(repeats)  # every model trained once
+    for repeat in repeats:
+        original = records[repeat.repeat_of]  # type: ignore[index]
+        assert original.repeat_of is None
+        assert original.state == "COMPLETE"
+        assert repeat.model_key == original.model_key
+        assert repeat.values == original.values
+        assert repeat.training["repeat_of"] == original.number
+        assert repeat.lanes == original.lanes
+    assert result.trial_counts["repeats"] == len(repeats)
+    assert sum(t.repeat_of is not None for t in result.run_trials) == len(repeats)
+
+
+def test_a_run_of_repeats_only_stops_and_says_why(tmp_path: Path) -> None:
+    """One model in the space (``--space mlcn-table`` restricted to one row): after
+    the first trial every proposal is a repeat."""
+    from tests.conftest import ROOT
+
+    text = (ROOT / "search_spaces" / "mlcn-table.toml").read_text()
+    assert "models = [" in text
+    one = tmp_path / "one.toml"
+    rest = text.split("]", 1)[1]  # routing, decoder
+    one.write_text(text.split("models = [", 1)[0] + 'models = ["mlcn2-2x4"]' + rest)
+    result = run_search(_config(tmp_path, space=str(one), trials=100))
+    assert result.stopped == "repeats"
+    assert len(result.run_trials) == 1 + REPEATS_IN_A_ROW
+    assert [t.repeat_of for t in result.run_trials[1:]] == [0] * REPEATS_IN_A_ROW
+
+
+def test_one_model_trains_with_one_seed_whatever_its_trial() -> None:
+    spec = MLCNSpec.from_lanes("2*mlcn2:4x1")
+    settings = {"epochs": 2, "batch_size": 100, "lr": 1e-3, "seed": 0}
+    key = model_key(spec, settings)
+    assert key == model_key(MLCNSpec.from_lanes("2*mlcn2:4x1"), dict(settings))
+    assert key != model_key(spec, {**settings, "lr": 2e-3})
+    assert key != model_key(MLCNSpec.from_lanes("2*mlcn2:4x2"), settings)
+
+    def request(trial: int) -> EvalRequest:
+        return EvalRequest(
+            spec=spec, trial=trial, seed=0, epochs=2, batch_size=100, lr=1e-3,
+            lr_policy=None, batch_policy="fixed", assignment=(0, 0),
+            model_seed=training_seed(key),
+        )  # fmt: skip
+
+    assert request(3).training_seed == request(17).training_seed
+    assert EvalRequest(**{**request(3).__dict__, "model_seed": None}).training_seed != (
+        request(3).training_seed
+    )
+
+
+@pytest.mark.parametrize("state", [TrialState.PRUNED, TrialState.FAIL])
+def test_only_a_completed_model_is_taken(tmp_path: Path, state: TrialState) -> None:
+    """A model whose trial was pruned or failed is trained again (it may deserve its
+    full length now); a completed one, or a repeat's original, is taken."""
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 'k.db'}", study_name="k")
+    dist = {"x": FloatDistribution(0, 1)}
+
+    def add(attrs: dict[str, object], **how: object) -> None:
+        study.add_trial(
+            create_trial(params={"x": 0.5}, distributions=dist, user_attrs=attrs, **how)  # type: ignore[arg-type]
+        )
+
+    add({"model_key": "k1"}, state=state)
+    assert trained_original(study, "k1") is None
+    add({"model_key": "k1"}, value=0.7)
+    add({"model_key": "k1", "repeat_of": 1}, value=0.7)
+    original = trained_original(study, "k1")
+    assert original is not None
+    assert original.number == 1
+    assert trained_original(study, "other") is None
+
+
+def test_answers_list_each_model_once(tmp_path: Path) -> None:
+    from nasmlcn.search import best_trials
+
+    config = _config(tmp_path, trials=16)
+    run_search(config)
+    study = load_existing_study("s", config.storage)
+    best = best_trials(study, top=16)
+    lanes = [TrialRecord.of(t).model_key for t in best]
+    assert len(lanes) == len(set(lanes))  # no model twice
+    assert all(TrialRecord.of(t).repeat_of is None for t in best)
