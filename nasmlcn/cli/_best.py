@@ -129,6 +129,25 @@ PROXY_NOTE = (
 """What every table of a proxy study says under it."""
 
 
+def predicted_heads(on: str, shown: set[str]) -> list[str]:
+    """The predicted training-step and memory columns a table shows (``shown``:
+    :func:`nasmlcn.study.shown_predictions`), headed with the devices (``on``)."""
+    heads = [f"training step ({on})"] if "latency_s" in shown else []
+    return heads + ([f"memory ({on})"] if "memory_MiB" in shown else [])
+
+
+def predicted_cells(predicted: dict[str, Any], shown: set[str]) -> list[str]:
+    """A trial's cells under :func:`predicted_heads`."""
+    from nasmlcn.hardware import format_bytes
+    from nasmlcn.study import format_seconds
+
+    unit = predicted.get("time_unit", "s")
+    cells = [format_seconds(predicted.get("latency", 0), unit)] if "latency_s" in shown else []
+    if "memory_MiB" in shown:
+        cells.append(format_bytes(predicted.get("peak_memory_bytes", 0)))
+    return cells
+
+
 def why_none_feasible(completed: int, latency_budget: float | None) -> str:
     """Why a study lists no trial: none of its ``completed`` trials yet, or the latency
     budget (``--latency-budget``) excludes every one."""
@@ -154,9 +173,7 @@ def _print_best(
     figures for different devices never share a table."""
     from rich.table import Table
 
-    from nasmlcn.hardware import format_bytes
     from nasmlcn.study import (
-        format_seconds,
         metric_cell,
         metric_heading,
         predicted_on,
@@ -170,8 +187,7 @@ def _print_best(
     shown = shown_predictions(names)  # a predicted column that is no objective already
     heads = [
         "#", "lane mix", *(metric_heading(n, devices) for n in names), *tested, "lanes",
-        *([f"training step ({on})"] if "latency_s" in shown else []),
-        *([f"memory ({on})"] if "memory_MiB" in shown else []),
+        *predicted_heads(on, shown),
         "imbalance",
         *([f"inference ({on})"] if "inference_latency_s" in shown else []),
     ]  # fmt: skip
@@ -190,12 +206,7 @@ def _print_best(
             *(metric_cell(n, values.get(n), unit) for n in names),
             *(_retrained_cell(row.get("retrained")) for _ in tested),
             str(row["num_lanes"]),
-            *([format_seconds(predicted.get("latency", 0), unit)] if "latency_s" in shown else []),
-            *(
-                [format_bytes(predicted.get("peak_memory_bytes", 0))]
-                if "memory_MiB" in shown
-                else []
-            ),
+            *predicted_cells(predicted, shown),
             f"{predicted.get('imbalance', 0):.1%}",
             *([_per_image(inference, unit)] if "inference_latency_s" in shown else []),
         )

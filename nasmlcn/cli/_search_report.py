@@ -12,11 +12,15 @@ from nasmlcn.cli._console import out
 def print_result(data: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from nasmlcn.cli._best import PROXY_NOTE, print_measured, why_none_feasible
-    from nasmlcn.hardware import format_bytes
+    from nasmlcn.cli._best import (
+        PROXY_NOTE,
+        predicted_cells,
+        predicted_heads,
+        print_measured,
+        why_none_feasible,
+    )
     from nasmlcn.search import describe_counts
     from nasmlcn.study import (
-        format_seconds,
         metric_cell,
         metric_heading,
         predicted_on,
@@ -52,8 +56,7 @@ def print_result(data: dict[str, Any]) -> None:
     extra = shown_predictions(names)  # a predicted column that is no objective already
     heads = [
         "#", "lane mix", *(metric_heading(n, devices) for n in names), "lanes",
-        *([f"training step ({on})"] if "latency_s" in extra else []),
-        *([f"memory ({on})"] if "memory_MiB" in extra else []),
+        *predicted_heads(on, extra),
         "imbalance",
     ]  # fmt: skip
     for column in heads:
@@ -69,12 +72,7 @@ def print_result(data: dict[str, Any]) -> None:
             best["lane_mix"] or best["lanes"] or "",
             *(metric_cell(n, values.get(n), unit) for n in names),
             str(best["num_lanes"]),
-            *([format_seconds(predicted.get("latency", 0), unit)] if "latency_s" in extra else []),
-            *(
-                [format_bytes(predicted.get("peak_memory_bytes", 0))]
-                if "memory_MiB" in extra
-                else []
-            ),
+            *predicted_cells(predicted, extra),
             f"{predicted.get('imbalance', 0):.1%}",
         )
     out.print(table)
