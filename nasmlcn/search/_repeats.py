@@ -18,7 +18,8 @@ exactly that result.
   budget of trainings. A run that gets only repeats for :data:`REPEATS_IN_A_ROW`
   proposals in a row stops, and says so.
 - A model that another worker is training at the same moment is trained here too
-  (the two results agree: the same seed); it is not waited for.
+  (it is not waited for); whichever finishes second becomes a repeat of the first
+  (its result is the same: the same seed), so answers still hold each model once.
 """
 
 from __future__ import annotations

@@ -145,6 +145,12 @@ class TrialRun:
                     },
                     learning_constraint(evaluation.accuracy, setup.dataset.num_classes),
                 )
+            if self.key is not None:
+                # another worker may have finished the same model meanwhile: the
+                # answer keeps one trial per model, its own result taken
+                original = trained_original(study, self.key)
+                if original is not None:
+                    return self._repeat(original)
             tick = time.perf_counter()
             values = tuple(float(o.value(plan, evaluation)) for o in setup.objectives)
             if not all(math.isfinite(v) for v in values):

@@ -124,3 +124,29 @@ def test_answers_list_each_model_once(tmp_path: Path) -> None:
     lanes = [TrialRecord.of(t).model_key for t in best]
     assert len(lanes) == len(set(lanes))  # no model twice
     assert all(TrialRecord.of(t).repeat_of is None for t in best)
+
+
+def test_a_model_finished_elsewhere_meanwhile_makes_this_trial_a_repeat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers training one model at once: the one that finishes second takes
+    the first one's result (simulated: the original appears during training)."""
+    from nasmlcn.search import _trial_run
+
+    config = _config(tmp_path, trials=2, space="mlcn-homogeneous")
+    run_search(config.with_overrides(trials=1))
+    first = load_existing_study("s", config.storage).trials[0]
+    calls: list[str] = []
+
+    def later(study: optuna.Study, key: str) -> object:
+        calls.append(key)
+        return None if len(calls) == 1 else first  # found only after training
+
+    monkeypatch.setattr(_trial_run, "trained_original", later)
+    result = run_search(config)
+    (outcome,) = result.run_trials
+    assert len(calls) == 2  # looked before and after training
+    assert outcome.repeat_of == first.number
+    assert outcome.values == tuple(first.values)
+    record = TrialRecord.of(load_existing_study("s", config.storage).trials[1])
+    assert record.repeat_of == first.number
