@@ -41,7 +41,7 @@ def best(
 ) -> None:
     """The best trials of a study (single objective) or its Pareto front."""
     from nasmlcn.errors import SearchError
-    from nasmlcn.search import best_trials, summarize
+    from nasmlcn.search import best_trials, proposals, summarize
     from nasmlcn.specs import arch_from_dict, save_arch
     from nasmlcn.study import (
         load_existing_study,
@@ -56,7 +56,11 @@ def best(
     names = metric_names(loaded)
     trials = best_trials(loaded, top=top)
     retrained = retrained_by_trial(study_info(loaded))
-    rows = [summarize(t, names, retrained.get(t.number)).to_dict() for t in trials]
+    proposed = proposals(loaded)  # a model's repeats are shown with it, not as rows
+    rows = [
+        summarize(t, names, retrained.get(t.number), proposed.get(t.number, 1)).to_dict()
+        for t in trials
+    ]
     if export_arch is not None:
         from nasmlcn.study import TrialRecord
 
@@ -127,6 +131,12 @@ PROXY_NOTE = (
     "trained[/] (search with --evaluator train for measured ones)"
 )
 """What every table of a proxy study says under it."""
+
+
+def number_cell(row: dict[str, Any]) -> str:
+    """A trial's number, and ``(x3)`` when 3 trials proposed its model (repeats)."""
+    proposed = int(row.get("proposed") or 1)
+    return str(row["number"]) + (f" (x{proposed})" if proposed > 1 else "")
 
 
 def predicted_heads(on: str, shown: set[str]) -> list[str]:
@@ -201,7 +211,7 @@ def _print_best(
         unit = predicted.get("time_unit", "s")
         inference = predicted.get("inference_latency_s")
         table.add_row(
-            str(row["number"]),
+            number_cell(row),
             row["lane_mix"] or row["lanes"] or "",
             *(metric_cell(n, values.get(n), unit) for n in names),
             *(_retrained_cell(row.get("retrained")) for _ in tested),

@@ -14,6 +14,7 @@ def print_result(data: dict[str, Any]) -> None:
 
     from nasmlcn.cli._best import (
         PROXY_NOTE,
+        number_cell,
         predicted_cells,
         predicted_heads,
         print_measured,
@@ -68,7 +69,7 @@ def print_result(data: dict[str, Any]) -> None:
         predicted = best["predicted"]
         unit = predicted.get("time_unit", "s")
         table.add_row(
-            str(best["number"]),
+            number_cell(best),
             best["lane_mix"] or best["lanes"] or "",
             *(metric_cell(n, values.get(n), unit) for n in names),
             str(best["num_lanes"]),

@@ -59,6 +59,7 @@ from nasmlcn.search._results import (
     correlation_report,
     describe_counts,
     is_feasible,
+    proposals,
     summarize,
 )
 from nasmlcn.search._retrain import (
@@ -118,6 +119,7 @@ __all__ = [
     "first_epoch_reaching",
     "is_feasible",
     "load_recipe",
+    "proposals",
     "proxy_accuracy",
     "retrain_study",
     "retrained_correlations",

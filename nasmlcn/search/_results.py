@@ -61,6 +61,8 @@ class TrialSummary:
     retrained: dict[str, Any] | None = None
     """The trial's ``nasmlcn retrain`` result on the search's dataset (None: never
     retrained); :class:`~nasmlcn.search._retrain.RetrainedModel` as a dict."""
+    proposed: int = 1
+    """Trials that proposed this model: it and its repeats (:func:`proposals`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -77,14 +79,19 @@ class TrialSummary:
             "feasible": self.feasible,
             "reason": self.reason,
             "retrained": self.retrained,
+            "proposed": self.proposed,
         }
 
 
 def summarize(
-    trial: FrozenTrial, metric_names: list[str] | None, retrained: RetrainedModel | None = None
+    trial: FrozenTrial,
+    metric_names: list[str] | None,
+    retrained: RetrainedModel | None = None,
+    proposed: int = 1,
 ) -> TrialSummary:
     """``trial`` as reports show it, with its retrained result if given
-    (:func:`~nasmlcn.search._retrain.retrained_by_trial`)."""
+    (:func:`~nasmlcn.search._retrain.retrained_by_trial`) and how many trials
+    proposed its model (:func:`proposals`)."""
     record = TrialRecord.of(trial)
     values = None
     if record.values is not None:
@@ -105,7 +112,21 @@ def summarize(
         reason=record.reason,
         measured={k: training[k] for k in MEASURED_KEYS if training.get(k) is not None},
         retrained=retrained.to_dict() if retrained is not None else None,
+        proposed=proposed,
     )
+
+
+def proposals(study: optuna.Study) -> dict[int, int]:
+    """Per trial that trained a model others repeated (search/_repeats.py): how many
+    trials proposed that model, itself included; a trial not listed: 1."""
+    from optuna.trial import TrialState
+
+    counts: dict[int, int] = {}
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        original = TrialRecord.of(t).repeat_of
+        if original is not None:
+            counts[original] = counts.get(original, 1) + 1
+    return counts
 
 
 def best_trials(study: optuna.Study, top: int = 5) -> list[FrozenTrial]:

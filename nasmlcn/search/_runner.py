@@ -35,6 +35,7 @@ from nasmlcn.search._results import (
     best_trials,
     correlation_report,
     not_learning,
+    proposals,
     pruned_records,
     summarize,
     trial_counts,
@@ -301,7 +302,11 @@ def summarize_study(study: optuna.Study, setup: SearchSetup, result: SearchResul
             name: sum(v[i] for v in complete) / len(complete)
             for i, name in enumerate(setup.metric_names)
         }
-    result.best = [summarize(t, setup.metric_names).to_dict() for t in best_trials(study)]
+    proposed = proposals(study)
+    result.best = [
+        summarize(t, setup.metric_names, proposed=proposed.get(t.number, 1)).to_dict()
+        for t in best_trials(study)
+    ]
     pruner = make_pruner(config)
     correlations = correlation_report(study).correlations
     result.correlation = [

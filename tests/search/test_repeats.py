@@ -4,6 +4,7 @@ repeats stops (search/_repeats.py)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import optuna
@@ -115,7 +116,8 @@ def test_only_a_completed_model_is_taken(tmp_path: Path, state: TrialState) -> N
 
 
 def test_answers_list_each_model_once(tmp_path: Path) -> None:
-    from nasmlcn.search import best_trials
+    from nasmlcn.search import best_trials, proposals
+    from tests.conftest import run_cli
 
     config = _config(tmp_path, trials=16)
     run_search(config)
@@ -124,6 +126,16 @@ def test_answers_list_each_model_once(tmp_path: Path) -> None:
     lanes = [TrialRecord.of(t).model_key for t in best]
     assert len(lanes) == len(set(lanes))  # no model twice
     assert all(TrialRecord.of(t).repeat_of is None for t in best)
+    # with how many trials proposed it: in best's JSON and table
+    proposed = proposals(study)
+    repeated = max(proposed, key=lambda n: proposed[n])
+    assert proposed[repeated] > 1
+    shown = json.loads(run_cli("best", "--storage", config.storage, "--top", "16", "--json").stdout)
+    rows = {row["number"]: row for row in shown["best"]}
+    assert rows[repeated]["proposed"] == proposed[repeated]
+    assert sum(row["proposed"] for row in rows.values()) == len(study.trials)
+    table = run_cli("best", "--storage", config.storage, "--top", "16", env={"COLUMNS": "250"})
+    assert f"{repeated} (x{proposed[repeated]})" in table.stdout
 
 
 def test_a_model_finished_elsewhere_meanwhile_makes_this_trial_a_repeat(
