@@ -9,7 +9,7 @@ from torch import nn
 
 from nasmlcn.models._fused import Params, Patches, member_outputs, stack_outputs
 from nasmlcn.models._lane import Lane
-from nasmlcn.specs import LaneSpec, lane_fuses
+from nasmlcn.specs import lane_fuses
 
 
 class LaneStack(nn.Module):
@@ -42,10 +42,6 @@ class LaneStack(nn.Module):
     def template(self) -> Lane:
         """A lane of the stack's kind on the ``meta`` device."""
         return self._template[0]
-
-    @property
-    def spec(self) -> LaneSpec:
-        return self.template.spec
 
     def __len__(self) -> int:
         return int(self.params[0].shape[0])

@@ -65,14 +65,3 @@ def trained_original(study: optuna.Study, key: str) -> FrozenTrial | None:
         if record.model_key == key and record.repeat_of is None and trial.values:
             return trial
     return None
-
-
-def repeat_numbers(study: optuna.Study) -> set[int]:
-    """The study's trials that are repeats (any state)."""
-    from nasmlcn.study import TrialRecord
-
-    return {
-        t.number
-        for t in study.get_trials(deepcopy=False)
-        if TrialRecord.of(t).repeat_of is not None
-    }
