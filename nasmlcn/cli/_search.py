@@ -62,7 +62,15 @@ def search(
         min=1,
         help="Trials the study should reach; re-running continues [default: 20]. A trial "
         "that proposes a model already trained takes its result (a repeat: no training); "
-        "repeats count here, and a run stops after 25 repeats in a row.",
+        "repeats count here unless --no-count-repeats, and a run stops after 25 repeats "
+        "in a row.",
+    ),
+    count_repeats: bool | None = typer.Option(
+        None,
+        "--count-repeats/--no-count-repeats",
+        help="Whether repeats count toward --trials [default: they do]. "
+        "--no-count-repeats makes --trials a budget of trainings: every counted trial "
+        "trains a model not trained before.",
     ),
     timeout: float | None = typer.Option(
         None,
@@ -231,6 +239,7 @@ def search(
         "val_limit": val_limit,
         "batch_size": batch_size,
         "trials": trials,
+        "count_repeats": count_repeats,
         "timeout": timeout,
         "trial_timeout": trial_timeout,
         "grace": grace,

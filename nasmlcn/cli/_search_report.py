@@ -50,7 +50,8 @@ def print_result(data: dict[str, Any]) -> None:
             + f"); {data_note}"
         )
     counts = data.get("trial_counts")
-    shown = describe_counts(counts) if counts else f"{data['n_trials']} trials"
+    repeats_counted = (data.get("config") or {}).get("count_repeats", True)
+    shown = describe_counts(counts, repeats_counted) if counts else f"{data['n_trials']} trials"
     table = Table(title=f"{title} of {data['study']} ({shown})")
     devices = data["config"].get("devices")
     on = predicted_on(devices)
@@ -121,8 +122,8 @@ def print_result(data: dict[str, Any]) -> None:
     elif data["stopped"] == "repeats":
         out.print(
             f"[yellow]stopped: the sampler's last {REPEATS_IN_A_ROW} proposals were all models "
-            "already trained (repeats count no training and not toward --trials); the "
-            "search has nothing new to try in this space[/]"
+            "already trained (repeats train nothing); the search has nothing new to try in "
+            "this space[/]"
         )
 
 

@@ -67,6 +67,10 @@ class SearchConfig:
         val_limit: Validation images (None: all).
         batch_size: Training batch size (the space may search it instead).
         trials: Total trials the study should reach (re-running continues to it).
+        count_repeats: Whether a repeat (a trial that takes the result of a model
+            already trained, :mod:`nasmlcn.search._repeats`) counts toward
+            ``trials``. False: ``trials`` is a budget of trainings; a run that gets
+            only repeats for a while stops and says so.
         timeout: Stop the search after this many seconds (None: no limit): no trial
             starts after it, and the running one stops within a batch as Ctrl-C
             stops it (FAIL, queued again and resumed from its last epoch's
@@ -132,6 +136,7 @@ class SearchConfig:
     val_limit: int | None = None
     batch_size: int = 100
     trials: int = 20
+    count_repeats: bool = True
     timeout: float | None = None
     trial_timeout: float | None = None
     grace: float = 120.0

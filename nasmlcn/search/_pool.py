@@ -361,7 +361,9 @@ def run_workers(
     worker_observers = factories
     observer.on_study(study)
 
-    result = start_run(config, setup, study, resumed, finished(study), observer)
+    result = start_run(
+        config, setup, study, resumed, finished(study, config.count_repeats), observer
+    )
     context = multiprocessing.get_context("spawn")
     channel = context.Queue()
     processes = [

@@ -279,9 +279,10 @@ def pruned_records(study: optuna.Study) -> list[dict[str, Any]]:
     return records
 
 
-def describe_counts(counts: dict[str, int]) -> str:
+def describe_counts(counts: dict[str, int], count_repeats: bool = True) -> str:
     """``20 results: 18 complete, 2 pruned; 2 failed and queued again (not
-    counted)``: what a summary's title says of :func:`trial_counts`."""
+    counted)``: what a summary's title says of :func:`trial_counts`;
+    ``count_repeats``: whether the repeats counted toward ``--trials``."""
     complete = counts.get("complete", 0) - counts.get("transferred", 0)
     text = (
         f"{counts.get('results', 0)} results: {complete} complete, {counts.get('pruned', 0)} pruned"
@@ -303,7 +304,8 @@ def describe_counts(counts: dict[str, int]) -> str:
     if counts.get("repeats"):
         text += (
             f"; {counts['repeats']} of the complete were repeats of models already trained "
-            "(their results taken, nothing trained)"
+            "(their results taken, nothing trained; "
+            + ("counted toward --trials)" if count_repeats else "not counted: --no-count-repeats)")
         )
     return text
 

@@ -187,7 +187,7 @@ def _run_search(
     # trials a warm start added as data do not count toward --trials
     transferred = transferred_count(study)
     target = replace(config, trials=config.trials + transferred)
-    done = finished(study) - transferred
+    done = finished(study, config.count_repeats) - transferred
     if evaluator is None:
         evaluator = EVALUATORS.get(config.evaluator)(config=config, dataset=setup.dataset)
     result = start_run(config, setup, study, resumed, done, observer)

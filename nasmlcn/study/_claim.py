@@ -9,7 +9,9 @@ A worker takes its next trial holding the storage's lock (:mod:`nasmlcn.study._l
    plus running trials are fewer than ``--trials``. At the target with trials
    still running elsewhere, the worker waits (one of them may die and need a
    retry); with none running, the study is done. So the study ends with exactly
-   ``--trials`` finished trials, however many workers start at once.
+   ``--trials`` finished trials, however many workers start at once. Repeats
+   (trials that took an earlier trial's result) count only with ``count_repeats``:
+   without it, ``--trials`` is a budget of trainings.
 
 The sampler of a new trial is seeded from ``--seed`` and the trial's index among the
 study's new trials (its number less the retried copies before it), which is unique:
@@ -36,7 +38,7 @@ from nasmlcn._optuna_compat import (
 )
 from nasmlcn.study._lock import hold
 from nasmlcn.study._recovery import fail_stale_trials
-from nasmlcn.study._trial import write_claimed
+from nasmlcn.study._trial import TrialRecord, write_claimed
 
 if TYPE_CHECKING:
     import optuna
@@ -55,6 +57,8 @@ class ClaimSettings(Protocol):
     def grace(self) -> float: ...
     @property
     def max_retries(self) -> int: ...
+    @property
+    def count_repeats(self) -> bool: ...
 
 
 def worker_name() -> str:
@@ -89,9 +93,20 @@ def counts(study: optuna.Study) -> dict[str, int]:
     return found
 
 
-def finished(study: optuna.Study) -> int:
-    """Trials that count toward ``--trials``: COMPLETE and PRUNED."""
-    return count(study, "COMPLETE", "PRUNED")
+def finished(study: optuna.Study, count_repeats: bool = True) -> int:
+    """Trials that count toward ``--trials``: COMPLETE and PRUNED, repeats (trials
+    that took an earlier trial's result) only with ``count_repeats``."""
+    done = count(study, "COMPLETE", "PRUNED")
+    return done if count_repeats else done - repeat_count(study)
+
+
+def repeat_count(study: optuna.Study) -> int:
+    """COMPLETE trials that are repeats: they took an earlier trial's result
+    (:func:`~nasmlcn.study.write_repeat`) and trained nothing."""
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    return sum(TrialRecord.of(t).repeat_of is not None for t in trials)
 
 
 @dataclass(frozen=True)
@@ -133,6 +148,8 @@ def claim(study: optuna.Study, config: ClaimSettings, make_sampler: Any, sample:
         waiting = now.get("WAITING", 0)
         running = now.get("RUNNING", 0)
         claimed = now.get("COMPLETE", 0) + now.get("PRUNED", 0) + running
+        if not config.count_repeats and now.get("COMPLETE"):  # a budget of trainings
+            claimed -= repeat_count(study)
         if not waiting and claimed >= config.trials:
             return Claim("wait" if running else "done", failed_stale=stale)
         number = sum(now.values())  # the number a new trial gets

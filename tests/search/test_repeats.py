@@ -162,3 +162,39 @@ def test_a_model_finished_elsewhere_meanwhile_makes_this_trial_a_repeat(
     assert outcome.values == tuple(first.values)
     record = TrialRecord.of(load_existing_study("s", config.storage).trials[1])
     assert record.repeat_of == first.number
+
+
+def test_without_counting_repeats_trials_is_a_budget_of_trainings(tmp_path: Path) -> None:
+    """--no-count-repeats: every trial that counts toward --trials trained a model of
+    its own; the repeats come on top, and the summary says they did not count."""
+    from tests.conftest import run_cli
+
+    config = _config(tmp_path, trials=8, count_repeats=False)
+    result = run_search(config)
+    study = load_existing_study("s", config.storage)
+    records = [TrialRecord.of(t) for t in study.trials]
+    trained = [r for r in records if r.repeat_of is None]
+    repeats = [r for r in records if r.repeat_of is not None]
+    assert repeats, "the table space repeats within 8 trainings"
+    assert result.stopped == "trials"
+    assert len(trained) == 8
+    assert len({r.model_key for r in trained}) == 8  # 8 models, each trained once
+    # counted, the same settings stop at 8 trials in all, fewer of them trained
+    (tmp_path / "c").mkdir()
+    counted = run_search(_config(tmp_path / "c", trials=8))
+    assert counted.n_trials == 8
+    assert sum(t.repeat_of is None for t in counted.run_trials) < 8
+    # a re-run has nothing left to do, and the summary says how the repeats counted
+    again = run_cli("search", *_cli_args(config))
+    assert again.returncode == 0, again.stderr
+    assert "not counted: --no-count-repeats" in again.stdout
+    assert len(load_existing_study("s", config.storage).trials) == len(records)
+
+
+def _cli_args(config: SearchConfig) -> list[str]:
+    return [
+        "--evaluator", "proxy", "--sampler", "random", "--space", "mlcn-table",
+        "--trials", str(config.trials), "--epochs", "2", "--devices", "1xK80",
+        "--mem", "12GB", "--no-prune", "--storage", config.storage, "--study", "s",
+        "--no-count-repeats", "--seed", str(config.seed),
+    ]  # fmt: skip
