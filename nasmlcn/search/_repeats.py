@@ -14,18 +14,24 @@ exactly that result.
 - Only a COMPLETE original is taken. A model whose trial was pruned is trained
   again (the pruner knows more now; it may deserve its full length), and so is one
   whose trial failed.
-- Repeats do not count toward ``--trials``: trained models do, so a budget is a
-  budget of trainings. A run that gets only repeats for :data:`REPEATS_IN_A_ROW`
-  proposals in a row stops, and says so.
-- A model that another worker is training at the same moment is trained here too
-  (it is not waited for); whichever finishes second becomes a repeat of the first
-  (its result is the same: the same seed), so answers still hold each model once.
+- Repeats count toward ``--trials`` by default (``count_repeats``); with
+  ``--no-count-repeats`` only trained models do, so ``--trials`` is a budget of
+  trainings. A run that gets only repeats for :data:`REPEATS_IN_A_ROW` proposals in
+  a row stops, and says so.
+- A model that another worker is training at that moment (an earlier trial,
+  RUNNING) is waited for (:func:`wait_for_twin`): once that trial completes, this
+  one is its repeat; if it is pruned or fails, or its worker dies, or the search's
+  time is up, this one trains the model itself. Two workers that still train one
+  model at once (both looked before either wrote its model) end alike: whichever
+  finishes second becomes a repeat of the first (the same seed: the same result).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +40,8 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
     from nasmlcn.specs import ArchSpec
+
+logger = logging.getLogger(__name__)
 
 REPEATS_IN_A_ROW = 25
 """Proposals in a row that were all repeats, after which a run stops: the sampler has
@@ -65,3 +73,51 @@ def trained_original(study: optuna.Study, key: str) -> FrozenTrial | None:
         if record.model_key == key and record.repeat_of is None and trial.values:
             return trial
     return None
+
+
+def running_twin(study: optuna.Study, key: str, number: int) -> FrozenTrial | None:
+    """An earlier trial than ``number`` that is training model ``key`` now (RUNNING)."""
+    from optuna.trial import TrialState
+
+    from nasmlcn.study import TrialRecord
+
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if trial.number < number and TrialRecord.of(trial).model_key == key:
+            return trial
+    return None
+
+
+def wait_for_twin(
+    study: optuna.Study,
+    key: str,
+    number: int,
+    *,
+    poll: float,
+    grace: float,
+    max_retries: int,
+    deadline: float | None = None,
+) -> FrozenTrial | None:
+    """Waits while an earlier trial (another worker's) trains model ``key``; the
+    trial that trained it once it has completed, else None (none was training it,
+    it ended pruned or failed, or ``deadline``, on ``time.perf_counter``'s clock,
+    passed). A twin whose worker died (no heartbeat for ``grace`` seconds) is failed
+    and queued again, as taking a trial does (:mod:`nasmlcn.study._recovery`), so a
+    dead worker is never waited for longer than that."""
+    from nasmlcn._optuna_compat import storage_of
+    from nasmlcn.study import fail_stale_trials, hold
+
+    twin = running_twin(study, key, number)
+    if twin is None:
+        return None
+    logger.info(
+        "trial %d: waiting for trial %d, which trains the same model on another worker",
+        number,
+        twin.number,
+    )
+    while running_twin(study, key, number) is not None:
+        if deadline is not None and time.perf_counter() >= deadline:
+            return None
+        time.sleep(poll)
+        with hold(storage_of(study)):
+            fail_stale_trials(study, grace, max_retries)
+    return trained_original(study, key)

@@ -30,7 +30,7 @@ from nasmlcn.search._observer import SearchObserver
 from nasmlcn.search._open import versions
 from nasmlcn.search._outcome import TrialOutcome
 from nasmlcn.search._pruners import EpochPruner
-from nasmlcn.search._repeats import model_key, trained_original, training_seed
+from nasmlcn.search._repeats import model_key, trained_original, training_seed, wait_for_twin
 from nasmlcn.search._results import finished_for_pruning
 from nasmlcn.search._setup import SearchSetup
 from nasmlcn.search.spaces import Candidate
@@ -130,7 +130,7 @@ class TrialRun:
             if setup.needs_training:
                 self.key = model_key(candidate.spec, self._training_settings())
                 write_model_key(trial, self.key)
-                original = trained_original(study, self.key)
+                original = trained_original(study, self.key) or self._wait_for_twin()
                 if original is not None:
                     return self._repeat(original)
                 tick = time.perf_counter()
@@ -180,6 +180,21 @@ class TrialRun:
             "lr_policy": params.get("lr_policy"),
             "batch_policy": str(params.get("batch_policy", "fixed")),
         }
+
+    def _wait_for_twin(self) -> FrozenTrial | None:
+        """The model's original once another worker has trained it (None: nobody is
+        training it, or it ended without a result: this trial trains it)."""
+        assert self.key is not None
+        config = self.run.config
+        return wait_for_twin(
+            self.run.study,
+            self.key,
+            self.trial.number,
+            poll=min(5.0, max(0.2, config.grace / 8)),
+            grace=config.grace,
+            max_retries=config.max_retries,
+            deadline=self.run.deadline,
+        )
 
     def _repeat(self, original: FrozenTrial) -> TrialOutcome:
         """Takes ``original``'s result: the same model, trained alike (repeats.py)."""

@@ -198,3 +198,91 @@ def _cli_args(config: SearchConfig) -> list[str]:
         "--mem", "12GB", "--no-prune", "--storage", config.storage, "--study", "s",
         "--no-count-repeats", "--seed", str(config.seed),
     ]  # fmt: skip
+
+
+def _twin_study(tmp_path: Path, grace: int = 60) -> tuple[optuna.Study, optuna.Trial]:
+    """A study whose trial 0 is RUNNING (another worker's, which recorded one
+    heartbeat) and trains model k1; stale after ``grace`` seconds."""
+    from nasmlcn._optuna_compat import record_heartbeat, storage_of, trial_id_of
+
+    storage = optuna.storages.RDBStorage(
+        f"sqlite:///{tmp_path / 't.db'}", heartbeat_interval=1, grace_period=grace
+    )
+    study = optuna.create_study(storage=storage, study_name="t")
+    twin = study.ask()
+    twin.set_user_attr("model_key", "k1")
+    record_heartbeat(storage_of(study), trial_id_of(twin))
+    return study, twin
+
+
+@pytest.mark.parametrize("ends", ["complete", "pruned", "failed"])
+def test_a_model_another_worker_is_training_is_waited_for(tmp_path: Path, ends: str) -> None:
+    """Trial 1 proposes the model trial 0 trains elsewhere: it waits, then takes
+    trial 0's result; a pruned or failed twin leaves the training to trial 1."""
+    import threading
+    import time
+
+    from nasmlcn.search._repeats import wait_for_twin
+
+    study, twin = _twin_study(tmp_path)
+
+    def finish() -> None:
+        time.sleep(0.6)
+        if ends == "complete":
+            study.tell(twin, 0.8)
+        else:
+            study.tell(twin, state=TrialState.PRUNED if ends == "pruned" else TrialState.FAIL)
+
+    waiter = threading.Thread(target=finish)
+    tick = time.perf_counter()
+    waiter.start()
+    got = wait_for_twin(study, "k1", 1, poll=0.1, grace=60, max_retries=0)
+    waiter.join()
+    assert time.perf_counter() - tick >= 0.5  # it waited for the twin
+    if ends == "complete":
+        assert got is not None
+        assert got.number == 0
+        assert got.values == [0.8]
+    else:
+        assert got is None
+    # no twin: nothing to wait for (a later trial is never waited for, so two
+    # workers never wait on each other)
+    assert wait_for_twin(study, "k2", 1, poll=0.1, grace=60, max_retries=0) is None
+    assert wait_for_twin(study, "k1", 0, poll=0.1, grace=60, max_retries=0) is None
+
+
+def test_a_twin_whose_worker_died_is_not_waited_for(tmp_path: Path) -> None:
+    """No heartbeat for --grace seconds: the twin is failed (and queued again), and
+    the waiting trial trains the model itself."""
+    import time
+
+    from nasmlcn.search._repeats import wait_for_twin
+
+    study, _ = _twin_study(tmp_path, grace=1)
+    tick = time.perf_counter()
+    assert wait_for_twin(study, "k1", 1, poll=0.2, grace=1.0, max_retries=1) is None
+    assert time.perf_counter() - tick < 30
+    assert study.trials[0].state == TrialState.FAIL
+
+
+def test_a_trial_run_takes_the_twin_s_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Wired in: a trial whose model a twin finished while it waited is a repeat of
+    it, and trains nothing."""
+    from nasmlcn.search import _trial_run
+
+    config = _config(tmp_path, trials=2, space="mlcn-homogeneous")
+    run_search(config.with_overrides(trials=1))
+    first = load_existing_study("s", config.storage).trials[0]
+    monkeypatch.setattr(_trial_run, "trained_original", lambda study, key: None)
+    waited: list[int] = []
+
+    def twin_done(study: optuna.Study, key: str, number: int, **how: object) -> object:
+        waited.append(number)
+        return first
+
+    monkeypatch.setattr(_trial_run, "wait_for_twin", twin_done)
+    (outcome,) = run_search(config).run_trials
+    assert waited == [1]
+    assert outcome.repeat_of == first.number
