@@ -37,6 +37,7 @@ def print_result(data: dict[str, Any]) -> None:
     if warm:
         refit = sum(1 for seed in warm["seeds"] if seed["refits"])
         rebuilt = [s["model"] for s in warm["seeds"] if (s.get("model") or {}).get("rebuilt")]
+        same = sum(s.get("proposed", 1) - 1 for s in warm["seeds"])  # one model, 2 sources
         data_note = (
             f"{warm['transferred']} of its trials added as data for the sampler"
             if warm["transferred"]
@@ -48,6 +49,7 @@ def print_result(data: dict[str, Any]) -> None:
             f"{len(rebuilt)} rebuilt for these devices"
             + "".join(f", {r['lanes_before']} lanes -> {r['lanes_after']}" for r in rebuilt[:3])
             + f"); {data_note}"
+            + (f"; {same} more of its best build those models (each queued once)" if same else "")
         )
     counts = data.get("trial_counts")
     repeats_counted = (data.get("config") or {}).get("count_repeats", True)

@@ -249,6 +249,11 @@ def _best_section(data: ReportData) -> str:
         "training: the median of the timed passes and their interquartile range (IQR); "
         "- where nothing was measured (the proxy evaluator)."
     )
+    if any(r.proposed > 1 for r in best):
+        desc += (
+            " Each model is shown once: # (xN) is the trial that trained it, and N the "
+            "trials that proposed it (the others took its result, trained nothing)."
+        )
     names = study.metric_names
     own = [n for n in names if n not in PREDICTED_METRICS]
     predicted = [n for n in names if n in PREDICTED_METRICS]
@@ -316,7 +321,7 @@ def _best_row(
     measured = format_measured(r.attrs.get("training") or {}, device=device is None)
     first = "" if predicted_names else ' class="group"'
     return (
-        f"<tr><td>{r.number}</td>{own_values}<td>{_num(r.num_lanes)}</td>"
+        f"<tr><td>{r.number}{f' (x{r.proposed})' if r.proposed > 1 else ''}</td>{own_values}<td>{_num(r.num_lanes)}</td>"
         f'<td class="mono">{_e(r.lane_mix or r.lanes or "")}</td><td>{params}</td>'
         f"{predicted_values}<td{first}>{memory}</td><td>{imbalance}</td>"
         f'<td>{_time(predicted, r.time_unit)}</td><td class="group">{_e(measured)}</td></tr>'

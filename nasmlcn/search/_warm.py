@@ -178,14 +178,24 @@ def warm_start(
         if params in queued:
             skipped.append(f"trial {trial.number}: the same parameters as an earlier seed")
             continue
+        # the model these devices build from it, against the earlier one
+        model = _models(trial, setup, params)
+        same = _same_model(seeds, model, params)
+        if same is not None:  # another seed trains it already: shown once, counted
+            same["proposed"] += 1
+            skipped.append(
+                f"trial {trial.number}: builds the same model as trial {same['trial']} "
+                f"({model['after']})"
+            )
+            continue
         queued.append(params)
         seeds.append(
             {
                 "trial": trial.number,
                 "params": params,
                 "refits": refits,
-                # the model these devices build from it, against the earlier one
-                "model": _models(trial, setup, params),
+                "model": model,
+                "proposed": 1,  # source trials whose parameters build this model
             }
         )
     # data first: a trial added with ask/tell would otherwise take a queued seed
@@ -201,6 +211,26 @@ def warm_start(
     result = WarmStart(name, tuple(seeds), len(transfer), no_transfer, differently, tuple(skipped))
     update_study_info(study, WARM_START_ATTR, result.to_dict())
     return result
+
+
+_TRAINING_PARAMS = ("batch_size", "lr", "lr_policy", "batch_policy")
+"""Sampled parameters that change how a model trains (search/_trial_run.py)."""
+
+
+def _same_model(
+    seeds: Sequence[dict[str, Any]], model: Mapping[str, Any], params: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The seed already queued that these devices build into the same model as
+    ``model``, trained alike (a warm start queues each model once)."""
+    if model["after"] is None:
+        return None
+    training = {k: params.get(k) for k in _TRAINING_PARAMS}
+    for seed in seeds:
+        if seed["model"]["after"] == model["after"] and training == {
+            k: seed["params"].get(k) for k in _TRAINING_PARAMS
+        }:
+            return seed
+    return None
 
 
 def refit_params(

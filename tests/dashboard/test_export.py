@@ -38,6 +38,28 @@ def test_export_writes_every_file(exported: Path, pareto_study: Made) -> None:
     assert len(data["trials"]) == len(study.trials)
 
 
+def test_exports_show_each_model_once(exported: Path, pareto_study: Made) -> None:
+    """A repeat (it took an earlier trial's result) names its original, is never on
+    the front, and the original says how many trials proposed its model: in the CSV,
+    the JSON and the report's table."""
+    with (exported / "trials.csv").open(newline="") as f:
+        rows = {int(r["number"]): r for r in csv.DictReader(f)}
+    repeats = {n: int(r["repeat_of"]) for n, r in rows.items() if r["repeat_of"]}
+    assert repeats, "NSGA-II's 40 proposals in this space repeat some models"
+    assert all(rows[n]["pareto"] == "False" for n in repeats)
+    assert all(rows[n]["proposed"] == "" for n in repeats)
+    for original in set(repeats.values()):
+        assert int(rows[original]["proposed"]) == 1 + list(repeats.values()).count(original)
+    trials = json.loads((exported / "trials.json").read_text())["trials"]
+    assert {t["number"]: t["repeat_of"] for t in trials if t["repeat_of"] is not None} == repeats
+    html = (exported / "report.html").read_text()
+    shown = [o for o in set(repeats.values()) if rows[o]["pareto"] == "True"]
+    for original in shown:
+        assert f"<td>{original} (x{rows[original]['proposed']})</td>" in html
+    assert shown, "a repeated model is on this study's front"
+    assert "Each model is shown once" in html
+
+
 def test_pngs_are_valid_images(exported: Path) -> None:
     from PIL import Image
 

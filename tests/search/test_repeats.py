@@ -185,7 +185,7 @@ def test_without_counting_repeats_trials_is_a_budget_of_trainings(tmp_path: Path
     assert counted.n_trials == 8
     assert sum(t.repeat_of is None for t in counted.run_trials) < 8
     # a re-run has nothing left to do, and the summary says how the repeats counted
-    again = run_cli("search", *_cli_args(config))
+    again = run_cli("search", *_cli_args(config), env={"COLUMNS": "300"})
     assert again.returncode == 0, again.stderr
     assert "not counted: --no-count-repeats" in again.stdout
     assert len(load_existing_study("s", config.storage).trials) == len(records)

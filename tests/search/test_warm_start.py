@@ -212,3 +212,29 @@ def test_the_summary_says_the_seeds_were_rebuilt_for_the_new_devices(
     assert "2 of its best architectures queued first (0 with parameters refit" in text
     assert "2 rebuilt for these devices" in text
     assert " lanes -> " in text
+
+
+def test_two_source_trials_that_build_one_model_queue_it_once(
+    earlier: SearchConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Source trials with other parameters that the new devices build into the same
+    model queue it once, counted, and the others are named as skipped."""
+    from nasmlcn.search import _warm
+
+    def one_model(trial: object, setup: object, params: object) -> dict:
+        lanes = "4*mlcn2:2x1"
+        return {"before": lanes, "after": lanes, "lanes_before": 4, "lanes_after": 4,
+                "rebuilt": False}  # fmt: skip
+
+    monkeypatch.setattr(_warm, "_models", one_model)
+    config = earlier.with_overrides(
+        study="again", devices="4xK80", warm_start="earlier", warm_start_top=3, trials=4
+    )  # other devices: nothing is added as data, every best trial is a seed
+    warm = run_search(config).warm_start
+    assert warm is not None
+    (seed,) = warm["seeds"]
+    assert seed["proposed"] == 3
+    assert len(warm["skipped"]) == 2
+    assert all(f"builds the same model as trial {seed['trial']}" in s for s in warm["skipped"])
+    queued = [t for t in _trials(config, "again") if "warm_start" in t.user_attrs]
+    assert len(queued) == 1

@@ -29,7 +29,8 @@ def trial_table(data: StudyData) -> tuple[list[str], list[dict[str, Any]]]:
     param_names = sorted({k for r in data.rows for k in r.params})
     epochs = max((len(r.accuracy_per_epoch) for r in data.rows), default=0)
     columns = [
-        "number", "state", "evaluator", "feasible", "pareto", *data.metric_names,
+        "number", "state", "evaluator", "feasible", "pareto", "repeat_of", "proposed",
+        *data.metric_names,
         *(f"constraint:{c}" for c in constraint_names),
         *(f"param:{p}" for p in param_names),
         "num_lanes", "lane_mix", "lanes",
@@ -49,6 +50,9 @@ def trial_table(data: StudyData) -> tuple[list[str], list[dict[str, Any]]]:
             "evaluator": _evaluator(data, training),
             "feasible": r.feasible,
             "pareto": r.pareto,
+            # a repeat took trial repeat_of's result; proposed: trials of this model
+            "repeat_of": r.repeat_of,
+            "proposed": r.proposed if r.repeat_of is None else None,
             "num_lanes": r.num_lanes,
             "lane_mix": r.lane_mix,
             "lanes": r.lanes,
@@ -103,6 +107,8 @@ def trial_records(data: StudyData) -> dict[str, Any]:
                 ),
                 "feasible": r.feasible,
                 "pareto": r.pareto,
+                "repeat_of": r.repeat_of,
+                "proposed": r.proposed if r.repeat_of is None else None,
                 "constraints": r.constraints,
                 "params": r.params,
                 "generation": r.generation,

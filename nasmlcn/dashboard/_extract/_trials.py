@@ -53,6 +53,11 @@ class TrialRow(NamedTuple):
     """False when the trained model did not beat chance by a clear margin
     (:mod:`nasmlcn.search._learning`): infeasible, and drawn apart from trials
     over a budget."""
+    repeat_of: int | None = None
+    """A repeat (:mod:`nasmlcn.search._repeats`): it took this trial's result, the
+    same model trained once; the answers show the original only."""
+    proposed: int = 1
+    """Trials that proposed this trial's model: it and its repeats."""
 
     @property
     def complete(self) -> bool:
@@ -121,8 +126,9 @@ def extract_study(study: optuna.Study) -> StudyData:
     directions = tuple(d.name.lower() for d in study.directions)
     trials = study.get_trials(deepcopy=False)
     rows = [_row(t) for t in trials]
+    proposed = Counter(r.repeat_of for r in rows if r.repeat_of is not None)
     front = _front_numbers(rows, directions)
-    rows = [r._replace(pareto=r.number in front) for r in rows]
+    rows = [r._replace(pareto=r.number in front, proposed=1 + proposed[r.number]) for r in rows]
     return StudyData(study.study_name, names, directions, study_info(study), tuple(rows))
 
 
@@ -158,6 +164,7 @@ def _row(trial: FrozenTrial) -> TrialRow:
         duration_s=duration,
         attrs=record.attrs,
         learned=record.learned,
+        repeat_of=record.repeat_of,
     )
 
 
@@ -193,7 +200,8 @@ def pareto_mask(points: Sequence[Sequence[float]], directions: Sequence[str]) ->
 
 
 def _front_numbers(rows: Sequence[TrialRow], directions: Sequence[str]) -> set[int]:
-    candidates = [r for r in rows if r.complete and r.feasible]
+    # a repeat is its original's model and result: the original alone is on the front
+    candidates = [r for r in rows if r.complete and r.feasible and r.repeat_of is None]
     if not candidates:
         return set()
     points = [r.values for r in candidates if r.values is not None]
@@ -208,9 +216,10 @@ def _front_numbers(rows: Sequence[TrialRow], directions: Sequence[str]) -> set[i
 
 def best_rows(data: StudyData, top: int = 5) -> list[TrialRow]:
     """The Pareto front, best first objective first (several objectives); else
-    the ``top`` feasible completed trials, best first."""
+    the ``top`` feasible completed trials, best first. Each model once: a repeat's
+    original stands for it (``proposed`` says how many trials proposed it)."""
     sign = objective_signs(data.directions)[0]
-    done = [r for r in data.complete if r.feasible and r.values is not None]
+    done = [r for r in data.complete if r.feasible and r.values is not None and r.repeat_of is None]
     ordered = sorted(done, key=lambda r: (sign * r.values[0], r.number))  # type: ignore[index]
     if data.multi_objective:
         return [r for r in ordered if r.pareto]
