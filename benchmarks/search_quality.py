@@ -49,9 +49,10 @@ so 1.0 would be a perfect model at zero latency.
 
 A cache of trained results (a JSON file, ``--cache``, default
 ``~/.cache/nasmlcn/search-quality/cache.json``) is keyed by the architecture, the
-training settings, the search seed and the trial number: the train evaluator seeds a
-model's weights from the last two, so the cache serves exactly what training would
-have returned (a training the pruner stopped is kept with the epochs it ran). Runs
+training settings, the search seed and the model's training seed
+(``EvalRequest.training_seed``, drawn from the model, not the trial number): the
+train evaluator seeds a model's weights from the last two, so the cache serves
+exactly what training would have returned (a training the pruner stopped is kept with the epochs it ran). Runs
 share what their samplers propose alike: random sampling with a seed proposes the
 same models whatever the objectives, and the startup trials of TPE and GP and
 NSGA-II's first generation are Optuna's random sampler with that seed. A second
@@ -109,7 +110,7 @@ if TYPE_CHECKING:
 
 DEFAULT_OUT = Path("dashboards/exports/search-quality")
 DEFAULT_CACHE = Path.home() / ".cache" / "nasmlcn" / "search-quality" / "cache.json"
-CACHE_SCHEMA_VERSION = 1
+CACHE_SCHEMA_VERSION = 2
 CHECKPOINTS = (5, 10, 15, 20, 30)
 QUICK_CHECKPOINTS = (2, 4, 6)
 LATENCY_MARGIN = 0.1
@@ -310,7 +311,9 @@ class ResultCache:
             "arch": job.spec.to_dict(),
             "assignment": list(job.assignment),
             "seed": job.seed,
-            "trial": job.trial,
+            # what seeds the training with the search seed: the model's own seed
+            # (search/_repeats.py), so one model is one entry whatever its trial
+            "training_seed": job.training_seed,
             "epochs": job.epochs,
             "batch_size": job.batch_size,
             "lr": job.lr,
