@@ -150,17 +150,17 @@ class SearchProgress(ProgressDisplay, SearchObserver):
         no study to ask)."""
         if self._study is None:
             return None
-        from nasmlcn.study import storage_of, study_id_of
+        from nasmlcn.study import TrialRecord, storage_of, study_id_of
 
         storage = storage_of(self._study)
         try:
             trial_id = storage.get_trial_id_from_study_id_trial_number(
                 study_id_of(self._study), number
             )
-            history = storage.get_trial(trial_id).system_attrs.get("retry_history")
+            history = TrialRecord.of(storage.get_trial(trial_id)).retry_history
         except Exception:  # a display never stops a search
             return None
-        return int(history[-1]) if history else None
+        return history[-1] if history else None
 
     def _queued_retries(self) -> list[tuple[int, int]]:
         """The WAITING copies of failed trials: (number, the failed trial's number)."""
@@ -168,9 +168,8 @@ class SearchProgress(ProgressDisplay, SearchObserver):
             return []
         from optuna.trial import TrialState
 
+        from nasmlcn.study import TrialRecord
+
         waiting = self._study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
-        return [
-            (t.number, int(t.system_attrs["retry_history"][-1]))
-            for t in waiting
-            if t.system_attrs.get("retry_history")
-        ]
+        records = [TrialRecord.of(t) for t in waiting]
+        return [(r.number, r.retry_history[-1]) for r in records if r.retry_history]

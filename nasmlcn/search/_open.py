@@ -18,7 +18,7 @@ from nasmlcn.search._evaluator import EVALUATORS
 from nasmlcn.search._samplers import SAMPLERS
 from nasmlcn.search._setup import SearchSetup, setup_search
 from nasmlcn.search.spaces import space_changes
-from nasmlcn.study import hold, open_storage, redact_stored_url, stored_info, write_study_info
+from nasmlcn.study import frozen_info, hold, open_storage, redact_stored_url, write_study_info
 
 if TYPE_CHECKING:
     import optuna
@@ -59,7 +59,7 @@ def open_study(
     name = config.study_name()
     existing = {s.study_name: s for s in storage.get_all_studies()}
     if name in existing:
-        stored = stored_info(existing[name].user_attrs)
+        stored = frozen_info(existing[name])
         if stored is None or "identity" not in stored:
             raise SearchError(
                 f"study {name!r} exists but was not made by nasmlcn search; choose another ‹study›"

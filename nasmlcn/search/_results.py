@@ -208,8 +208,7 @@ def finished_for_pruning(
                 for name, i, maximize in cost_objectives
             }
         else:  # pruned: no values; the costs it was pruned with
-            stored = record.attrs.get("pruning_costs")
-            stored = stored if isinstance(stored, dict) else {}
+            stored = record.pruning_costs or {}
             if any(name not in stored for name, _, _ in cost_objectives):
                 continue  # its costs were never stored (an older study): not comparable
             costs = {name: float(stored[name]) for name, _, _ in cost_objectives}
@@ -230,7 +229,7 @@ def trial_counts(study: optuna.Study) -> dict[str, int]:
     from optuna.trial import TrialState
 
     trials = study.get_trials(deepcopy=False)
-    queued = {n for t in trials for n in t.system_attrs.get("retry_history") or ()}
+    queued = {n for t in trials for n in TrialRecord.of(t).retry_history}
     by_state = {
         state: [t for t in trials if t.state == state]
         for state in (
@@ -243,9 +242,10 @@ def trial_counts(study: optuna.Study) -> dict[str, int]:
     }
     complete, pruned = len(by_state[TrialState.COMPLETE]), len(by_state[TrialState.PRUNED])
     # added by a warm start as data (nasmlcn.search._warm): not toward --trials
-    transferred = sum("transferred_from" in t.user_attrs for t in by_state[TrialState.COMPLETE])
+    complete_records = [TrialRecord.of(t) for t in by_state[TrialState.COMPLETE]]
+    transferred = sum(r.transferred_from is not None for r in complete_records)
     # took an earlier trial's result (search/_repeats.py): counted, but trained nothing
-    repeats = sum(TrialRecord.of(t).repeat_of is not None for t in by_state[TrialState.COMPLETE])
+    repeats = sum(r.repeat_of is not None for r in complete_records)
     return {
         "results": complete + pruned - transferred,
         "transferred": transferred,

@@ -225,7 +225,9 @@ def _model_key(trial: FrozenTrial) -> str | None:
     training parameters); None when it stored no architecture."""
     import json
 
-    arch = trial.user_attrs.get("arch")
+    from nasmlcn.study import TrialRecord
+
+    arch = TrialRecord.of(trial).arch
     if not arch:
         return None
     training = {k: trial.params.get(k) for k in ("batch_size", "lr", "lr_policy", "batch_policy")}

@@ -47,6 +47,7 @@ from nasmlcn.search._trial_run import RunContext, TrialRun, retry_of
 from nasmlcn.search._warm import WarmStart, load_source, transferred_count, warm_start
 from nasmlcn.study import (
     TrialFiles,
+    TrialRecord,
     artifacts_dir,
     claim,
     discard_weights,
@@ -265,7 +266,7 @@ def _run_search(
                 # queued again: the next run resumes it (from its last checkpoint)
                 again = retry(study, storage.get_trial(trial_id_of(trial)), config.max_retries)
                 outcome = TrialOutcome(
-                    trial.number, "FAIL", None, trial.user_attrs.get("lanes", ""), reason, 0.0,
+                    trial.number, "FAIL", None, _lanes_of(study, trial), reason, 0.0,
                     retry_of=retry_of(trial, taken.retried), queued_again_as=again,
                 )  # fmt: skip
                 result.run_trials.append(outcome)
@@ -343,7 +344,7 @@ def sample(study: optuna.Study, trial: optuna.Trial, distributions: dict[str, An
     except Exception as err:
         reason = f"sampling failed: {failure_reason(err)}"
         with no_interrupts():
-            trial.set_user_attr("fail_reason", reason)
+            write_failed(trial, reason)
             study.tell(trial, state=_state("FAIL"))
         raise SearchError(
             f"trial {trial.number} of study {study.study_name!r}: {reason}; it is marked FAIL"
@@ -357,8 +358,13 @@ def _fail_running_of_this_run(study: optuna.Study) -> None:
     running = study.get_trials(deepcopy=False, states=(_state("RUNNING"),))
     if running:
         newest = max(running, key=lambda t: t.number)
-        if not newest.user_attrs:
+        if not TrialRecord.of(newest).attrs:
             study.tell(newest.number, state=_state("FAIL"))
+
+
+def _lanes_of(study: optuna.Study, trial: optuna.Trial) -> str:
+    """The lanes written on ``trial`` ("" before its model was built)."""
+    return TrialRecord.of(storage_of(study).get_trial(trial_id_of(trial))).lanes or ""
 
 
 def _state(name: str) -> Any:

@@ -36,12 +36,14 @@ from nasmlcn.search._setup import SearchSetup
 from nasmlcn.search.spaces import Candidate
 from nasmlcn.study import (
     TrialFiles,
+    TrialRecord,
     storage_of,
     trial_id_of,
     write_ended_early,
     write_model,
     write_model_key,
     write_plan,
+    write_pruning_costs,
     write_repeat,
     write_traceback,
     write_training,
@@ -249,7 +251,7 @@ class TrialRun:
         request = self._request(candidate, plan)
         pruning = Pruning.of(run, plan)
         if pruning.costs:  # a pruned trial has no values: its costs for later trials' rivals
-            trial.set_user_attr("pruning_costs", pruning.costs)
+            write_pruning_costs(trial, pruning.costs)
         single = len(setup.directions) == 1
         seen: list[EpochReport] = []
         # a retried trial keeps the epochs its failed run reported
@@ -414,13 +416,14 @@ def cost_objectives(setup: SearchSetup) -> list[tuple[str, int, bool]]:
     ]
 
 
+def _record(trial: optuna.Trial) -> TrialRecord:
+    return TrialRecord.of(storage_of(trial.study).get_trial(trial_id_of(trial)))
+
+
 def original_number(trial: optuna.Trial) -> int:
     """The number of the trial that ``trial`` retries (itself if none)."""
-    from optuna.storages import RetryHeartbeatStaleTrialCallback
-
-    frozen = storage_of(trial.study).get_trial(trial_id_of(trial))
-    original = RetryHeartbeatStaleTrialCallback.retried_trial_number(frozen)
-    return int(original) if original is not None else trial.number
+    original = _record(trial).retry_of
+    return original if original is not None else trial.number
 
 
 def retry_of(trial: optuna.Trial, retried: bool) -> int | None:
@@ -428,9 +431,8 @@ def retry_of(trial: optuna.Trial, retried: bool) -> int | None:
     which the live display showed as queued again); None for a new trial."""
     if not retried:
         return None
-    frozen = storage_of(trial.study).get_trial(trial_id_of(trial))
-    history = frozen.system_attrs.get("retry_history")
-    return int(history[-1]) if history else original_number(trial)
+    last = _record(trial).last_failed
+    return last if last is not None else trial.number
 
 
 def trial_deadline(config: SearchConfig, start: float) -> tuple[float | None, str]:

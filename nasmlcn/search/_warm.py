@@ -52,6 +52,7 @@ from nasmlcn.study import (
     study_info,
     update_study_info,
     write_training,
+    write_transferred,
 )
 
 if TYPE_CHECKING:
@@ -63,8 +64,6 @@ if TYPE_CHECKING:
 
 WARM_START_ATTR = "warm_start"
 """The study's ``nasmlcn`` info key, and the seed trials' user attribute."""
-TRANSFERRED_ATTR = "transferred_from"
-"""The user attribute of a trial added as data: ``{"study": name, "trial": number}``."""
 TRAINING_FIELDS = ("evaluator", "dataset", "epochs", "train_limit", "val_limit", "batch_size")
 """The configuration that decides a trained result besides the model."""
 DEFAULT_TOP = 5
@@ -342,7 +341,7 @@ def _transferable(
         if trial.distributions != dict(distributions):
             return [], "the parameters differ (another space, palette or objectives)", 0
         record = TrialRecord.of(trial)
-        if record.values is None or not record.arch or TRANSFERRED_ATTR in record.attrs:
+        if record.values is None or not record.arch or record.transferred_from is not None:
             continue  # a transferred trial is not passed on again
         values: list[float] = []
         for objective in setup.objectives:
@@ -418,7 +417,7 @@ def _add_transferred(
     new = study.ask()
     suggest_all(new, distributions)
     record = TrialRecord.of(trial)
-    new.set_user_attr(TRANSFERRED_ATTR, {"study": name, "trial": trial.number})
+    write_transferred(new, name, trial.number)
     write_candidate(new, setup, candidate, plan)
     accuracy = record.training.get("accuracy")
     if accuracy is None and record.accuracy_per_epoch:

@@ -53,6 +53,7 @@ from nasmlcn.study._claim import (
 )
 from nasmlcn.study._heartbeat import heartbeat
 from nasmlcn.study._identity import (
+    frozen_info,
     metric_names,
     redact_stored_url,
     stored_info,
@@ -97,10 +98,12 @@ from nasmlcn.study._trial import (
     write_model,
     write_model_key,
     write_plan,
+    write_pruning_costs,
     write_repeat,
     write_resumed,
     write_traceback,
     write_training,
+    write_transferred,
 )
 
 if TYPE_CHECKING:
@@ -133,6 +136,7 @@ __all__ = [
     "finished",
     "format_measured",
     "format_seconds",
+    "frozen_info",
     "frozen_study_id",
     "has_weights",
     "heartbeat",
@@ -170,9 +174,11 @@ __all__ = [
     "write_model",
     "write_model_key",
     "write_plan",
+    "write_pruning_costs",
     "write_repeat",
     "write_resumed",
     "write_study_info",
     "write_traceback",
     "write_training",
+    "write_transferred",
 ]

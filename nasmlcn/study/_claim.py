@@ -173,14 +173,9 @@ def claim(study: optuna.Study, config: ClaimSettings, make_sampler: Any, sample:
 
 
 def _copies_a_failed_trial(frozen: FrozenTrial) -> bool:
-    """Optuna's retry mark: ``frozen`` is a queued copy of a failed trial."""
-    import warnings
-
-    from optuna.storages import RetryHeartbeatStaleTrialCallback
-
-    with warnings.catch_warnings():  # "experimental" since Optuna 2.8, on every call
-        warnings.simplefilter("ignore")
-        return RetryHeartbeatStaleTrialCallback.retried_trial_number(frozen) is not None
+    """Optuna's retry mark (read by :class:`TrialRecord`): ``frozen`` is a queued
+    copy of a failed trial."""
+    return TrialRecord.of(frozen).retry_of is not None
 
 
 def retried_copies(study: optuna.Study) -> int:

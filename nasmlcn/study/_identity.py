@@ -26,6 +26,7 @@ from nasmlcn._storage_url import redact_url
 
 if TYPE_CHECKING:
     import optuna
+    from optuna.study._frozen import FrozenStudy
 
 STUDY_ATTR = "nasmlcn"
 """The study user attribute that holds what nasmlcn stores on a study."""
@@ -36,6 +37,11 @@ def stored_info(attrs: Mapping[str, Any]) -> dict[str, Any] | None:
     study was not made by nasmlcn search)."""
     info = attrs.get(STUDY_ATTR)
     return dict(info) if isinstance(info, Mapping) else None
+
+
+def frozen_info(frozen: FrozenStudy) -> dict[str, Any] | None:
+    """:func:`stored_info` of a study as ``storage.get_all_studies`` lists it."""
+    return stored_info(frozen.user_attrs)
 
 
 def study_info(study: optuna.Study) -> dict[str, Any]:

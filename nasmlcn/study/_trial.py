@@ -21,7 +21,15 @@ User attributes (version 1):
 - ``repairs``, ``repaired_lanes``;
 - ``model_key`` (the model and its training settings, hashed: trials with one key
   train the same model identically) and ``repeat_of`` (a trial that took an earlier
-  trial's result instead of training its model again).
+  trial's result instead of training its model again);
+- ``pruning_costs`` (a trial's cost objectives, known before training, for the
+  pruner's rivals), ``transferred_from`` (a trial a warm start added as data:
+  ``{"study": name, "trial": number}``).
+
+Optuna's own marks are read here too: the constraints, and the retry mark of a
+queued copy of a failed trial (``failed_trial``, ``retry_history``:
+:attr:`TrialRecord.retry_of`, :attr:`TrialRecord.last_failed`), so that no other
+module parses them.
 """
 
 from __future__ import annotations
@@ -87,8 +95,11 @@ class TrialRecord:
     repairs: list[str] = field(default_factory=list)
     repaired_lanes: int = 0
     retry_of: int | None = None
+    retry_history: tuple[int, ...] = ()
     model_key: str | None = None
     repeat_of: int | None = None
+    transferred_from: dict[str, Any] | None = None
+    pruning_costs: dict[str, float] | None = None
     version: int = 0
     attrs: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
@@ -102,15 +113,15 @@ class TrialRecord:
             for k, v in system.items()
             if k.startswith(CONSTRAINT_PREFIX) and _number(v) is not None
         }
-        legacy = system.get("constraints")  # Optuna < 5 kept one list
-        if not constraints and isinstance(legacy, (list, tuple)):
-            constraints = {f"c{i}": float(v) for i, v in enumerate(legacy)}
         weights = _dict(attrs.get("weights")) or None
         kept = weights is not None and f"{ARTIFACT_PREFIX}{weights.get('artifact_id')}" in system
         checkpoint = attrs.get("checkpoint")
         seed = attrs.get("sampler_seed")
         resumed = attrs.get("resumed_from_epoch")
-        retry_of = system.get("failed_trial")
+        retry_of = system.get("failed_trial")  # Optuna's retry mark: the first failed
+        history = system.get("retry_history")  # ... and every failed copy since
+        transferred = attrs.get("transferred_from")
+        costs = attrs.get("pruning_costs")
         return cls(
             number=trial.number,
             state=trial.state.name,
@@ -139,6 +150,9 @@ class TrialRecord:
             model_key=attrs.get("model_key"),
             repeat_of=attrs.get("repeat_of"),
             retry_of=int(retry_of) if isinstance(retry_of, int) else None,
+            retry_history=tuple(int(n) for n in history or () if isinstance(n, int)),
+            transferred_from=dict(transferred) if isinstance(transferred, Mapping) else None,
+            pruning_costs=dict(costs) if isinstance(costs, Mapping) else None,
             version=int(attrs.get(RECORD_VERSION_ATTR, 0)),
             attrs=attrs,
         )
@@ -163,6 +177,12 @@ class TrialRecord:
     @property
     def accuracy_per_epoch(self) -> list[float]:
         return [float(a) for a in self.training.get("val_accuracy_per_epoch") or ()]
+
+    @property
+    def last_failed(self) -> int | None:
+        """The failed trial this queued copy runs again (the last of its retry
+        history; the first, :attr:`retry_of`, without one); None for a new trial."""
+        return self.retry_history[-1] if self.retry_history else self.retry_of
 
     @property
     def crashed(self) -> bool:
@@ -274,6 +294,17 @@ def write_repeat(trial: optuna.Trial, original: FrozenTrial) -> None:
     for key, value in original.system_attrs.items():
         if key.startswith(CONSTRAINT_PREFIX):
             set_constraint(trial, key[len(CONSTRAINT_PREFIX) :], value)
+
+
+def write_pruning_costs(trial: optuna.Trial, costs: Mapping[str, float]) -> None:
+    """The trial's cost objectives, known before training: a pruned trial has no
+    values, and later trials' pruner still counts it as a rival by these."""
+    trial.set_user_attr("pruning_costs", dict(costs))
+
+
+def write_transferred(trial: optuna.Trial, study: str, number: int) -> None:
+    """A trial a warm start added as data: trial ``number`` of study ``study``."""
+    trial.set_user_attr("transferred_from", {"study": study, "trial": number})
 
 
 def write_resumed(trial: optuna.Trial, epoch: int) -> None:

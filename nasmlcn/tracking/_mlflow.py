@@ -72,6 +72,7 @@ from urllib.parse import urlparse
 from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import TrackingError
 from nasmlcn.search import IDENTITY_FIELDS, SearchObserver, SearchResult, SearchStart, TrialOutcome
+from nasmlcn.study import TrialRecord
 from nasmlcn.tracking._uri import check_tracking_uri, is_folder
 
 if TYPE_CHECKING:
@@ -186,10 +187,10 @@ class MlflowObserver(SearchObserver):
         return str(found.experiment_id)
 
     def on_study(self, study: optuna.Study) -> None:
-        from nasmlcn.study import hold, storage_of
+        from nasmlcn.study import hold, storage_of, study_info
 
         self.study = study
-        info = study.user_attrs.get("nasmlcn", {})
+        info = study_info(study)
         created = info.get("created", "") if isinstance(info, dict) else ""
         self.study_key = hashlib.sha256(f"{study.study_name}\0{created}".encode()).hexdigest()[:16]
         with hold(storage_of(study)):  # workers started together make one parent run
@@ -219,7 +220,9 @@ class MlflowObserver(SearchObserver):
     def on_start(self, start: SearchStart) -> None:
         if self.parent_id is None or self.study is None:
             return
-        config = self.study.user_attrs.get("nasmlcn", {}).get("config", {})
+        from nasmlcn.study import study_info
+
+        config = study_info(self.study).get("config", {})
         tags = {k: _text(config.get(k)) for k in _STUDY_TAGS if k in config}
         tags |= {"target_trials": str(start.target), "sampler": start.sampler}
         self.client.set_tag(self.parent_id, "directions", ",".join(start.directions))
@@ -292,7 +295,8 @@ class MlflowObserver(SearchObserver):
         if outcome.values is not None:
             names = self.study.metric_names or [f"value_{i}" for i in range(len(outcome.values))]
             metrics |= {name: float(v) for name, v in zip(names, outcome.values, strict=True)}
-        training = frozen.user_attrs.get("training", {})
+        record = TrialRecord.of(frozen)
+        training = record.training
         for key in ("seconds", "step_seconds", "images_per_second", "epochs_run"):
             value = training.get(key) if isinstance(training, dict) else None
             if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -302,9 +306,8 @@ class MlflowObserver(SearchObserver):
         self.client.set_tag(run.run_id, STATE_TAG, outcome.state)
         if outcome.reason:
             self.client.set_tag(run.run_id, "reason", _text(outcome.reason))
-        arch = frozen.user_attrs.get("arch")
-        if isinstance(arch, dict):
-            self._log_arch(run.run_id, arch)
+        if record.arch:
+            self._log_arch(run.run_id, record.arch)
         self.client.set_terminated(run.run_id, status=_STATUS.get(outcome.state, "FINISHED"))
 
     # -- helpers -----------------------------------------------------------------
@@ -312,11 +315,9 @@ class MlflowObserver(SearchObserver):
     def _trial_run(self, number: int) -> _Run:
         """The run of trial ``number``: the one its earlier attempts logged to (a
         retry), else a new child run of the study's."""
-        from optuna.storages import RetryHeartbeatStaleTrialCallback
-
         frozen = self._frozen(number)
-        retried = RetryHeartbeatStaleTrialCallback.retried_trial_number(frozen)
-        original = int(retried) if retried is not None else number
+        record = TrialRecord.of(frozen)
+        original = record.retry_of if record.retry_of is not None else number
         found = self._find({KIND_TAG: "trial", TRIAL_TAG: str(original)})
         if found is not None:
             run = _Run(found)
@@ -339,8 +340,8 @@ class MlflowObserver(SearchObserver):
             run = _Run(created.info.run_id)
             params = {k: _text(v) for k, v in frozen.params.items()}
             for key in ("lanes", "lane_mix", "num_lanes"):
-                if key in frozen.user_attrs:
-                    params[key] = _text(frozen.user_attrs[key])
+                if getattr(record, key) is not None:
+                    params[key] = _text(getattr(record, key))
             self._log(run.run_id, params=params)
         self.client.set_tag(run.run_id, ATTEMPT_TAG, str(number))
         self.runs[number] = run
