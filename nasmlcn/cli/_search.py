@@ -75,16 +75,15 @@ def search(
     timeout: float | None = typer.Option(
         None,
         "--timeout",
-        min=0.0,
-        help="Stop the search after this many seconds: no new trial, and the running one "
-        "stops within a batch, as Ctrl-C stops it (FAIL, queued again; a re-run resumes it).",
+        help="Stop the search after this many seconds (> 0): no new trial, and the running "
+        "one stops within a batch, as Ctrl-C stops it (FAIL, queued again; a re-run resumes "
+        "it).",
     ),
     trial_timeout: float | None = typer.Option(
         None,
         "--trial-timeout",
-        min=0.0,
-        help="Stop a trial at the first epoch boundary after this many seconds (PRUNED, "
-        "with the reason; its epochs are kept).",
+        help="Stop a trial at the first epoch boundary after this many seconds (> 0): "
+        "PRUNED, with the reason; its epochs are kept.",
     ),
     grace: float | None = typer.Option(
         None,
@@ -118,12 +117,12 @@ def search(
         None,
         "--prune-threshold",
         help="Prune at an epoch only once its Spearman rho with the last epoch reaches this "
-        "[default: 0.9].",
+        "(-1 to 1) [default: 0.9].",
     ),
     prune_percentile: float | None = typer.Option(
         None,
         "--prune-percentile",
-        help="Prune trials below this percentile of the finished ones [default: 50].",
+        help="Prune trials below this percentile of the finished ones (> 0, < 100) [default: 50].",
     ),
     prune_min_trials: int | None = typer.Option(
         None,
@@ -142,7 +141,7 @@ def search(
         None,
         "--halving-rate",
         help="With --pruner halving: rungs at epochs 1, R, R^2, ... keep the best 1/R "
-        "[default: 3].",
+        "(R >= 2) [default: 3].",
     ),
     warm_start: str | None = typer.Option(
         None,
@@ -160,7 +159,7 @@ def search(
     warm_start_top: int | None = typer.Option(
         None,
         "--warm-start-top",
-        help="How many of the earlier study's best trials to queue [default: 5].",
+        help="How many of the earlier study's best trials to queue (>= 1) [default: 5].",
     ),
     storage: str | None = STORAGE,
     study: str | None = typer.Option(
@@ -177,7 +176,9 @@ def search(
         None, "--cost-model", help=f"{one_of(COST_MODELS)} [default: analytic]."
     ),
     latency_budget: float | None = typer.Option(
-        None, "--latency-budget", help="Constraint: predicted step time <= this many seconds."
+        None,
+        "--latency-budget",
+        help="Constraint: predicted step time <= this many seconds (> 0).",
     ),
     device_file: Path | None = typer.Option(
         None, "--device-file", help="Extra device catalog (TOML)."

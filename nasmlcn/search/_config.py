@@ -196,30 +196,38 @@ class SearchConfig:
             if getattr(self, name) is not None:
                 _check_positive_int(name, getattr(self, name))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise SearchError(f"seed must be an integer >= 0, got {self.seed!r}")
+            raise SearchError(f"{option('seed')} must be an integer >= 0, got {self.seed!r}")
         if (
             isinstance(self.max_retries, bool)
             or not isinstance(self.max_retries, int)
             or (self.max_retries < 0)
         ):
-            raise SearchError(f"max_retries must be an integer >= 0, got {self.max_retries!r}")
+            raise SearchError(
+                f"{option('max_retries')} must be an integer >= 0, got {self.max_retries!r}"
+            )
         from nasmlcn.study import parse_keep
 
         parse_keep(self.keep_weights)
         for name in ("timeout", "trial_timeout", "grace", "latency_budget"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, (int, float)) and value > 0):
-                raise SearchError(f"{name} must be a number > 0, got {value!r}")
+                raise SearchError(f"{option(name)} must be a number > 0, got {value!r}")
         if not -1.0 <= self.prune_threshold <= 1.0:
-            raise SearchError(f"prune_threshold must be in [-1, 1], got {self.prune_threshold!r}")
+            raise SearchError(
+                f"{option('prune_threshold')} must be in [-1, 1], got {self.prune_threshold!r}"
+            )
         if not 0.0 < self.prune_percentile < 100.0:
             raise SearchError(
-                f"prune_percentile must be in (0, 100), got {self.prune_percentile!r}"
+                f"{option('prune_percentile')} must be in (0, 100), got {self.prune_percentile!r}"
             )
         if not self.objectives:
-            raise SearchError("objectives: give at least one, e.g. accuracy or accuracy,latency")
+            raise SearchError(
+                f"{option('objectives')}: give at least one, e.g. accuracy or accuracy,latency"
+            )
         if len(set(self.objectives)) != len(self.objectives):
-            raise SearchError(f"objectives: each may appear once, got {','.join(self.objectives)}")
+            raise SearchError(
+                f"{option('objectives')}: each may appear once, got {','.join(self.objectives)}"
+            )
         if self.study is not None and not str(self.study).strip():
             raise SearchError(
                 f"study name {self.study!r} is empty; give a name, or leave it out for one "
@@ -267,7 +275,7 @@ MAX_TRIALS = 1_000_000
 
 def _check_at_most(name: str, value: int, most: int, why: str) -> None:
     if value > most:
-        raise SearchError(f"{name} must be at most {most:,} ({why}), got {value:,}")
+        raise SearchError(f"{option(name)} must be at most {most:,} ({why}), got {value:,}")
 
 
 def _check_pruning_options(config: SearchConfig) -> None:
