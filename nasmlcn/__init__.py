@@ -18,9 +18,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from nasmlcn._lazy import lazy_exports
-
-__version__ = "0.1.0"
-
+from nasmlcn._version import SOURCE_VERSION as __version__
 from nasmlcn.errors import NasmlcnError
 from nasmlcn.specs import (
     ARCH_SCHEMA_VERSION,

@@ -181,13 +181,20 @@ def private_cross_package(found_imports: list[Import]) -> list[Import]:
     return list(seen.values())
 
 
-def cycles(found_imports: list[Import]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan), sorted."""
+def cycles(found_imports: list[Import], packages: bool = False) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), sorted.
+
+    ``packages``: follow each import to the module it names, not to the one that
+    defines the name: ``from nasmlcn.search import X`` runs ``nasmlcn.search``'s
+    ``__init__``, which imports every module of the package, so a module that a
+    package imports and that imports the package back closes a circle even when
+    ``X``'s own module never imports it."""
     graph: dict[str, set[str]] = {}
     for edge in found_imports:
-        if edge.type_only or not edge.target.startswith("nasmlcn") or edge.source == edge.target:
+        target = edge.named if packages else edge.target
+        if edge.type_only or not target.startswith("nasmlcn") or edge.source == target:
             continue
-        graph.setdefault(edge.source, set()).add(edge.target)
+        graph.setdefault(edge.source, set()).add(target)
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -220,6 +227,16 @@ def cycles(found_imports: list[Import]) -> list[list[str]]:
         if node not in index:
             visit(node)
     return sorted(components)
+
+
+def arrows_up(found_imports: list[Import]) -> list[Import]:
+    """Imports of the top-level package ``nasmlcn`` from inside one of its packages:
+    an arrow back up, since ``nasmlcn/__init__`` imports the packages."""
+    return [
+        e
+        for e in found_imports
+        if e.named == "nasmlcn" and not e.type_only and package_of(e.source) != "nasmlcn"
+    ]
 
 
 def torch_in_planning(found_imports: list[Import]) -> list[Import]:
@@ -256,11 +273,16 @@ def report() -> dict:
     edges = imports(found)
     private = private_cross_package(edges)
     components = cycles(edges)
+    circles = cycles(edges, packages=True)
+    up = arrows_up(edges)
     readme = ROOT.parent / "README.md"
     return {
         "modules": len(found),
         "cycles": components,
         "modules_in_cycles": sum(len(c) for c in components),
+        "package_cycles": circles,
+        "modules_in_package_cycles": sum(len(c) for c in circles),
+        "arrows_up": [f"{e.source}:{e.line} -> {e.named}" for e in up],
         "private_cross_package_imports": len(private),
         "private_imports": [f"{e.source}:{e.line} -> {e.named}" for e in private],
         "largest_modules": largest(found),
@@ -284,6 +306,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"import cycles: {len(figures['cycles'])} across {figures['modules_in_cycles']} modules")
     for component in figures["cycles"]:
         print(f"  {' <-> '.join(component)}")
+    circles = figures["package_cycles"]
+    print(
+        f"package-level cycles: {len(circles)} across {figures['modules_in_package_cycles']} "
+        f"modules; arrows up to nasmlcn: {len(figures['arrows_up'])}"
+    )
+    for component in circles:
+        print(f"  {' <-> '.join(component)}")
+    for line in figures["arrows_up"]:
+        print(f"  up: {line}")
     print(f"private cross-package imports: {figures['private_cross_package_imports']}")
     if args.list:
         for line in figures["private_imports"]:

@@ -114,3 +114,43 @@ def test_no_module_is_over_500_lines_without_a_stated_reason(graph: ModuleType) 
         path = graph.modules()[name]
         docstring = ast.get_docstring(ast.parse(path.read_text())) or ""
         assert "lines" in docstring, f"{name}: say in its docstring why it is this long"
+
+
+# Package-level circles not yet broken, each with its reason (the modules, sorted,
+# joined by " <-> ", as the script prints them).
+KNOWN_PACKAGE_CYCLES: dict[str, str] = {
+    "nasmlcn.search <-> nasmlcn.search._config <-> nasmlcn.search._entry <-> "
+    "nasmlcn.search._open <-> nasmlcn.search._pool <-> nasmlcn.search._runner <-> "
+    "nasmlcn.search._setup <-> nasmlcn.search._sweep <-> nasmlcn.search._train_evaluator "
+    "<-> nasmlcn.search._trial_run <-> nasmlcn.search._warm <-> nasmlcn.tracking <-> "
+    "nasmlcn.tracking._mlflow": "the search still builds the MLflow observer from "
+    "SearchConfig.mlflow (issue 41, item 2: the CLI is to build it and hand it over)",
+}
+
+
+def test_package_level_cycles_are_known(graph: ModuleType, edges: list[Any]) -> None:
+    found = {" <-> ".join(c) for c in graph.cycles(edges, packages=True)}
+    assert sorted(found - set(KNOWN_PACKAGE_CYCLES)) == []
+    assert sorted(set(KNOWN_PACKAGE_CYCLES) - found) == [], "a circle is gone: drop its entry"
+
+
+def test_a_package_level_cycle_is_a_cycle(graph: ModuleType) -> None:
+    """``from nasmlcn.b import X`` runs ``nasmlcn.b``'s ``__init__``, which imports
+    ``nasmlcn.b._y``; if that module imports back (here lazily), the modules form a
+    circle, though ``X``'s own module ``nasmlcn.b._x`` imports nothing of ``a``."""
+    edges = [
+        graph.Import("nasmlcn.a._m", "nasmlcn.b._x", "nasmlcn.b", 1, False, False),
+        graph.Import("nasmlcn.b", "nasmlcn.b._x", "nasmlcn.b._x", 1, False, False),
+        graph.Import("nasmlcn.b", "nasmlcn.b._y", "nasmlcn.b._y", 2, False, False),
+        graph.Import("nasmlcn.b._y", "nasmlcn.a._m", "nasmlcn.a._m", 7, True, False),
+    ]
+    assert graph.cycles(edges) == []  # module by module: no cycle
+    assert graph.cycles(edges, packages=True) == [["nasmlcn.a._m", "nasmlcn.b", "nasmlcn.b._y"]]
+
+
+def test_no_package_imports_the_top_level_package(graph: ModuleType, edges: list[Any]) -> None:
+    """``nasmlcn/__init__`` imports the packages, so their importing ``nasmlcn`` runs
+    back up; the version comes from ``nasmlcn._version``."""
+    assert [f"{e.source}:{e.line}" for e in graph.arrows_up(edges)] == []
+    made = [graph.Import("nasmlcn.search._open", "nasmlcn", "nasmlcn", 14, False, False)]
+    assert len(graph.arrows_up(made)) == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-import nasmlcn
+from nasmlcn._version import version
 from nasmlcn.cli._console import setup_logging
 
 app = typer.Typer(
@@ -19,7 +19,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"nasmlcn {nasmlcn.__version__}")
+        typer.echo(f"nasmlcn {version()}")
         raise typer.Exit()
 
 

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import nasmlcn
+from nasmlcn._version import version
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config import SearchConfig
 from nasmlcn.search._evaluator import EVALUATORS
@@ -30,7 +30,7 @@ def versions() -> dict[str, str]:
     import optuna
 
     out = {
-        "nasmlcn": nasmlcn.__version__,
+        "nasmlcn": version(),
         "optuna": optuna.__version__,
         "python": platform.python_version(),
     }

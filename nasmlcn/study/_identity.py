@@ -26,7 +26,6 @@ from nasmlcn._storage_url import redact_url
 
 if TYPE_CHECKING:
     import optuna
-    from optuna.study._frozen import FrozenStudy
 
 STUDY_ATTR = "nasmlcn"
 """The study user attribute that holds what nasmlcn stores on a study."""
@@ -39,8 +38,9 @@ def stored_info(attrs: Mapping[str, Any]) -> dict[str, Any] | None:
     return dict(info) if isinstance(info, Mapping) else None
 
 
-def frozen_info(frozen: FrozenStudy) -> dict[str, Any] | None:
-    """:func:`stored_info` of a study as ``storage.get_all_studies`` lists it."""
+def frozen_info(frozen: Any) -> dict[str, Any] | None:
+    """:func:`stored_info` of a study as ``storage.get_all_studies`` lists it (an
+    Optuna ``FrozenStudy``)."""
     return stored_info(frozen.user_attrs)
 
 
