@@ -540,7 +540,7 @@ def search(
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = run_search(config, observer, evaluator=evaluator)
+        result = run_search(config, [observer], evaluator=evaluator)
     if result.stopped == "interrupted":  # run_search took the Ctrl-C: stop it all
         raise KeyboardInterrupt
     cached = getattr(observer, "cached", {})

@@ -104,7 +104,7 @@ def _search(
     observer = make_observer(study, seed, settings.trials, evaluator, started)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = run_search(config, observer, evaluator=evaluator)
+        result = run_search(config, [observer], evaluator=evaluator)
     if result.stopped == "interrupted":
         raise KeyboardInterrupt
     records = [

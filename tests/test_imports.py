@@ -118,14 +118,7 @@ def test_no_module_is_over_500_lines_without_a_stated_reason(graph: ModuleType) 
 
 # Package-level circles not yet broken, each with its reason (the modules, sorted,
 # joined by " <-> ", as the script prints them).
-KNOWN_PACKAGE_CYCLES: dict[str, str] = {
-    "nasmlcn.search <-> nasmlcn.search._config <-> nasmlcn.search._entry <-> "
-    "nasmlcn.search._open <-> nasmlcn.search._pool <-> nasmlcn.search._runner <-> "
-    "nasmlcn.search._setup <-> nasmlcn.search._sweep <-> nasmlcn.search._train_evaluator "
-    "<-> nasmlcn.search._trial_run <-> nasmlcn.search._warm <-> nasmlcn.tracking <-> "
-    "nasmlcn.tracking._mlflow": "the search still builds the MLflow observer from "
-    "SearchConfig.mlflow (issue 41, item 2: the CLI is to build it and hand it over)",
-}
+KNOWN_PACKAGE_CYCLES: dict[str, str] = {}
 
 
 def test_package_level_cycles_are_known(graph: ModuleType, edges: list[Any]) -> None:

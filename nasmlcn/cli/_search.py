@@ -299,6 +299,17 @@ def search(
     return 130 if interrupted else 0
 
 
+def _tracker(uri: str | None) -> Any:
+    """``MlflowObserver`` bound to ``uri`` (a picklable factory), or None."""
+    import functools
+
+    if not uri:
+        return None
+    from nasmlcn.tracking import MlflowObserver
+
+    return functools.partial(MlflowObserver, uri)
+
+
 def _run_one(config: Any, *, as_json: bool, quiet: bool, pool: dict[str, Any]) -> dict[str, Any]:
     import functools
     import warnings
@@ -309,30 +320,42 @@ def _run_one(config: Any, *, as_json: bool, quiet: bool, pool: dict[str, Any]) -
     from nasmlcn.dashboard import DashboardObserver
     from nasmlcn.search import run_search, run_workers
 
-    run: Any = functools.partial(run_search, observers=[DashboardObserver()])
+    # the tracker SearchConfig.mlflow asks for: made here, opened once the search has
+    # checked its configuration (the search itself imports nothing of tracking)
+    tracker = _tracker(config.mlflow)
+    observers: list[Any] = [DashboardObserver()]
+    run: Any = run_search
     on_gpus = pool["gpus_per_trial"] is not None or pool["workers_per_gpu"] is not None
     if pool["workers"] > 1 or on_gpus:
         # --workers 1 (the default) on GPUs: as many workers as the GPUs take
         workers = None if on_gpus and pool["workers"] == 1 else pool["workers"]
+        # each worker writes its trials' notes as they end; the figures once, here.
+        # MLflow: this process opens and closes the study's parent run, and each
+        # worker logs its own trials under it
+        observers = [DashboardObserver(notes=False)]
+        made: list[Any] = [functools.partial(DashboardObserver, figures=False)]
+        if tracker is not None:
+            observers.append(tracker(trials=False))
+            made.append(functools.partial(tracker, end_parent=False))
         run = functools.partial(
             run_workers,
             workers=workers,
             gpus_per_trial=pool["gpus_per_trial"],
             workers_per_gpu=pool["workers_per_gpu"],
-            # each worker writes its trials' notes as they end; the figures once, here
-            observers=[DashboardObserver(notes=False)],
-            worker_observers=[functools.partial(DashboardObserver, figures=False)],
+            worker_observers=made,
         )
+    elif tracker is not None:
+        observers.append(tracker())
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         warnings.filterwarnings("ignore", message="Heartbeat of storage")
         if quiet:
-            result = run(config)
+            result = run(config, observers)
         else:
             with SearchProgress(err) as progress:
-                result = run(config, progress)
+                result = run(config, [progress, *observers])
     data = result.to_dict()
     data["config"] = config.to_dict()
     # the proxy's accuracies are an analytic stand-in: every output says so

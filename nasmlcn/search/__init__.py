@@ -33,7 +33,7 @@ from nasmlcn.search._correlation import (
     first_epoch_reaching,
     retrained_correlations,
 )
-from nasmlcn.search._entry import TrialProgress
+from nasmlcn.search._entry import ProgressObserver, TrialProgress
 from nasmlcn.search._evaluator import (
     EVALUATORS,
     EpochCallback,
@@ -94,6 +94,7 @@ __all__ = [
     "FinishedTrial",
     "HalvingPruner",
     "Objective",
+    "ProgressObserver",
     "ProxyEvaluator",
     "PruneTrial",
     "RetrainObserver",

@@ -173,7 +173,7 @@ class SearchConfig:
         _check_at_most("trials", self.trials, MAX_TRIALS, "a million 1-second trials take 12 days")
         _check_at_most("epochs", self.epochs, MAX_EPOCHS, "the thesis trains 10 to 100")
         if self.mlflow is not None:  # a URI MLflow cannot open is refused here, not mid-run
-            from nasmlcn.tracking import check_tracking_uri
+            from nasmlcn._tracking_uri import check_tracking_uri
 
             object.__setattr__(self, "mlflow", check_tracking_uri(self.mlflow))
         _check_positive_int("batch_size", self.batch_size)

@@ -5,20 +5,23 @@
   when the user names none).
 - Optuna's own log lines ("A new study created in RDB ...") stay quiet for the
   call; the caller's Optuna verbosity is restored after it.
-- ``progress``: an optional callback told of every finished trial.
-- ``SearchConfig.mlflow``: the experiment tracker (:mod:`nasmlcn.tracking`),
-  attached as one more observer; the search itself knows nothing of it, and
-  MLflow is imported only when a tracking URI is given.
+- A run is watched through the observers it is given (:class:`ProgressObserver`
+  turns a callback into one).
+- ``SearchConfig.mlflow`` asks for an experiment tracker: the caller makes it
+  (``nasmlcn.tracking.MlflowObserver``, as ``nasmlcn search --mlflow`` does) and
+  passes it among the observers; the search imports nothing of the tracking, and
+  refuses a config whose tracker is missing (:func:`require_tracker`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from nasmlcn.errors import SearchError
+from nasmlcn._storage_url import redact_url
+from nasmlcn.errors import SearchError, option
 from nasmlcn.search._config import SearchConfig
 from nasmlcn.search._observer import SearchObserver
 from nasmlcn.search._outcome import SearchStart, TrialOutcome
@@ -83,21 +86,19 @@ def require_storage(config: SearchConfig) -> None:
         )
 
 
-def call_observers(config: SearchConfig, progress: ProgressCallback | None) -> list[SearchObserver]:
-    """The observers a call adds: ``progress``'s, and the tracker ``config.mlflow``
-    asks for.
+def require_tracker(config: SearchConfig, observers: Sequence[SearchObserver]) -> None:
+    """Refuses a config whose ``mlflow`` names a tracking URI that no observer logs
+    to (before anything is written): the search makes no tracker of its own.
 
     Raises:
-        TrackingError: MLflow is not installed or cannot open the URI.
+        SearchError: ``config.mlflow`` is set and no observer's ``tracking_uri`` is it.
     """
-    added: list[SearchObserver] = []
-    if progress is not None:
-        added.append(ProgressObserver(progress))
-    if config.mlflow:
-        from nasmlcn.tracking import MlflowObserver
-
-        added.append(MlflowObserver(config.mlflow))
-    return added
+    if config.mlflow and not any(o.tracking_uri == config.mlflow for o in observers):
+        raise SearchError(
+            f"{option('mlflow')} {redact_url(config.mlflow)!r} asks for MLflow tracking, but "
+            "no tracker watches this search: pass observers=[MlflowObserver(config.mlflow)] "
+            "(nasmlcn.tracking)"
+        )
 
 
 @contextmanager

@@ -1,6 +1,6 @@
 """The observer protocol: hooks into a search that the caller attaches (the CLI's
 live display, the dashboard's notes, MLflow tracking); the search itself knows
-nothing of them."""
+nothing of them. A run is watched one way: the list of observers it is given."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from nasmlcn.planning import Plan
     from nasmlcn.search._evaluator import EpochReport
     from nasmlcn.search._outcome import SearchResult, SearchStart, TrialOutcome
+    from nasmlcn.search._setup import SearchSetup
 
 logger = logging.getLogger(__name__)
 
@@ -21,7 +22,16 @@ logger = logging.getLogger(__name__)
 class SearchObserver:
     """Hooks into a search (the CLI's live display and the dashboard's notes are
     observers the CLI attaches); all no-ops here. An observer that raises stops
-    nothing: the runner logs it and goes on."""
+    nothing (the runner logs it and goes on), but in :meth:`on_checked`."""
+
+    tracking_uri: str | None = None
+    """The tracking URI an experiment tracker logs to (``SearchConfig.mlflow`` asks
+    for one such observer); None for others."""
+
+    def on_checked(self, setup: SearchSetup) -> None:
+        """The configuration and devices are checked and nothing is written yet: an
+        observer that opens something (a tracking store) opens it here. An error
+        raised here stops the search before its study is made."""
 
     def on_study(self, study: optuna.Study) -> None:
         """The study, once it is created or loaded (before ``on_start``)."""
@@ -59,6 +69,11 @@ class Observers(SearchObserver):
                 logger.warning(
                     "observer %s failed in %s", type(observer).__name__, hook, exc_info=True
                 )
+
+    def on_checked(self, setup: SearchSetup) -> None:
+        # not guarded: an observer that cannot start stops the search up front
+        for observer in self.observers:
+            observer.on_checked(setup)
 
     def on_study(self, study: optuna.Study) -> None:
         self._each("on_study", study)

@@ -23,7 +23,6 @@ every worker: each fails and queues its running trial, and the run stops.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import multiprocessing
 import os
@@ -36,7 +35,7 @@ from typing import Any
 
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config import WORKERS_PER_GPU_ENV, SearchConfig
-from nasmlcn.search._entry import TrialProgress, call_observers, quiet_optuna, require_storage
+from nasmlcn.search._entry import quiet_optuna, require_storage, require_tracker
 from nasmlcn.search._evaluator import EVALUATORS
 from nasmlcn.search._observer import Observers, SearchObserver
 from nasmlcn.search._open import open_search
@@ -295,7 +294,7 @@ def _worker(
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     try:
         observers = [make() for make in observer_factories]
-        result = run_search(config, _Relay(channel, slot.index), observers=observers)
+        result = run_search(config, [_Relay(channel, slot.index), *observers])
     except KeyboardInterrupt:
         channel.put(("done", slot.index, "interrupted"))
         return
@@ -307,23 +306,22 @@ def _worker(
 
 def run_workers(
     config: SearchConfig,
-    observer: SearchObserver | None = None,
+    observers: Sequence[SearchObserver] = (),
     *,
     workers: int | None = None,
     gpus_per_trial: int | None = None,
     workers_per_gpu: int | None = None,
-    observers: Sequence[SearchObserver] = (),
     worker_observers: Sequence[Callable[[], SearchObserver]] = (),
-    progress: Callable[[TrialProgress], None] | None = None,
 ) -> SearchResult:
     """Runs the search of ``config`` with a pool of worker processes (see the module
     docstring); one result for the whole run.
 
     Args:
         config: The search.
-        observer: Receives the run's start and every worker's finished trials.
-        observers: More observers in this process, as ``observer`` (the run's
-            end included: ``DashboardObserver(notes=False)`` writes the figures once).
+        observers: What watches the run in this process: its start, every worker's
+            finished trials and its end (``DashboardObserver(notes=False)`` writes
+            the figures once; ``MlflowObserver(config.mlflow, trials=False)`` opens
+            and closes the study's parent run).
         workers: Worker processes (None: one per ``gpus_per_trial`` GPUs, or
             ``workers_per_gpu`` per GPU, else 1).
         gpus_per_trial: GPUs of each worker (None: no GPUs assigned; CPU cores split).
@@ -331,11 +329,9 @@ def run_workers(
             ``gpus_per_trial`` 1): worker ``i`` on GPU ``i // workers_per_gpu``, its
             trials held to that share of the GPU's memory.
         worker_observers: Picklable factories of observers each worker attaches
-            (``nasmlcn.dashboard.DashboardObserver``: the dashboard's notes).
-        progress: Called after every worker's trial, as in :func:`run_search`.
-
-    ``config.mlflow``: each worker logs its own trials to MLflow, under the one
-    parent run this process opens for the study and closes at the end.
+            (``nasmlcn.dashboard.DashboardObserver``: the dashboard's notes;
+            ``functools.partial(MlflowObserver, config.mlflow, end_parent=False)``:
+            each worker logs its own trials under the one parent run).
 
     Raises:
         NasmlcnError: Invalid configuration, storage or device request (before any
@@ -343,22 +339,18 @@ def run_workers(
     """
     started = time.perf_counter()
     require_storage(config)
+    require_tracker(config, observers)
     slots = plan_workers(workers, gpus_per_trial, workers_per_gpu)
-    every = Observers([o for o in (observer, *observers) if o is not None])
-    factories: list[Callable[[], SearchObserver]] = []
+    observer = Observers(observers)
 
     def attach(setup: SearchSetup) -> None:
         check_gpu_sharing(setup, slots)
         # after the configuration is checked: a bad one opens no tracking store
-        added, made = _pool_observers(config, progress, worker_observers)
-        every.observers.extend(added)
-        factories.extend(made)
+        observer.on_checked(setup)
 
     with quiet_optuna():
         # errors here, before any worker starts
         setup, study, resumed = open_search(config, attach)
-    observer = every
-    worker_observers = factories
     observer.on_study(study)
 
     result = start_run(
@@ -403,24 +395,6 @@ def run_workers(
             signal.signal(signal.SIGTERM, previous)
     observer.on_end(result)
     return result
-
-
-def _pool_observers(
-    config: SearchConfig,
-    progress: Callable[[TrialProgress], None] | None,
-    worker_observers: Sequence[Callable[[], SearchObserver]],
-) -> tuple[list[SearchObserver], list[Callable[[], SearchObserver]]]:
-    """This process's added observers (``progress``; the MLflow parent run, which
-    logs no trial) and the workers' observer factories (each worker's MLflow
-    tracker logs its trials and leaves the parent run open)."""
-    added = call_observers(replace(config, mlflow=None), progress)
-    factories = list(worker_observers)
-    if config.mlflow:
-        from nasmlcn.tracking import MlflowObserver
-
-        added.append(MlflowObserver(config.mlflow, trials=False))
-        factories.append(functools.partial(MlflowObserver, config.mlflow, end_parent=False))
-    return added, factories
 
 
 def _collect(

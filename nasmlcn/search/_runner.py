@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config import SearchConfig
-from nasmlcn.search._entry import TrialProgress, call_observers, quiet_optuna, require_storage
+from nasmlcn.search._entry import quiet_optuna, require_storage, require_tracker
 from nasmlcn.search._evaluator import EVALUATORS, Evaluator
 from nasmlcn.search._failure import failure_reason
 from nasmlcn.search._learning import learning_threshold
@@ -74,11 +74,9 @@ toward the trial target, so a space where every candidate fails would never end)
 
 def run_search(
     config: SearchConfig,
-    observer: SearchObserver | None = None,
-    *,
     observers: Sequence[SearchObserver] = (),
+    *,
     evaluator: Evaluator | None = None,
-    progress: Callable[[TrialProgress], None] | None = None,
 ) -> SearchResult:
     """Runs (or continues) the search of ``config``.
 
@@ -87,34 +85,35 @@ def run_search(
 
     Args:
         config: The search (``config.storage`` must name the study storage;
-            ``config.mlflow`` adds MLflow tracking, :mod:`nasmlcn.tracking`).
-        observer: Receives progress.
-        observers: More observers (e.g. ``nasmlcn.dashboard.DashboardObserver``,
-            which writes the dashboard's trial notes and figures).
+            ``config.mlflow`` asks for a tracker among ``observers``).
+        observers: What watches the run: a live display, a
+            :class:`ProgressObserver` (a callback after every trial),
+            ``nasmlcn.dashboard.DashboardObserver`` (the dashboard's trial notes and
+            figures), ``nasmlcn.tracking.MlflowObserver(config.mlflow)``.
         evaluator: Overrides the configured evaluator (tests).
-        progress: Called after every trial with a :class:`TrialProgress` (the
-            outcome, and the study's finished trials out of ``config.trials``).
 
     Returns:
         What this run did and the study's best trials (or Pareto front).
 
     Raises:
-        NasmlcnError: Invalid configuration or storage, no storage named, or
-            tracking that cannot start (before anything is written).
+        NasmlcnError: Invalid configuration or storage, no storage named, a
+            tracker asked for and not given, or one that cannot start (before
+            anything is written).
     """
     import optuna
 
     require_storage(config)
+    require_tracker(config, observers)
     with warnings.catch_warnings(), quiet_optuna():
         # Heartbeats with ask-and-tell and metric names are "experimental" in
         # Optuna; they are what this runner is built on, so the warnings say nothing.
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         warnings.filterwarnings("ignore", message="Heartbeat of storage")
-        every = Observers([o for o in (observer, *observers) if o is not None])
+        every = Observers(observers)
 
-        def attach(_setup: SearchSetup) -> None:
+        def attach(setup: SearchSetup) -> None:
             # after the configuration is checked: a bad one opens no tracking store
-            every.observers.extend(call_observers(config, progress))
+            every.on_checked(setup)
 
         with sigterm_as_interrupt():
             return _run_search(config, every, evaluator, attach)

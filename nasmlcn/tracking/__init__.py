@@ -9,7 +9,7 @@ when an observer is made.
 
 from __future__ import annotations
 
+from nasmlcn._tracking_uri import check_tracking_uri
 from nasmlcn.tracking._mlflow import MlflowObserver, missing_mlflow
-from nasmlcn.tracking._uri import check_tracking_uri
 
 __all__ = ["MlflowObserver", "check_tracking_uri", "missing_mlflow"]

@@ -1,9 +1,10 @@
 """MLflow tracking of a search: one parent run per study, one child run per trial.
 
 :class:`MlflowObserver` is a :class:`~nasmlcn.search.SearchObserver`:
-``run_search`` attaches it when ``SearchConfig.mlflow`` (``nasmlcn search
---mlflow URI``, or ``mlflow = "..."`` in a recipe) names a tracking URI; the
-search itself knows nothing of MLflow. The URI is any that MLflow opens: a folder
+the CLI makes one when ``SearchConfig.mlflow`` (``nasmlcn search --mlflow URI``, or
+``mlflow = "..."`` in a recipe) names a tracking URI and hands it to the search
+among its observers; the search itself knows nothing of MLflow. It opens the
+store in ``on_checked``, once the search's configuration is checked. The URI is any that MLflow opens: a folder
 (its file store), ``sqlite:///mlflow.db``, or a tracking server's ``http(s)://``
 address.
 
@@ -55,25 +56,23 @@ asked).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
-import re
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 from nasmlcn._storage_url import redact_url
+from nasmlcn._tracking_uri import check_tracking_uri
 from nasmlcn.errors import TrackingError
 from nasmlcn.search import IDENTITY_FIELDS, SearchObserver, SearchResult, SearchStart, TrialOutcome
 from nasmlcn.study import TrialRecord
-from nasmlcn.tracking._uri import check_tracking_uri, is_folder
+from nasmlcn.tracking._store import artifact_location, open_error, opening, quiet_mlflow
 
 if TYPE_CHECKING:
     import optuna
@@ -147,26 +146,37 @@ class MlflowObserver(SearchObserver):
     ) -> None:
         uri = check_tracking_uri(uri)
         try:
-            from mlflow.tracking import MlflowClient
+            import mlflow.tracking  # noqa: F401  (missing: say so now)
         except ImportError:
             raise TrackingError(missing_mlflow()) from None
-        self.uri = uri
+        self.uri = self.tracking_uri = uri
         self.shown = redact_url(uri)
         self.trials = trials
         self.end_parent = end_parent
-        name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
-        try:
-            with _quiet_mlflow(), _opening(uri):
-                self.client = MlflowClient(tracking_uri=uri)
-                self.experiment_id = self._experiment(name)
-        except TrackingError:
-            raise
-        except Exception as err:
-            raise TrackingError(_open_error(self.shown, uri, err)) from None
+        self.experiment = experiment
+        self.client: Any = None
+        self.experiment_id = ""
         self.study: optuna.Study | None = None
         self.study_key = ""
         self.parent_id: str | None = None
         self.runs: dict[int, _Run] = {}
+
+    def on_checked(self, setup: Any = None) -> None:
+        """Opens the tracking store and the experiment (once the search's
+        configuration is checked: a bad one opens nothing)."""
+        from mlflow.tracking import MlflowClient
+
+        if self.client is not None:
+            return
+        name = self.experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
+        try:
+            with quiet_mlflow(), opening(self.uri):
+                self.client = MlflowClient(tracking_uri=self.uri)
+                self.experiment_id = self._experiment(name)
+        except TrackingError:
+            raise
+        except Exception as err:
+            raise TrackingError(open_error(self.shown, self.uri, err)) from None
 
     # -- the study's parent run ------------------------------------------------
 
@@ -174,7 +184,7 @@ class MlflowObserver(SearchObserver):
         found = self.client.get_experiment_by_name(name)
         if found is None:
             try:
-                return str(self.client.create_experiment(name, _artifact_location(self.uri)))
+                return str(self.client.create_experiment(name, artifact_location(self.uri)))
             except Exception:
                 found = self.client.get_experiment_by_name(name)  # made at the same moment
                 if found is None:
@@ -403,93 +413,3 @@ def _text(value: Any, limit: int = 500) -> str:
     """A param or tag value: text, JSON for lists, cut to ``limit`` characters."""
     text = json.dumps(value) if isinstance(value, (list, dict)) else str(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0] if text else type(err).__name__
-
-
-def _artifact_location(uri: str) -> str | None:
-    """``mlartifacts/`` beside a SQLite store's file; None (MLflow's choice) otherwise."""
-    from nasmlcn.study import sqlite_path
-
-    if not uri.startswith("sqlite:"):
-        return None
-    path = sqlite_path(uri)
-    return (path.resolve().parent / "mlartifacts").as_uri() if path is not None else None
-
-
-_OPENING_ENV = {
-    # A server that does not answer is reported in seconds, not after MLflow's
-    # seven retries with backoff (four minutes); logging later keeps the retries.
-    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
-    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-    "MLFLOW_HTTP_REQUEST_TIMEOUT": "15",
-}
-
-
-@contextlib.contextmanager
-def _opening(uri: str) -> Iterator[None]:
-    """The environment MLflow reads while the observer opens the store, then the
-    caller's again (a variable the caller set is left as it is).
-
-    A folder: MLflow 3 refuses its file store ("maintenance mode") unless
-    ``MLFLOW_ALLOW_FILE_STORE`` is set; a folder given as the URI is the user's
-    explicit choice, so it is allowed while the client is made (MLflow keeps the
-    store it opened for the process, so logging needs no variable). Reading the
-    folder back with MLflow 3 (``mlflow ui``, ``MlflowClient``) needs
-    ``MLFLOW_ALLOW_FILE_STORE=true`` too; ``sqlite:///mlflow.db`` needs nothing.
-    An ``http(s)://`` server: few retries, so a wrong address fails fast.
-    """
-    scheme = urlparse(uri).scheme.lower()
-    if is_folder(uri):
-        wanted = {"MLFLOW_ALLOW_FILE_STORE": "true"}
-    elif scheme in ("http", "https"):
-        wanted = _OPENING_ENV
-    else:
-        wanted = {}
-    set_here = [k for k in wanted if k not in os.environ]
-    for key in set_here:
-        os.environ[key] = wanted[key]
-    try:
-        yield
-    finally:
-        for key in set_here:
-            os.environ.pop(key, None)
-
-
-_ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")\]]+")
-
-
-def _open_error(shown: str, uri: str, err: BaseException) -> str:
-    """One line for a store MLflow could not open: for a server, the reason it did
-    not answer (MLflow's text quotes the whole request and its retries)."""
-    text = str(err)
-    if urlparse(uri).scheme.lower() in ("http", "https"):
-        reasons = _ERRNO.findall(text)
-        reason = reasons[-1].strip() if reasons else _first_line(err)
-        if len(reason) > 200:
-            reason = reason[:197] + "..."
-        return (
-            f"--mlflow {shown!r}: no MLflow tracking server answered ({reason}); start one "
-            "(mlflow server --port PORT) or give a folder or sqlite:///mlflow.db"
-        )
-    return f"--mlflow {shown!r}: MLflow cannot open it: {_first_line(err)}"
-
-
-@contextlib.contextmanager
-def _quiet_mlflow() -> Iterator[None]:
-    """MLflow's and alembic's INFO lines (creating a SQLite store's tables) and
-    urllib3's retry warnings (a server that does not answer: the error says it)
-    unseen while the store is opened."""
-    levels = {"mlflow": logging.WARNING, "alembic": logging.WARNING, "urllib3": logging.ERROR}
-    loggers = {logging.getLogger(name): level for name, level in levels.items()}
-    before = {lg: lg.level for lg in loggers}
-    for lg, level in loggers.items():
-        lg.setLevel(level)
-    try:
-        yield
-    finally:
-        for lg, level in before.items():
-            lg.setLevel(level)

@@ -71,7 +71,7 @@ def _display(config: SearchConfig, evaluator: ProxyEvaluator | None = None) -> t
     text = io.StringIO()
     console = Console(file=text, force_terminal=False, width=200)
     with SearchProgress(console) as progress:
-        run_search(config, progress, evaluator=evaluator)
+        run_search(config, [progress], evaluator=evaluator)
         bar = progress.progress.tasks[0]
         assert bar.description == "trials"
         return text.getvalue(), int(bar.completed)

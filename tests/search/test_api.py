@@ -15,6 +15,7 @@ import pytest
 from nasmlcn.errors import SearchError
 from nasmlcn.search import (
     OBJECTIVES,
+    ProgressObserver,
     SearchConfig,
     TrialProgress,
     run_search,
@@ -60,20 +61,24 @@ def test_run_search_creates_nothing_the_caller_did_not_name(
 
 def test_a_progress_callback_hears_of_every_trial(tmp_path: Path) -> None:
     heard: list[TrialProgress] = []
-    result = run_search(_config(tmp_path / "s.db", trials=4), progress=heard.append)
+    result = run_search(
+        _config(tmp_path / "s.db", trials=4), observers=[ProgressObserver(heard.append)]
+    )
     assert [p.outcome.number for p in heard] == [t.number for t in result.run_trials]
     assert [p.done for p in heard] == [1, 2, 3, 4]
     assert {p.target for p in heard} == {4}
     assert [p.outcome.state for p in heard] == [t.state for t in result.run_trials]
     # continuing the study: done counts the study's trials, not this call's
     more: list[TrialProgress] = []
-    run_search(_config(tmp_path / "s.db", trials=5), progress=more.append)
+    run_search(_config(tmp_path / "s.db", trials=5), observers=[ProgressObserver(more.append)])
     assert [(p.done, p.target) for p in more] == [(5, 5)]
 
 
 def test_a_pool_s_progress_callback_hears_of_every_worker_s_trial(tmp_path: Path) -> None:
     heard: list[TrialProgress] = []
-    result = run_workers(_config(tmp_path / "s.db", trials=4), workers=2, progress=heard.append)
+    result = run_workers(
+        _config(tmp_path / "s.db", trials=4), [ProgressObserver(heard.append)], workers=2
+    )
     assert result.errors == []
     assert sorted(p.outcome.number for p in heard) == [0, 1, 2, 3]
     # done is the study's count when the parent relays the trial: other workers'

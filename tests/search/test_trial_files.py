@@ -237,7 +237,7 @@ def test_the_search_timeout_stops_a_trial_within_a_batch_and_a_re_run_resumes_it
 
     config = _config(data_dir, tmp_path, "timeout", epochs=2, train_limit=200, timeout=3600)
     monkeypatch.setattr(_trial_run, "search_deadline", deadline)
-    stopped = run_search(config, observer=epochs)
+    stopped = run_search(config, [epochs])
     monkeypatch.undo()
     assert stopped.stopped == "timeout"
     (outcome,) = stopped.run_trials

@@ -17,9 +17,9 @@ from nasmlcn.search import (
     EvalRequest,
     Evaluation,
     ProxyEvaluator,
-    run_search,
 )
 from tests.search._worker_script import config
+from tests.tracking._tracked import tracked_search
 
 
 class LoggedSlowProxy(ProxyEvaluator):
@@ -40,5 +40,5 @@ class LoggedSlowProxy(ProxyEvaluator):
 if __name__ == "__main__":
     url, study, trials, grace, sleep, uri = sys.argv[1:7]
     searched = replace(config(url, study, int(trials), float(grace)), mlflow=uri)
-    result = run_search(searched, evaluator=LoggedSlowProxy(float(sleep)))
+    result = tracked_search(searched, evaluator=LoggedSlowProxy(float(sleep)))
     print(f"done {len(result.run_trials)}", flush=True)

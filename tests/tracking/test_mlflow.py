@@ -27,13 +27,12 @@ from nasmlcn.search import (
     Evaluation,
     ProxyEvaluator,
     SearchConfig,
-    run_search,
-    run_workers,
 )
 from nasmlcn.specs import arch_from_dict, load_arch
 from nasmlcn.study import load_existing_study
 from tests.conftest import run_cli
 from tests.search._worker_script import config as worker_config
+from tests.tracking._tracked import tracked_search, tracked_workers
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -141,7 +140,7 @@ def test_a_search_logs_one_parent_run_and_one_child_run_per_trial(tmp_path: Path
         prune_min_trials=3,
         prune_threshold=-1.0,
     )
-    result = run_search(config)
+    result = tracked_search(config)
     children = _check_trial_runs(uri, config)
     assert len(children) == len(result.run_trials) == 8
     states = {r.data.tags["state"] for r in children}
@@ -174,12 +173,12 @@ class _Interrupting(ProxyEvaluator):
 def test_a_retried_trial_continues_its_run_instead_of_adding_one(tmp_path: Path) -> None:
     uri = str(tmp_path / "mlruns")  # a folder: MLflow's file store
     config = _config(tmp_path, uri, trials=4, prune=False)
-    assert run_search(config, evaluator=_Interrupting()).stopped == "interrupted"
+    assert tracked_search(config, evaluator=_Interrupting()).stopped == "interrupted"
     _, children = _runs(uri)
     (stopped,) = [r for r in children if r.data.tags["nasmlcn.trial"] == "2"]
     assert stopped.data.tags["state"] == "FAIL"
     assert stopped.info.status == "FAILED"
-    resumed = run_search(config)  # runs the queued copy (trial 3) first
+    resumed = tracked_search(config)  # runs the queued copy (trial 3) first
     assert resumed.run_trials[0].number == 3
     children = _check_trial_runs(uri, config)
     assert len(children) == 4  # trials 0, 1, 2 (retried as 3) and 4
@@ -208,7 +207,7 @@ def test_a_real_training_search_logs_loss_and_accuracy_per_epoch(tmp_path: Path)
         run_on="cpu",
         prune=False,
     )
-    run_search(config)
+    tracked_search(config)
     client = _client(uri)
     children = _check_trial_runs(uri, config)
     study = load_existing_study("s", config.storage)
@@ -225,7 +224,7 @@ def test_a_real_training_search_logs_loss_and_accuracy_per_epoch(tmp_path: Path)
 def test_each_worker_logs_its_trials_under_the_one_parent_run(tmp_path: Path) -> None:
     uri = str(tmp_path / "mlruns")
     config = _config(tmp_path, uri, trials=6, prune=False)
-    result = run_workers(config, workers=2)
+    result = tracked_workers(config, workers=2)
     assert result.errors == []
     children = _check_trial_runs(uri, config)
     assert len(children) == 6
@@ -282,7 +281,7 @@ def test_a_killed_worker_s_trial_retried_by_a_pool_continues_its_run(tmp_path: P
     assert "state" not in killed.data.tags
 
     config = replace(worker_config(url, "s", 3, 1.0), mlflow=uri)
-    result = run_workers(config, workers=2)
+    result = tracked_workers(config, workers=2)
     assert result.errors == []
     study = load_existing_study("s", url)
     retries = [t for t in study.trials if t.system_attrs.get("failed_trial") == 0]

@@ -14,6 +14,7 @@ import pytest
 from nasmlcn.errors import NasmlcnError, TrackingError
 from nasmlcn.search import SearchConfig, run_search
 from tests.conftest import run_cli
+from tests.tracking._tracked import tracked_search, tracked_workers
 
 ACCEPTED = "give a folder, sqlite:///mlflow.db, or a tracking server's http(s)://host:port address"
 
@@ -112,22 +113,32 @@ def test_the_library_refuses_before_the_study_is_made(tmp_path: Path) -> None:
     storage = tmp_path / "s.db"
     config = _one_trial(tmp_path, f"http://127.0.0.1:{_closed_port()}")
     with pytest.raises(NasmlcnError, match="no MLflow tracking server answered"):
-        run_search(config)
+        tracked_search(config)
     assert not storage.exists()
 
 
 def test_a_bad_configuration_opens_no_tracking_store(tmp_path: Path) -> None:
     """The settings are checked before MLflow's store is opened (or made): a search
     that is refused leaves no mlflow.db behind, in one process or with workers."""
-    from nasmlcn.search import run_workers
 
     tracking = tmp_path / "mlflow.db"
     config = _one_trial(
         tmp_path, f"sqlite:///{tracking}", space=str(tmp_path / "no-such-space.toml")
     )
     with pytest.raises(NasmlcnError, match=r"no-such-space\.toml"):
-        run_search(config)
+        tracked_search(config)
     with pytest.raises(NasmlcnError, match=r"no-such-space\.toml"):
-        run_workers(config, workers=2)
+        tracked_workers(config, workers=2)
     assert not tracking.exists()
     assert not (tmp_path / "s.db").exists()
+
+
+def test_a_tracker_asked_for_and_not_given_is_refused(tmp_path: Path) -> None:
+    """The search makes no tracker of its own: ``SearchConfig.mlflow`` without an
+    observer logging there is refused in one line, before anything is written."""
+    config = _one_trial(tmp_path, f"sqlite:///{tmp_path / 'mlflow.db'}")
+    with pytest.raises(NasmlcnError, match="no tracker watches this search") as refused:
+        run_search(config)
+    assert refused.value.for_cli().startswith("--mlflow ")
+    assert not (tmp_path / "s.db").exists()
+    assert not (tmp_path / "mlflow.db").exists()

@@ -1,4 +1,6 @@
-"""The MLflow tracking URIs ``--mlflow`` accepts, checked without importing MLflow.
+"""The MLflow tracking URIs ``--mlflow`` accepts, checked without importing MLflow
+(a top-level module: ``SearchConfig`` checks its ``mlflow`` field with it, and the
+search imports nothing of :mod:`nasmlcn.tracking`).
 
 A search refuses a URI MLflow cannot open before any study is made, in one line
 that names what is accepted, instead of MLflow's own multi-line exception (which,
