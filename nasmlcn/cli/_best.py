@@ -148,8 +148,8 @@ def predicted_heads(on: str, shown: set[str]) -> list[str]:
 
 def predicted_cells(predicted: dict[str, Any], shown: set[str]) -> list[str]:
     """A trial's cells under :func:`predicted_heads`."""
+    from nasmlcn.dashboard import format_seconds
     from nasmlcn.hardware import format_bytes
-    from nasmlcn.study import format_seconds
 
     unit = predicted.get("time_unit", "s")
     cells = [format_seconds(predicted.get("latency", 0), unit)] if "latency_s" in shown else []
@@ -183,12 +183,7 @@ def _print_best(
     figures for different devices never share a table."""
     from rich.table import Table
 
-    from nasmlcn.study import (
-        metric_cell,
-        metric_heading,
-        predicted_on,
-        shown_predictions,
-    )
+    from nasmlcn.dashboard import metric_cell, metric_heading, predicted_on, shown_predictions
 
     on = predicted_on(devices)
     table = Table(title=f"{'Pareto front' if multi else 'best trials'} of {study}")
@@ -244,7 +239,7 @@ def print_measured(rows: list[dict[str, Any]], devices: str | None) -> bool:
     its heading when all share one, else in each cell); whether any was measured."""
     from rich.table import Table
 
-    from nasmlcn.study import common_device, format_measured, measured_heading
+    from nasmlcn.dashboard import common_device, format_measured, measured_heading
 
     measured = [r["measured"] for r in rows]
     if not any(m.get("measured_inference_latency_s") is not None for m in measured):

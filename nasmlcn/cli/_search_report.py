@@ -20,13 +20,8 @@ def print_result(data: dict[str, Any]) -> None:
         print_measured,
         why_none_feasible,
     )
+    from nasmlcn.dashboard import metric_cell, metric_heading, predicted_on, shown_predictions
     from nasmlcn.search import describe_counts
-    from nasmlcn.study import (
-        metric_cell,
-        metric_heading,
-        predicted_on,
-        shown_predictions,
-    )
 
     names = data["metric_names"]
     multi = len(names) > 1

@@ -7,7 +7,9 @@ Three layers, so that the same data serve the live dashboard and the report:
   that data (``FIGURES``; ``dashboards/README.md`` says what each shows), by
   builders named ``plot_<figure>`` so that they are told apart from the
   extractors they read;
-- outputs: trial and study notes (:mod:`._notes`), the offline HTML report
+- outputs: the labels every report (the CLI's tables too) puts on a stored figure,
+  predicted for the target devices or measured where the trial trained
+  (:mod:`._labels`); trial and study notes (:mod:`._notes`), the offline HTML report
   (:mod:`._report`), PNG/SVG/CSV/JSON files (:mod:`._export`) and the live
   optuna-dashboard server (:mod:`._live`).
 
@@ -59,6 +61,17 @@ from nasmlcn.dashboard._figures import (
     build_figures,
     figure_specs,
 )
+from nasmlcn.dashboard._labels import (
+    PREDICTED_METRICS,
+    common_device,
+    format_measured,
+    format_seconds,
+    measured_heading,
+    metric_cell,
+    metric_heading,
+    predicted_on,
+    shown_predictions,
+)
 from nasmlcn.dashboard._live import DashboardError, make_dashboard_server
 from nasmlcn.dashboard._observer import DashboardObserver
 from nasmlcn.dashboard._refresh import (
@@ -75,6 +88,7 @@ __all__ = [
     "GRAPH_ID_PREFIX",
     "HYPERVOLUME_MARGIN",
     "PLOT_DATA_PREFIX",
+    "PREDICTED_METRICS",
     "TEMPLATE",
     "DashboardError",
     "DashboardObserver",
@@ -93,20 +107,28 @@ __all__ = [
     "accuracy_range",
     "best_rows",
     "build_figures",
+    "common_device",
     "correlations",
     "epoch_curves",
     "export_study",
     "extract_report",
     "extract_study",
     "figure_specs",
+    "format_measured",
+    "format_seconds",
     "hypervolume_history",
     "make_dashboard_server",
+    "measured_heading",
+    "metric_cell",
+    "metric_heading",
     "optimization_histories",
     "param_importances",
     "pareto_mask",
     "parse_formats",
     "placement",
+    "predicted_on",
     "refresh_study",
+    "shown_predictions",
     "trial_records",
     "trial_table",
     "write_images",

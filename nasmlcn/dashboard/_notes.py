@@ -252,7 +252,7 @@ def _measured_inference(training: Mapping[str, Any]) -> str:
     """``inference 3.1 ms (IQR 2.9-3.4 ms)/image at batch 1``: the median of the
     timed passes and their spread (and where, when not the training device);
     empty when nothing was measured (the proxy)."""
-    from nasmlcn.study import format_measured
+    from nasmlcn.dashboard._labels import format_measured
 
     if not isinstance(training.get("measured_inference_latency_s"), (int, float)):
         return ""

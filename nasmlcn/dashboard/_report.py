@@ -228,7 +228,7 @@ def _best_section(data: ReportData) -> str:
     trial, what was predicted for the target devices (named), and what was
     measured where the trial trained (named, with its spread), a rule between
     the groups so that figures for different devices do not run together."""
-    from nasmlcn.study import PREDICTED_METRICS, predicted_on
+    from nasmlcn.dashboard._labels import PREDICTED_METRICS, predicted_on
 
     study = data.study
     best = data.best
@@ -294,7 +294,7 @@ def _best_section(data: ReportData) -> str:
 def _measured_device(rows: Sequence[TrialRow]) -> str | None:
     """The one device the rows' inference latencies were measured on (None:
     none measured, or several)."""
-    from nasmlcn.study import common_device
+    from nasmlcn.dashboard._labels import common_device
 
     return common_device([r.attrs.get("training") or {} for r in rows])
 
@@ -306,7 +306,7 @@ def _best_row(
     predicted_names: Sequence[str],
     device: str | None,
 ) -> str:
-    from nasmlcn.study import format_measured
+    from nasmlcn.dashboard._labels import format_measured
 
     by_name = dict(zip(names, r.values or (), strict=False))
     own_values = "".join(f"<td>{_num(by_name.get(n))}</td>" for n in own)

@@ -13,8 +13,6 @@ reports read them, and all of them do it through the names here:
   heartbeats and the recovery of dead workers' trials;
 - the trials' files: checkpoints and weights as Optuna artifacts
   (:class:`TrialFiles`, :func:`export_trial`);
-- the labels every report puts on a stored figure: predicted for the target
-  devices or measured where the trial trained (:func:`metric_heading`, ...);
 - Optuna's internals, used only through :mod:`nasmlcn._optuna_compat`.
 
 Importing it loads neither torch nor Optuna; the batching storage (which
@@ -40,7 +38,6 @@ from nasmlcn.study._artifacts import (
     artifacts_dir,
     discard_weights,
     export_trial,
-    has_weights,
     open_store,
     parse_keep,
 )
@@ -49,48 +46,31 @@ from nasmlcn.study._claim import (
     count,
     counts,
     finished,
-    trial_seed,
 )
 from nasmlcn.study._heartbeat import heartbeat
 from nasmlcn.study._identity import (
     frozen_info,
     metric_names,
     redact_stored_url,
-    stored_info,
     study_info,
     update_study_info,
     write_study_info,
 )
-from nasmlcn.study._labels import (
-    PREDICTED_METRICS,
-    common_device,
-    format_measured,
-    format_seconds,
-    measured_heading,
-    metric_cell,
-    metric_heading,
-    predicted_on,
-    shown_predictions,
-)
 from nasmlcn.study._lock import hold
 from nasmlcn.study._recovery import fail_stale_trials, retry
 from nasmlcn.study._retrained import (
-    RETRAINED_VERSION,
     RetrainedModel,
     retrained_by_trial,
     retrained_models,
-    search_dataset,
     store_retrained,
 )
 from nasmlcn.study._storage import (
     open_storage,
     sqlite_path,
-    unknown_study,
 )
 from nasmlcn.study._trial import (
     CONSTRAINT_PREFIX,
     LEARNING_CONSTRAINT,
-    RECORD_VERSION,
     TrialRecord,
     set_constraint,
     write_ended_early,
@@ -118,56 +98,40 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 __all__ = [
     "CONSTRAINT_PREFIX",
     "LEARNING_CONSTRAINT",
-    "PREDICTED_METRICS",
-    "RECORD_VERSION",
-    "RETRAINED_VERSION",
     "BufferedStorage",
     "RetrainedModel",
     "TrialFiles",
     "TrialRecord",
     "artifacts_dir",
     "claim",
-    "common_device",
     "count",
     "counts",
     "discard_weights",
     "export_trial",
     "fail_stale_trials",
     "finished",
-    "format_measured",
-    "format_seconds",
     "frozen_info",
     "frozen_study_id",
-    "has_weights",
     "heartbeat",
     "hold",
     "load_existing_study",
-    "measured_heading",
-    "metric_cell",
-    "metric_heading",
     "metric_names",
     "open_storage",
     "open_store",
     "parse_keep",
-    "predicted_on",
     "redact_stored_url",
     "retrained_by_trial",
     "retrained_models",
     "retry",
-    "search_dataset",
     "set_constraint",
     "set_study_system_attrs",
-    "shown_predictions",
     "sqlite_path",
     "storage_of",
     "store_retrained",
-    "stored_info",
     "study_id_of",
     "study_info",
     "trial_id_of",
-    "trial_seed",
     "unbuffered",
-    "unknown_study",
     "update_study_info",
     "write_ended_early",
     "write_failed",

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from nasmlcn.dashboard import common_device, format_measured, metric_heading
 from nasmlcn.measure import InferenceTiming, time_inference
-from nasmlcn.study import common_device, format_measured, load_existing_study, metric_heading
+from nasmlcn.study import load_existing_study
 from tests.conftest import run_cli
 
 SPREAD = re.compile(r"\d[\d.]* ms \(IQR [\d.]+-[\d.]+ ms\)")

@@ -10,7 +10,9 @@ import optuna
 from optuna.trial import TrialState
 
 from nasmlcn.search import SearchConfig, run_search
-from nasmlcn.study import RECORD_VERSION, TrialRecord, load_existing_study, trial_seed
+from nasmlcn.study import TrialRecord, load_existing_study
+from nasmlcn.study._claim import trial_seed
+from nasmlcn.study._trial import RECORD_VERSION
 
 
 def test_the_runner_writes_every_field_of_the_current_record(tmp_path: Path) -> None:

@@ -27,13 +27,13 @@ from nasmlcn.search import (
     retrained_correlations,
 )
 from nasmlcn.study import (
-    RETRAINED_VERSION,
     RetrainedModel,
     load_existing_study,
     retrained_by_trial,
     retrained_models,
     study_info,
 )
+from nasmlcn.study._retrained import RETRAINED_VERSION
 from tests.conftest import small_search
 
 TINY: dict[str, Any] = {

@@ -22,7 +22,8 @@ from nasmlcn.search import (
     run_search,
 )
 from nasmlcn.search._train_evaluator import TrainEvaluator
-from nasmlcn.study import artifacts_dir, has_weights, load_existing_study, parse_keep
+from nasmlcn.study import artifacts_dir, load_existing_study, parse_keep
+from nasmlcn.study._artifacts import has_weights
 from nasmlcn.training import load_checkpoint
 
 

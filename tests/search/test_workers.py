@@ -26,7 +26,8 @@ from nasmlcn.search import (
     ProxyEvaluator,
     run_search,
 )
-from nasmlcn.study import load_existing_study, trial_seed
+from nasmlcn.study import load_existing_study
+from nasmlcn.study._claim import trial_seed
 from tests._postgres import PostgresServer
 from tests.search._worker_script import SlowProxy, config
 
