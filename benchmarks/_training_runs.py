@@ -26,12 +26,13 @@ import hashlib
 import json
 import platform
 import statistics
-import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
+
+from _common import say
 
 from nasmlcn.errors import NasmlcnError
 from nasmlcn.specs import MLCNSpec, write_text_atomic
@@ -353,8 +354,3 @@ class EpochLog(Callback):
             f"{result.val_accuracy:.4f}{test_line}, {result.seconds:.1f} s, "
             f"{result.images_per_second:.0f} images/s"
         )
-
-
-def say(line: str) -> None:
-    """Progress goes to stderr; results to stdout."""
-    print(line, file=sys.stderr, flush=True)

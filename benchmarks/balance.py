@@ -30,12 +30,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from dataclasses import replace
 from typing import Any
 
 import torch
+from _common import say
 from _space_models import default_space_specs
 
 from nasmlcn.costs import (
@@ -164,9 +164,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     ctx = CostContext(batch_size=args.batch)
-
-    def say(*parts: object) -> None:  # progress on stderr (stdout: the table or the JSON)
-        print(*parts, file=sys.stderr, flush=True)
 
     fit_lanes = calibration_models(args.fit_models, args.seed + 1, max_lanes=args.max_lanes)
     seconds = []

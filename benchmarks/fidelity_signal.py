@@ -25,10 +25,10 @@ import argparse
 import json
 import math
 import statistics
-import sys
 import time
 
 import torch
+from _common import say
 from _space_models import default_space_specs
 
 DEFAULT_FIDELITIES = ("1x2000", "3x2000", "3x6000")
@@ -87,9 +87,6 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     fidelities = args.fidelity or [parse_fidelity(f) for f in DEFAULT_FIDELITIES]
     names = [f"{e}x{n}" for e, n in fidelities]
-
-    def say(*parts: object) -> None:  # progress on stderr (stdout: the table or the JSON)
-        print(*parts, file=sys.stderr, flush=True)
 
     specs = default_space_specs(
         args.archs,

@@ -34,6 +34,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from _common import say
+
 DEFAULT_OUT = Path("~/.cache/nasmlcn/lane-pruning").expanduser()
 VARIANTS = {"no-dropout": 0.0, "dropout": None}  # None: --dropout
 
@@ -60,10 +62,6 @@ class Settings:
     val_limit: int
     test_limit: int
     seed: int
-
-
-def say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def _check_settings(out: Path, settings: Settings) -> None:

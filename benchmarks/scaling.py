@@ -40,12 +40,12 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 import time
 from typing import Any
 
 import torch
+from _common import median
 
 from nasmlcn.hardware import busy_cores, usable_cores
 from nasmlcn.models import MLCN, build_model, capsule_loss
@@ -208,10 +208,6 @@ def _bench_rank(ctx: RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _median(values: list[float]) -> float:
-    return float(statistics.median(values))
-
-
 def cpu_figures(args: argparse.Namespace) -> dict[str, Any]:
     spec = MLCNSpec.from_lanes(args.lanes)
     targets, _ = plan_assignment(spec, None, processes=args.processes, batch_size=args.batch_size)
@@ -233,13 +229,13 @@ def cpu_figures(args: argparse.Namespace) -> dict[str, Any]:
     rounds = range(args.rounds)
     single_rates = [n1 * b / r0["rounds"][i]["single_seconds"] for i in rounds]
     lane_rates = [np_ * b / max(r["rounds"][i]["lane_seconds"] for r in ranks) for i in rounds]
-    single = _median(single_rates)
-    single2 = _median([n1 * b / r0["rounds"][i]["single_2threads_seconds"] for i in rounds])
-    lanes = _median(lane_rates)
-    ddp = _median([np_ * b / max(r["rounds"][i]["ddp_seconds"] for r in ranks) for i in rounds])
+    single = median(single_rates)
+    single2 = median([n1 * b / r0["rounds"][i]["single_2threads_seconds"] for i in rounds])
+    lanes = median(lane_rates)
+    ddp = median([np_ * b / max(r["rounds"][i]["ddp_seconds"] for r in ranks) for i in rounds])
 
     def per_step_ms(rank: dict[str, Any], key: str) -> float:
-        return round(1000 * _median([row[key] for row in rank["rounds"]]) / np_, 2)
+        return round(1000 * median([row[key] for row in rank["rounds"]]) / np_, 2)
 
     per_rank = []
     for r in ranks:
@@ -264,15 +260,15 @@ def cpu_figures(args: argparse.Namespace) -> dict[str, Any]:
                     "communication_ms": ddp_exposed,
                     "allreduce_busy_ms": per_step_ms(r, "ddp_busy_seconds"),
                     "cpu_ms": per_step_ms(r, "ddp_cpu_seconds"),
-                    "bytes_per_step": int(_median([x["ddp_bytes_per_step"] for x in r["rounds"]])),
+                    "bytes_per_step": int(median([x["ddp_bytes_per_step"] for x in r["rounds"]])),
                 },
             }
         )
     capsnet: dict[str, Any] = {}
     if args.capsnet:
         n_caps1, n_capsp = max(3, n1 // 3), max(3, np_ // 3)
-        caps1 = _median([n_caps1 * b / r0["rounds"][i]["capsnet_single_seconds"] for i in rounds])
-        capsp = _median(
+        caps1 = median([n_caps1 * b / r0["rounds"][i]["capsnet_single_seconds"] for i in rounds])
+        capsp = median(
             [
                 n_capsp * b / max(r["rounds"][i]["capsnet_ddp_seconds"] for r in ranks)
                 for i in rounds
@@ -300,7 +296,7 @@ def cpu_figures(args: argparse.Namespace) -> dict[str, Any]:
         "steps_parallel": np_,
         "single_step_ms": round(1000 * b / single, 2),
         "single_cpu_ms": round(
-            1000 * _median([row["single_cpu_seconds"] for row in r0["rounds"]]) / n1, 2
+            1000 * median([row["single_cpu_seconds"] for row in r0["rounds"]]) / n1, 2
         ),
         "single_images_per_second": round(single, 1),
         "single_2threads_images_per_second": round(single2, 1),
@@ -372,7 +368,7 @@ def cuda_figures(args: argparse.Namespace, device: torch.device) -> dict[str, An
     for _ in range(args.rounds):
         for name, step in steppers.items():
             rates[name].append(_rate(step, args.batch_size, args.seconds, device))
-    med = {name: _median(r) for name, r in rates.items()}
+    med = {name: median(r) for name, r in rates.items()}
     result: dict[str, Any] = {
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else str(device),
         "gpus": gpus,

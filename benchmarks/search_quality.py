@@ -94,6 +94,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from _common import running_best
 from _plots import write_plot
 
 if TYPE_CHECKING:
@@ -754,13 +755,7 @@ def seconds_per_training(
 
 def best_so_far(records: Sequence[TrialRecord]) -> list[float | None]:
     """After each trial (any state), the best accuracy of the completed ones so far."""
-    out: list[float | None] = []
-    best: float | None = None
-    for r in records:
-        if r.state == "COMPLETE" and r.accuracy is not None:
-            best = r.accuracy if best is None else max(best, r.accuracy)
-        out.append(best)
-    return out
+    return running_best([r.accuracy if r.state == "COMPLETE" else None for r in records])
 
 
 def _hypervolume(points: Sequence[tuple[float, float]], reference: tuple[float, float]) -> float:

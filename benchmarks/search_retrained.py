@@ -40,7 +40,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 import warnings
@@ -48,6 +47,8 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
+
+from _common import paired, say, verdict
 
 RUNS = (
     ("random", "mlcn-thesis"),  # the thesis's own search (Algorithm 6): the baseline
@@ -145,8 +146,6 @@ def _stat(values: Sequence[float]) -> str:
 def summarize(rows: Sequence[Mapping[str, Any]], trials: int) -> dict[str, Any]:
     """Per sampler: the figures' means over seeds, and the paired difference of the
     retrained accuracy from the baseline's."""
-    from nasmlcn.stats import paired_interval
-
     by_run: dict[str, dict[int, Mapping[str, Any]]] = {}
     for row in rows:
         by_run.setdefault(row["run"], {})[row["seed"]] = row
@@ -162,13 +161,12 @@ def summarize(rows: Sequence[Mapping[str, Any]], trials: int) -> dict[str, Any]:
             "best_after_trainings": [r["best_after_trainings"] for r in rs],
             "retrained": [r["retrained_mean"] for r in rs],
         }
-        paired = [s for s in sorted(seeds) if s in base]
-        if label != _label(BASELINE) and len(paired) >= 2:
-            interval = paired_interval(
-                [seeds[s]["retrained_mean"] for s in paired],
-                [base[s]["retrained_mean"] for s in paired],
-            ).to_dict()
-            entry["retrained_minus_baseline"] = interval
+        pairs = [s for s in sorted(seeds) if s in base]
+        if label != _label(BASELINE) and len(pairs) >= 2:
+            entry["retrained_minus_baseline"] = paired(
+                [seeds[s]["retrained_mean"] for s in pairs],
+                [base[s]["retrained_mean"] for s in pairs],
+            )
         out[label] = entry
     return {"trials": trials, "samplers": out}
 
@@ -183,17 +181,16 @@ def render(summary: Mapping[str, Any]) -> str:
     ]
     for label, e in summary["samplers"].items():
         diff = e.get("retrained_minus_baseline")
-        verdict = "(baseline)" if label == _label(BASELINE) else "-"
+        shown = "(baseline)" if label == _label(BASELINE) else "-"
         if diff:
             lo, hi = diff["low"], diff["high"]
-            word = "tie" if lo <= 0 <= hi else ("ahead" if lo > 0 else "behind")
-            verdict = f"{diff['mean']:+.4f} [{lo:+.4f}, {hi:+.4f}] {word}"
+            shown = f"{diff['mean']:+.4f} [{lo:+.4f}, {hi:+.4f}] {verdict(diff)}"
         distinct = e["distinct_per_trials"]
         lines.append(
             f"| {label} | {statistics.fmean(distinct):.1f} ({min(distinct)}-{max(distinct)}) "
             f"| {_stat(e['repeats_until_last_training'])} "
             f"| {_stat(e['best_after_trials'])} / {_stat(e['best_after_trainings'])} "
-            f"| {_stat(e['retrained'])} | {verdict} |"
+            f"| {_stat(e['retrained'])} | {shown} |"
         )
     runs = min(e["runs"] for e in summary["samplers"].values())
     lines.append(f"\n{runs} search seed(s) per sampler; mean ± sd over them.")
@@ -227,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         saved = json.loads(args.results.read_text(encoding="utf-8"))
     done = saved.get(key, {})
     todo = [(r, s) for r in runs for s in seeds if f"{_label(r)}/{s}" not in done]
-    print(f"[search_retrained] {len(todo)} of {len(runs) * len(seeds)} runs to do", file=sys.stderr)
+    say(f"[search_retrained] {len(todo)} of {len(runs) * len(seeds)} runs to do")
     started = time.time()
     with ProcessPoolExecutor(args.workers) as pool:
         futures = {pool.submit(search_and_retrain, r, s, settings): (r, s) for r, s in todo}
@@ -239,11 +236,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             tmp = args.results.with_suffix(".tmp")
             tmp.write_text(json.dumps(saved, indent=1), encoding="utf-8")
             os.replace(tmp, args.results)
-            print(
+            say(
                 f"[search_retrained {time.time() - started:5.0f}s] {row['run']} seed "
                 f"{row['seed']}: {row['distinct_in_first_trials']} distinct in "
-                f"{settings['trials']} trials, retrained {row['retrained_mean']:.4f}",
-                file=sys.stderr,
+                f"{settings['trials']} trials, retrained {row['retrained_mean']:.4f}"
             )
     rows = [done[f"{_label(r)}/{s}"] for r in runs for s in seeds]
     summary = summarize(rows, settings["trials"])

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from _common import percent, running_best
 from _plots import write_plot
 
 if TYPE_CHECKING:
@@ -269,13 +270,8 @@ def best_so_far(trials: Sequence[Any]) -> list[float | None]:
     """Best feasible validation accuracy after each trial, in trial order."""
     from nasmlcn.search import is_feasible
 
-    best: float | None = None
-    curve = []
-    for t in sorted(trials, key=lambda t: t.number):
-        if is_feasible(t):
-            best = t.values[0] if best is None else max(best, t.values[0])
-        curve.append(best)
-    return curve
+    ordered = sorted(trials, key=lambda t: t.number)
+    return running_best([t.values[0] if is_feasible(t) else None for t in ordered])
 
 
 def summarize_models(
@@ -382,10 +378,6 @@ def figure(trials: Sequence[Any], hand: Sequence[Mapping[str, Any]], title: str)
     return fig
 
 
-def _acc(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.2f}"
-
-
 def render(report: Mapping[str, Any]) -> str:
     seeds = report["seeds"]
     lines = [
@@ -405,8 +397,8 @@ def render(report: Mapping[str, Any]) -> str:
         lines.append(
             f"| {name} | `{row['lanes']}` | {1000 * row['latency_s']:.4f} | {params} | "
             f"{row['search_val_accuracy']:.4f} | "
-            + " | ".join(_acc(row["test_accuracy"][str(s)]) for s in seeds)
-            + f" | {_acc(row['mean_test_accuracy'])} |"
+            + " | ".join(percent(row["test_accuracy"][str(s)]) for s in seeds)
+            + f" | {percent(row['mean_test_accuracy'])} |"
         )
     g = report["goal"]
     lines.append("")

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from _common import median
 
 from nasmlcn.study import TrialRecord, load_existing_study
 
@@ -32,10 +33,6 @@ if TYPE_CHECKING:
 def storage_url(text: str) -> str:
     """A storage URL as it is, a file path as a SQLite URL."""
     return text if "://" in text else f"sqlite:///{Path(text).resolve()}"
-
-
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
 
 
 def figures(trials: list[FrozenTrial]) -> dict[str, Any]:
@@ -52,10 +49,8 @@ def figures(trials: list[FrozenTrial]) -> dict[str, Any]:
         "numbers": [t.number for t in trials],
         "wall_seconds": wall,
         "trials_per_hour": 3600 * len(trials) / wall if wall > 0 else None,
-        "median_images_per_second": _median(
-            [float(r) for r in rates if isinstance(r, int | float)]
-        ),
-        "median_trial_seconds": _median(durations),
+        "median_images_per_second": median([float(r) for r in rates if isinstance(r, int | float)]),
+        "median_trial_seconds": median(durations),
     }
 
 

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _common import fraction
 from _training_runs import (
     EpochLog,
     ResultsFile,
@@ -227,10 +228,6 @@ def table_rows(
     return rows
 
 
-def _acc(value: float | None) -> str:
-    return f"{value:.4f}" if value is not None else "-"
-
-
 def render(report: dict[str, Any]) -> str:
     s = report["settings"]
     lines = [
@@ -246,11 +243,11 @@ def render(report: dict[str, Any]) -> str:
         ratio = r["speed_ratio_to_capsnet"]
         ours_ratio = f"{ratio:.2f}" if ratio is not None else "-"
         best = r.get("max_test_accuracy")
-        best_text = f"{_acc(best)} ({r.get('max_test_epoch')})" if best is not None else "-"
+        best_text = f"{fraction(best)} ({r.get('max_test_epoch')})" if best is not None else "-"
         lines.append(
             f"{r['row']:<10} {r['model']:<15} {r['epochs']:>3} "
             f"{r['params']:>11,}/{t['params']:<11,} "
-            f"{r['test_accuracy']:>10.4f} {_acc(r.get('test_accuracy_at_best_val')):>9} "
+            f"{r['test_accuracy']:>10.4f} {fraction(r.get('test_accuracy_at_best_val')):>9} "
             f"{best_text:>13} {t['test_accuracy']:>7.4f} "
             f"{r['seconds_per_epoch']:>10.1f}/{t['seconds_per_epoch']:<9.0f} "
             f"{ours_ratio:>11}/{t['speed_ratio_to_capsnet']:<10.2f}  "

@@ -63,7 +63,7 @@ def test_best_so_far_keeps_the_best_feasible_value_in_trial_order(script: Any) -
             value=value,
             params={"x": 0.0},
             distributions={"x": FloatDistribution(0, 1)},
-            system_attrs={"constraints": (0.0 if feasible else 1.0,)},
+            system_attrs={"constraints:latency": 0.0 if feasible else 1.0},
         )
         t.number = number
         return t
