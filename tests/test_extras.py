@@ -70,6 +70,7 @@ def test_tracking_without_mlflow_names_the_extra(
 ) -> None:
     from nasmlcn.errors import TrackingError
     from nasmlcn.search import SearchConfig, run_search
+    from nasmlcn.tracking import MlflowObserver
 
     for name in ("mlflow", "mlflow.tracking"):
         monkeypatch.setitem(sys.modules, name, None)  # as if it were not installed
@@ -77,8 +78,8 @@ def test_tracking_without_mlflow_names_the_extra(
     config = SearchConfig(
         evaluator="proxy", trials=1, storage=f"sqlite:///{storage}", mlflow=str(tmp_path / "ml")
     )
-    with pytest.raises(TrackingError) as info:
-        run_search(config)
+    with pytest.raises(TrackingError) as info:  # the tracker the search is handed
+        run_search(config, [MlflowObserver(str(config.mlflow))])
     assert str(info.value) == (
         "--mlflow needs MLflow, which is not installed: pip install 'nasmlcn[tracking]' "
         "(or pip install mlflow)"
