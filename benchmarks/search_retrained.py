@@ -17,8 +17,8 @@ Per run it records:
 
 - distinct models among the first 30 trials: what a 30-trial search trains when
   repeats count toward ``--trials`` (the default), against 30 of 30 here; the
-  repeats proposed until the 30th training (trainings a search that trained every
-  proposal again would have spent);
+  repeats proposed in all (trainings a search that trained every proposal again
+  would have spent; a search whose last 25 proposals were all repeats stops there);
 - the best validation accuracy after 30 trials and after 30 trainings;
 - the chosen model (``best_trials(study, top=1)``) retrained by ``retrain_study``
   with ``--retrain-seeds`` fresh seeds (default 2: seeds 1000 and 1001; a fresh seed
@@ -156,7 +156,7 @@ def summarize(rows: Sequence[Mapping[str, Any]], trials: int) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "runs": len(rs),
             "distinct_per_trials": [r["distinct_in_first_trials"] for r in rs],
-            "repeats_until_last_training": [r["repeats"] for r in rs],
+            "repeats": [r["repeats"] for r in rs],
             "best_after_trials": [r["best_after_trials"] for r in rs],
             "best_after_trainings": [r["best_after_trainings"] for r in rs],
             "retrained": [r["retrained_mean"] for r in rs],
@@ -174,8 +174,8 @@ def summarize(rows: Sequence[Mapping[str, Any]], trials: int) -> dict[str, Any]:
 def render(summary: Mapping[str, Any]) -> str:
     trials = summary["trials"]
     lines = [
-        f"| sampler | distinct models in {trials} trials | repeats until the {trials}th "
-        f"training | best val. after {trials} trials / trainings | chosen model retrained "
+        f"| sampler | distinct models in {trials} trials | repeats proposed (trainings "
+        f"saved) | best val. after {trials} trials / trainings | chosen model retrained "
         "(test) | minus the baseline, paired, 95 % t |",
         "|---|---|---|---|---|---|",
     ]
@@ -188,7 +188,7 @@ def render(summary: Mapping[str, Any]) -> str:
         distinct = e["distinct_per_trials"]
         lines.append(
             f"| {label} | {statistics.fmean(distinct):.1f} ({min(distinct)}-{max(distinct)}) "
-            f"| {_stat(e['repeats_until_last_training'])} "
+            f"| {_stat(e['repeats'])} "
             f"| {_stat(e['best_after_trials'])} / {_stat(e['best_after_trainings'])} "
             f"| {_stat(e['retrained'])} | {shown} |"
         )
