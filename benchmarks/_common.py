@@ -14,10 +14,15 @@ def say(*parts: object) -> None:
     print(*parts, file=sys.stderr, flush=True)
 
 
-def median(values: Iterable[float]) -> float | None:
+def median(values: Iterable[float]) -> float:
+    """The median of one or more values."""
+    return float(statistics.median(list(values)))
+
+
+def median_or_none(values: Iterable[float]) -> float | None:
     """The median, or None for no values."""
     values = list(values)
-    return float(statistics.median(values)) if values else None
+    return median(values) if values else None
 
 
 def running_best(values: Iterable[float | None]) -> list[float | None]:

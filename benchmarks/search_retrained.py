@@ -213,7 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "retrain_seeds": [1000 + i for i in range(args.retrain_seeds)],
         "threads": max(1, (os.cpu_count() or 2) // args.workers),
     }  # fmt: skip
-    runs, seeds = RUNS, [100 + i for i in range(args.seeds)]
+    runs: tuple[tuple[str, str], ...] = RUNS
+    seeds = [100 + i for i in range(args.seeds)]
     if args.quick:
         runs, seeds = (RUNS[0], RUNS[3]), [100, 101]
         settings.update(trials=min(args.trials, 6), val_limit=300,

@@ -22,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from _common import median
+from _common import median_or_none
 
 from nasmlcn.study import TrialRecord, load_existing_study
 
@@ -49,8 +49,10 @@ def figures(trials: list[FrozenTrial]) -> dict[str, Any]:
         "numbers": [t.number for t in trials],
         "wall_seconds": wall,
         "trials_per_hour": 3600 * len(trials) / wall if wall > 0 else None,
-        "median_images_per_second": median([float(r) for r in rates if isinstance(r, int | float)]),
-        "median_trial_seconds": median(durations),
+        "median_images_per_second": median_or_none(
+            [float(r) for r in rates if isinstance(r, int | float)]
+        ),
+        "median_trial_seconds": median_or_none(durations),
     }
 
 

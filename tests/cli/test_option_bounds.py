@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import typing
+from typing import Any
 
 import pytest
 import typer.main
@@ -17,7 +18,7 @@ from nasmlcn.errors import SearchError
 from nasmlcn.search import SearchConfig
 
 # options whose bound is open or two-sided: stated in their help, checked by the library
-STATED = {
+STATED: dict[str, tuple[str, float, list[float]]] = {
     "timeout": ("(> 0)", 0.0, [1e-3]),
     "trial_timeout": ("(> 0)", 0.0, [1e-3]),
     "latency_budget": ("(> 0)", 0.0, [1e-3]),
@@ -28,7 +29,7 @@ STATED = {
 }
 """Field: the range its help states, a value past it, values at or inside it."""
 FIELDS = set(SearchConfig.__dataclass_fields__)
-CONTEXT = {"halving_rate": {"pruner": "halving", "epochs": 3}}
+CONTEXT: dict[str, dict[str, Any]] = {"halving_rate": {"pruner": "halving", "epochs": 3}}
 """What a field needs beside it to be valid at all."""
 
 
@@ -63,9 +64,9 @@ def test_the_help_s_bound_is_the_code_s(name: str) -> None:
         assert text in str(option.help)
         context = CONTEXT.get(name, {})
         for value in inside:
-            SearchConfig(**{name: value, **context})  # type: ignore[arg-type]
+            SearchConfig(**{name: value, **context})
         with pytest.raises(SearchError, match=name) as refused:
-            SearchConfig(**{name: past, **context})  # type: ignore[arg-type]
+            SearchConfig(**{name: past, **context})
         assert refused.value.for_cli().startswith(flag)  # the CLI names the option
         return
     low = option.min
@@ -74,4 +75,4 @@ def test_the_help_s_bound_is_the_code_s(name: str) -> None:
     assert f"{low:g}" in result.output
     if name in FIELDS:
         # ... and the code takes the bound itself
-        SearchConfig(**{name: low, **CONTEXT.get(name, {})})  # type: ignore[arg-type]
+        SearchConfig(**{name: low, **CONTEXT.get(name, {})})
