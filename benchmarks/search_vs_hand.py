@@ -47,10 +47,10 @@ from typing import TYPE_CHECKING, Any
 
 from _common import percent, running_best
 from _plots import write_plot
+from _search_vs_hand_figure import figure
 
 if TYPE_CHECKING:
     import optuna
-    import plotly.graph_objects as go
 
 ROOT = Path(__file__).resolve().parent.parent
 SEARCH_RECIPE = ROOT / "studies" / "search-vs-hand.toml"
@@ -326,56 +326,6 @@ def goal(rows: Sequence[Mapping[str, Any]], seeds: Sequence[int]) -> dict[str, A
         iv = paired_interval(a, b)
         out["interval"] = {"low": iv.low, "high": iv.high, "pairs": iv.pairs, "verdict": iv.verdict}
     return out
-
-
-def figure(trials: Sequence[Any], hand: Sequence[Mapping[str, Any]], title: str) -> go.Figure:
-    """Thesis Fig. 6.5's plot: the best model's accuracy found so far per search
-    iteration, with every trial's accuracy, their mean, and the hand models'."""
-    import plotly.graph_objects as go
-
-    from nasmlcn.search import is_feasible
-
-    ordered = sorted(trials, key=lambda t: t.number)
-    curve = best_so_far(ordered)
-    x = list(range(1, len(ordered) + 1))
-    values = [t.values[0] if is_feasible(t) else None for t in ordered]
-    done = [v for v in values if v is not None]
-    fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(x=x, y=values, mode="markers", name="each trial", marker={"color": "#9aa"})
-    )
-    fig.add_trace(
-        go.Scatter(x=x, y=curve, mode="lines", name="search: best so far", line_shape="hv")
-    )
-    if done:
-        mean = sum(done) / len(done)
-        fig.add_trace(
-            go.Scatter(
-                x=[1, len(x)],
-                y=[mean, mean],
-                mode="lines",
-                line={"dash": "dashdot", "color": "#9aa"},
-                name=f"mean of the trials ({mean:.3f})",
-            )
-        )
-    for row, dash in zip(hand, ("dash", "dot"), strict=False):
-        fig.add_trace(
-            go.Scatter(
-                x=[1, max(len(x), 2)],
-                y=[row["search_val_accuracy"]] * 2,
-                mode="lines",
-                line={"dash": dash},
-                name=f"hand: {row['lanes']}",
-            )
-        )
-    fig.update_layout(
-        title=title,
-        xaxis_title="search iteration (trial)",
-        yaxis_title="validation accuracy (search fidelity)",
-        template="plotly_white",
-        legend={"orientation": "h", "y": -0.2},
-    )
-    return fig
 
 
 def render(report: Mapping[str, Any]) -> str:

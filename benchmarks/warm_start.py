@@ -43,22 +43,11 @@ from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from search_quality import (
-    DEFAULT_CACHE,
-    CachedEvaluator,
-    ResultCache,
-    Settings,
-    TrialRecord,
-    _cell,
-    _clock,
-    _interval,
-    at,
-    best_so_far,
-    compute_so_far,
-    init_worker,
-    make_observer,
-    paired,
-)
+from _search_quality.cache import CachedEvaluator, ResultCache
+from _search_quality.figures import at, best_so_far, compute_so_far, paired
+from _search_quality.report import _cell, _clock, _interval
+from _search_quality.searches import init_worker, make_observer
+from _search_quality.settings import DEFAULT_CACHE, Settings, TrialRecord
 
 SOURCE_DEVICES = "2xK80"
 TARGET_DEVICES = "4xK80"

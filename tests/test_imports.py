@@ -147,3 +147,14 @@ def test_no_package_imports_the_top_level_package(graph: ModuleType, edges: list
     assert [f"{e.source}:{e.line}" for e in graph.arrows_up(edges)] == []
     made = [graph.Import("nasmlcn.search._open", "nasmlcn", "nasmlcn", 14, False, False)]
     assert len(graph.arrows_up(made)) == 1
+
+
+def test_no_benchmark_file_is_over_max_lines() -> None:
+    """``benchmarks/`` is code a reader must follow too: a long benchmark is a
+    package of parts (``benchmarks/_search_quality/``) that a short script calls."""
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in sorted((ROOT / "benchmarks").rglob("*.py"))
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}
