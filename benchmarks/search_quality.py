@@ -49,10 +49,10 @@ so 1.0 would be a perfect model at zero latency.
 
 A cache of trained results (a JSON file, ``--cache``, default
 ``~/.cache/nasmlcn/search-quality/cache.json``) is keyed by the architecture, the
-training settings, the search seed and the model's training seed
-(``EvalRequest.training_seed``, drawn from the model, not the trial number): the
-train evaluator seeds a model's weights from the last two, so the cache serves
-exactly what training would have returned (a training the pruner stopped is kept with the epochs it ran). Runs
+training settings, the search seed and the trial number: the train evaluator seeds a
+model's weights from the search seed and the model (schema 2: before repeats, from the
+trial number, so older entries are refused), so the cache serves exactly what training
+would have returned (a training the pruner stopped is kept with the epochs it ran). Runs
 share what their samplers propose alike: random sampling with a seed proposes the
 same models whatever the objectives, and the startup trials of TPE and GP and
 NSGA-II's first generation are Optuna's random sampler with that seed. A second

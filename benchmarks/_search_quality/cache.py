@@ -48,9 +48,10 @@ class ResultCache:
             "arch": job.spec.to_dict(),
             "assignment": list(job.assignment),
             "seed": job.seed,
-            # what seeds the training with the search seed: the model's own seed
-            # (search/_repeats.py), so one model is one entry whatever its trial
-            "training_seed": job.training_seed,
+            # with the rest, the trial decides the result (its training seed follows
+            # from its model, search/_repeats.py); the proxy's dry run has the same
+            # trial numbers, so the estimate knows what is cached
+            "trial": job.trial,
             "epochs": job.epochs,
             "batch_size": job.batch_size,
             "lr": job.lr,
