@@ -159,27 +159,7 @@ def _run_search(
     checked: Callable[[SearchSetup], None] | None = None,
 ) -> SearchResult:
     started = time.perf_counter()
-    warmed: list[WarmStart] = []
-
-    def created(setup: SearchSetup, study: optuna.Study) -> None:
-        if config.warm_start is not None:
-            warmed.append(
-                warm_start(
-                    setup,
-                    study,
-                    config.warm_start,
-                    config.warm_start_storage,
-                    config.warm_start_top,
-                )
-            )
-
-    def check(setup: SearchSetup) -> None:
-        if checked is not None:
-            checked(setup)
-        if config.warm_start is not None:  # refused before the storage is written
-            load_source(setup, config.warm_start, config.warm_start_storage)
-
-    setup, study, resumed = open_search(config, check, created)
+    setup, study, resumed, warmed = _open_warm(config, checked)
     config = setup.config  # with the devices' own cost model
     observer.on_study(study)
     storage = storage_of(study)
@@ -191,10 +171,11 @@ def _run_search(
     if evaluator is None:
         evaluator = EVALUATORS.get(config.evaluator)(config=config, dataset=setup.dataset)
     result = start_run(config, setup, study, resumed, done, observer)
-    result.warm_start = warmed[0].to_dict() if warmed else None
+    result.warm_start = warmed.to_dict() if warmed is not None else None
     distributions = setup.space.distributions()
     deadline = started + config.timeout if config.timeout is not None else None
-    run = RunContext(setup, study, evaluator, make_pruner(config), observer, deadline)
+    pruner = make_pruner(config)
+    run = RunContext(setup, study, evaluator, pruner, observer, deadline)
     store = (
         open_store(artifacts_dir(config.storage, config.artifacts))
         if getattr(evaluator, "checkpoints", False)
@@ -236,40 +217,20 @@ def _run_search(
                     write_resumed(trial, files.resumed_epoch)
                 outcome = TrialRun(run, trial, index, taken.retried, files, timings)()
             if files is not None:
-                files.close()
-                if config.keep_weights != "all":
-                    with hold(storage):
-                        kept = kept_weights(study, config.keep_weights)
-                        if kept is not None:
-                            discard_weights(study, files.store, kept)
+                _close_files(study, files, config.keep_weights)
             outcome = replace(outcome, timings=timings, retry_of=retry_of(trial, taken.retried))
         except KeyboardInterrupt as stop:
             # the search's --timeout stops a trial between batches as Ctrl-C does
             timed_out = isinstance(stop, TrainingStopped)
             result.stopped = "timeout" if timed_out else "interrupted"
-            if trial is None:  # Ctrl-C while sampling: Optuna may have left a RUNNING trial
-                if config.storage.startswith("sqlite"):  # one machine: it can only be ours
-                    with no_interrupts():
-                        _fail_running_of_this_run(study)
-                break
             with no_interrupts():
-                reason = (
-                    "stopped by SIGTERM"
-                    if isinstance(stop, Terminated)
-                    else f"{stop}; queued again, a re-run resumes it"
-                    if timed_out
-                    else "interrupted by the user (Ctrl-C)"
-                )
-                write_failed(trial, reason, failure="interrupted")
-                study.tell(trial, state=_state("FAIL"))
-                # queued again: the next run resumes it (from its last checkpoint)
-                again = retry(study, storage.get_trial(trial_id_of(trial)), config.max_retries)
-                outcome = TrialOutcome(
-                    trial.number, "FAIL", None, _lanes_of(study, trial), reason, 0.0,
-                    retry_of=retry_of(trial, taken.retried), queued_again_as=again,
-                )  # fmt: skip
-                result.run_trials.append(outcome)
-                observer.on_trial_end(outcome)
+                if trial is None:  # Ctrl-C while sampling: Optuna may have left one RUNNING
+                    if config.storage.startswith("sqlite"):  # one machine: only ours
+                        _fail_running_of_this_run(study)
+                else:
+                    outcome = _stopped(study, trial, taken.retried, stop, config.max_retries)
+                    result.run_trials.append(outcome)
+                    observer.on_trial_end(outcome)
             break
         failed_in_a_row = failed_in_a_row + 1 if outcome.state == "FAIL" else 0
         repeats_in_a_row = repeats_in_a_row + 1 if outcome.repeat_of is not None else 0
@@ -279,14 +240,77 @@ def _run_search(
             result.stopped = "repeats"
             break
     workdir.cleanup()
-    summarize_study(study, setup, result)
+    summarize_study(study, setup, result, pruner)
     result.seconds = time.perf_counter() - started
     observer.on_end(result)
     return result
 
 
-def summarize_study(study: optuna.Study, setup: SearchSetup, result: SearchResult) -> None:
-    """Fills ``result``'s study-wide figures: trials, means, best trials, correlation."""
+def _open_warm(
+    config: SearchConfig, checked: Callable[[SearchSetup], None] | None
+) -> tuple[SearchSetup, optuna.Study, bool, WarmStart | None]:
+    """Opens (or creates) the study; a new one is warm-started from
+    ``config.warm_start``, whose source is checked before anything is written."""
+    warmed: list[WarmStart] = []
+
+    def check(setup: SearchSetup) -> None:
+        if checked is not None:
+            checked(setup)
+        if config.warm_start is not None:  # refused before the storage is written
+            load_source(setup, config.warm_start, config.warm_start_storage)
+
+    def created(setup: SearchSetup, study: optuna.Study) -> None:
+        if config.warm_start is not None:
+            source, url, top = config.warm_start, config.warm_start_storage, config.warm_start_top
+            warmed.append(warm_start(setup, study, source, url, top))
+
+    setup, study, resumed = open_search(config, check, created)
+    return setup, study, resumed, warmed[0] if warmed else None
+
+
+def _close_files(study: optuna.Study, files: TrialFiles, keep: str) -> None:
+    """Closes a trial's files, then drops the weights ``keep`` no longer keeps."""
+    files.close()
+    if keep != "all":
+        with hold(storage_of(study)):
+            kept = kept_weights(study, keep)
+            if kept is not None:
+                discard_weights(study, files.store, kept)
+
+
+def _stopped(
+    study: optuna.Study,
+    trial: optuna.Trial,
+    retried: bool,
+    stop: KeyboardInterrupt,
+    max_retries: int,
+) -> TrialOutcome:
+    """Marks ``trial``, stopped by Ctrl-C, SIGTERM or the search's --timeout, FAIL
+    with the reason, and queues it again: the next run resumes it."""
+    reason = (
+        "stopped by SIGTERM"
+        if isinstance(stop, Terminated)
+        else f"{stop}; queued again, a re-run resumes it"
+        if isinstance(stop, TrainingStopped)
+        else "interrupted by the user (Ctrl-C)"
+    )
+    write_failed(trial, reason, failure="interrupted")
+    study.tell(trial, state=_state("FAIL"))
+    again = retry(study, storage_of(study).get_trial(trial_id_of(trial)), max_retries)
+    return TrialOutcome(
+        trial.number, "FAIL", None, _lanes_of(study, trial), reason, 0.0,
+        retry_of=retry_of(trial, retried), queued_again_as=again,
+    )  # fmt: skip
+
+
+def summarize_study(
+    study: optuna.Study,
+    setup: SearchSetup,
+    result: SearchResult,
+    pruner: EpochPruner | None = None,
+) -> None:
+    """Fills ``result``'s study-wide figures: trials, means, best trials, correlation
+    (``pruner``: the run's, else made from the configuration)."""
     config = setup.config
     result.n_trials = len(study.get_trials(deepcopy=False))
     result.trial_counts = trial_counts(study)
@@ -307,7 +331,8 @@ def summarize_study(study: optuna.Study, setup: SearchSetup, result: SearchResul
         summarize(t, setup.metric_names, proposed=proposed.get(t.number, 1)).to_dict()
         for t in best_trials(study)
     ]
-    pruner = make_pruner(config)
+    if pruner is None:
+        pruner = make_pruner(config)
     correlations = correlation_report(study).correlations
     result.correlation = [
         {**c.to_dict(), "prunes": pruner is not None and pruner.allows(c.epoch, correlations)}
