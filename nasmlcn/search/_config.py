@@ -234,6 +234,12 @@ class SearchConfig:
                 "derived from the configuration"
             )
 
+    @property
+    def poll_seconds(self) -> float:
+        """How often a waiting worker looks at the study again: an eighth of
+        ``grace``, between 0.2 and 5 seconds."""
+        return min(5.0, max(0.2, self.grace / 8))
+
     def identity(self) -> dict[str, Any]:
         """The fields a study's trials depend on (see :data:`IDENTITY_FIELDS`)."""
         data = self.to_dict()

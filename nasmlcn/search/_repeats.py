@@ -114,10 +114,11 @@ def wait_for_twin(
         number,
         twin.number,
     )
-    while running_twin(study, key, number) is not None:
+    while twin is not None:
         if deadline is not None and time.perf_counter() >= deadline:
             return None
         time.sleep(poll)
         with hold(storage_of(study)):
             fail_stale_trials(study, grace, max_retries)
+        twin = running_twin(study, key, number)
     return trained_original(study, key)

@@ -182,7 +182,6 @@ def _run_search(
         else None
     )
     workdir = tempfile.TemporaryDirectory(prefix="nasmlcn-trial-")
-    poll = min(5.0, max(0.2, config.grace / 8))
     index = 0
     failed_in_a_row = repeats_in_a_row = 0
     while True:
@@ -205,7 +204,7 @@ def _run_search(
                 result.stopped = "trials"
                 break
             if taken.action == "wait":  # the target is claimed; a running trial may die
-                time.sleep(poll)
+                time.sleep(config.poll_seconds)
                 continue
             trial = taken.trial
             assert trial is not None

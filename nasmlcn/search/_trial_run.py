@@ -192,7 +192,7 @@ class TrialRun:
             self.run.study,
             self.key,
             self.trial.number,
-            poll=min(5.0, max(0.2, config.grace / 8)),
+            poll=config.poll_seconds,
             grace=config.grace,
             max_retries=config.max_retries,
             deadline=self.run.deadline,

@@ -89,6 +89,12 @@ class StudyData(NamedTuple):
         return [r for r in self.rows if r.complete]
 
     @property
+    def models(self) -> list[TrialRow]:
+        """The completed trials, each model once: a repeat (it took an earlier
+        trial's result) is its original's model and point."""
+        return [r for r in self.complete if r.repeat_of is None]
+
+    @property
     def state_counts(self) -> dict[str, int]:
         return dict(Counter(r.state for r in self.rows))
 
@@ -219,7 +225,7 @@ def best_rows(data: StudyData, top: int = 5) -> list[TrialRow]:
     the ``top`` feasible completed trials, best first. Each model once: a repeat's
     original stands for it (``proposed`` says how many trials proposed it)."""
     sign = objective_signs(data.directions)[0]
-    done = [r for r in data.complete if r.feasible and r.values is not None and r.repeat_of is None]
+    done = [r for r in data.models if r.feasible and r.values is not None]
     ordered = sorted(done, key=lambda r: (sign * r.values[0], r.number))  # type: ignore[index]
     if data.multi_objective:
         return [r for r in ordered if r.pareto]

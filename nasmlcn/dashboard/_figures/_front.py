@@ -66,7 +66,7 @@ def plot_pareto_front(data: ReportData, compact: bool = False) -> go.Figure | No
         horizontal_spacing=0.16 if compact else 0.1,
         vertical_spacing=0.16,
     )
-    done = [r for r in study.complete if r.repeat_of is None]  # each model once
+    done = study.models  # each model once
     front = sorted((r for r in done if r.pareto), key=lambda r: r.values or ())
     dominated = [r for r in done if r.feasible and not r.pareto]
     over_budget = [r for r in done if not r.feasible and r.learned]
@@ -277,11 +277,7 @@ def plot_accuracy_vs_latency(data: ReportData, compact: bool = False) -> go.Figu
     import plotly.graph_objects as go
 
     study = data.study
-    rows = [
-        r
-        for r in study.complete
-        if r.latency is not None and _accuracy(study, r) is not None and r.repeat_of is None
-    ]
+    rows = [r for r in study.models if r.latency is not None and _accuracy(study, r) is not None]
     if not rows:
         return None
     scale, unit = time_scale(rows[0].time_unit)
