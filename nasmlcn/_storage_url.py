@@ -29,6 +29,13 @@ DEFAULT_STORAGE = "sqlite:///studies/nasmlcn.db"
 STORAGE_ENV = "NASMLCN_STORAGE"
 """The environment variable read when ``--storage`` is not given."""
 
+STORAGE_HELP = (
+    "SQLAlchemy URL of the study storage, e.g. postgresql://USER:PASSWORD@HOST/DB "
+    f"[default: ${STORAGE_ENV}, else {DEFAULT_STORAGE}]. Set ${STORAGE_ENV} instead of "
+    "--storage to keep the URL and its password out of shell history and process lists."
+)
+"""``--storage``'s help, the same for every command that opens a study."""
+
 MASK = "***"
 
 MIN_SCRUB_LENGTH = 4

@@ -29,8 +29,12 @@ def test_import_does_not_load_torch(module: str) -> None:
     assert out.stdout.strip() == "False"
 
 
-@pytest.mark.parametrize("module", ["nasmlcn.cli._progress", "nasmlcn.cli._calibrate"])
-def test_train_and_calibrate_displays_do_not_load_optuna(module: str) -> None:
+@pytest.mark.parametrize(
+    "module", ["nasmlcn.cli._progress", "nasmlcn.cli._calibrate", "nasmlcn.cli", "nasmlcn.search"]
+)
+def test_displays_the_cli_and_the_search_config_do_not_load_optuna(module: str) -> None:
+    """The CLI builds ``search``'s options from ``SearchConfig`` on every command, so
+    importing the search package loads its configuration only (the rest lazily)."""
     code = f"import sys, {module}; print('optuna' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -46,7 +50,14 @@ def test_version_matches_metadata() -> None:
 
 @pytest.mark.parametrize(
     "package",
-    ["nasmlcn", "nasmlcn.data", "nasmlcn.training", "nasmlcn.parallel", "nasmlcn.runs"],
+    [
+        "nasmlcn",
+        "nasmlcn.data",
+        "nasmlcn.training",
+        "nasmlcn.parallel",
+        "nasmlcn.runs",
+        "nasmlcn.search",
+    ],
 )
 def test_lazy_exports_match_what_type_checkers_see(package: str) -> None:
     """Each name the module ``__getattr__`` imports on first use is imported under

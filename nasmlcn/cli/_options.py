@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from nasmlcn._storage_url import DEFAULT_STORAGE, STORAGE_ENV
+from nasmlcn._storage_url import STORAGE_HELP
 from nasmlcn.costs import COST_MODELS
 
 if TYPE_CHECKING:
@@ -54,11 +54,6 @@ CALIBRATION = typer.Option(
     "~/.cache/nasmlcn/calibration.json].",
 )
 
-STORAGE_HELP = (
-    "SQLAlchemy URL of the study storage, e.g. postgresql://USER:PASSWORD@HOST/DB "
-    f"[default: ${STORAGE_ENV}, else {DEFAULT_STORAGE}]. Set ${STORAGE_ENV} instead of "
-    "--storage to keep the URL and its password out of shell history and process lists."
-)
 STORAGE = typer.Option(None, "--storage", help=STORAGE_HELP, show_default=False)
 
 

@@ -6,6 +6,11 @@ the command line override the file. The fields that change what a trial's
 numbers mean (devices, space, dataset, epochs, cost model, objectives, ...) form
 the config's *identity*: a study keeps the identity it was created with, and a
 study name reused with another identity is refused.
+
+Each field is declared once, with :func:`~nasmlcn.search._setting.setting`: its
+default, the help of its option and, for a number, its range. ``nasmlcn search``
+makes its options from them, and ``__post_init__`` checks every range, whichever way
+the value came (option, recipe or Python).
 """
 
 from __future__ import annotations
@@ -13,14 +18,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from nasmlcn._storage_url import redact_url
+from nasmlcn._storage_url import STORAGE_HELP, redact_url
 from nasmlcn._toml import check_keys, read_toml
 from nasmlcn.errors import SearchError, option
+from nasmlcn.search._setting import Range, check_ranges, setting
 from nasmlcn.training import MAX_EPOCHS
 
 CONFIG_SCHEMA_VERSION = 1
@@ -41,6 +47,24 @@ IDENTITY_FIELDS = (
     "latency_budget",
 )
 """Fields that must match to continue a study (the rest may change between runs)."""
+
+
+MAX_TRIALS = 1_000_000
+"""The most trials a study may be asked to reach: more is no run's target but a typo."""
+
+
+def _samplers() -> list[str]:
+    """The sampler names (read when ``--help`` is made: the config imports no sampler)."""
+    from nasmlcn.search._samplers import SAMPLERS
+
+    return list(SAMPLERS)
+
+
+def _cost_models() -> list[str]:
+    """The cost model names (read when ``--help`` is made)."""
+    from nasmlcn.costs import COST_MODELS
+
+    return list(COST_MODELS)
 
 
 @dataclass(frozen=True)
@@ -122,45 +146,139 @@ class SearchConfig:
             'nasmlcn[tracking]'``), or None. Not part of the identity.
     """
 
-    devices: str = "8xK80"
-    mem: str | None = None
-    flops: str = "1x"
-    space: str = "mlcn-buckets"
-    sampler: str = "tpe"
-    objectives: tuple[str, ...] = ("accuracy",)
-    evaluator: str = "train"
-    dataset: str = "fashion-mnist"
-    data_dir: str | None = None
-    epochs: int = 10
-    train_limit: int | None = None
-    val_limit: int | None = None
-    batch_size: int = 100
-    trials: int = 20
-    count_repeats: bool = True
-    timeout: float | None = None
-    trial_timeout: float | None = None
-    grace: float = 120.0
-    max_retries: int = 3
-    artifacts: str | None = None
-    keep_weights: str = "all"
-    prune: bool = True
-    prune_threshold: float = 0.9
-    prune_percentile: float = 50.0
-    prune_min_trials: int = 5
-    pruner: str = "correlation"
-    halving_rate: int = 3
-    warm_start: str | None = None
-    warm_start_storage: str | None = None
-    warm_start_top: int = 5
-    storage: str = ""
-    study: str | None = None
-    run_on: str = "auto"
-    seed: int = 0
-    cost_model: str = "analytic"
-    latency_budget: float | None = None
-    device_file: str | None = None
-    calibration: str | None = None
-    mlflow: str | None = None
+    devices: str = setting("8xK80", "Target devices, e.g. 8xK80 or 1xK80,1xV100")
+    mem: str | None = setting(None, "Memory of every device, e.g. 12GB")
+    flops: str = setting(
+        "1x",
+        "Per-device load limit: a multiple of the thesis baseline (1x, 4x) or FLOPs per "
+        "image (2.4G)",
+    )
+    space: str = setting("mlcn-buckets", "Search space name or .toml path")
+    sampler: str = setting("tpe", "{choices}", choices=_samplers)
+    objectives: tuple[str, ...] = setting(
+        ("accuracy",),
+        "accuracy[,latency,inference,memory,params,energy]; several make a Pareto study. "
+        "latency: predicted training step time; inference: predicted per-image inference "
+        "latency (batch 1); energy: per inference on CapsAcc (--devices capsacc)",
+    )
+    evaluator: str = setting("train", "train (real training) or proxy (analytic stand-in)")
+    dataset: str = setting("fashion-mnist", "Dataset")
+    data_dir: str | None = setting(None, "Dataset directory", path=True)
+    epochs: int = setting(
+        10,
+        "Epochs per trial",
+        range=Range(1, MAX_EPOCHS, integer=True, why="the thesis trains 10 to 100"),
+    )
+    train_limit: int | None = setting(
+        None, "Training images per epoch", range=Range(1, integer=True), shown_default="all"
+    )
+    val_limit: int | None = setting(
+        None, "Validation images", range=Range(1, integer=True), shown_default="all held out"
+    )
+    batch_size: int = setting(100, "Batch size", range=Range(1, integer=True))
+    trials: int = setting(
+        20,
+        "Trials the study should reach; re-running continues. A trial that proposes a model "
+        "already trained takes its result (a repeat: no training); repeats count here unless "
+        "--no-count-repeats, and a run stops after 25 repeats in a row",
+        range=Range(1, MAX_TRIALS, integer=True, why="a million 1-second trials take 12 days"),
+    )
+    count_repeats: bool = setting(
+        True,
+        "Whether repeats count toward --trials. --no-count-repeats makes --trials a budget of "
+        "trainings: every counted trial trains a model not trained before",
+        shown_default="they do",
+    )
+    timeout: float | None = setting(
+        None,
+        "Stop the search after this many seconds: no new trial, and the running one stops "
+        "within a batch, as Ctrl-C stops it (FAIL, queued again; a re-run resumes it)",
+        range=Range(0.0, low_open=True),
+    )
+    trial_timeout: float | None = setting(
+        None,
+        "Stop a trial at the first epoch boundary after this many seconds: PRUNED, with the "
+        "reason; its epochs are kept",
+        range=Range(0.0, low_open=True),
+    )
+    grace: float = setting(
+        120.0,
+        "Seconds without a heartbeat after which a running trial's worker counts as dead: "
+        "its trial is failed and queued again",
+        range=Range(1.0),
+    )
+    max_retries: int = setting(
+        3,
+        "Times a trial whose worker died (or that Ctrl-C stopped) is queued again",
+        range=Range(0, integer=True),
+    )
+    artifacts: str | None = setting(
+        None,
+        "Folder for trial checkpoints and weights (Optuna artifacts)",
+        shown_default="artifacts/ beside a SQLite study file, else studies/artifacts",
+        path=True,
+    )
+    keep_weights: str = setting(
+        "all", "Which finished trials keep their weights: all, pareto or best:K"
+    )
+    prune: bool = setting(True, "Correlation-gated pruning of weak trials", shown_default="on")
+    prune_threshold: float = setting(
+        0.9,
+        "Prune at an epoch only once its Spearman rho with the last epoch reaches this",
+        range=Range(-1.0, 1.0),
+    )
+    prune_percentile: float = setting(
+        50.0,
+        "Prune trials below this percentile of the finished ones",
+        range=Range(0.0, 100.0, low_open=True, high_open=True),
+    )
+    prune_min_trials: int = setting(
+        5, "Finished trials needed before pruning starts", range=Range(1, integer=True)
+    )
+    pruner: str = setting(
+        "correlation",
+        "The pruning rule: correlation (stops trials expected to be dominated) or halving "
+        "(successive halving over epochs: multi-fidelity, tries more candidates for the same "
+        "compute)",
+    )
+    halving_rate: int = setting(
+        3,
+        "With --pruner halving: rungs at epochs 1, R, R^2, ... keep the best 1/R",
+        range=Range(2, integer=True),
+    )
+    warm_start: str | None = setting(
+        None,
+        "Start a new study from an earlier one (other devices or --mem welcome): its best "
+        "architectures are the first trials, refit to these devices, and where the parameters "
+        "and training match, its trials are data for the sampler",
+        metavar="STUDY",
+    )
+    warm_start_storage: str | None = setting(
+        None, "Storage URL of the --warm-start study", shown_default="--storage"
+    )
+    warm_start_top: int = setting(
+        5, "How many of the earlier study's best trials to queue", range=Range(1, integer=True)
+    )
+    storage: str = setting("", STORAGE_HELP)
+    study: str | None = setting(None, "Study name", shown_default="derived from the configuration")
+    run_on: str = setting("auto", "Where training runs: auto, cpu or cuda:0,...")
+    seed: int = setting(0, "Seed", range=Range(0, integer=True))
+    cost_model: str = setting("analytic", "{choices}", choices=_cost_models)
+    latency_budget: float | None = setting(
+        None,
+        "Constraint: predicted step time <= this many seconds",
+        range=Range(0.0, low_open=True),
+    )
+    device_file: str | None = setting(None, "Extra device catalog (TOML)", path=True)
+    calibration: str | None = setting(
+        None, "Calibration file of the calibrated cost model", path=True
+    )
+    mlflow: str | None = setting(
+        None,
+        "Log every trial to MLflow at this tracking URI (a folder, sqlite:///mlflow.db, "
+        "http://host:5000): one run per trial under one parent run per study. Needs "
+        "pip install 'nasmlcn[tracking]'",
+    )
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -168,58 +286,19 @@ class SearchConfig:
         if isinstance(objectives, str):
             objectives = tuple(o.strip() for o in objectives.split(",") if o.strip())
         object.__setattr__(self, "objectives", tuple(objectives))
-        _check_positive_int("epochs", self.epochs)
-        _check_positive_int("trials", self.trials)
-        _check_at_most("trials", self.trials, MAX_TRIALS, "a million 1-second trials take 12 days")
-        _check_at_most("epochs", self.epochs, MAX_EPOCHS, "the thesis trains 10 to 100")
+        check_ranges(self)  # every number within the range its field declares
         if self.mlflow is not None:  # a URI MLflow cannot open is refused here, not mid-run
             from nasmlcn._tracking_uri import check_tracking_uri
 
             object.__setattr__(self, "mlflow", check_tracking_uri(self.mlflow))
-        _check_positive_int("batch_size", self.batch_size)
-        _check_positive_int("prune_min_trials", self.prune_min_trials)
-        _check_positive_int("warm_start_top", self.warm_start_top)
         if self.warm_start is not None and not str(self.warm_start).strip():
             raise SearchError(
                 f"{option('warm_start')}: give the name of an earlier study, got an empty name"
             )
-        if (
-            isinstance(self.halving_rate, bool)
-            or not isinstance(self.halving_rate, int)
-            or (self.halving_rate < 2)
-        ):
-            raise SearchError(
-                f"{option('halving_rate')} must be an integer >= 2, got {self.halving_rate!r}"
-            )
         _check_pruning_options(self)
-        for name in ("train_limit", "val_limit"):
-            if getattr(self, name) is not None:
-                _check_positive_int(name, getattr(self, name))
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
-            raise SearchError(f"{option('seed')} must be an integer >= 0, got {self.seed!r}")
-        if (
-            isinstance(self.max_retries, bool)
-            or not isinstance(self.max_retries, int)
-            or (self.max_retries < 0)
-        ):
-            raise SearchError(
-                f"{option('max_retries')} must be an integer >= 0, got {self.max_retries!r}"
-            )
         from nasmlcn.study import parse_keep
 
         parse_keep(self.keep_weights)
-        for name in ("timeout", "trial_timeout", "grace", "latency_budget"):
-            value = getattr(self, name)
-            if value is not None and not (isinstance(value, (int, float)) and value > 0):
-                raise SearchError(f"{option(name)} must be a number > 0, got {value!r}")
-        if not -1.0 <= self.prune_threshold <= 1.0:
-            raise SearchError(
-                f"{option('prune_threshold')} must be in [-1, 1], got {self.prune_threshold!r}"
-            )
-        if not 0.0 < self.prune_percentile < 100.0:
-            raise SearchError(
-                f"{option('prune_percentile')} must be in (0, 100), got {self.prune_percentile!r}"
-            )
         if not self.objectives:
             raise SearchError(
                 f"{option('objectives')}: give at least one, e.g. accuracy or accuracy,latency"
@@ -236,8 +315,8 @@ class SearchConfig:
 
     @property
     def poll_seconds(self) -> float:
-        """How often a waiting worker looks at the study again: an eighth of
-        ``grace``, between 0.2 and 5 seconds."""
+        """The longest a waiting worker goes without looking at the study again: an
+        eighth of ``grace``, between 0.2 and 5 seconds (see :func:`waits`)."""
         return min(5.0, max(0.2, self.grace / 8))
 
     def identity(self) -> dict[str, Any]:
@@ -275,15 +354,6 @@ class SearchConfig:
         return replace(self, **given)
 
 
-MAX_TRIALS = 1_000_000
-"""The most trials a study may be asked to reach: more is no run's target but a typo."""
-
-
-def _check_at_most(name: str, value: int, most: int, why: str) -> None:
-    if value > most:
-        raise SearchError(f"{option(name)} must be at most {most:,} ({why}), got {value:,}")
-
-
 def _check_pruning_options(config: SearchConfig) -> None:
     """Pruning options that would do nothing, refused rather than silently dropped."""
     rate = config.halving_rate
@@ -308,21 +378,29 @@ def _check_pruning_options(config: SearchConfig) -> None:
         )
 
 
-def _check_positive_int(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise SearchError(f"{option(name)} must be an integer >= 1, got {value!r}")
-
-
 _FIELD_NAMES = {f.name for f in fields(SearchConfig) if f.name != "extra"}
 _DEFAULT_HALVING_RATE = next(f.default for f in fields(SearchConfig) if f.name == "halving_rate")
 _FLOAT_FIELDS = {
-    "timeout",
-    "trial_timeout",
-    "grace",
-    "latency_budget",
-    "prune_threshold",
-    "prune_percentile",
+    f.name
+    for f in fields(SearchConfig)
+    if f.metadata.get("range") and not f.metadata["range"].integer
 }
+"""The fields that take any number: a recipe's ``grace = 60`` is 60.0."""
+
+
+FIRST_WAIT = 0.25
+"""Seconds a worker that has to wait (for the last running trials, for a twin)
+waits before it first looks again."""
+
+
+def waits(longest: float) -> Iterator[float]:
+    """The pauses of a waiting worker: :data:`FIRST_WAIT`, doubling up to ``longest``
+    (``poll_seconds``), so that a run ends soon after the trial it waited for, and a
+    long wait costs few queries."""
+    wait = min(FIRST_WAIT, longest)
+    while True:
+        yield wait
+        wait = min(2 * wait, longest)
 
 
 WORKERS_PER_GPU_ENV = "NASMLCN_WORKERS_PER_GPU"

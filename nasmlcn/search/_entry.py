@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -104,12 +105,18 @@ def require_tracker(config: SearchConfig, observers: Sequence[SearchObserver]) -
 @contextmanager
 def quiet_optuna() -> Iterator[None]:
     """Optuna logs warnings only, for the block (a library call prints nothing of
-    its own); the caller's verbosity comes back after it."""
+    its own), and says nothing of the features a search is built on; the caller's
+    verbosity and warning filters come back after it (a decorator too)."""
     import optuna
 
     before = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(max(before, optuna.logging.WARNING))
     try:
-        yield
+        with warnings.catch_warnings():
+            # Heartbeats with ask-and-tell and metric names are "experimental" in
+            # Optuna; they are what the runner is built on, so the warnings say nothing
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            warnings.filterwarnings("ignore", message="Heartbeat of storage")
+            yield
     finally:
         optuna.logging.set_verbosity(before)

@@ -103,13 +103,18 @@ class SearchResult:
     def pruned(self) -> list[TrialOutcome]:
         return [t for t in self.run_trials if t.state == "PRUNED"]
 
+    def pruned_in_study(self) -> list[dict[str, Any]]:
+        """The study's pruned trials (``study_pruned``), else this run's: number,
+        reason and the seconds of training each saved."""
+        if self.study_pruned is not None:
+            return self.study_pruned
+        return [
+            {"number": t.number, "reason": t.reason, "seconds_saved": t.seconds_saved}
+            for t in self.pruned
+        ]
+
     def to_dict(self) -> dict[str, Any]:
-        pruned = self.study_pruned
-        if pruned is None:
-            pruned = [
-                {"number": t.number, "reason": t.reason, "seconds_saved": t.seconds_saved}
-                for t in self.pruned
-            ]
+        pruned = self.pruned_in_study()
         return {
             "study": self.study,
             "storage": self.storage,

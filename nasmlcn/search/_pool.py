@@ -304,6 +304,7 @@ def _worker(
     channel.put(("done", slot.index, result.stopped))
 
 
+@quiet_optuna()
 def run_workers(
     config: SearchConfig,
     observers: Sequence[SearchObserver] = (),
@@ -348,9 +349,7 @@ def run_workers(
         # after the configuration is checked: a bad one opens no tracking store
         observer.on_checked(setup)
 
-    with quiet_optuna():
-        # errors here, before any worker starts
-        setup, study, resumed = open_search(config, attach)
+    setup, study, resumed = open_search(config, attach)  # errors here, before any worker
     observer.on_study(study)
 
     result = start_run(

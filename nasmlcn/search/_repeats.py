@@ -35,6 +35,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn.search._config import waits
+
 if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
@@ -102,7 +104,8 @@ def wait_for_twin(
     it ended pruned or failed, or ``deadline``, on ``time.perf_counter``'s clock,
     passed). A twin whose worker died (no heartbeat for ``grace`` seconds) is failed
     and queued again, as taking a trial does (:mod:`nasmlcn.study._recovery`), so a
-    dead worker is never waited for longer than that."""
+    dead worker is never waited for longer than that. It looks again after a short
+    pause, doubling up to ``poll`` seconds (:func:`~nasmlcn.search._config.waits`)."""
     from nasmlcn._optuna_compat import storage_of
     from nasmlcn.study import fail_stale_trials, hold
 
@@ -114,10 +117,11 @@ def wait_for_twin(
         number,
         twin.number,
     )
+    pauses = waits(poll)
     while twin is not None:
         if deadline is not None and time.perf_counter() >= deadline:
             return None
-        time.sleep(poll)
+        time.sleep(next(pauses))
         with hold(storage_of(study)):
             fail_stale_trials(study, grace, max_retries)
         twin = running_twin(study, key, number)

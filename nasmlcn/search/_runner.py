@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import SearchError
-from nasmlcn.search._config import SearchConfig
+from nasmlcn.search._config import SearchConfig, waits
 from nasmlcn.search._entry import quiet_optuna, require_storage, require_tracker
 from nasmlcn.search._evaluator import EVALUATORS, Evaluator
 from nasmlcn.search._failure import failure_reason
@@ -100,15 +99,10 @@ def run_search(
             tracker asked for and not given, or one that cannot start (before
             anything is written).
     """
-    import optuna
 
     require_storage(config)
     require_tracker(config, observers)
-    with warnings.catch_warnings(), quiet_optuna():
-        # Heartbeats with ask-and-tell and metric names are "experimental" in
-        # Optuna; they are what this runner is built on, so the warnings say nothing.
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        warnings.filterwarnings("ignore", message="Heartbeat of storage")
+    with quiet_optuna():
         every = Observers(observers)
 
         def attach(setup: SearchSetup) -> None:
@@ -184,6 +178,7 @@ def _run_search(
     workdir = tempfile.TemporaryDirectory(prefix="nasmlcn-trial-")
     index = 0
     failed_in_a_row = repeats_in_a_row = 0
+    pauses = waits(config.poll_seconds)
     while True:
         if deadline is not None and time.perf_counter() >= deadline:
             result.stopped = "timeout"
@@ -204,8 +199,9 @@ def _run_search(
                 result.stopped = "trials"
                 break
             if taken.action == "wait":  # the target is claimed; a running trial may die
-                time.sleep(config.poll_seconds)
+                time.sleep(next(pauses))
                 continue
+            pauses = waits(config.poll_seconds)  # the next wait starts short again
             trial = taken.trial
             assert trial is not None
             index += 1

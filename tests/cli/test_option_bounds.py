@@ -1,9 +1,14 @@
 """Every numeric option of ``nasmlcn search`` states its bounds, and they are the
-ones the code accepts: a value at a closed bound passes, one past it is refused (by
-the CLI's range, or by ``SearchConfig``, whose error names the option)."""
+ones the code accepts: a value at a closed bound passes, one past it is refused
+with an error that names the option.
+
+A ``SearchConfig`` field's range is written once, in its metadata: ``--help``
+states it and ``SearchConfig`` checks it (so a recipe and the Python API get the
+same check); the command's own options (``--workers``, ...) use Typer's ranges."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import typing
 from typing import Any
@@ -17,20 +22,10 @@ from nasmlcn.cli._search import search
 from nasmlcn.errors import SearchError
 from nasmlcn.search import SearchConfig
 
-# options whose bound is open or two-sided: stated in their help, checked by the library
-STATED: dict[str, tuple[str, float, list[float]]] = {
-    "timeout": ("(> 0)", 0.0, [1e-3]),
-    "trial_timeout": ("(> 0)", 0.0, [1e-3]),
-    "latency_budget": ("(> 0)", 0.0, [1e-3]),
-    "prune_threshold": ("(-1 to 1)", 1.01, [-1.0, 1.0]),
-    "prune_percentile": ("(> 0, < 100)", 100.0, [0.5, 99.5]),
-    "halving_rate": ("(R >= 2)", 1, [2, 5]),
-    "warm_start_top": ("(>= 1)", 0, [1]),
-}
-"""Field: the range its help states, a value past it, values at or inside it."""
-FIELDS = set(SearchConfig.__dataclass_fields__)
+FIELDS = {f.name: f for f in dataclasses.fields(SearchConfig)}
 CONTEXT: dict[str, dict[str, Any]] = {"halving_rate": {"pruner": "halving", "epochs": 3}}
 """What a field needs beside it to be valid at all."""
+CONTEXT_FLAGS = {"halving_rate": ["--pruner", "halving", "--epochs", "3"]}
 
 
 def _numeric() -> list[str]:
@@ -49,30 +44,71 @@ def _option(name: str) -> typing.Any:
     return option
 
 
-def test_every_numeric_option_states_its_bounds() -> None:
+def _past_and_at(bound: Any) -> tuple[list[float], list[float]]:
+    """Values just past the range's bounds, and values at (or, open, just inside) them."""
+    step = 1 if bound.integer else 0.5
+    past, at = [], []
+    if bound.low is not None:
+        past.append(bound.low if bound.low_open else bound.low - step)
+        at.append(bound.low + step if bound.low_open else bound.low)
+    if bound.high is not None:
+        past.append(bound.high if bound.high_open else bound.high + step)
+        at.append(bound.high - step if bound.high_open else bound.high)
+    return past, at
+
+
+def test_every_numeric_option_has_a_range() -> None:
     names = _numeric()
-    assert len(names) >= 15
-    assert [n for n in names if _option(n).min is None and n not in STATED] == []
+    assert len(names) >= 18
+    unbounded = [
+        n
+        for n in names
+        if (FIELDS[n].metadata.get("range") is None if n in FIELDS else _option(n).min is None)
+    ]
+    assert unbounded == []
 
 
-@pytest.mark.parametrize("name", _numeric())
-def test_the_help_s_bound_is_the_code_s(name: str) -> None:
+@pytest.mark.parametrize("name", [n for n in _numeric() if n in FIELDS])
+def test_a_field_s_stated_range_is_the_one_checked(name: str) -> None:
+    bound = FIELDS[name].metadata["range"]
     option = _option(name)
     flag = option.opts[0]
-    if name in STATED:
-        text, past, inside = STATED[name]
-        assert text in str(option.help)
-        context = CONTEXT.get(name, {})
-        for value in inside:
-            SearchConfig(**{name: value, **context})
+    assert f"({bound.stated()})" in str(option.help)
+    past, at = _past_and_at(bound)
+    assert past
+    for value in at:
+        SearchConfig(**{name: value, **CONTEXT.get(name, {})})
+    for value in past:
         with pytest.raises(SearchError, match=name) as refused:
-            SearchConfig(**{name: past, **context})
+            SearchConfig(**{name: value, **CONTEXT.get(name, {})})
         assert refused.value.for_cli().startswith(flag)  # the CLI names the option
-        return
-    low = option.min
+        shown = str(int(value)) if bound.integer else str(value)
+        result = CliRunner().invoke(app, ["search", flag, shown, *CONTEXT_FLAGS.get(name, [])])
+        assert result.exit_code != 0
+        assert isinstance(result.exception, SearchError)
+        assert result.exception.for_cli().startswith(flag)
+
+
+@pytest.mark.parametrize("name", [n for n in _numeric() if n not in FIELDS])
+def test_a_command_option_s_range_is_typer_s(name: str) -> None:
+    low = _option(name).min
+    flag = _option(name).opts[0]
     result = CliRunner().invoke(app, ["search", flag, str(low - 1)])
     assert result.exit_code == 2, result.output  # the CLI refuses past the bound
     assert f"{low:g}" in result.output
-    if name in FIELDS:
-        # ... and the code takes the bound itself
-        SearchConfig(**{name: low, **CONTEXT.get(name, {})})
+
+
+def test_a_range_s_words() -> None:
+    """The error and the help say the same range, in the words of the specs' errors."""
+    bounds = {f.name: f.metadata["range"] for f in FIELDS.values() if f.metadata.get("range")}
+    assert bounds["epochs"].stated() == "1 to 100,000"
+    assert bounds["prune_percentile"].stated() == "> 0, < 100"
+    assert bounds["prune_threshold"].stated() == "-1 to 1"
+    assert bounds["timeout"].refusal("timeout", 0.0).endswith("must be a number > 0, got 0.0")
+    assert bounds["seed"].refusal("seed", True).endswith("must be an integer >= 0, got True")
+    too_many = bounds["trials"].refusal("trials", 2_000_000)
+    assert too_many.endswith(
+        "at most 1,000,000 (a million 1-second trials take 12 days), got 2,000,000"
+    )
+    not_a_number = bounds["prune_threshold"].refusal("prune_threshold", "x")
+    assert not_a_number.endswith("must be a number in [-1, 1], got 'x'")

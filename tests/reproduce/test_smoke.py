@@ -1,6 +1,7 @@
 """Every recipe runs at smoke scale with its real engine, and every figure it
-compares is read from the engine's output; the whole list, end to end through the
-CLI, in the slow test."""
+compares is read from the engine's output (the four heaviest with ``-m slow``, every
+engine in the default run); the whole list, end to end through the CLI, in the slow
+test."""
 
 from __future__ import annotations
 
@@ -14,9 +15,31 @@ from tests.conftest import run_cli, run_cli_subprocess
 
 NAMES = [r.name for r in all_recipes()]
 
+HEAVY = {
+    "thesis-fig4.8": "thesis-fig4.7",
+    "thesis-fig4.10": "thesis-fig4.7",
+    "thesis-fig4.4": "thesis-fig4.5",
+    "thesis-fig4.9": "thesis-fig4.5",
+}
+"""The recipes whose smoke run takes 15 to 35 s here (two engine runs of several
+processes, or ten trainings): the slow test below runs them, and in the default run
+the recipe named beside each (the same engine, 7 to 18 s) stands for them, so that
+every engine runs in the default tests."""
+
+
+def test_every_engine_runs_in_the_default_tests() -> None:
+    recipes = {r.name: r for r in all_recipes()}
+    engines = {r.engine for r in recipes.values() if r.name not in HEAVY}
+    assert engines == {r.engine for r in recipes.values()}
+    for heavy, stand_in in HEAVY.items():
+        assert recipes[heavy].engine == recipes[stand_in].engine
+        assert stand_in not in HEAVY
+
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n for n in NAMES]
+)
 def test_every_recipe_runs_at_smoke_scale(
     name: str, tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
