@@ -9,7 +9,8 @@ front or best trials again and tests them (NASCaps' second stage). Registries:
 ``SAMPLERS``, ``PRUNERS``, ``OBJECTIVES``, ``EVALUATORS`` and ``SPACE_KINDS`` (in
 :mod:`nasmlcn.search.spaces`).
 
-Where things are: defining a search (``_config``, ``_setup``, ``_sweep``,
+Where things are: defining a search (``_config`` and ``_setting``: the fields and
+their options, ``_recipe``, ``_setup``, ``_sweep``,
 ``_objectives``, ``_samplers``, ``spaces/``); running it (``_runner``: the loop,
 ``_trial_run``: one trial's life, ``_open``: opening and checking the study,
 ``_observer``, ``_outcome``, ``_signals``, ``_failure``, ``_pruners``: the pruners
@@ -29,7 +30,8 @@ from nasmlcn.search import (
     _proxy,  # noqa: F401  (register the proxy evaluator)
     _train_evaluator,  # noqa: F401  (register the train evaluator)
 )
-from nasmlcn.search._config import IDENTITY_FIELDS, SearchConfig, load_recipe
+from nasmlcn.search._config import IDENTITY_FIELDS, SearchConfig
+from nasmlcn.search._recipe import load_recipe
 
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.search._correlation import (

@@ -28,6 +28,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -282,13 +283,13 @@ def _worker(
     if slot.gpus is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(slot.gpus)
         os.environ[WORKERS_PER_GPU_ENV] = str(slot.workers_on_gpu)  # its memory share
+    # torch takes its threads from this when the train evaluator imports it; a worker
+    # whose evaluator needs no torch (the proxy) never imports it (1.5 s a worker)
     os.environ["OMP_NUM_THREADS"] = str(slot.threads)
-    try:
+    if "torch" in sys.modules:  # imported already, by what unpickled the arguments
         import torch
 
         torch.set_num_threads(slot.threads)
-    except ImportError:  # pragma: no cover - the proxy evaluator needs no torch
-        pass
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -282,7 +283,9 @@ class EnvRecorder(SearchObserver):
         self.folder = Path(folder)
 
     def on_trial_end(self, outcome: object) -> None:
-        seen = {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "NASMLCN_WORKERS_PER_GPU")}
+        names = ("CUDA_VISIBLE_DEVICES", "NASMLCN_WORKERS_PER_GPU", "OMP_NUM_THREADS")
+        seen: dict[str, object] = {k: os.environ.get(k) for k in names}
+        seen["torch"] = "torch" in sys.modules  # the proxy needs none: never imported
         (self.folder / f"{os.getpid()}.json").write_text(json.dumps(seen))
 
 
@@ -308,4 +311,11 @@ def test_a_pool_puts_k_workers_on_each_gpu_and_tells_each_its_share(
     assert [(w["gpus"], w["workers_on_gpu"]) for w in result.workers] == [(["7"], 2)] * 2
     seen = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]
     assert seen  # at least one worker ran a trial
-    assert all(s == {"CUDA_VISIBLE_DEVICES": "7", "NASMLCN_WORKERS_PER_GPU": "2"} for s in seen)
+    threads = str(result.workers[0]["threads"])
+    expected = {
+        "CUDA_VISIBLE_DEVICES": "7",
+        "NASMLCN_WORKERS_PER_GPU": "2",
+        "OMP_NUM_THREADS": threads,  # what torch, imported by a train evaluator, takes
+        "torch": False,
+    }
+    assert all(s == expected for s in seen)
