@@ -116,6 +116,8 @@ def print_result(result: SearchResult, config: SearchConfig) -> None:
 
 def _print_stop(stopped: str) -> None:
     """Why the run stopped, where it is not that it reached --trials."""
+    from nasmlcn.search import REPEATS_IN_A_ROW
+
     if stopped == "interrupted":
         out.print(
             "[yellow]interrupted: the running trial is marked FAIL and queued again; re-run "
@@ -134,9 +136,6 @@ def _print_stop(stopped: str) -> None:
             "already trained (repeats train nothing); the search has nothing new to try in "
             "this space[/]"
         )
-
-
-REPEATS_IN_A_ROW = 25  # nasmlcn.search._repeats.REPEATS_IN_A_ROW (no search import here)
 
 
 def _print_not_learning(result: SearchResult) -> None:

@@ -15,7 +15,7 @@ their options, ``_recipe``, ``_setup``, ``_sweep``,
 ``_trial_run``: one trial's life, ``_open``: opening and checking the study,
 ``_observer``, ``_outcome``, ``_signals``, ``_failure``, ``_pruners``: the pruners
 (``_correlation``, the default, and ``_halving``: successive halving),
-``_learning``, ``_entry``, ``_pool``: many workers; the evaluators ``_evaluator``,
+``_learning``, ``_entry``, ``_pool``: many workers, ``_waits``; the evaluators ``_evaluator``,
 ``_proxy``, ``_train_evaluator``); after the search (``_results``, ``_retrain``,
 ``_export``). What a study stores, and its storage, is :mod:`nasmlcn.study`.
 """
@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.search._pool import run_workers
     from nasmlcn.search._proxy import ProxyEvaluator, proxy_accuracy
     from nasmlcn.search._pruners import PRUNERS, EpochPruner
+    from nasmlcn.search._repeats import REPEATS_IN_A_ROW
     from nasmlcn.search._results import (
         CorrelationReport,
         TrialSummary,
@@ -90,6 +91,7 @@ __all__ = [
     "IDENTITY_FIELDS",
     "OBJECTIVES",
     "PRUNERS",
+    "REPEATS_IN_A_ROW",
     "SAMPLERS",
     "CorrelationPruner",
     "CorrelationReport",
@@ -141,6 +143,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "REPEATS_IN_A_ROW": "_repeats",
     "CorrelationPruner": "_correlation",
     "EpochCorrelation": "_correlation",
     "FinishedTrial": "_correlation",

@@ -18,13 +18,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from nasmlcn._storage_url import STORAGE_HELP, redact_url
 from nasmlcn.errors import SearchError, option
+from nasmlcn.search._repeats import REPEATS_IN_A_ROW
 from nasmlcn.search._setting import Range, check_ranges, setting
 from nasmlcn.training import MAX_EPOCHS
 
@@ -179,7 +180,7 @@ class SearchConfig:
         20,
         "Trials the study should reach; re-running continues. A trial that proposes a model "
         "already trained takes its result (a repeat: no training); repeats count here unless "
-        "--no-count-repeats, and a run stops after 25 repeats in a row",
+        f"--no-count-repeats, and a run stops after {REPEATS_IN_A_ROW} repeats in a row",
         range=Range(1, MAX_TRIALS, integer=True, why="a million 1-second trials take 12 days"),
     )
     count_repeats: bool = setting(
@@ -315,7 +316,8 @@ class SearchConfig:
     @property
     def poll_seconds(self) -> float:
         """The longest a waiting worker goes without looking at the study again: an
-        eighth of ``grace``, between 0.2 and 5 seconds (see :func:`waits`)."""
+        eighth of ``grace``, between 0.2 and 5 seconds (see
+        :func:`nasmlcn.search._waits.waits`)."""
         return min(5.0, max(0.2, self.grace / 8))
 
     def identity(self) -> dict[str, Any]:
@@ -378,21 +380,6 @@ def _check_pruning_options(config: SearchConfig) -> None:
 
 
 _DEFAULT_HALVING_RATE = next(f.default for f in fields(SearchConfig) if f.name == "halving_rate")
-
-
-FIRST_WAIT = 0.25
-"""Seconds a worker that has to wait (for the last running trials, for a twin)
-waits before it first looks again."""
-
-
-def waits(longest: float) -> Iterator[float]:
-    """The pauses of a waiting worker: :data:`FIRST_WAIT`, doubling up to ``longest``
-    (``poll_seconds``), so that a run ends soon after the trial it waited for, and a
-    long wait costs few queries."""
-    wait = min(FIRST_WAIT, longest)
-    while True:
-        yield wait
-        wait = min(2 * wait, longest)
 
 
 WORKERS_PER_GPU_ENV = "NASMLCN_WORKERS_PER_GPU"

@@ -290,10 +290,7 @@ def _worker(
         import torch
 
         torch.set_num_threads(slot.threads)
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    try:
+    try:  # run_search keeps Optuna quiet (quiet_optuna)
         observers = [make() for make in observer_factories]
         result = run_search(config, [_Relay(channel, slot.index), *observers])
     except KeyboardInterrupt:

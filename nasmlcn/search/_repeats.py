@@ -35,7 +35,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from nasmlcn.search._config import waits
+from nasmlcn.search._waits import waits
 
 if TYPE_CHECKING:
     import optuna
@@ -105,7 +105,7 @@ def wait_for_twin(
     passed). A twin whose worker died (no heartbeat for ``grace`` seconds) is failed
     and queued again, as taking a trial does (:mod:`nasmlcn.study._recovery`), so a
     dead worker is never waited for longer than that. It looks again after a short
-    pause, doubling up to ``poll`` seconds (:func:`~nasmlcn.search._config.waits`)."""
+    pause, doubling up to ``poll`` seconds (:func:`~nasmlcn.search._waits.waits`)."""
     from nasmlcn._optuna_compat import storage_of
     from nasmlcn.study import fail_stale_trials, hold
 

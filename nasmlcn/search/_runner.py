@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import SearchError
-from nasmlcn.search._config import SearchConfig, waits
+from nasmlcn.search._config import SearchConfig
 from nasmlcn.search._entry import quiet_optuna, require_storage, require_tracker
 from nasmlcn.search._evaluator import EVALUATORS, Evaluator
 from nasmlcn.search._failure import failure_reason
@@ -43,6 +43,7 @@ from nasmlcn.search._samplers import SAMPLERS, suggest_all
 from nasmlcn.search._setup import SearchSetup
 from nasmlcn.search._signals import Terminated, no_interrupts, sigterm_as_interrupt
 from nasmlcn.search._trial_run import RunContext, TrialRun, retry_of
+from nasmlcn.search._waits import waits
 from nasmlcn.search._warm import WarmStart, load_source, transferred_count, warm_start
 from nasmlcn.study import (
     TrialFiles,
