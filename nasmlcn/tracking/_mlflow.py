@@ -61,6 +61,7 @@ import json
 import logging
 import os
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -93,6 +94,9 @@ TRIAL_TAG = "nasmlcn.trial"  # the trial's number (the original's, for a retry)
 ATTEMPT_TAG = "nasmlcn.optuna_trial"  # the Optuna trial of the latest attempt
 STATE_TAG = "state"
 PARENT_TAG = "mlflow.parentRunId"
+
+_FIND_WAITS = (0.05, 0.1, 0.2, 0.4, 0.8)
+"""Seconds between tries of a run search that met another worker's half-written file."""
 
 _STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED"}
 """A trial's state -> its run's MLflow status (the tag ``state`` keeps the state)."""
@@ -328,7 +332,10 @@ class MlflowObserver(SearchObserver):
         frozen = self._frozen(number)
         record = TrialRecord.of(frozen)
         original = record.retry_of if record.retry_of is not None else number
-        found = self._find({KIND_TAG: "trial", TRIAL_TAG: str(original)})
+        # Only a retry can have a run already: a first attempt's number is new.
+        found = None
+        if record.retry_of is not None:
+            found = self._find({KIND_TAG: "trial", TRIAL_TAG: str(original)})
         if found is not None:
             run = _Run(found)
             for key in ("val_accuracy", "val_loss"):
@@ -358,12 +365,27 @@ class MlflowObserver(SearchObserver):
         return run
 
     def _find(self, tags: dict[str, str]) -> str | None:
-        """The oldest active run of this study with ``tags``, or None."""
+        """The oldest active run of this study with ``tags``, or None.
+
+        MLflow's file store reads every run of the experiment to search, and
+        another worker may be writing one at that moment: MLflow then raises
+        ``Metric '...' is malformed. No data found.`` for the file it caught
+        half-written. The search is tried again after a short wait
+        (:data:`_FIND_WAITS`); an error that outlasts them is raised."""
         wanted = {STUDY_KEY_TAG: self.study_key, **tags}
         query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in wanted.items())
-        runs = self.client.search_runs(
-            [self.experiment_id], filter_string=query, order_by=["attributes.start_time ASC"]
-        )
+        for wait in (*_FIND_WAITS, None):
+            try:
+                runs = self.client.search_runs(
+                    [self.experiment_id],
+                    filter_string=query,
+                    order_by=["attributes.start_time ASC"],
+                )
+                break
+            except Exception:
+                if wait is None:
+                    raise
+                time.sleep(wait)
         return str(runs[0].info.run_id) if runs else None
 
     def _frozen(self, number: int) -> FrozenTrial:
@@ -381,8 +403,6 @@ class MlflowObserver(SearchObserver):
         params: dict[str, str] | None = None,
         metrics: dict[str, float] | None = None,
     ) -> None:
-        import time
-
         from mlflow.entities import Metric, Param
 
         now = int(time.time() * 1000)
