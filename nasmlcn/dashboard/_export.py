@@ -181,14 +181,15 @@ def write_images(
     *,
     scale: float = 1.0,
 ) -> list[Path]:
-    """Renders every figure in every format with one Kaleido (Chromium) session.
+    """Renders every figure in every format with this process's Kaleido browser
+    (:mod:`nasmlcn.dashboard._chromium`: started once, kept for the next export).
 
     Raises:
         ExportError: Kaleido finds no Chromium.
     """
-    import kaleido
     from kaleido.errors import ChromeNotFoundError
 
+    from nasmlcn.dashboard._chromium import render
     from nasmlcn.dashboard._figures import WIDTH
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -208,9 +209,7 @@ def write_images(
             )
             paths.append(path)
     try:
-        # mathjax False: Kaleido would otherwise load MathJax from a CDN, which
-        # fails (slowly) offline; no figure uses LaTeX.
-        kaleido.write_fig_from_object_sync(specs, kopts={"mathjax": False})
+        render(specs)
     except ChromeNotFoundError:
         raise ExportError(
             "PNG/SVG export needs Chromium for Kaleido: install it (Debian: apt install "
