@@ -1,5 +1,5 @@
 """``python -m nasmlcn``."""
 
-from nasmlcn.cli import main
+from nasmlcn.cli import run
 
-raise SystemExit(main())
+raise SystemExit(run())

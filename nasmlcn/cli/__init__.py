@@ -12,11 +12,12 @@ import traceback
 
 import typer
 
+from nasmlcn._exit import before_exit
 from nasmlcn.cli._app import app
 from nasmlcn.cli._console import print_error
 from nasmlcn.errors import NasmlcnError
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "run"]
 
 EXIT_USER_ERROR = 2
 EXIT_FAILURE = 1
@@ -24,7 +25,7 @@ EXIT_INTERRUPTED = 130
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``nasmlcn`` console script; returns the exit code."""
+    """Runs the command line on ``argv`` (None: ``sys.argv``); returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     command = typer.main.get_command(app)
@@ -47,6 +48,15 @@ def main(argv: list[str] | None = None) -> int:
         print_error(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)")
         return EXIT_FAILURE
     return result if isinstance(result, int) else 0
+
+
+def run() -> int:
+    """The ``nasmlcn`` console script and ``python -m nasmlcn``: :func:`main` on
+    ``sys.argv``, then a quick exit (:mod:`nasmlcn._exit`: 0.35 s less for a
+    command that imported torch)."""
+    code = main()
+    before_exit()
+    return code
 
 
 def _print_traceback(exc: BaseException, code: int) -> int:

@@ -42,6 +42,7 @@ from typing import Any
 
 import torch
 
+from nasmlcn._exit import before_exit
 from nasmlcn.costs import CostContext
 from nasmlcn.errors import CalibrationError
 from nasmlcn.measure._peak import HOST_METHODS, HostPeak
@@ -190,3 +191,4 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+    before_exit()

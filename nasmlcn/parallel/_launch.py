@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nasmlcn._exit import before_exit
 from nasmlcn.errors import DistributedError, NasmlcnError
 
 logger = logging.getLogger(__name__)
@@ -225,6 +226,7 @@ def _entry(
         raise
     result_queue.put(("result", local_rank, _dumps(result), None))
     finish_group()
+    before_exit()  # the rank ends here
 
 
 def launch(
@@ -306,7 +308,8 @@ def launch(
                 drain(0.5)  # a failing rank's report may still be in the pipe
                 raise _failure(context.processes, errors) from None
             if finished:
-                drain(0.5)
+                # a result may still be in the pipe; none is missing: no wait
+                drain(0.5 if len(results) + len(errors) < world_size else 0.0)
                 break
     finally:
         for process in context.processes:

@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from nasmlcn._exit import before_exit
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config import WORKERS_PER_GPU_ENV, SearchConfig
 from nasmlcn.search._entry import quiet_optuna, require_storage, require_tracker
@@ -300,6 +301,7 @@ def _worker(
         channel.put(("error", slot.index, f"{type(err).__name__}: {err}"))
         return
     channel.put(("done", slot.index, result.stopped))
+    before_exit()  # the worker process ends here
 
 
 @quiet_optuna()

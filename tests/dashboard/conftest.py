@@ -72,3 +72,13 @@ def exported(pareto_study: Made, tmp_path_factory: pytest.TempPathFactory) -> Pa
     out = tmp_path_factory.mktemp("export") / "out"
     export_study(pareto_study.load(), out, storage=pareto_study.url)
     return out
+
+
+@pytest.fixture(scope="session")
+def exported_report(pareto_study: Made, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The pareto study's HTML report alone (what a browser opens: no images)."""
+    from nasmlcn.dashboard import export_study
+
+    out = tmp_path_factory.mktemp("report") / "out"
+    export_study(pareto_study.load(), out, ["html"], storage=pareto_study.url)
+    return out

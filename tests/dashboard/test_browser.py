@@ -62,7 +62,7 @@ class Watch:
         page.on("request", lambda r: self.requests.append(r.url))
 
 
-def test_report_renders_offline(browser: Any, exported: Path, tmp_path: Path) -> None:
+def test_report_renders_offline(browser: Any, exported_report: Path, tmp_path: Path) -> None:
     context = browser.new_context(offline=True, viewport={"width": 1300, "height": 900})
     blocked: list[str] = []
 
@@ -76,7 +76,7 @@ def test_report_renders_offline(browser: Any, exported: Path, tmp_path: Path) ->
     context.route("**/*", only_files)
     page = context.new_page()
     watch = Watch(page)
-    page.goto((exported / "report.html").as_uri())
+    page.goto((exported_report / "report.html").as_uri())
     expected = len(figure_specs())
     page.wait_for_function(
         f"() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= {expected}",

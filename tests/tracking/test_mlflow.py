@@ -11,11 +11,9 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from mlflow.entities import Run
-from mlflow.tracking import MlflowClient
 from optuna.storages import RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial
 
@@ -34,6 +32,10 @@ from tests.conftest import run_cli
 from tests.search._worker_script import config as worker_config
 from tests.tracking._tracked import tracked_search, tracked_workers
 
+if TYPE_CHECKING:  # MLflow takes 0.9 s to import: only where a test reads a store
+    from mlflow.entities import Run
+    from mlflow.tracking import MlflowClient
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -42,6 +44,8 @@ def _client(uri: str) -> MlflowClient:
     folder (its file store) only with ``MLFLOW_ALLOW_FILE_STORE=true``, which the
     user sets to read one; the observer sets it itself, only while it opens the
     folder, so the variable is set here only around the client's creation."""
+    from mlflow.tracking import MlflowClient
+
     before = os.environ.get("MLFLOW_ALLOW_FILE_STORE")
     os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
     try:

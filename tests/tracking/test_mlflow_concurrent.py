@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mlflow.tracking import MlflowClient
 
 from tests.tracking._tracked import tracked_search
 from tests.tracking.test_mlflow import _client, _config
@@ -19,6 +18,8 @@ from tests.tracking.test_mlflow import _client, _config
 def test_a_run_another_worker_is_writing_is_read_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from mlflow.tracking import MlflowClient
+
     uri = str(tmp_path / "mlruns")
     config = _config(tmp_path, uri, trials=2, prune=False)
     tracked_search(config)  # the experiment, with a study already in it
