@@ -125,4 +125,6 @@ def pairs(result: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from _common import exit_with
+
+    exit_with(main())

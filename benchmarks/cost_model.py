@@ -291,4 +291,6 @@ def print_report(
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from _common import exit_with
+
+    exit_with(main())

@@ -355,4 +355,6 @@ def print_table(result: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from _common import exit_with
+
+    exit_with(main())

@@ -482,4 +482,6 @@ def _print(result: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from _common import exit_with
+
+    exit_with(main())

@@ -190,4 +190,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from _common import exit_with
+
+    exit_with(main())

@@ -114,4 +114,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from _common import exit_with
+
+    exit_with(main())

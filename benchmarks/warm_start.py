@@ -336,4 +336,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from _common import exit_with
+
+    exit_with(main())

@@ -154,20 +154,6 @@ class PostgresServer:
             )
         return db
 
-    def copy_database(self, db: Database) -> Database:
-        """A new database, owned by ``db``'s role, made from ``db`` as a template (its
-        tables and rows; nobody may be connected to ``db`` meanwhile)."""
-        from psycopg import sql
-
-        copy = Database(db.user, db.password, f"db{secrets.token_hex(4)}", self.port)
-        with self.admin() as conn:
-            conn.execute(
-                sql.SQL("CREATE DATABASE {} TEMPLATE {} OWNER {}").format(
-                    sql.Identifier(copy.name), sql.Identifier(db.name), sql.Identifier(db.user)
-                )
-            )
-        return copy
-
     def dump(self, name: str) -> str:
         """``pg_dump`` of database ``name``: its schema and every row of every table."""
         return self._run(

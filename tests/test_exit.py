@@ -59,3 +59,11 @@ def test_the_benchmark_measures_both_costs_against_their_baselines() -> None:
     assert result["exit"]["runs"] == result["export"]["runs"] == 2
     assert result["exit"]["frozen_seconds"] < result["exit"]["plain_seconds"]
     assert result["export"]["kept_seconds"] < result["export"]["oneshot_seconds"]
+
+
+def test_every_benchmark_script_ends_through_exit_with() -> None:
+    scripts = [p for p in (ROOT / "benchmarks").glob("*.py") if "\ndef main(" in p.read_text()]
+    assert len(scripts) > 20
+    for script in scripts:
+        entry = script.read_text().split('if __name__ == "__main__":')[-1]
+        assert "exit_with(" in entry, script.name

@@ -1,7 +1,9 @@
 """The batching storage passes Optuna's own storage conformance suite
 (``optuna.testing.pytest_storages.StorageTestCase``), on SQLite and on a private
-PostgreSQL server: every read sees exactly what Optuna's own storage would. Each test
-opens a copy of one empty schema (made once per backend: 0.1 s a test less)."""
+PostgreSQL server: every read sees exactly what Optuna's own storage would. The
+schema is made once per backend: on SQLite each test opens a copy of the empty file;
+on PostgreSQL each test empties the tables of the one database (``TRUNCATE ...
+RESTART IDENTITY``: as new, ids included, and 0.2 s a test less than a copy)."""
 
 from __future__ import annotations
 
@@ -35,13 +37,29 @@ class TestBufferedStorageOnSQLite(StorageTestCase):
 class TestBufferedStorageOnPostgreSQL(StorageTestCase):
     @pytest.fixture(scope="class")
     def empty(self, postgres: PostgresServer) -> Database:
-        """A storage's empty schema, made once; each test gets a copy of the database."""
+        """A storage's schema, made once; each test empties its tables first."""
         db = postgres.create_database()
         open_storage(db.url)._backend.engine.dispose()
         return db
 
     @pytest.fixture
     def storage(self, postgres: PostgresServer, empty: Database) -> Iterator[BufferedStorage]:
-        storage = open_storage(postgres.copy_database(empty).url)
+        from psycopg import sql
+
+        with postgres.admin(empty.name) as conn:
+            tables = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+                    "AND tablename NOT IN ('alembic_version', 'version_info')"
+                )
+            ]
+            assert "studies" in tables
+            conn.execute(
+                sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(
+                    sql.SQL(", ").join(map(sql.Identifier, tables))
+                )
+            )
+        storage = open_storage(empty.url)
         yield storage
         storage._backend.engine.dispose()
