@@ -11,7 +11,7 @@ paid those 2 s each time.
 loop in a daemon thread of its own, for the exports that follow; it is closed
 when the process exits. A render that fails closes it (a browser that crashed is
 not reused), and the next export starts a fresh one. A child made by ``fork``
-does not inherit it: the child starts its own.
+forgets its parent's (``os.register_at_fork``) and starts its own.
 
 Kaleido's own process-wide server (``kaleido.start_sync_server``) is not used:
 when Chromium is missing its thread dies on start and every later call waits
@@ -32,17 +32,15 @@ from typing import Any
 
 @dataclass
 class _Browser:
-    """The open browser: its Kaleido, its event loop and thread, its process."""
+    """The open browser: its Kaleido, and the event loop and thread it runs on."""
 
     kaleido: Any
     loop: asyncio.AbstractEventLoop
     thread: threading.Thread
-    pid: int
 
 
 _lock = threading.Lock()
 _open: list[_Browser] = []  # at most one
-_open_at_exit: list[bool] = []  # close() registered with atexit
 
 
 def render(specs: Sequence[dict[str, Any]]) -> None:
@@ -67,7 +65,7 @@ def render(specs: Sequence[dict[str, Any]]) -> None:
 
 def is_open() -> bool:
     """Whether this process holds an open browser (for tests and diagnostics)."""
-    return bool(_open) and _open[0].pid == os.getpid()
+    return bool(_open)
 
 
 def close() -> None:
@@ -77,8 +75,6 @@ def close() -> None:
 
 
 def _browser() -> _Browser:
-    if _open and _open[0].pid != os.getpid():  # forked: the parent's, not ours
-        _open.clear()
     if _open:
         return _open[0]
     from kaleido import Kaleido
@@ -98,10 +94,7 @@ def _browser() -> _Browser:
     except BaseException:
         _stop(loop, thread)
         raise
-    if not _open_at_exit:
-        atexit.register(close)
-        _open_at_exit.append(True)
-    _open.append(_Browser(kaleido, loop, thread, os.getpid()))
+    _open.append(_Browser(kaleido, loop, thread))
     return _open[0]
 
 
@@ -109,8 +102,6 @@ def _close() -> None:
     if not _open:
         return
     browser = _open.pop()
-    if browser.pid != os.getpid():
-        return
     with contextlib.suppress(Exception):  # one that will not close is left to the exit
         asyncio.run_coroutine_threadsafe(browser.kaleido.close(), browser.loop).result(timeout=30)
     _stop(browser.loop, browser.thread)
@@ -121,3 +112,15 @@ def _stop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
     thread.join(timeout=10)
     if not thread.is_alive():
         loop.close()
+
+
+def _forget_in_child() -> None:
+    """After ``fork``: the parent's browser and its thread are not this process's
+    (and the lock may have been held by a thread the child does not have)."""
+    global _lock
+    _lock = threading.Lock()
+    _open.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+atexit.register(close)
