@@ -62,5 +62,6 @@ def test_a_forked_child_does_not_use_its_parents_browser(tmp_path: Path) -> None
     child = context.Process(target=_child_sees_a_browser, args=(answer,))
     child.start()
     child.join(timeout=30)
+    assert child.exitcode == 0
     assert answer.get() is False
     assert _chromium.is_open()  # and the parent's is still there
