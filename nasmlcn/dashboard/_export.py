@@ -7,9 +7,10 @@ Writes into one folder (default ``dashboards/exports/<study>``, which git ignore
     trials.csv              one row per trial, every attribute flattened
     trials.json             the study's nasmlcn attributes and every trial in full
 
-All PNG and SVG files are rendered in one Kaleido session (one headless
-Chromium), which is what keeps a 500-trial export under half a minute on two
-cores: starting Chromium costs seconds, each image a fraction of one.
+All PNG and SVG files are rendered by one headless Chromium (Kaleido), which is
+what keeps a 500-trial export under half a minute on two cores: starting Chromium
+costs seconds, each image a fraction of one. The process keeps that Chromium for
+its next export (:mod:`nasmlcn.dashboard._chromium`).
 """
 
 from __future__ import annotations
