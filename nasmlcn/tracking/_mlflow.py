@@ -303,7 +303,8 @@ class MlflowObserver(SearchObserver):
     def on_trial_end(self, outcome: TrialOutcome) -> None:
         if not self.trials or self.study is None:
             return
-        run = self.runs.pop(outcome.number, None) or self._trial_run(outcome.number)
+        # not started (its on_trial_start failed): the run it may have made is looked for
+        run = self.runs.pop(outcome.number, None) or self._trial_run(outcome.number, look=True)
         frozen = self._frozen(outcome.number)
         metrics: dict[str, float] = {}
         if outcome.values is not None:
@@ -326,15 +327,16 @@ class MlflowObserver(SearchObserver):
 
     # -- helpers -----------------------------------------------------------------
 
-    def _trial_run(self, number: int) -> _Run:
+    def _trial_run(self, number: int, *, look: bool = False) -> _Run:
         """The run of trial ``number``: the one its earlier attempts logged to (a
-        retry), else a new child run of the study's."""
+        retry), else a new child run of the study's. A first attempt's number is
+        new, so only a retry's run is looked for in the store, or any trial's with
+        ``look``."""
         frozen = self._frozen(number)
         record = TrialRecord.of(frozen)
         original = record.retry_of if record.retry_of is not None else number
-        # Only a retry can have a run already: a first attempt's number is new.
         found = None
-        if record.retry_of is not None:
+        if look or record.retry_of is not None:
             found = self._find({KIND_TAG: "trial", TRIAL_TAG: str(original)})
         if found is not None:
             run = _Run(found)

@@ -1,6 +1,7 @@
 """MLflow's file store read while another worker writes it: the search of runs
 that meets a half-written file looks again, and a trial's first attempt does not
-search at all (only a retry can have a run already)."""
+search at all (only a retry can have a run already), unless its start failed after
+making its run: its end then finds that run."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.tracking._tracked import tracked_search
-from tests.tracking.test_mlflow import _client, _config
+from tests.tracking.test_mlflow import _client, _config, _runs
 
 
 def test_a_run_another_worker_is_writing_is_read_again(
@@ -65,3 +66,30 @@ def test_a_run_another_worker_is_writing_is_read_again(
     ]
     assert len(children) == 2
     assert all("device_pool" in r.data.params for r in children)
+
+
+def test_a_trial_whose_start_failed_ends_in_the_run_it_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mlflow.tracking import MlflowClient
+
+    uri = str(tmp_path / "mlruns")
+    config = _config(tmp_path, uri, trials=2, prune=False)
+    original = MlflowClient.log_batch
+    failed: list[str] = []
+
+    def flaky(self: MlflowClient, run_id: str, **kw: Any) -> Any:
+        # the first trial's run is made, then logging its parameters fails once
+        if not failed and any(p.key == "lane_mix" for p in kw.get("params", ())):
+            failed.append(run_id)
+            raise RuntimeError("the store hiccuped")
+        return original(self, run_id, **kw)
+
+    monkeypatch.setattr(MlflowClient, "log_batch", flaky)
+    tracked_search(config)
+    monkeypatch.undo()
+    _, children = _runs(uri)
+    assert len(children) == 2  # not a second run for the trial whose start failed
+    (run,) = [r for r in children if r.info.run_id == failed[0]]
+    assert run.data.tags["state"] == "COMPLETE"
+    assert "accuracy" in run.data.metrics
