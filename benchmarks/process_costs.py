@@ -57,13 +57,14 @@ def _exit_seconds(frozen: bool) -> float:
 
 
 def exit_figures(runs: int) -> dict[str, Any]:
-    plain: list[float] = []
-    frozen: list[float] = []
+    seconds: dict[bool, list[float]] = {False: [], True: []}  # frozen? -> exit times
     for i in range(runs):  # alternating, which one goes first too
-        for kind in ("plain", "frozen") if i % 2 == 0 else ("frozen", "plain"):
-            (frozen if kind == "frozen" else plain).append(_exit_seconds(kind == "frozen"))
-        say(f"exit {i + 1}/{runs}: plain {plain[-1]:.3f} s, frozen {frozen[-1]:.3f} s")
-    return _figures(plain, frozen, "plain", "frozen")
+        for frozen in (False, True) if i % 2 == 0 else (True, False):
+            seconds[frozen].append(_exit_seconds(frozen))
+        say(
+            f"exit {i + 1}/{runs}: plain {seconds[False][-1]:.3f} s, frozen {seconds[True][-1]:.3f} s"
+        )
+    return _figures(seconds[False], seconds[True], "plain", "frozen")
 
 
 def export_figures(runs: int) -> dict[str, Any]:

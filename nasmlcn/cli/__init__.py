@@ -52,8 +52,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> int:
     """The ``nasmlcn`` console script and ``python -m nasmlcn``: :func:`main` on
-    ``sys.argv``, then a quick exit (:mod:`nasmlcn._exit`: 0.35 s less for a
-    command that imported torch)."""
+    ``sys.argv``, then a quick exit (:mod:`nasmlcn._exit`; measured by
+    ``benchmarks/process_costs.py``)."""
     code = main()
     before_exit()
     return code

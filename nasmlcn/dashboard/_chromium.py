@@ -40,7 +40,7 @@ class _Browser:
 
 
 _lock = threading.Lock()
-_open: list[_Browser] = []  # at most one
+_current: _Browser | None = None
 
 
 def render(specs: Sequence[dict[str, Any]]) -> None:
@@ -65,7 +65,7 @@ def render(specs: Sequence[dict[str, Any]]) -> None:
 
 def is_open() -> bool:
     """Whether this process holds an open browser (for tests and diagnostics)."""
-    return bool(_open)
+    return _current is not None
 
 
 def close() -> None:
@@ -75,8 +75,9 @@ def close() -> None:
 
 
 def _browser() -> _Browser:
-    if _open:
-        return _open[0]
+    global _current
+    if _current is not None:
+        return _current
     from kaleido import Kaleido
 
     async def start() -> Any:
@@ -94,14 +95,15 @@ def _browser() -> _Browser:
     except BaseException:
         _stop(loop, thread)
         raise
-    _open.append(_Browser(kaleido, loop, thread))
-    return _open[0]
+    _current = _Browser(kaleido, loop, thread)
+    return _current
 
 
 def _close() -> None:
-    if not _open:
+    global _current
+    browser, _current = _current, None
+    if browser is None:
         return
-    browser = _open.pop()
     with contextlib.suppress(Exception):  # one that will not close is left to the exit
         asyncio.run_coroutine_threadsafe(browser.kaleido.close(), browser.loop).result(timeout=30)
     _stop(browser.loop, browser.thread)
@@ -117,9 +119,9 @@ def _stop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
 def _forget_in_child() -> None:
     """After ``fork``: the parent's browser and its thread are not this process's
     (and the lock may have been held by a thread the child does not have)."""
-    global _lock
+    global _lock, _current
     _lock = threading.Lock()
-    _open.clear()
+    _current = None
 
 
 os.register_at_fork(after_in_child=_forget_in_child)

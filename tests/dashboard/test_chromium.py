@@ -21,8 +21,8 @@ def _figures(n: int) -> dict[str, go.Figure]:
 
 
 def _browser_pid() -> int:
-    assert _chromium.is_open()
-    return int(_chromium._open[0].kaleido.subprocess.pid)
+    assert _chromium._current is not None
+    return int(_chromium._current.kaleido.subprocess.pid)
 
 
 def test_two_exports_share_one_browser(tmp_path: Path) -> None:
