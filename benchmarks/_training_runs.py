@@ -4,7 +4,7 @@ as ``key=value``, the results file that makes them resumable, and their progress
 Overrides name a training option (a :class:`~nasmlcn.training.TrainConfig` field:
 ``augment``, ``batch_size``, ``eval_batch_size``, ``lr``, ``lr_decay``, ``lr_policy``,
 ``reconstruction_weight``) or a model option (a field of the architecture spec:
-``decoder``, ``lane_dropout``, ``routing``, ``routing_iterations``). Values are
+``decoder``, ``lane_dropout``, ``routing``, ``routing_iterations``, ``vote_init``). Values are
 converted to the field's type and checked by the config and spec themselves, so a
 bad one fails before any training, with the library's message.
 
@@ -51,7 +51,7 @@ TRAIN_KEYS = (
 )
 """Overridable TrainConfig fields (epochs, seed and device are the script's options)."""
 
-ARCH_KEYS = ("decoder", "lane_dropout", "routing", "routing_iterations")
+ARCH_KEYS = ("decoder", "lane_dropout", "routing", "routing_iterations", "vote_init")
 """Overridable spec fields; a spec without one (CapsNet has no ``routing``) ignores it."""
 
 

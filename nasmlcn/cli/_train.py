@@ -218,6 +218,18 @@ def train(
     _print_summary(result)
 
 
+def _test_line(result: dict[str, Any]) -> str:
+    """The selected model's test accuracy, which epoch it is and why, the last epoch's."""
+    epochs, selected = result["epochs"], result["selected_epoch"]
+    line = (
+        f"{result['test_accuracy']:.4f} ({result['test_images']:,} images), "
+        f"epoch {selected} of {epochs}: best validation"
+    )
+    if selected != epochs:
+        line += f"; last epoch {result['last_epoch_test_accuracy']:.4f}"
+    return line
+
+
 def _print_summary(result: dict[str, Any]) -> None:
     from rich.table import Table
 
@@ -228,9 +240,7 @@ def _print_summary(result: dict[str, Any]) -> None:
     table.add_row(
         "val accuracy / epoch", ", ".join(f"{a:.4f}" for a in result["val_accuracy_per_epoch"])
     )
-    table.add_row(
-        "test accuracy", f"{result['test_accuracy']:.4f} ({result['test_images']} images)"
-    )
+    table.add_row("test accuracy", _test_line(result))
     table.add_row("seconds / epoch", f"{result['seconds_per_epoch']:.1f}")
     table.add_row("images / second", f"{result['images_per_second']:.0f}")
     table.add_row("device", result["device"])

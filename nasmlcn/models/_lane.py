@@ -24,6 +24,7 @@ class Lane(nn.Module):
         weight_sharing: One vote transform per capsule channel, shared by its
             capsules at every position (FasTrCaps Alg. 4), instead of one per
             primary capsule.
+        vote_init: How the vote transforms start (:func:`vote_weights`).
 
     The forward pass returns ``(B, K)``: lane ``l``'s entry ``k`` becomes dimension
     ``l`` of class capsule ``k``.
@@ -37,6 +38,7 @@ class Lane(nn.Module):
         routing: str,
         routing_iterations: int,
         weight_sharing: bool = False,
+        vote_init: str = "scaled",
     ) -> None:
         super().__init__()
         if routing not in ("vector", "classwise"):
@@ -56,11 +58,9 @@ class Lane(nn.Module):
         # channel's capsules at all H*W positions.
         channels = layout.feature_shapes[-1][0] // layout.capsule_dim
         self.positions = self.num_primary // channels if weight_sharing else 0
+        transforms = channels if weight_sharing else self.num_primary
         self.weight = nn.Parameter(
-            torch.randn(
-                channels if weight_sharing else self.num_primary, self.capsule_dim, num_classes
-            )
-            * init_scale(self.num_primary)
+            vote_weights((transforms, self.capsule_dim, num_classes), self.num_primary, vote_init)
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -73,6 +73,23 @@ class Lane(nn.Module):
             return dynamic_routing(u_hat, self.routing_iterations)[:, 0, :]  # (B, K)
         u_hat = votes(u, weight, self.num_classes)  # (N, B, K, 1)
         return dynamic_routing(u_hat, self.routing_iterations)[:, :, 0]  # (B, K)
+
+
+def vote_weights(shape: tuple[int, int, int], num_primary: int, init: str) -> torch.Tensor:
+    """Initial vote transforms ``(transforms, d, K)`` of a lane with ``num_primary`` capsules.
+
+    ``scaled``: normal, standard deviation :func:`init_scale`. ``glorot``: Glorot
+    uniform as Keras draws the reference code's ``CapsuleLayer`` weights ``(1, N, K,
+    d)`` (fan in ``K*N``, fan out ``d*N``): bound ``sqrt(6 / ((K + d) N))``; for 648
+    16-D capsules and 10 classes a standard deviation of 0.011 against ``scaled``'s 0.039.
+    """
+    if init == "scaled":
+        return torch.randn(shape) * init_scale(num_primary)
+    if init == "glorot":
+        _, d, k = shape
+        bound = (6.0 / ((k + d) * max(num_primary, 1))) ** 0.5
+        return (torch.rand(shape) * 2 - 1) * bound
+    raise ValueError(f"vote_init must be 'scaled' or 'glorot', got {init!r}")
 
 
 def init_scale(num_inputs: int) -> float:

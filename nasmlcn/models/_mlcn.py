@@ -49,6 +49,7 @@ class MLCN(nn.Module):
                 spec.routing,
                 spec.routing_iterations,
                 spec.weight_sharing,
+                spec.vote_init,
             )
             for lane in spec.lanes
         ]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from torch import nn
 
     from nasmlcn.parallel._launch import RankContext
-    from nasmlcn.training import TrainReport
+    from nasmlcn.training import JobRun, TrainReport
 
 logger = logging.getLogger(__name__)
 
@@ -206,13 +206,21 @@ def train_rank(
         out_dir=out if rank0 else None,
     )
     extra: dict[str, Any] = {"backend": ctx.backend, "threads": torch.get_num_threads()}
-    if isinstance(run.module, DistributedMLCN):
+    module = run.module
+    if isinstance(module, DistributedMLCN):
         assert isinstance(run.model, MLCN)
         extra["lanes_per_rank"] = [list(assignment).count(r) for r in range(ctx.world_size)]
-        complete = run.module.gather_full_state(run.model)
+        whole = run.model
+
+        def gather() -> bool:
+            return module.gather_full_state(whole)
     else:
-        complete = rank0
-    if not complete:
+
+        def gather() -> bool:
+            return rank0
+
+    selected = _selected_state(run, gather)
+    if not gather():
         return None
     if checkpoint is not None:
         save_checkpoint(
@@ -225,6 +233,7 @@ def train_rank(
                 **config.to_dict(),
                 "normalization": normalization_record(splits.train.normalization),
             },
+            selected=selected,
         )
     result = ParallelReport(
         run.report(job.dataset, label, out),
@@ -465,3 +474,24 @@ def train_job(
     if not parallel and not under_torchrun():
         return run_training(job, list(callbacks))
     return run_parallel_job(job, callbacks=callbacks, **options)
+
+
+def _selected_state(run: JobRun, gather: Callable[[], bool]) -> dict[str, Any] | None:
+    """The selected epoch's whole model, as a checkpoint's ``selected``, where it is
+    not the last epoch's; None elsewhere and on ranks other than 0.
+
+    Every rank calls it (``gather`` is a collective that completes the whole model
+    on rank 0): all ranks validated on the same images, so all selected one epoch.
+    """
+    selection = run.selection
+    if selection is None or selection.state is None:
+        return None
+    final = {k: v.detach().clone() for k, v in run.module.state_dict().items()}
+    run.module.load_state_dict(selection.state)
+    state = None
+    if gather():
+        state = {k: v.detach().clone() for k, v in run.model.state_dict().items()}
+    run.module.load_state_dict(final)
+    if state is None:
+        return None
+    return {"epoch": selection.epoch, "val_accuracy": selection.val_accuracy, "model": state}

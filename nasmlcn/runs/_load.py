@@ -41,14 +41,15 @@ class LoadedRun:
     Attributes:
         path: The folder.
         arch: The architecture (fitted to ``dataset``).
-        model: The model with the checkpoint's weights, on the CPU, in eval mode.
+        model: The model with the checkpoint's selected weights (those of the epoch
+            with the best validation accuracy), on the CPU, in eval mode.
         dataset: Registered name of the dataset it is evaluated on (None: not
             known, and not asked for).
         dataset_source: Where ``dataset`` came from: ``--dataset``, ``result.json``
             or ``checkpoint`` (None with no dataset).
         seed: Seed of the train/validation split (the run's training seed).
-        epoch: Epochs the weights were trained for (0: not trained here, e.g. a
-            pruned model).
+        epoch: Epochs the weights were trained for, the selected epoch (0: not
+            trained here, e.g. a pruned model).
         train_config: The checkpoint's training configuration (may be empty).
     """
 
@@ -88,7 +89,7 @@ def load_run(
         SpecError: The architecture does not fit the dataset's images or classes.
     """
     from nasmlcn.models import build_model
-    from nasmlcn.training import load_checkpoint
+    from nasmlcn.training import load_checkpoint, selected_weights
 
     folder = Path(path)
     if not folder.exists():
@@ -114,8 +115,9 @@ def load_run(
             option = "--dataset " if source == "--dataset" else f"{source}'s dataset "
             raise SpecError(f"{option}{name!r} does not fit run {str(folder)!r}: {err}") from None
     model = build_model(arch)
+    weights, epoch = selected_weights(payload)  # the best-validation epoch's
     try:
-        model.load_state_dict(payload["model"])
+        model.load_state_dict(weights)
     except (RuntimeError, KeyError, TypeError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise CheckpointError(
@@ -130,7 +132,7 @@ def load_run(
         dataset=name,
         dataset_source=source,
         seed=int(train_config.get("seed", 0)),
-        epoch=int(payload["epoch"]),
+        epoch=epoch,
         train_config=train_config,
     )
 

@@ -38,6 +38,17 @@ list or tuple of :data:`LaneInput`; ``MLCNSpec.lanes`` always holds LaneSpecs.""
 DEFAULT_ROUTING = "vector"
 """Chosen by measurement; see the note in :mod:`nasmlcn.models._mlcn`."""
 
+VOTE_INITS = ("scaled", "glorot")
+"""How an MLCN lane's vote transforms start (:func:`nasmlcn.models._lane.vote_weights`).
+
+``scaled``: normal with standard deviation ``1/sqrt(N)`` for ``N`` primary capsules, so
+the summed votes start with a length of order one. ``glorot``: Glorot (Xavier) uniform
+as Keras draws the reference code's ``CapsuleLayer`` weights ``(1, N, K, d)``: bound
+``sqrt(6 / ((K + d) N))``, a standard deviation about 3.5x smaller for 16-D capsules.
+"""
+
+DEFAULT_VOTE_INIT = "scaled"
+
 DECODERS = ("full", "reduced", "none")
 """Reconstruction decoders: ``full`` reads all class capsules with the non-target ones
 masked to zero (Sabour et al.); ``reduced`` reads only the selected class capsule
@@ -83,6 +94,8 @@ class MLCNSpec:
         weight_sharing: Each lane's vote transforms are shared by the primary
             capsules of one capsule channel at every position (FasTrCaps sec. IV-D,
             Alg. 4): ``C/8`` transforms per lane instead of one per primary capsule.
+        vote_init: How the vote transforms start: ``scaled`` or ``glorot`` (see
+            :data:`VOTE_INITS`); the initial weights only, not the network.
     """
 
     kind: ClassVar[str] = "mlcn"
@@ -95,6 +108,7 @@ class MLCNSpec:
     decoder: str = "full"
     lane_dropout: float = 0.0
     weight_sharing: bool = False
+    vote_init: str = DEFAULT_VOTE_INIT
     _layouts: tuple[LaneLayout, ...] = field(init=False, repr=False, compare=False)
 
     if TYPE_CHECKING:
@@ -110,6 +124,7 @@ class MLCNSpec:
             decoder: str = ...,
             lane_dropout: float = ...,
             weight_sharing: bool = ...,
+            vote_init: str = ...,
         ) -> None: ...
 
     def __post_init__(self) -> None:
@@ -127,6 +142,7 @@ class MLCNSpec:
         dropout = check_fraction("MLCN", "lane_dropout", self.lane_dropout)
         object.__setattr__(self, "lane_dropout", dropout)
         _check_bool("MLCN", "weight_sharing", self.weight_sharing)
+        check_choice("MLCN", "vote_init", self.vote_init, VOTE_INITS)
         layouts = tuple(lane.layout(self.input_shape) for lane in lanes)
         object.__setattr__(self, "_layouts", layouts)
 
@@ -165,6 +181,7 @@ class MLCNSpec:
             "decoder": self.decoder,
             "lane_dropout": self.lane_dropout,
             "weight_sharing": self.weight_sharing,
+            "vote_init": self.vote_init,
         }
 
 

@@ -27,6 +27,8 @@ from nasmlcn.training._schedules import LR_POLICIES, LRPolicy, StepPlan
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.training._checkpoint import load_checkpoint, load_model, save_checkpoint
     from nasmlcn.training._job import (
+        FIXED_EPOCHS_PROTOCOL,
+        PROTOCOL,
         TrainJob,
         TrainReport,
         arch_for_dataset,
@@ -37,7 +39,7 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     )
     from nasmlcn.training._memory import check_training_memory
     from nasmlcn.training._optimizer import make_optimizer
-    from nasmlcn.training._run import run_job, run_training
+    from nasmlcn.training._run import JobRun, run_job, run_training
     from nasmlcn.training._run_folder import (
         ARCH_NAME,
         CHECKPOINT_NAME,
@@ -48,6 +50,7 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
         write_result,
         write_run_folder,
     )
+    from nasmlcn.training._selection import Selection, selected_weights
     from nasmlcn.training._trainer import evaluate, resolve_device, train
 
 __all__ = [
@@ -56,15 +59,19 @@ __all__ = [
     "BATCH_POLICIES",
     "CHECKPOINT_NAME",
     "DEFAULT_LR_POLICY",
+    "FIXED_EPOCHS_PROTOCOL",
     "LR_POLICIES",
     "MAX_EPOCHS",
+    "PROTOCOL",
     "RESULT_NAME",
     "Augmentation",
     "BatchPolicy",
     "Callback",
     "CallbackList",
     "EpochResult",
+    "JobRun",
     "LRPolicy",
+    "Selection",
     "StepPlan",
     "TrainConfig",
     "TrainJob",
@@ -91,6 +98,7 @@ __all__ = [
     "run_job",
     "run_training",
     "save_checkpoint",
+    "selected_weights",
     "step_batch_size",
     "train",
     "write_result",
@@ -98,6 +106,11 @@ __all__ = [
 ]
 
 _LAZY = {
+    "PROTOCOL": "_job",
+    "FIXED_EPOCHS_PROTOCOL": "_job",
+    "JobRun": "_run",
+    "Selection": "_selection",
+    "selected_weights": "_selection",
     "TrainJob": "_job",
     "TrainReport": "_job",
     "arch_for_dataset": "_job",

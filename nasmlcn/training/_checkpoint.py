@@ -42,11 +42,14 @@ def save_checkpoint(
     history: list[dict[str, Any]] | None = None,
     train_config: dict[str, Any] | None = None,
     run_id: str | None = None,
+    selected: Mapping[str, Any] | None = None,
 ) -> Path:
     """Writes a checkpoint atomically: a crash mid-write leaves the old one intact.
 
     ``run_id`` names the run the weights belong to (None: a new one,
-    :func:`new_run_id`); a run's every checkpoint passes its own.
+    :func:`new_run_id`); a run's every checkpoint passes its own. ``selected``: the
+    best-validation epoch's weights where they are not ``model``'s
+    (:meth:`~nasmlcn.training._selection.Selection.to_checkpoint`).
     """
     p = Path(path)
     payload: dict[str, Any] = {
@@ -62,6 +65,8 @@ def save_checkpoint(
         payload["optimizer"] = optimizer.state_dict()
     if scheduler is not None:
         payload["scheduler"] = scheduler.state_dict()
+    if selected is not None:
+        payload["selected"] = dict(selected)
     with atomic_path(p) as tmp:
         torch.save(payload, tmp)
     return p
@@ -192,10 +197,12 @@ def check_same_schedule(
 def load_model(
     path: str | os.PathLike[str], map_location: str = "cpu"
 ) -> tuple[nn.Module, ArchSpec]:
-    """Rebuilds the model of a checkpoint and loads its weights."""
+    """Rebuilds the model of a checkpoint and loads its selected weights (those of the
+    best-validation epoch, :func:`~nasmlcn.training._selection.selected_weights`)."""
     from nasmlcn.models import build_model
+    from nasmlcn.training._selection import selected_weights
 
     payload = load_checkpoint(path, map_location)
     model = build_model(payload["arch"])
-    model.load_state_dict(payload["model"])
+    model.load_state_dict(selected_weights(payload)[0])
     return model, payload["arch"]

@@ -129,9 +129,22 @@ class TrainJob:
     resume: bool = False
 
 
+PROTOCOL = "test at the best-validation epoch"
+"""How a run's test figure is chosen (:mod:`nasmlcn.training._selection`); every
+report says so."""
+
+FIXED_EPOCHS_PROTOCOL = "test after the last epoch (epochs fixed beforehand)"
+"""The protocol of a run that selects no epoch (``run_job(..., select=False)``)."""
+
+
 @dataclass(frozen=True)
 class TrainReport:
-    """The outcome of a job; ``to_dict`` is what ``--json`` prints."""
+    """The outcome of a job; ``to_dict`` is what ``--json`` prints.
+
+    ``test_accuracy`` and ``test_loss`` are the selected model's: the weights after
+    ``selected_epoch``, the epoch with the best validation accuracy. The last epoch's
+    are beside them (the same figures when it is the selected one).
+    """
 
     arch: ArchSpec
     dataset: str
@@ -143,6 +156,10 @@ class TrainReport:
     train_images: int
     device: str
     out_dir: str | None
+    selected_epoch: int
+    last_epoch_test_loss: float
+    last_epoch_test_accuracy: float
+    protocol: str = PROTOCOL
 
     def to_dict(self) -> dict[str, Any]:
         import torch
@@ -160,6 +177,10 @@ class TrainReport:
             "epochs": len(self.history),
             "test_accuracy": self.test_accuracy,
             "test_loss": self.test_loss,
+            "selected_epoch": self.selected_epoch,
+            "last_epoch_test_accuracy": self.last_epoch_test_accuracy,
+            "last_epoch_test_loss": self.last_epoch_test_loss,
+            "protocol": self.protocol,
             "test_images": self.test_images,
             "train_images": self.train_images,
             "val_accuracy_per_epoch": [h.val_accuracy for h in self.history],

@@ -25,6 +25,8 @@ from nasmlcn.specs import ArchSpec, save_arch
 from nasmlcn.training._callbacks import Callback, CallbackList, TrainStart
 from nasmlcn.training._config import EpochResult, TrainConfig
 from nasmlcn.training._job import (
+    FIXED_EPOCHS_PROTOCOL,
+    PROTOCOL,
     TrainJob,
     TrainReport,
     arch_for_dataset,
@@ -33,6 +35,7 @@ from nasmlcn.training._job import (
     step_batch_size,
 )
 from nasmlcn.training._run_folder import ARCH_NAME, write_result
+from nasmlcn.training._selection import Selection
 from nasmlcn.training._trainer import evaluate, resolve_device, train
 
 
@@ -47,9 +50,16 @@ class JobRun:
         module: What was trained: ``model`` itself, or what ``place`` made of it.
         params: ``model``'s trainable parameters.
         history: One result per epoch (resumed epochs included).
-        test: Test loss and accuracy; None when not tested.
+        test: Test loss and accuracy of the selected model (the best-validation
+            epoch's weights); None when not tested.
+        test_last: Test loss and accuracy after the last epoch (the same as ``test``
+            when the last epoch is the selected one); None when not tested.
         train_images: Training images per epoch (the whole job's).
         test_images: Test images.
+        selection: The selected epoch and, where they are not ``module``'s (which
+            ends with the last epoch's weights), its weights; None when not tested.
+        protocol: How the test figure was chosen (:data:`PROTOCOL` when an epoch
+            was selected on validation).
     """
 
     arch: ArchSpec
@@ -58,12 +68,17 @@ class JobRun:
     params: int
     history: list[EpochResult]
     test: tuple[float, float] | None
+    test_last: tuple[float, float] | None
     train_images: int
     test_images: int
+    selection: Selection | None = None
+    protocol: str = PROTOCOL
 
     def report(self, dataset: str, device: str, out_dir: Path | None) -> TrainReport:
         """The job's report; ``device`` says where it trained."""
         assert self.test is not None, "a report needs run_job(..., test=True)"
+        assert self.test_last is not None, "a report needs run_job(..., test=True)"
+        assert self.selection is not None, "a tested run selects an epoch"
         return TrainReport(
             arch=self.arch,
             dataset=dataset,
@@ -71,6 +86,10 @@ class JobRun:
             history=self.history,
             test_loss=self.test[0],
             test_accuracy=self.test[1],
+            selected_epoch=self.selection.epoch,
+            last_epoch_test_loss=self.test_last[0],
+            last_epoch_test_accuracy=self.test_last[1],
+            protocol=self.protocol,
             test_images=self.test_images,
             train_images=self.train_images,
             device=device,
@@ -108,6 +127,7 @@ def run_job(
     test: bool = True,
     run_id: str | None = None,
     should_stop: Callable[[], str | None] | None = None,
+    select: bool = True,
 ) -> JobRun:
     """Seeds, builds ``arch``, places it, trains it (resuming) and tests it.
 
@@ -126,7 +146,11 @@ def run_job(
         resume: Continue from ``checkpoint_path`` if it exists.
         out_dir: ``arch.json`` is written here once the model is built.
         measure: Entered around placing and training (peak memory).
-        test: Evaluate the trained model on ``splits.test``.
+        test: Select the best-validation epoch's weights and evaluate them, and the
+            last epoch's, on ``splits.test`` (:mod:`~nasmlcn.training._selection`).
+        select: With ``test``, False tests the last epoch only and reports it as the
+            selected one: for a run whose epochs were chosen beforehand (a refit on
+            training + validation data, with nothing held out to select on).
         run_id: The id the checkpoints carry (see :func:`~nasmlcn.training.train`).
         should_stop: Asked after every batch; a reason stops training at once
             (:class:`~nasmlcn.training._trainer.TrainingStopped`).
@@ -136,6 +160,7 @@ def run_job(
         CheckpointError: ``resume`` and the checkpoint belongs to another model.
     """
     torch.manual_seed(config.seed)
+    selection = Selection() if test and select else None
     model = build_model(arch)
     if isinstance(model, MLCN):
         model.fuse_lanes = config.fuse_lanes
@@ -157,17 +182,41 @@ def run_job(
             resume=resume,
             run_id=run_id,
             should_stop=should_stop,
+            selection=selection,
         )
-    tested = None
+    tested = last = None
     if test:
-        tested = evaluate(
-            module,
-            splits.test,
-            batch_size=config.eval_batch_size,
-            device=resolve_device(config.device),
-            reconstruction_weight=config.reconstruction_weight,
-        )
-    return JobRun(arch, model, module, params, history, tested, len(splits.train), len(splits.test))
+        last = tested = _test(module, splits, config)
+        if selection is None:  # the last epoch is the run's model
+            selection = Selection(len(history), history[-1].val_accuracy if history else 0.0)
+        elif selection.state is not None:  # an earlier epoch was better on validation
+            final = {k: v.detach().clone() for k, v in module.state_dict().items()}
+            module.load_state_dict(selection.state)
+            tested = _test(module, splits, config)
+            module.load_state_dict(final)
+    return JobRun(
+        arch,
+        model,
+        module,
+        params,
+        history,
+        tested,
+        last,
+        len(splits.train),
+        len(splits.test),
+        selection,
+        PROTOCOL if select else FIXED_EPOCHS_PROTOCOL,
+    )
+
+
+def _test(module: nn.Module, splits: DataSplits, config: TrainConfig) -> tuple[float, float]:
+    return evaluate(
+        module,
+        splits.test,
+        batch_size=config.eval_batch_size,
+        device=resolve_device(config.device),
+        reconstruction_weight=config.reconstruction_weight,
+    )
 
 
 def run_training(job: TrainJob, callbacks: list[Callback] | None = None) -> TrainReport:

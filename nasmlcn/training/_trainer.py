@@ -31,6 +31,7 @@ from nasmlcn.training._config import EpochResult, TrainConfig
 from nasmlcn.training._optimizer import make_optimizer
 from nasmlcn.training._optimizer_state import restack_optimizer_state
 from nasmlcn.training._schedules import LR_POLICIES, StepPlan
+from nasmlcn.training._selection import Selection
 from nasmlcn.training._step import EvalStep, TrainStep, graphs_apply
 
 logger = logging.getLogger(__name__)
@@ -206,6 +207,7 @@ def train(
     resume: bool = False,
     run_id: str | None = None,
     should_stop: Callable[[], str | None] | None = None,
+    selection: Selection | None = None,
 ) -> list[EpochResult]:
     """Trains ``model`` (built from ``arch``) and returns one result per epoch.
 
@@ -227,6 +229,9 @@ def train(
         should_stop: Asked after every training and validation batch; a reason
             it returns stops training at once with :class:`TrainingStopped`
             (the last epoch's checkpoint is the one kept), as Ctrl-C would.
+        selection: Follows the best-validation epoch and keeps its weights (and the
+            checkpoints carry them, and a resumed run takes them up); None: no
+            epoch is selected (a search trial's figure is its last epoch's).
 
     Raises:
         DivergedError: The loss became NaN or infinite (found at the end of the
@@ -278,6 +283,8 @@ def train(
         history = [EpochResult(**h) for h in payload["history"]]
         first_epoch = int(payload["epoch"]) + 1
         run_id = payload["run_id"] or run_id
+        if selection is not None:
+            selection.restore(payload, model)
         logger.info("resuming from %s after epoch %d", checkpoint_path, first_epoch - 1)
 
     run_id = run_id or new_run_id()
@@ -364,6 +371,8 @@ def train(
             batch_size=batch_size,
         )
         history.append(result)
+        if selection is not None:
+            selection.update(epoch, val_acc, model)
         logger.info(
             "epoch %d/%d: val_accuracy %.4f, %.1f images/s",
             epoch,
@@ -386,6 +395,7 @@ def train(
                     "normalization": normalization_record(splits.train.normalization),
                 },
                 run_id=run_id,
+                selected=selection.to_checkpoint() if selection is not None else None,
             )
         hooks.on_epoch_end(result)
     return history
