@@ -290,42 +290,20 @@ class ResultsFile:
 class EpochLog(Callback):
     """A progress line per epoch on stderr, and the epoch reached in the results file.
 
-    With ``test``, the model is also evaluated on that split after every epoch and the
-    accuracies are kept in the progress entry (``test_accuracy_per_epoch``; a resumed
-    run picks up the epochs its checkpoint holds), so a table can report the test
-    accuracy at the epoch chosen on validation, and the best test accuracy of any
-    epoch (what selecting on the test set, as the thesis's code does, reports).
+    Validation only: no test figure per epoch, which would invite picking an epoch
+    on the test set (a run reports its test accuracy once, at the end).
     """
 
-    def __init__(
-        self,
-        label: str,
-        results: ResultsFile,
-        key: str,
-        *,
-        test: Any = None,
-        eval_batch_size: int = 500,
-    ) -> None:
+    def __init__(self, label: str, results: ResultsFile, key: str) -> None:
         self.label = label
         self.results = results
         self.key = key
         self.epochs = 0
-        self.test = test
-        self.eval_batch_size = eval_batch_size
-        self.model: Any = None
-        self.device = "cpu"
-        self.test_accuracies: list[float | None] = []
 
     def on_train_start(self, start: TrainStart) -> None:
         self.epochs = start.epochs
-        self.model = start.model
-        self.device = start.device
-        done = start.first_epoch - 1
-        earlier = self.results.progress.get(self.key, {}).get("test_accuracy_per_epoch", [])
-        known = list(earlier[:done])
-        # Epochs before a resume whose test figure was lost stay unknown (None).
-        self.test_accuracies = known + [None] * (done - len(known))
         if start.first_epoch > 1:
+            done = start.first_epoch - 1
             say(f"[{self.label}] resuming from its checkpoint after epoch {done}")
 
     def on_epoch_end(self, result: EpochResult) -> None:
@@ -336,21 +314,11 @@ class EpochLog(Callback):
             "val_accuracy": result.val_accuracy,
             "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        test_line = ""
-        if self.test is not None and self.model is not None:
-            from nasmlcn.training import evaluate
-
-            _, accuracy = evaluate(
-                self.model, self.test, batch_size=self.eval_batch_size, device=self.device
-            )
-            self.test_accuracies.append(accuracy)
-            data["test_accuracy_per_epoch"] = self.test_accuracies
-            test_line = f", test accuracy {accuracy:.4f}"
         # Recorded before the line is printed: whoever sees the line finds the file
         # (and the checkpoint, written before callbacks run) up to date.
         self.results.record_progress(self.key, data)
         say(
             f"[{self.label}] epoch {result.epoch}/{self.epochs}: val accuracy "
-            f"{result.val_accuracy:.4f}{test_line}, {result.seconds:.1f} s, "
+            f"{result.val_accuracy:.4f}, {result.seconds:.1f} s, "
             f"{result.images_per_second:.0f} images/s"
         )

@@ -12,10 +12,13 @@ loaded into a run nor evaluated, so picking the best variant here leaves it unse
 Printed, one row per variant (mean and sample sd over ``--seeds`` seeds 0..N-1):
 parameters, validation accuracy per epoch, final and best validation accuracy (and
 the best epoch), seconds per training epoch and training images per second. Then
-every variant against the first (the baseline), seed by seed: the mean and sample
-sd of the per-seed differences in final and best validation accuracy, in points,
-how many seeds they rest on, and the mean per-seed ratio of training images per
-second (variant / baseline). ``--json`` holds the per-seed figures as well.
+every variant against the first (the baseline), seed by seed: the mean of the
+per-seed differences in final and best validation accuracy, in points, with its
+paired 95 % Student's t interval and verdict (ahead, behind, or a tie when the
+interval holds 0), how many seeds they rest on, and the mean per-seed ratio of
+training images per second (variant / baseline). ``--json`` holds the per-seed
+figures as well. ``--finished-only`` trains nothing and reports what the results
+file holds (a look at a study still running in another process).
 
 Resumable: every finished run (variant x settings x seed) is stored in ``--results``
 (default ``~/.cache/nasmlcn/lane-variants/results.json``) at once, and a rerun with
@@ -60,6 +63,7 @@ from _training_runs import (
 from nasmlcn.data import DATASETS
 from nasmlcn.errors import NasmlcnError
 from nasmlcn.specs import ArchSpec, CapsNetSpec, MLCNSpec
+from nasmlcn.stats import paired_interval
 from nasmlcn.training import TrainConfig, arch_for_dataset
 
 DEFAULT_VARIANTS = (
@@ -217,9 +221,26 @@ def compare(baseline: dict[str, Any], variant: dict[str, Any]) -> dict[str, Any]
     for name in ACCURACIES:
         diffs = [100 * (v[name] - b[name]) for b, v in pairs]
         figures[f"{name}_diff_points"], figures[f"{name}_diff_points_sd"] = mean_sd(diffs)
+        # Student's t over the seeds, paired (a seed is one split, init and batch order)
+        figures[f"{name}_diff_interval"] = (
+            paired_interval(
+                [100 * v[name] for _, v in pairs], [100 * b[name] for b, _ in pairs]
+            ).to_dict()
+            if len(pairs) > 1
+            else None
+        )
     ratios = [v["images_per_second"] / b["images_per_second"] for b, v in pairs]
     figures["images_per_second_ratio"], figures["images_per_second_ratio_sd"] = mean_sd(ratios)
     return figures
+
+
+def _difference(comparison: dict[str, Any], name: str) -> str:
+    """``+0.52 [-0.10, +1.14] tie``, or ``+0.52 (1 seed)`` where no interval exists."""
+    mean = comparison[f"{name}_diff_points"]
+    interval = comparison.get(f"{name}_diff_interval")
+    if not interval:
+        return f"{mean:+.2f} ({len(comparison['seeds'])} seed)"
+    return f"{mean:+.2f} [{interval['low']:+.2f}, {interval['high']:+.2f}] {interval['verdict']}"
 
 
 def render(report: dict[str, Any]) -> str:
@@ -248,19 +269,18 @@ def render(report: dict[str, Any]) -> str:
     if report["comparisons"]:
         lines += [
             "",
-            f"against {report['comparisons'][0]['baseline']}, paired by seed (mean ± sd of the "
-            "per-seed differences in validation accuracy, in points, and of the speed ratios):",
-            f"{'variant':<{width}} {'Δ final val':>16} {'Δ best val':>16} {'seeds':>6} "
-            f"{'images/s ratio':>15}",
+            f"against {report['comparisons'][0]['baseline']}, paired by seed: the mean of the "
+            "per-seed differences in validation accuracy, in points, with its 95 % t interval "
+            "and verdict (a tie when the interval holds 0), and the mean ± sd of the speed "
+            "ratios:",
+            f"{'variant':<{width}} {'Δ final val [95 % CI]':>30} {'Δ best val [95 % CI]':>30} "
+            f"{'seeds':>6} {'images/s ratio':>15}",
         ]
     for c in report["comparisons"]:
-        final, best = (
-            f"{c[f'{name}_diff_points']:+.2f} ± {c[f'{name}_diff_points_sd']:.2f}"
-            for name in ACCURACIES
-        )
+        final, best = (_difference(c, name) for name in ACCURACIES)
         ratio = f"{c['images_per_second_ratio']:.2f} ± {c['images_per_second_ratio_sd']:.2f}"
         lines.append(
-            f"{c['variant']:<{width}} {final:>16} {best:>16} {len(c['seeds']):>6} {ratio:>15}"
+            f"{c['variant']:<{width}} {final:>30} {best:>30} {len(c['seeds']):>6} {ratio:>15}"
         )
     seeds = report["variants"][0]["seeds"] if report["variants"] else []
     devices = sorted({d for v in report["variants"] for d in v["devices"]})
@@ -291,6 +311,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    parser.add_argument(
+        "--finished-only",
+        action="store_true",
+        help="train nothing: report the runs the results file holds (others left out)",
+    )
     parser.add_argument("--quick", action="store_true", help="1 epoch on 300/100 images")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
@@ -317,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
             if entry is not None:
                 say(f"[{label}] from the results file")
                 reused += 1
+            elif args.finished_only:
+                say(f"[{label}] not in the results file: left out (--finished-only)")
+                continue
             else:
                 checkpoint = runs_dir / short_hash(key) / "checkpoint.pt"
                 try:
@@ -336,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
                 checkpoint.parent.rmdir()
                 trained += 1
             runs.append(entry)
-        summaries.append(summarise(variant, runs))
+        if runs:
+            summaries.append(summarise(variant, runs))
     report = {
         "settings": {**vars(settings), "seeds": args.seeds},
         "variants": summaries,

@@ -11,14 +11,19 @@
 #   bash scripts/gpu_check.sh --quick      # every step, smaller, in one call
 #   bash scripts/gpu_check.sh --part reproduce --recipes "thesis-table4.1:full"
 #                                          # the gpu tests, then `nasmlcn reproduce` runs
+#   bash scripts/gpu_check.sh --part accuracy --seeds "0 1"   # Table 4.1's accuracy (9 min)
 #
 # The device tool's call names carry [".whl", ".gpudata"] (both are git-excluded).
-# Options: --part speed|1|2|reproduce|all (default all; all is 1 and 2), --recipes
-# "NAME:SCALE ..." (--part reproduce; default thesis-table4.1:full), --quick, --device
-# DEV (default cuda:0; cpu for a dry run of the script itself), --budget SECONDS
-# (default 560, 480 with --part speed: a call may run 600; a step that would end past
-# it gets less time, or is skipped), --pack (at the end, everything but summary.txt
-# in $OUT/gpu-check-partN.tar.gz: the device tool brings back 8 files at most).
+# Options: --part speed|1|2|reproduce|accuracy|all (default all; all is 1 and 2),
+# --recipes "NAME:SCALE ..." (--part reproduce; default thesis-table4.1:full), --quick,
+# --device DEV (default cuda:0; cpu for a dry run of the script itself), --budget
+# SECONDS (default 560, 480 with --part speed, 530 with --part accuracy: a call may run
+# 600; a step that would end past it gets less time, or is skipped), --pack (at the
+# end, everything but summary.txt in $OUT/gpu-check-partN.tar.gz: the device tool
+# brings back 8 files at most). --part accuracy: --seeds "0 1 2" (one step a seed,
+# seed after seed), --rows (benchmarks/thesis_table.py's; default capsnet,mlcn2-8x4),
+# --results-from FILE (the results.json an earlier call brought back: its finished
+# runs are not trained again, so the seeds of one table can span several calls).
 #
 # Every step runs under `timeout`, writes $OUT/<step>.json (stdout; its stderr to
 # <step>.log) or $OUT/<step>.txt, and never stops the script: its exit code and
@@ -35,6 +40,9 @@ PACK=0
 DEVICE=cuda:0
 BUDGET=
 RECIPES=thesis-table4.1:full
+ACC_SEEDS="0 1 2"
+ACC_ROWS=capsnet,mlcn2-8x4
+RESULTS_FROM=
 while (($#)); do
   case $1 in
     --part) PART=${2:?--part needs speed, 1, 2, reproduce or all}; shift 2 ;;
@@ -43,17 +51,24 @@ while (($#)); do
     --budget) BUDGET=${2:?--budget needs seconds}; shift 2 ;;
     --pack) PACK=1; shift ;;
     --recipes) RECIPES=${2:?--recipes needs "NAME:SCALE ..."}; shift 2 ;;
-    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
+    --seeds) ACC_SEEDS=${2:?--seeds needs "0 1 2"}; shift 2 ;;
+    --rows) ACC_ROWS=${2:?--rows needs thesis_table.py rows}; shift 2 ;;
+    --results-from) RESULTS_FROM=${2:?--results-from needs a results.json}; shift 2 ;;
+    -h | --help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "gpu_check.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-case $PART in speed | 1 | 2 | reproduce | all) ;; *) echo "gpu_check.sh: --part speed, 1, 2, reproduce or all, not $PART" >&2; exit 2 ;; esac
+case $PART in speed | 1 | 2 | reproduce | accuracy | all) ;; *) echo "gpu_check.sh: --part speed, 1, 2, reproduce, accuracy or all, not $PART" >&2; exit 2 ;; esac
+if [[ -n $RESULTS_FROM && ! -f $RESULTS_FROM ]]; then
+  echo "gpu_check.sh: --results-from $RESULTS_FROM is no file" >&2; exit 2
+fi
 # --part speed fits 8 minutes, setup and environment included (their limits shrink too)
 SETUP_LIMIT=120 ENV_LIMIT=60
-[[ $PART == speed ]] && SETUP_LIMIT=60 ENV_LIMIT=40
+[[ $PART == speed || $PART == accuracy ]] && SETUP_LIMIT=60 ENV_LIMIT=40
 if [[ -z $BUDGET ]]; then
   BUDGET=560
   [[ $PART == speed ]] && BUDGET=480
+  [[ $PART == accuracy ]] && BUDGET=530
 fi
 
 PY=${PYTHON:-python3}
@@ -157,12 +172,12 @@ DEFAULT_48='20*mlcn1:2x1,20*mlcn2:2x4,8*mlcn1:2x2'  # a 48-lane model of the def
 if ((QUICK)); then
   TP_ROUNDS=1 TP_SECONDS=1 FUSED_REPEATS=3 WHOLE_MODELS=20 WHOLE_STEPS=2
   CAL_LANES=20 CAL_ROUNDS=1 TRIALS=1 EPOCHS=1 TRAIN_LIMIT=2000 VAL_LIMIT=1000 SEARCH_TIMEOUT=60
-  ACC_EPOCHS=1 CAPS_EPOCHS=1 ACC_LIMIT=60
+  ACC_EPOCHS=1 CAPS_EPOCHS=1 ACC_LIMIT=60 TABLE_ARGS="--epochs 1 --train-limit 2000"
   SPEED_ROUNDS=1 SPEED_SECONDS=0.5 SPEED_PROFILE_STEPS=2 SPEED_TRIALS=4
 else
   TP_ROUNDS=3 TP_SECONDS=2 FUSED_REPEATS=10 WHOLE_MODELS=20 WHOLE_STEPS=3
   CAL_LANES=24 CAL_ROUNDS=2 TRIALS=3 EPOCHS=3 TRAIN_LIMIT=54000 VAL_LIMIT=6000 SEARCH_TIMEOUT=100
-  ACC_EPOCHS=10 CAPS_EPOCHS=2 ACC_LIMIT=150
+  ACC_EPOCHS=10 CAPS_EPOCHS=2 ACC_LIMIT=150 TABLE_ARGS="--epochs 20"
   SPEED_ROUNDS=3 SPEED_SECONDS=0.75 SPEED_PROFILE_STEPS=3 SPEED_TRIALS=16
 fi
 GPU_TESTS=$(grep -rl --include='test_*.py' 'mark.gpu' tests | sort | tr '\n' ' ')
@@ -238,10 +253,29 @@ reproduce_part() {
   done
 }
 
+accuracy_part() {
+  # at most 9 minutes with setup (60) and environment (40). Thesis Table 4.1's rows
+  # (benchmarks/thesis_table.py: CapsNet and Mlcn2 8x4 in the reference code's lanes by
+  # default) for 20 epochs on the whole training split, CUDA-graphed, the test accuracy
+  # at the best-validation epoch; one step a seed, seed after seed, so a call that runs
+  # out of time leaves whole seeds. The results file comes back in $OUT/accuracy:
+  # give it to the next call with --results-from and only the missing runs train;
+  # `python benchmarks/thesis_table.py --rows ... --seeds 3 --results FILE` prints the
+  # table from it here, training nothing.
+  local results=$OUT/accuracy/results.json seed
+  mkdir -p "$OUT/accuracy"
+  if [[ -n $RESULTS_FROM ]]; then cp "$RESULTS_FROM" "$results"; fi
+  for seed in $ACC_SEEDS; do
+    # shellcheck disable=SC2086
+    step "accuracy_seed$seed" json 430 "$PY" benchmarks/thesis_table.py --device "$DEVICE" --rows "$ACC_ROWS" $TABLE_ARGS --seed "$seed" --seeds 1 --results "$results" --json
+  done
+}
+
 case $PART in
   speed) speed_part ;;
   1) part1 ;;
   reproduce) reproduce_part ;;
+  accuracy) accuracy_part ;;
   2) part2 ;;
   all) part1; part2 ;;
 esac

@@ -53,7 +53,7 @@ def test_gpu_check_refuses_an_unknown_part_before_doing_anything(tmp_path: Path)
         env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "out")},
     )
     assert result.returncode == 2
-    assert "--part speed, 1, 2, reproduce or all, not 3" in result.stderr
+    assert "--part speed, 1, 2, reproduce, accuracy or all, not 3" in result.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -62,7 +62,7 @@ def test_gpu_check_help_names_the_speed_part_first() -> None:
         ["bash", str(CHECK), "--help"], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0
-    assert "--part speed|1|2|reproduce|all" in result.stdout
+    assert "--part speed|1|2|reproduce|accuracy|all" in result.stdout
     runs = [line for line in result.stdout.splitlines() if "bash scripts/gpu_check.sh" in line]
     assert "--part speed" in runs[0]
     assert "run this first" in runs[0]
@@ -98,9 +98,46 @@ def test_part_speed_is_accepted_and_fits_eight_minutes(tmp_path: Path) -> None:
     body = body[: body.index("\n}\n")]
     limits = dict(re.findall(r"^\s*step ([\w-]+) \w+ (\d+) ", body, re.M))
     assert len(limits) == 5
-    assert re.search(r"\[\[ \$PART == speed \]\] && SETUP_LIMIT=60 ENV_LIMIT=40", text)
+    assert re.search(r"\$PART == speed[^\n]*\]\] && SETUP_LIMIT=60 ENV_LIMIT=40", text)
     assert 60 + 40 + sum(int(n) for n in limits.values()) <= 480
     assert re.search(r"\[\[ \$PART == speed \]\] && BUDGET=480", text)
+
+
+def test_part_accuracy_runs_a_seed_a_step_within_nine_minutes(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text('{"kind": "thesis-table"}')
+    args = ["--part", "accuracy", "--budget", "1", "--seeds", "1 2", "--results-from", str(earlier)]
+    result = subprocess.run(
+        ["bash", str(CHECK), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "OUT": str(out)},
+    )
+    assert result.returncode == 0, result.stderr
+    skipped = (out / "summary.txt").read_text().split("\n")[1:]
+    assert [line.split()[:2] for line in skipped if line] == [
+        [step, "skip"] for step in ("setup", "environment", "accuracy_seed1", "accuracy_seed2")
+    ]
+    # the earlier call's results are where the table script reads and extends them
+    assert (out / "accuracy" / "results.json").read_text() == earlier.read_text()
+    text = CHECK.read_text()
+    body = text[text.index("accuracy_part() {") :]
+    body = body[: body.index("\n}\n")]
+    (limit,) = re.findall(r"^\s*step \S+ json (\d+) ", body, re.M)
+    assert re.search(r"\$PART == accuracy \]\] && SETUP_LIMIT=60 ENV_LIMIT=40", text)
+    assert 60 + 40 + int(limit) <= 540
+    missing = subprocess.run(
+        ["bash", str(CHECK), "--part", "accuracy", "--results-from", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "out2")},
+    )
+    assert missing.returncode == 2
+    assert "--results-from" in missing.stderr
+    assert not (tmp_path / "out2").exists()
 
 
 def test_pack_leaves_one_archive_and_the_summary(tmp_path: Path) -> None:
@@ -141,6 +178,7 @@ def test_benchmark_flags_exist(
         "scaling",
         "gpu_speed",
         "speed_summary",
+        "thesis_table",
     }
     unknown = {}
     for name, flags in used.items():
@@ -155,6 +193,7 @@ def test_benchmark_flags_exist(
     assert {"--device", "--compile", "--compile-mode"} <= used["fused_lanes"]
     assert {"--device", "--batch", "--profile-dir", "--json"} <= used["gpu_speed"]
     assert "--first" in used["speed_summary"]
+    assert {"--seeds", "--seed", "--rows", "--results"} <= used["thesis_table"]
 
 
 def test_nasmlcn_flags_exist() -> None:

@@ -113,7 +113,10 @@ def best(
     if others:
         out.print(
             "also retrained (not listed above): "
-            + ", ".join(f"#{n} test acc {retrained[n].test_accuracy:.4f}" for n in others)
+            + ", ".join(
+                f"#{n} test acc {retrained[n].test_accuracy:.4f} ({retrained[n].tested})"
+                for n in others
+            )
         )
     if export_arch is not None:
         out.print(f"wrote {export_arch} (train it: nasmlcn train --arch {export_arch})")
@@ -270,10 +273,14 @@ def _coefficient(value: float | None) -> str:
 
 
 def _retrained_cell(retrained: dict[str, Any] | None) -> str:
-    """``0.9012 (20 ep)``: a retrained model's test accuracy and epochs."""
-    if not retrained:
+    """``0.9012 (ep 9/10 by val.)``: a retrained model's test accuracy and which
+    model was tested (:attr:`~nasmlcn.study.RetrainedModel.tested`)."""
+    from nasmlcn.study import RetrainedModel
+
+    model = RetrainedModel.from_dict(retrained) if retrained else None
+    if model is None:
         return "-"
-    return f"{retrained['test_accuracy']:.4f} ({retrained['epochs']} ep)"
+    return f"{model.test_accuracy:.4f} ({model.tested})"
 
 
 def _per_image(value: Any, unit: str) -> str:

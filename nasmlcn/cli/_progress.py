@@ -117,6 +117,7 @@ class TrainProgress(ProgressDisplay, Callback):
         super().__init__(console)
         self.title = title
         self.label = label
+        self.validates = True  # False: no validation images (a refit), none shown
         self._start: TrainStart | None = None
         self._epoch_started = 0.0
         self._epoch_batches = 1
@@ -148,15 +149,17 @@ class TrainProgress(ProgressDisplay, Callback):
         self.bar("epoch", completed=batch, stats=f"loss {loss:.4f} acc {accuracy:.3f} {rate}")
 
     def on_eval_start(self, epoch: int) -> None:
-        self.bar("epoch", f"validating {epoch}")
+        if self.validates:
+            self.bar("epoch", f"validating {epoch}")
 
     def on_epoch_end(self, result: EpochResult) -> None:
         assert self._start is not None
-        self.bar("epochs", advance=1, stats=f"val acc {result.val_accuracy:.4f}")
+        val = f"val acc {result.val_accuracy:.4f}" if self.validates else ""
+        self.bar("epochs", advance=1, stats=val)
         self.console.print(
             f"epoch {result.epoch}/{self._start.epochs}: "
             f"train loss {result.train_loss:.4f} acc {result.train_accuracy:.4f} | "
-            f"val loss {result.val_loss:.4f} acc {result.val_accuracy:.4f} | "
+            f"{f'val loss {result.val_loss:.4f} acc {result.val_accuracy:.4f} | ' if val else ''}"
             f"{result.seconds:.1f} s, {result.images_per_second:.0f} img/s",
             highlight=False,
         )

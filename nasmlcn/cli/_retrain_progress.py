@@ -39,9 +39,13 @@ class RetrainProgress(TrainProgress, RetrainObserver):
         self.remove("epochs")
         self.remove("epoch")
         c = target.config
+        # a refit trains on the validation images too: it has none to validate on
+        self.validates = not target.refit
+        refit = ", refit on training + validation" if target.refit else ""
         self.title = (
-            f"model {index + 1}/{self._total}: trial {target.number}, {target.arch.describe()} on "
-            f"{target.dataset}, {c.epochs} epochs, batch {c.batch_size}, lr {c.lr:g}"
+            f"model {index + 1}/{self._total}{refit}: trial {target.number}, "
+            f"{target.arch.describe()} on {target.dataset}, {c.epochs} epochs, batch "
+            f"{c.batch_size}, lr {c.lr:g}"
         )
         return () if self.quiet else (self,)
 
@@ -49,9 +53,15 @@ class RetrainProgress(TrainProgress, RetrainObserver):
         self.bar("models", advance=1, stats=f"last: test acc {model.test_accuracy:.4f}")
         if self.quiet:
             return
+        validation_run = (
+            f", its validation run's {model.validation_run_test_accuracy:.4f}"
+            if model.validation_run_test_accuracy is not None
+            else ""
+        )
         self.console.print(
             f"trial {model.number}: test accuracy {model.test_accuracy:.4f} "
-            f"({model.test_images} images), {model.train_images_per_second:.0f} training "
+            f"({model.tested}, {model.test_images} images{validation_run}), "
+            f"{model.train_images_per_second:.0f} training "
             f"img/s, {model.inference_images_per_second:.0f} inference img/s, measured on "
             f"{model.device}; {model.weights}",
             highlight=False,

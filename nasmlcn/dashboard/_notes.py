@@ -323,7 +323,8 @@ def _retrained_lines(info: Mapping[str, Any]) -> list[str]:
         seed = "-" if m.seed is None else str(m.seed)
         lines.append(
             f"| {m.number} | {_cell(m.dataset)} | {seed} | {_fmt(m.search_accuracy)} | {m.epochs} "
-            f"| {m.test_accuracy:.4f} | {m.params:,} | {m.train_images_per_second:.0f} "
+            f"| {m.test_accuracy:.4f} ({m.tested}) | {m.params:,} "
+            f"| {m.train_images_per_second:.0f} "
             f"| {m.inference_images_per_second:.0f} (batch {m.inference_batch_size}) |"
         )
     return lines

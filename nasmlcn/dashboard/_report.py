@@ -345,15 +345,17 @@ def _retrained_section(data: ReportData) -> str:
     if not models:
         return ""
     heads = (
-        "#", "dataset", "seed", "lanes", "search val acc", "epochs", "test acc", "test images",
-        "params", "measured on", "train img/s", "inference img/s", "weights",
+        "#", "dataset", "seed", "lanes", "search val acc", "epochs", "test acc", "tested",
+        "test images", "params", "measured on", "train img/s", "inference img/s", "weights",
     )  # fmt: skip
     head = "".join(f"<th>{_e(h)}</th>" for h in heads)
     body = "".join(
         f"<tr><td>{m.number}</td><td class='text'>{_e(m.dataset)}</td>"
         f"<td>{'-' if m.seed is None else m.seed}</td>"
         f'<td class="mono">{_e(m.lanes)}</td><td>{_num(m.search_accuracy)}</td>'
-        f"<td>{m.epochs}</td><td>{m.test_accuracy:.4f}</td><td>{m.test_images}</td>"
+        f"<td>{m.epochs}</td><td>{m.test_accuracy:.4f}</td>"
+        f'<td class="text" title="{_e(m.protocol_text)}">{_e(m.tested)}</td>'
+        f"<td>{m.test_images}</td>"
         f"<td>{m.params:,}</td><td>{_e(m.device)}</td><td>{m.train_images_per_second:.0f}</td>"
         f"<td>{m.inference_images_per_second:.0f} (batch {m.inference_batch_size})</td>"
         f'<td class="mono">{_e(m.weights)}</td></tr>'
@@ -379,7 +381,11 @@ def _retrained_section(data: ReportData) -> str:
     return (
         '<section id="retrained"><h2>Retrained</h2><p class="desc">Trials trained again '
         "and tested by <code>nasmlcn retrain</code> (NASCaps' second stage): test accuracy "
-        "on the test set the search never used, parameters, training and inference "
+        "on the test set the search never used, of the weights of the epoch with the best "
+        "validation accuracy (<i>ep 9/10 by val.</i>), of a refit on training + validation "
+        "images for the epochs so chosen (<i>refit, 9 ep</i>, <code>--refit</code>) or, "
+        "retrained before epochs were selected, after the last epoch; parameters, training "
+        "and inference "
         "throughput (images/s, inference forward only) measured on the machine that "
         "retrained them (not the search's target devices), and the weights written.</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{table}</section>"

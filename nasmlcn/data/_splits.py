@@ -99,6 +99,19 @@ class DataSplits:
         """Every split on ``device``."""
         return DataSplits(self.train.to(device), self.val.to(device), self.test.to(device))
 
+    def refit(self) -> DataSplits:
+        """The splits of a refit (a final training whose epochs were chosen on
+        validation before): the training images followed by the validation images as
+        the training split, a validation split of zero images, the same test split."""
+        train, val = self.train, self.val
+        merged = replace(
+            train,
+            images=torch.cat((train.images, val.images)),  # (N_train + N_val, C, H, W)
+            labels=torch.cat((train.labels, val.labels)),  # (N_train + N_val,)
+        )
+        empty = replace(val, images=val.images[:0], labels=val.labels[:0])  # (0, C, H, W)
+        return DataSplits(merged, empty, self.test)
+
     @property
     def nbytes(self) -> int:
         return self.train.nbytes + self.val.nbytes + self.test.nbytes

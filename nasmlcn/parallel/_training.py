@@ -125,6 +125,7 @@ def run_placed_training(
         checkpoint_path=checkpoint,
         resume=job.resume,
         out_dir=out,
+        select=not job.refit,  # a refit validates on nothing
     )
     placed = run.module
     assert isinstance(placed, PlacedMLCN)
@@ -204,6 +205,7 @@ def train_rank(
         callbacks=callbacks if rank0 else (),
         device_label=label,
         out_dir=out if rank0 else None,
+        select=not job.refit,  # a refit validates on nothing
     )
     extra: dict[str, Any] = {"backend": ctx.backend, "threads": torch.get_num_threads()}
     module = run.module

@@ -16,8 +16,8 @@ their options, ``_recipe``, ``_setup``, ``_sweep``,
 ``_observer``, ``_outcome``, ``_signals``, ``_failure``, ``_pruners``: the pruners
 (``_correlation``, the default, and ``_halving``: successive halving),
 ``_learning``, ``_entry``, ``_pool``: many workers, ``_waits``; the evaluators ``_evaluator``,
-``_proxy``, ``_train_evaluator``); after the search (``_results``, ``_retrain``,
-``_export``). What a study stores, and its storage, is :mod:`nasmlcn.study`.
+``_proxy``, ``_train_evaluator``); after the search (``_results``, ``_retrain_plan``
+and ``_retrain``, ``_export``). What a study stores, and its storage, is :mod:`nasmlcn.study`.
 """
 
 from __future__ import annotations
@@ -73,13 +73,8 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
         proposals,
         summarize,
     )
-    from nasmlcn.search._retrain import (
-        RetrainObserver,
-        RetrainOptions,
-        RetrainReport,
-        RetrainTarget,
-        retrain_study,
-    )
+    from nasmlcn.search._retrain import RetrainObserver, RetrainReport, retrain_study
+    from nasmlcn.search._retrain_plan import RetrainOptions, RetrainTarget
     from nasmlcn.search._runner import run_search
     from nasmlcn.search._samplers import SAMPLERS
     from nasmlcn.search._setup import SearchSetup, setup_search
@@ -184,9 +179,9 @@ _LAZY = {
     "proposals": "_results",
     "summarize": "_results",
     "RetrainObserver": "_retrain",
-    "RetrainOptions": "_retrain",
+    "RetrainOptions": "_retrain_plan",
     "RetrainReport": "_retrain",
-    "RetrainTarget": "_retrain",
+    "RetrainTarget": "_retrain_plan",
     "retrain_study": "_retrain",
     "run_search": "_runner",
     "SAMPLERS": "_samplers",

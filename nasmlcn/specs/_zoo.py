@@ -1,6 +1,8 @@
 """Named architectures (``--model NAME``), as data: each entry builds a spec.
 
-The MLCN entries are the fixed models of the thesis's Table 4.1; ``capsnet`` is the
+The MLCN entries are the fixed models of the thesis's Table 4.1, in the thesis text's
+lanes (``mlcn2-8x4`` = ``8*mlcn2:4x1``) and in its reference code's
+(``mlcn2-ref-8x4`` = ``8*mlcn2-ref:4x1``, that code's network); ``capsnet`` is the
 Sabour et al. baseline; ``*-tiny`` entries are small variants that keep tests fast.
 """
 
@@ -32,7 +34,7 @@ def create_arch(name: str, **overrides: Any) -> ArchSpec:
 
 
 def _register_table() -> None:
-    for lane_type in ("mlcn1", "mlcn2"):
+    for lane_type in ("mlcn1", "mlcn2", "mlcn1-ref", "mlcn2-ref"):
         for lanes, width in ((2, 4), (4, 4), (8, 4), (32, 2)):
             text = f"{lanes}*{lane_type}:{width}x1"
 

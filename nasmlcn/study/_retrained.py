@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 RETRAINED_KEY = "retrained"
 """The key of the retrained models inside the study's ``nasmlcn`` user attribute."""
 RETRAINED_VERSION = 1
+LAST_EPOCH = "test after the last epoch"
+"""The protocol of an entry that records none (written before epochs were selected)."""
 
 
 @dataclass(frozen=True)
@@ -39,14 +41,17 @@ class RetrainedModel:
         number: The trial.
         dataset: What it was trained and tested on.
         lanes: The architecture in the compact lane syntax.
-        test_accuracy: Accuracy on ``test_images`` test images.
+        test_accuracy: Accuracy on ``test_images`` test images of the model
+            ``protocol`` names: the weights of the epoch with the best validation
+            accuracy (``selected_epoch``), or of a refit.
         test_loss: Loss on them.
         test_images: Test images.
         params: Trainable parameters.
-        epochs: Training epochs.
+        epochs: Training epochs of the run that selected on validation (a refit
+            trains ``selected_epoch``).
         batch_size: Training batch size.
         lr: Initial learning rate.
-        train_images: Training images per epoch.
+        train_images: Training images per epoch (a refit's: training and validation).
         train_images_per_second: Training images per second of the training
             passes (validation not counted).
         inference_images_per_second: Images per second classifying test images
@@ -64,6 +69,13 @@ class RetrainedModel:
         version: Schema version of this record.
         seed: The seed of its split, initialisation and batch order (None: an
             entry written before seeds were recorded, the search's seed).
+        selected_epoch: The epoch with the best validation accuracy (None: an
+            entry written before epochs were selected, tested after the last).
+        last_epoch_test_accuracy: Test accuracy after the last of ``epochs``.
+        protocol: How the test figure was chosen (empty: an entry written before
+            it was recorded, :data:`LAST_EPOCH`).
+        validation_run_test_accuracy: A refit's only: the test accuracy at
+            ``selected_epoch`` of the run that chose it on validation.
     """
 
     number: int
@@ -90,9 +102,33 @@ class RetrainedModel:
     retrained_at: str = ""
     version: int = RETRAINED_VERSION
     seed: int | None = None
+    selected_epoch: int | None = None
+    last_epoch_test_accuracy: float | None = None
+    protocol: str = ""
+    validation_run_test_accuracy: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def refit(self) -> bool:
+        """Whether the tested model is a refit on training + validation data."""
+        return self.validation_run_test_accuracy is not None
+
+    @property
+    def protocol_text(self) -> str:
+        """``protocol``, or what an entry written before it was recorded did."""
+        return self.protocol or LAST_EPOCH
+
+    @property
+    def tested(self) -> str:
+        """Which model was tested, for a table cell: ``ep 9/10 by val.``,
+        ``refit, 9 ep`` or (an older entry) ``ep 10/10, last``."""
+        if self.selected_epoch is None:
+            return f"ep {self.epochs}/{self.epochs}, last"
+        if self.refit:
+            return f"refit, {self.selected_epoch} ep"
+        return f"ep {self.selected_epoch}/{self.epochs} by val."
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RetrainedModel | None:

@@ -114,6 +114,10 @@ class TrainJob:
         test_limit: Use only the first N test images.
         out_dir: Checkpoint, arch.json and result.json go here (None: no files).
         resume: Continue from ``out_dir``'s checkpoint.
+        refit: Train on the training and validation images together, tested once
+            after the last epoch (nothing is held out to select an epoch on:
+            ``config.epochs`` was chosen beforehand, on validation;
+            :meth:`~nasmlcn.data.DataSplits.refit`).
     """
 
     arch: ArchSpec
@@ -127,6 +131,7 @@ class TrainJob:
     test_limit: int | None = None
     out_dir: str | None = None
     resume: bool = False
+    refit: bool = False
 
 
 PROTOCOL = "test at the best-validation epoch"
@@ -250,10 +255,11 @@ def step_batch_size(job: TrainJob) -> int:
 
 
 def load_job_splits(job: TrainJob) -> Any:
-    """The seeded train/validation/test splits of ``job`` (a ``DataSplits``)."""
+    """The seeded train/validation/test splits of ``job`` (a ``DataSplits``); a refit's
+    trains on the training and validation images and validates on none."""
     from nasmlcn.data import load_splits
 
-    return load_splits(
+    splits = load_splits(
         job.dataset,
         job.data_dir,
         download=job.download,
@@ -263,3 +269,4 @@ def load_job_splits(job: TrainJob) -> Any:
         val_limit=job.val_limit,
         test_limit=job.test_limit,
     )
+    return splits.refit() if job.refit else splits

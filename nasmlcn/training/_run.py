@@ -236,6 +236,7 @@ def run_training(job: TrainJob, callbacks: list[Callback] | None = None) -> Trai
         checkpoint_path=checkpoint,
         resume=job.resume,
         out_dir=out,
+        select=not job.refit,  # a refit validates on nothing
     )
     report = run.report(job.dataset, device, out)
     write_result(out, report.to_dict())

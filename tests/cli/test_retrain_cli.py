@@ -13,6 +13,7 @@ from typing import Any
 import optuna
 import pytest
 
+from nasmlcn.training import PROTOCOL
 from tests.conftest import run_cli, small_search
 
 WIDE = {"COLUMNS": "250"}  # tables unfolded, so their headers can be read
@@ -65,7 +66,14 @@ def test_retrain_top_2_is_stored_where_best_correlate_export_and_the_note_show_i
         assert m["params"] > 0
         assert m["train_images_per_second"] > 0
         assert m["inference_images_per_second"] > 0
+        # tested at the best-validation epoch (of one: the first), and it says so
+        assert m["protocol"] == PROTOCOL
+        assert m["selected_epoch"] == 1
+        assert m["last_epoch_test_accuracy"] == m["test_accuracy"]
+        assert m["validation_run_test_accuracy"] is None
+    assert retrained["refit"] is False
     assert "test accuracy" in retrained["stderr"]  # the progress lines, on stderr
+    assert "(ep 1/1 by val., 20 images)" in retrained["stderr"]
 
     best = json.loads(_ok(run_cli("best", "--storage", storage, "--json")).stdout)
     tested = {m["number"]: m["test_accuracy"] for m in models}
@@ -73,6 +81,7 @@ def test_retrain_top_2_is_stored_where_best_correlate_export_and_the_note_show_i
     for row in best["best"]:
         if row["number"] in tested:
             assert row["retrained"]["test_accuracy"] == tested[row["number"]]
+            assert row["retrained"]["protocol"] == PROTOCOL
         else:
             assert row["retrained"] is None
 
@@ -176,3 +185,40 @@ def test_seed_trains_another_model_beside_the_default_one(
     note = read_note(attrs, None)[1]
     assert f"| {model['number']} | synthetic | 11 |" in note
     assert f"| {model['number']} | synthetic | 10 |" in note
+
+
+def test_refit_trains_each_model_again_on_training_and_validation_and_says_so(
+    storage: str, tmp_path: Path
+) -> None:
+    """A copy of the study: the refit's entry replaces the trial's default one."""
+    import sqlite3
+    from contextlib import closing
+
+    db = tmp_path / "copy.db"
+    source = storage.removeprefix("sqlite:///")
+    with closing(sqlite3.connect(source)) as read, closing(sqlite3.connect(db)) as write:
+        read.backup(write)
+    copy = f"sqlite:///{db}"
+    out = tmp_path / "runs"
+    tiny = ("--epochs", "1", "--train-limit", "20", "--test-limit", "20", "--inference-batch", "5")
+    args = ("--storage", copy, "--top", "1", *tiny, "--out", str(out), "--refit")
+    result = _ok(run_cli("retrain", *args, env={"COLUMNS": "80"}))
+    table = result.stdout[: result.stdout.index("weights: ")]
+    assert max(len(line) for line in table.splitlines()) <= 80
+    assert "(refit," in table
+    assert "val. run" in table
+    assert "test acc: a refit on training + validation images" in table
+    assert "refit on training + validation: trial" in result.stderr  # the refit's progress
+    assert "/trial-NNNN-refit/checkpoint.pt" in result.stdout
+
+    stored = json.loads(_ok(run_cli("best", "--storage", copy, "--json")).stdout)["retrained"]
+    [model] = [m for m in stored if Path(m["run_dir"]).parent == out.resolve()]
+    number, epochs = model["number"], model["selected_epoch"]
+    assert Path(model["run_dir"]).name == f"trial-{number:04d}-refit"
+    assert model["protocol"] == (
+        f"refit on training + validation for {epochs} epochs (chosen on validation), tested once"
+    )
+    first = json.loads((out / f"trial-{number:04d}" / "result.json").read_text())
+    assert model["validation_run_test_accuracy"] == first["test_accuracy"]
+    assert model["train_images"] == 20 + 50  # the search's 50 validation images
+    assert "--refit" in _ok(run_cli("retrain", "--help", env=WIDE)).stdout

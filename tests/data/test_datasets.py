@@ -252,6 +252,25 @@ def test_train_and_validation_never_overlap() -> None:
     assert len(train_ids | val_ids) == n
 
 
+def test_a_refit_trains_on_the_training_and_validation_images_and_validates_on_none() -> None:
+    from nasmlcn.models import build_model
+    from nasmlcn.specs import MLCNSpec
+    from nasmlcn.training import evaluate
+
+    splits = load_splits("synthetic", train_limit=30, val_limit=20, test_limit=10)
+    refit = splits.refit()
+    assert torch.equal(refit.train.images, torch.cat((splits.train.images, splits.val.images)))
+    assert torch.equal(refit.train.labels, torch.cat((splits.train.labels, splits.val.labels)))
+    assert len(refit.train) == 50
+    assert len(refit.val) == 0
+    assert refit.val.images.shape[1:] == splits.val.images.shape[1:]
+    assert refit.test is splits.test
+    assert refit.train.normalization is splits.train.normalization
+    # nothing to validate on: an evaluation of zero images reports zeros, no error
+    model = build_model(MLCNSpec("mlcn1:1x1"))
+    assert evaluate(model, refit.val) == (0.0, 0.0)
+
+
 def test_batches_are_float_in_unit_range_and_shuffled_by_generator() -> None:
     splits = load_splits("synthetic", train_limit=64)
     x, _ = next(splits.train.batches(16))

@@ -122,6 +122,95 @@ def test_retrain_top_2_trains_tests_and_stores_loadable_weights(
     assert study_info(study)["config"]["epochs"] == 2
 
 
+# 3 epochs of 20 images: the search's best trial validates best after epoch 1 (and
+# again, no better, after epoch 3): the first best is selected, not the last epoch
+SELECTING: dict[str, Any] = {
+    "top": 1,
+    "epochs": 3,
+    "train_limit": 20,
+    "test_limit": 20,
+    "inference_batch_size": 5,
+}
+
+
+def test_a_retrained_model_is_tested_at_its_best_validation_epoch(
+    trained: SearchConfig, tmp_path: Path
+) -> None:
+    from nasmlcn.training import PROTOCOL
+
+    [model] = retrain_study(
+        "s", trained.storage, RetrainOptions(out_dir=str(tmp_path), **SELECTING)
+    ).models
+    curve = model.val_accuracy_per_epoch
+    assert len(curve) == model.epochs == 3
+    assert model.selected_epoch == curve.index(max(curve)) + 1
+    assert model.selected_epoch < 3, "this setting is to select an epoch before the last"
+    assert model.protocol == PROTOCOL
+    assert not model.refit
+    assert model.validation_run_test_accuracy is None
+    result = json.loads((Path(model.run_dir) / "result.json").read_text())
+    assert result["selected_epoch"] == model.selected_epoch
+    assert result["test_accuracy"] == model.test_accuracy
+    assert result["last_epoch_test_accuracy"] == model.last_epoch_test_accuracy
+    assert model.test_accuracy != model.last_epoch_test_accuracy  # another model was tested
+    stored = retrained_by_trial(study_info(load_existing_study("s", trained.storage)))
+    assert stored[model.number] == model
+
+
+def test_a_refit_trains_anew_on_training_and_validation_for_the_selected_epochs(
+    trained: SearchConfig, tmp_path: Path
+) -> None:
+    from nasmlcn.data import load_splits
+    from nasmlcn.runs import evaluate_run, load_run
+    from nasmlcn.search._retrain_plan import refit_protocol
+    from nasmlcn.training import FIXED_EPOCHS_PROTOCOL, load_checkpoint
+
+    options = RetrainOptions(out_dir=str(tmp_path), refit=True, **SELECTING)
+    report = retrain_study("s", trained.storage, options)
+    [model] = report.models
+    assert report.refit
+    assert report.run_folders == "trial-NNNN-refit"
+    number = model.number
+    first, refit = tmp_path / f"trial-{number:04d}", tmp_path / f"trial-{number:04d}-refit"
+    assert model.run_dir == str(refit.resolve())
+    assert model.weights == str((refit / "checkpoint.pt").resolve())
+    # the first run selects the epochs on validation ...
+    chosen = json.loads((first / "result.json").read_text())
+    curve = chosen["val_accuracy_per_epoch"]
+    assert model.val_accuracy_per_epoch == curve
+    assert model.selected_epoch == chosen["selected_epoch"] == curve.index(max(curve)) + 1 < 3
+    assert model.validation_run_test_accuracy == chosen["test_accuracy"]
+    assert model.last_epoch_test_accuracy == chosen["last_epoch_test_accuracy"]
+    # ... the refit trains that many on training + validation images, tested once
+    splits = load_splits("synthetic", seed=trained.seed, train_limit=20, val_limit=50)
+    result = json.loads((refit / "result.json").read_text())
+    assert result["train_images"] == model.train_images == len(splits.train) + len(splits.val)
+    assert result["epochs"] == len(result["per_epoch"]) == model.selected_epoch
+    saved = load_checkpoint(refit / "checkpoint.pt")
+    assert saved["train_config"]["epochs"] == model.selected_epoch  # one-cycle laid out so
+    assert result["protocol"] == FIXED_EPOCHS_PROTOCOL
+    assert model.protocol == refit_protocol(model.selected_epoch) == result["retrain"]["protocol"]
+    assert "refit" in model.protocol
+    assert model.refit
+    assert model.test_accuracy == result["test_accuracy"]
+    assert model.test_loss != chosen["test_loss"]  # another model
+    # what `nasmlcn evaluate` of the refit's run folder says, on the same test images
+    evaluation = evaluate_run(load_run(refit), test_limit=20, device="cpu")
+    assert evaluation.test_images == model.test_images == 20
+    assert evaluation.test_accuracy == pytest.approx(model.test_accuracy, abs=1e-9)
+    # resumed, both folders are taken up as they are: nothing trains again
+    again = retrain_study("s", trained.storage, replace(options, resume=True)).models[0]
+    assert (again.test_accuracy, again.validation_run_test_accuracy) == (
+        model.test_accuracy,
+        model.validation_run_test_accuracy,
+    )
+    # and without --resume the occupied refit folder is refused before any training
+    (first / "checkpoint.pt").rename(tmp_path / "moved.pt")
+    with pytest.raises(CheckpointError, match="-refit' already holds a checkpoint"):
+        retrain_study("s", trained.storage, options)
+    assert not (first / "checkpoint.pt").exists()
+
+
 def test_retraining_again_updates_the_stored_results_instead_of_adding(
     trained: SearchConfig, tmp_path: Path
 ) -> None:
@@ -247,7 +336,7 @@ def test_pareto_on_a_single_objective_study_is_its_best_trial(
 def test_top_k_are_k_different_models(proxy: SearchConfig, tmp_path: Path) -> None:
     from optuna.trial import create_trial
 
-    from nasmlcn.search._retrain import plan_retrain, selection_notes
+    from nasmlcn.search._retrain_plan import plan_retrain, selection_notes
 
     url = f"sqlite:///{tmp_path / 'copy.db'}"
     optuna.copy_study(
@@ -374,6 +463,31 @@ def test_records_round_trip_and_newer_or_broken_ones_are_skipped() -> None:
     assert retrained_models({}) == []
 
 
+def test_an_entry_stored_before_epochs_were_selected_still_loads_and_shows() -> None:
+    from nasmlcn.cli._best import _retrained_cell
+    from nasmlcn.dashboard._notes import _retrained_lines
+    from nasmlcn.study._retrained import LAST_EPOCH
+
+    new = ("selected_epoch", "last_epoch_test_accuracy", "protocol", "validation_run_test_accuracy")
+    old = {k: v for k, v in _model(3, 0.8, epochs=20).to_dict().items() if k not in new}
+    info = {"retrained": {"version": RETRAINED_VERSION, "models": [old]}}
+    [model] = retrained_models(info)
+    assert (model.selected_epoch, model.protocol, model.refit) == (None, "", False)
+    assert model.protocol_text == LAST_EPOCH == "test after the last epoch"
+    assert _retrained_cell(old) == "0.8000 (ep 20/20, last)"
+    assert "| 0.8000 (ep 20/20, last) |" in "\n".join(_retrained_lines(info))
+
+
+def test_the_tested_model_is_named_in_each_cell() -> None:
+    from nasmlcn.cli._best import _retrained_cell
+
+    selected = _model(3, 0.9012, epochs=10, selected_epoch=9, protocol="p")
+    refit = replace(selected, validation_run_test_accuracy=0.89, protocol="refit ...")
+    assert _retrained_cell(selected.to_dict()) == "0.9012 (ep 9/10 by val.)"
+    assert _retrained_cell(refit.to_dict()) == "0.9012 (refit, 9 ep)"
+    assert _retrained_cell(None) == "-"
+
+
 def test_final_correlations_match_scipy_and_epoch_correlations_use_the_last_epoch() -> None:
     curves = [[0.1, 0.3, 0.5], [0.2, 0.2, 0.6], [0.4, 0.5, 0.55], [0.3, 0.6, 0.9], [0.5]]
     finals = [0.52, 0.61, 0.58, 0.93, 0.1]
@@ -399,7 +513,7 @@ def test_retrained_correlations_pair_each_curve_with_its_own_trial() -> None:
 
 def test_the_report_names_the_run_folders_it_wrote() -> None:
     from nasmlcn.search import RetrainReport
-    from nasmlcn.search._retrain import run_folder
+    from nasmlcn.search._retrain_plan import run_folder
 
     plain = RetrainReport("s", "top 1", "synthetic", "out", ())
     seeded = replace(plain, seed=1)

@@ -275,6 +275,7 @@ def test_every_named_architecture_builds_a_valid_spec() -> None:
         spec = create_arch(name)
         assert arch_from_json(arch_to_json(spec)) == spec
     assert create_arch("mlcn2-8x4").describe() == "8*mlcn2:4x1"
+    assert create_arch("mlcn2-ref-8x4").describe() == "8*mlcn2-ref:4x1"
     assert create_arch("capsnet", num_classes=5).num_classes == 5
 
 

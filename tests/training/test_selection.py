@@ -4,6 +4,7 @@ run's model, its test accuracy the run's figure, the last epoch's beside it."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from torch import nn
 
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.training import (
+    FIXED_EPOCHS_PROTOCOL,
     PROTOCOL,
     Callback,
     EpochResult,
@@ -22,6 +24,7 @@ from nasmlcn.training import (
     TrainStart,
     evaluate,
     load_checkpoint,
+    load_job_splits,
     load_model,
     run_training,
 )
@@ -123,6 +126,27 @@ def test_a_resumed_run_selects_as_an_uninterrupted_one(tmp_path: Path, data_dir:
     assert resumed.selected_epoch == straight.selected_epoch <= 2
     assert resumed.test_accuracy == straight.test_accuracy
     assert resumed.last_epoch_test_accuracy == straight.last_epoch_test_accuracy
+
+
+def test_a_refit_trains_on_training_and_validation_data_and_tests_its_last_epoch(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """Nothing is held out to select on (selecting on zero images would keep epoch 1)."""
+    job = _job(tmp_path, data_dir)
+    job = replace(job, train_limit=200, config=replace(job.config, epochs=2), refit=True)
+    report = run_training(job)
+    splits = load_job_splits(replace(job, refit=False))
+    assert report.train_images == len(splits.train) + len(splits.val) == 400
+    assert report.protocol == FIXED_EPOCHS_PROTOCOL
+    assert report.selected_epoch == 2
+    assert report.test_accuracy == report.last_epoch_test_accuracy
+    assert [h.val_accuracy for h in report.history] == [0.0, 0.0]  # zero validation images
+    payload = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert payload.get("selected") is None
+    model, _ = load_model(tmp_path / "checkpoint.pt")
+    assert evaluate(model, splits.test)[1] == pytest.approx(report.test_accuracy, abs=1e-9)
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert (result["train_images"], result["protocol"]) == (400, FIXED_EPOCHS_PROTOCOL)
 
 
 def _splits(data_dir: Path) -> Any:
