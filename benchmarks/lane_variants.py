@@ -4,7 +4,8 @@ Each variant is a lane string (or ``capsnet``, Sabour et al.'s CapsNet, the thes
 baseline) and optional training or model overrides, written as one argument:
 ``'2*mlcn2:4x1'``, ``'2*mlcn2:4x1 augment=shift'``, ``'capsnet batch_size=300'``,
 ``'2*mlcn2:4x1 batch_size=50 lr=2e-3'``, ``'2*mlcn2:4x1 routing=classwise'`` (the
-keys: see ``benchmarks/_training_runs.py``). Every variant trains on the same
+keys: see ``benchmarks/_training_runs.py``), and ``epochs=N``, a variant's own epochs
+instead of ``--epochs`` (a faster model given the training time of a slower one). Every variant trains on the same
 Fashion-MNIST training split with the same seeds, and is judged on the validation
 split held out of the training set (10 %, chosen by the seed): the test set is never
 loaded into a run nor evaluated, so picking the best variant here leaves it unseen.
@@ -88,6 +89,7 @@ class Variant:
     config: TrainConfig
     overrides: dict[str, Any]
     params: int
+    epochs: int | None = None  # its own epochs (``epochs=N``); None: --epochs
 
     @classmethod
     def parse(cls, text: str, dataset: str) -> Variant:
@@ -95,7 +97,8 @@ class Variant:
         tokens = shlex.split(text)
         if not tokens:
             raise SystemExit(f"{origin}: give the lanes first, e.g. '2*mlcn2:4x1 augment=shift'")
-        overrides = parse_overrides(tokens[1:], origin)
+        epochs = _own_epochs(tokens, origin)
+        overrides = parse_overrides([t for t in tokens[1:] if not t.startswith("epochs=")], origin)
         try:
             base: ArchSpec = (
                 CapsNetSpec() if tokens[0] == CAPSNET else MLCNSpec.from_lanes(tokens[0])
@@ -105,8 +108,19 @@ class Variant:
         arch = arch_for_dataset(base, DATASETS.get(dataset), strict=False)
         arch, config, _ = apply_overrides(arch, TrainConfig(), overrides, origin)
         name = CAPSNET if isinstance(arch, CapsNetSpec) else arch.describe()
-        canonical = " ".join(filter(None, [name, format_overrides(overrides)]))
-        return cls(canonical, arch, config, overrides, model_params(arch))
+        own = f"epochs={epochs}" if epochs is not None else ""
+        canonical = " ".join(filter(None, [name, own, format_overrides(overrides)]))
+        return cls(canonical, arch, config, overrides, model_params(arch), epochs)
+
+
+def _own_epochs(tokens: list[str], origin: str) -> int | None:
+    """A variant's ``epochs=N`` (equal training time for a faster model), or None."""
+    given = [t.partition("=")[2] for t in tokens[1:] if t.startswith("epochs=")]
+    if not given:
+        return None
+    if len(given) > 1 or not given[0].isdigit() or int(given[0]) < 1:
+        raise SystemExit(f"{origin}: epochs= takes one integer >= 1, got {', '.join(given)}")
+    return int(given[0])
 
 
 @dataclass(frozen=True)
@@ -128,6 +142,8 @@ class Settings:
             "settings": effective_settings(variant.arch, variant.config),
             "seed": seed,
         }
+        if variant.epochs is not None:  # only then: the keys of other runs stay as they were
+            data["variant_epochs"] = variant.epochs
         return run_key({**data, **vars(self)})
 
 
@@ -148,7 +164,8 @@ def train_variant(
     from nasmlcn.models import build_model, count_parameters
     from nasmlcn.training import check_training_memory, resolve_device, train
 
-    config = replace(variant.config, epochs=settings.epochs, seed=seed, device=device)
+    epochs = variant.epochs or settings.epochs
+    config = replace(variant.config, epochs=epochs, seed=seed, device=device)
     where = str(resolve_device(device))
     loaded = load_splits(
         settings.dataset,

@@ -170,7 +170,9 @@ class MLCNSpec:
         return format_lanes(self.lanes)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The JSON object; ``vote_init`` only where it is not the default, so the
+        files and model keys of every network written before it stay as they were."""
+        data = {
             "schema_version": ARCH_SCHEMA_VERSION,
             "kind": self.kind,
             "lanes": [lane.to_dict() for lane in self.lanes],
@@ -181,8 +183,10 @@ class MLCNSpec:
             "decoder": self.decoder,
             "lane_dropout": self.lane_dropout,
             "weight_sharing": self.weight_sharing,
-            "vote_init": self.vote_init,
         }
+        if self.vote_init != DEFAULT_VOTE_INIT:
+            data["vote_init"] = self.vote_init
+        return data
 
 
 @dataclass(frozen=True)

@@ -248,3 +248,18 @@ def test_mlcn2_executes_its_first_two_layers_folded() -> None:
     assert executed_convs(LaneSpec("mlcn1", 4, 2).layout((1, 28, 28)).convs) == list(
         LaneSpec("mlcn1", 4, 2).layout((1, 28, 28)).convs
     )
+
+
+def test_glorot_vote_init_draws_the_reference_code_s_bound() -> None:
+    from nasmlcn.models._lane import init_scale, vote_weights
+
+    torch.manual_seed(0)
+    glorot = vote_weights((648, 16, 10), 648, "glorot")  # an mlcn2-ref:4x1 lane
+    bound = (6 / ((10 + 16) * 648)) ** 0.5
+    assert glorot.abs().max() <= bound
+    assert glorot.abs().max() > 0.99 * bound
+    assert glorot.std().item() == pytest.approx(bound / 3**0.5, rel=0.02)  # 0.011
+    scaled = vote_weights((648, 16, 10), 648, "scaled")
+    assert scaled.std().item() == pytest.approx(init_scale(648), rel=0.02)  # 0.039
+    model = create_model("mlcn-tiny", vote_init="glorot")
+    assert torch.isfinite(model(torch.rand(2, 1, 28, 28)).lengths).all()

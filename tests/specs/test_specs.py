@@ -289,3 +289,13 @@ def test_saved_files_get_normal_permissions(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_vote_init_round_trips_and_the_default_leaves_the_json_as_it_was() -> None:
+    plain = MLCNSpec.from_lanes("2*mlcn2:4x1")
+    assert "vote_init" not in plain.to_dict()  # model keys and arch files written before
+    glorot = MLCNSpec.from_lanes("2*mlcn2:4x1", vote_init="glorot")
+    assert glorot.to_dict()["vote_init"] == "glorot"
+    assert arch_from_json(arch_to_json(glorot)) == glorot != plain
+    with pytest.raises(SpecError, match="vote_init"):
+        MLCNSpec.from_lanes("2*mlcn2:4x1", vote_init="xavier")
