@@ -20,13 +20,16 @@ def script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     return load_script("search_vs_hand", tmp_path, monkeypatch)
 
 
-def _row(side: str, lanes: str, accs: list[float], latency: float = 1e-3) -> dict[str, Any]:
+def _row(
+    side: str, lanes: str, accs: list[float], latency: float = 1e-3, val: float | None = None
+) -> dict[str, Any]:
     return {
         "side": side,
         "lanes": lanes,
         "latency_s": latency,
         "test_accuracy": {str(s): a for s, a in enumerate(accs)},
         "mean_test_accuracy": sum(accs) / len(accs),
+        "mean_val_accuracy": sum(accs) / len(accs) if val is None else val,
         "seeds_done": len(accs),
     }
 
@@ -53,6 +56,9 @@ def test_the_goal_compares_the_best_of_each_side_paired_by_seed(script: Any) -> 
     slower = [*rows[:2], _row("search", "a", [0.899, 0.897], latency=1.1e-3)]
     assert script.goal(slower, [0, 1])["met"] is False  # past the hand model's latency
     assert script.goal(rows[:2], [0, 1]) == {"complete": False}
+    # validation picks each side's model, not the test set: "b" validated best
+    by_val = [*rows[:2], _row("search", "a", [0.899, 0.897], val=0.80), rows[3]]
+    assert script.goal(by_val, [0, 1])["searched"] == "b"
 
 
 def test_best_so_far_keeps_the_best_feasible_value_in_trial_order(script: Any) -> None:
