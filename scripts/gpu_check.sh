@@ -21,8 +21,8 @@
 # 600; a step that would end past it gets less time, or is skipped), --pack (at the
 # end, everything but summary.txt in $OUT/gpu-check-partN.tar.gz: the device tool
 # brings back 8 files at most). --part accuracy: --seeds "0 1 2" (one step a seed,
-# seed after seed), --rows (benchmarks/thesis_table.py's; default capsnet,mlcn2-8x4),
-# --results-from FILE (the results.json an earlier call brought back: its finished
+# seed after seed), --rows (benchmarks/thesis_table.py's; default
+# capsnet,mlcn2-8x4,mlcn2-8x4-text), --results-from FILE (the results.json an earlier call brought back: its finished
 # runs are not trained again, so the seeds of one table can span several calls).
 #
 # Every step runs under `timeout`, writes $OUT/<step>.json (stdout; its stderr to
@@ -41,7 +41,7 @@ DEVICE=cuda:0
 BUDGET=
 RECIPES=thesis-table4.1:full
 ACC_SEEDS="0 1 2"
-ACC_ROWS=capsnet,mlcn2-8x4
+ACC_ROWS=capsnet,mlcn2-8x4,mlcn2-8x4-text
 RESULTS_FROM=
 while (($#)); do
   case $1 in
@@ -255,8 +255,8 @@ reproduce_part() {
 
 accuracy_part() {
   # at most 9 minutes with setup (60) and environment (40). Thesis Table 4.1's rows
-  # (benchmarks/thesis_table.py: CapsNet and Mlcn2 8x4 in the reference code's lanes by
-  # default) for 20 epochs on the whole training split, CUDA-graphed, the test accuracy
+  # (benchmarks/thesis_table.py: CapsNet, Mlcn2 8x4 in the reference code's lanes and in
+  # the text's, by default) for 20 epochs on the whole training split, CUDA-graphed, the test accuracy
   # at the best-validation epoch; one step a seed, seed after seed, so a call that runs
   # out of time leaves whole seeds. The results file comes back in $OUT/accuracy:
   # give it to the next call with --results-from and only the missing runs train;
