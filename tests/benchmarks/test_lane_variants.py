@@ -244,6 +244,34 @@ def test_variants_are_compared_with_the_baseline_seed_by_seed(script: Any) -> No
     assert against["best_val_accuracy_diff_points_sd"] == pytest.approx(4.5**0.5)
     assert against["images_per_second_ratio"] == pytest.approx(1.0)
     assert against["images_per_second_ratio_sd"] == pytest.approx(0.5**0.5)
+    # the paired 95 % t interval of the final differences (+2, +3): 2.5 ± 12.706 x 0.5
+    interval = against["final_val_accuracy_diff_interval"]
+    assert (interval["low"], interval["high"]) == (
+        pytest.approx(2.5 - 12.7062 * 0.5, abs=1e-3),
+        pytest.approx(2.5 + 12.7062 * 0.5, abs=1e-3),
+    )
+    assert (interval["pairs"], interval["verdict"]) == (2, "tie")
+    one = script.compare(base, summary("one", (0, 0.72, 0.72, 300.0)))
+    assert one["final_val_accuracy_diff_interval"] is None  # one seed: no interval
+
+
+def test_a_variant_s_own_epochs_and_a_report_of_finished_runs_only(
+    script: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    results = tmp_path / "results.json"
+    base = (*SMALL, "--seeds", "1", "--results", str(results))
+    first, _ = run_json(script, capsys, *base, "--variant", "mlcn1:1x1 epochs=2")
+    (variant,) = first["variants"]
+    assert variant["variant"] == "mlcn1:1x1 epochs=2"
+    assert len(variant["val_accuracy_per_epoch"]) == 2  # its own epochs, not --epochs 1
+    # --finished-only trains nothing: the plain variant (another run) is left out
+    args = (*base, "--finished-only", "--variant", "mlcn1:1x1", "--variant", "mlcn1:1x1 epochs=2")
+    report, stderr = run_json(script, capsys, *args)
+    assert report["trained"] == 0
+    assert [v["variant"] for v in report["variants"]] == ["mlcn1:1x1 epochs=2"]
+    assert "[mlcn1:1x1, seed 0] not in the results file: left out" in stderr
+    with pytest.raises(SystemExit, match="epochs= takes one integer >= 1, got 0"):
+        script.main([*base, "--variant", "mlcn1:1x1 epochs=0"])
 
 
 def test_two_invocations_share_a_results_file_without_losing_entries(
