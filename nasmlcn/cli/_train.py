@@ -13,7 +13,7 @@ import typer
 from nasmlcn.cli._console import err, out
 from nasmlcn.cli._options import ARCH, one_of
 from nasmlcn.placement import PLACERS
-from nasmlcn.specs import DECODERS, DEFAULT_LANES, ROUTINGS
+from nasmlcn.specs import DECODERS, DEFAULT_LANES, DEFAULT_VOTE_INIT, ROUTINGS, VOTE_INITS
 from nasmlcn.training import AUGMENTATIONS, BATCH_POLICIES, DEFAULT_LR_POLICY, LR_POLICIES
 
 
@@ -69,6 +69,12 @@ def train(
     decoder: str | None = typer.Option(None, "--decoder", help=f"Decoder: {one_of(DECODERS)}."),
     lane_dropout: float | None = typer.Option(
         None, "--lane-dropout", help="Lane dropout probability."
+    ),
+    vote_init: str | None = typer.Option(
+        None,
+        "--vote-init",
+        help=f"How an MLCN's vote transforms start: {one_of(VOTE_INITS)} (glorot: the "
+        f"reference code's Keras init) [default: {DEFAULT_VOTE_INIT}, or as in --arch].",
     ),
     weight_sharing: bool | None = typer.Option(
         None,
@@ -163,6 +169,7 @@ def train(
         decoder=decoder,
         lane_dropout=lane_dropout,
         weight_sharing=weight_sharing,
+        vote_init=vote_init,
     )
     config = TrainConfig(
         epochs=epochs,

@@ -50,12 +50,13 @@ def resolve_arch(
     decoder: str | None = None,
     lane_dropout: float | None = None,
     weight_sharing: bool | None = None,
+    vote_init: str | None = None,
 ) -> ArchSpec:
     """The architecture ``nasmlcn train`` trains: at most one of ``lanes`` (the
     compact syntax), ``arch`` (a JSON file, which must already fit ``dataset``) or
     ``model`` (a named architecture), else :data:`~nasmlcn.specs.DEFAULT_LANES`;
-    fitted to ``dataset`` and with the ``routing``, ``decoder``,
-    ``lane_dropout`` and ``weight_sharing`` given (not with ``arch``: edit the file).
+    fitted to ``dataset`` and with the ``routing``, ``decoder``, ``lane_dropout``,
+    ``weight_sharing`` and ``vote_init`` given (not with ``arch``: edit the file).
 
     Raises:
         SpecError: More than one source, an override with ``arch``, an MLCN-only
@@ -76,6 +77,7 @@ def resolve_arch(
             ("decoder", decoder),
             ("lane_dropout", lane_dropout),
             ("weight_sharing", weight_sharing),
+            ("vote_init", vote_init),
         )
         if v is not None
     }
@@ -92,8 +94,9 @@ def resolve_arch(
     spec = arch_for_dataset(base, dataset, strict=False)
     if not overrides:
         return spec
-    if ("routing" in overrides or "lane_dropout" in overrides) and not isinstance(spec, MLCNSpec):
-        raise SpecError("--routing and --lane-dropout apply to MLCN models only")
+    mlcn_only = [k for k in ("routing", "lane_dropout", "vote_init") if k in overrides]
+    if mlcn_only and not isinstance(spec, MLCNSpec):
+        raise SpecError("--routing, --lane-dropout and --vote-init apply to MLCN models only")
     return replace(spec, **overrides)
 
 

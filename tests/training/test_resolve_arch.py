@@ -59,3 +59,13 @@ def test_bad_combinations() -> None:
         resolve_arch(FMNIST, model="capsnt")
     with pytest.raises(SpecError):
         resolve_arch(FMNIST, lanes="")
+
+
+def test_vote_init_is_an_mlcn_option() -> None:
+    spec = resolve_arch(FMNIST, lanes="2*mlcn1-ref:4x1", vote_init="glorot")
+    assert isinstance(spec, MLCNSpec)
+    assert spec.vote_init == "glorot"
+    with pytest.raises(SpecError, match="--vote-init apply to MLCN models only"):
+        resolve_arch(FMNIST, model="capsnet", vote_init="glorot")
+    with pytest.raises(SpecError, match="vote_init must be one of"):
+        resolve_arch(FMNIST, vote_init="xavier")
