@@ -83,6 +83,10 @@ def _write_torchscript(model: Classifier, example: torch.Tensor, path: Path) -> 
     import torch
 
     with _quiet(), torch.no_grad():
+        # One call first: a model makes some constants on its first call (an MLCN's
+        # lane-order index, made once per device), and the trace's check, which
+        # traces twice, would see two graphs (made, then cached).
+        model(example)
         traced = torch.jit.trace(model, example)
         torch.jit.save(traced, str(path))
 
