@@ -34,6 +34,7 @@ class SearchProgress(ProgressDisplay, SearchObserver):
         self._start: SearchStart | None = None
         self._best: float | None = None
         self._trial_started = 0.0
+        self._last_epoch_at = 0.0  # the running trial's seconds at its last epoch
         self._study: optuna.Study | None = None
 
     def on_study(self, study: optuna.Study) -> None:
@@ -72,6 +73,7 @@ class SearchProgress(ProgressDisplay, SearchObserver):
     def on_trial_start(self, number: int, index: int, lanes: str, plan: Plan) -> None:
         assert self._start is not None
         self._trial_started = time.perf_counter()
+        self._last_epoch_at = 0.0
         self.remove("epochs")
         of = self._retry_of(number)
         self.bar(
@@ -85,6 +87,16 @@ class SearchProgress(ProgressDisplay, SearchObserver):
     def on_epoch(self, number: int, report: EpochReport, epochs: int) -> None:
         if "epochs" in self._bars:
             self.bar("epochs", completed=report.epoch, stats=f"val acc {report.val_accuracy:.4f}")
+        seconds, self._last_epoch_at = report.seconds - self._last_epoch_at, report.seconds
+        if not self.console.is_interactive and report.images_per_second is not None:
+            # no bars in a log (nohup, SLURM, a pipe): a line per trained epoch, as train
+            # prints (the proxy trains nothing: its trial line is enough)
+            self.console.print(
+                f"trial {number} epoch {report.epoch}/{epochs}: val acc "
+                f"{report.val_accuracy:.4f}, {seconds:.1f} s, "
+                f"{report.images_per_second:.0f} img/s",
+                highlight=False,
+            )
 
     def on_trial_end(self, outcome: TrialOutcome) -> None:
         assert self._start is not None

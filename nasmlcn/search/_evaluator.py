@@ -79,13 +79,16 @@ class EvalRequest:
 class EpochReport:
     """Sent after every epoch; the callback may raise :class:`PruneTrial`.
 
-    ``val_loss`` is the validation loss (None: the evaluator has none, as the proxy).
+    ``seconds`` counts from the trial's start (every epoch so far, validation
+    included); ``val_loss`` is the validation loss and ``images_per_second`` the
+    epoch's training rate (None: the evaluator has none, as the proxy).
     """
 
     epoch: int
     val_accuracy: float
     seconds: float
     val_loss: float | None = None
+    images_per_second: float | None = None
 
 
 @dataclass(frozen=True)

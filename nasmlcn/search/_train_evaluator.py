@@ -76,6 +76,7 @@ class _Relay(Callback):
                 result.val_accuracy,
                 time.perf_counter() - self.started,
                 val_loss=result.val_loss,
+                images_per_second=result.images_per_second,
             )
         )
 
