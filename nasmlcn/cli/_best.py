@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,8 @@ def best(
     if exported is not None:
         out.print(
             f"wrote trial {exported['trial']}'s {exported['arch']} and {exported['weights']}; "
-            f"test it: {exported['command']}",
+            f"test it: nasmlcn evaluate --run {shlex.quote(str(export))}; export it: nasmlcn "
+            f"export-model --run {shlex.quote(str(export))}; train it on: {exported['command']}",
             markup=False,
             soft_wrap=True,
         )

@@ -57,7 +57,8 @@ def export_best(
     folder = artifacts_dir(storage, artifacts)
     if not folder.is_dir():
         raise SearchError(f"no artifact folder {str(folder)!r}; give the search's with ‹artifacts›")
-    paths = export_trial(chosen, open_store(folder), out_dir)
+    dataset = study_info(study).get("config", {}).get("dataset", "fashion-mnist")
+    paths = export_trial(chosen, open_store(folder), out_dir, dataset=str(dataset))
     return ExportedTrial(
         trial=chosen.number,
         arch=str(paths["arch"]),

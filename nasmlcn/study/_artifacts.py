@@ -181,11 +181,15 @@ def has_weights(trial: Any) -> bool:
     return TrialRecord.of(trial).weights_kept
 
 
-def export_trial(trial: Any, store: ArtifactStore, out_dir: Path) -> dict[str, Path]:
+def export_trial(
+    trial: Any, store: ArtifactStore, out_dir: Path, *, dataset: str | None = None
+) -> dict[str, Path]:
     """Writes ``arch.json`` and ``checkpoint.pt`` (the trial's weights: the file
     ``nasmlcn train --arch OUT/arch.json --out OUT --resume`` continues and tests)
     into ``out_dir``, together
     (:func:`~nasmlcn.training._run_folder.write_run_folder`); the paths written.
+    ``dataset``, the study's, is recorded in the checkpoint's training configuration,
+    so that ``evaluate``, ``export-model`` and ``remove-lanes`` take the folder as it is.
 
     Raises:
         SearchError: The trial has no architecture or no weights (never trained,
@@ -218,9 +222,27 @@ def export_trial(trial: Any, store: ArtifactStore, out_dir: Path) -> dict[str, P
     from nasmlcn.training import ARCH_NAME, CHECKPOINT_NAME, write_run_folder
 
     def write(folder: Path) -> None:
-        (folder / CHECKPOINT_NAME).write_bytes(body)
+        (folder / CHECKPOINT_NAME).write_bytes(
+            body if dataset is None else _with_dataset(body, dataset)
+        )
         save_arch(arch_from_dict(record.arch), folder / ARCH_NAME)
 
     # both files at once, and never into a folder that holds another model
     write_run_folder(out_dir, write, option="--export")
     return {"arch": out_dir / ARCH_NAME, "weights": out_dir / CHECKPOINT_NAME}
+
+
+def _with_dataset(body: bytes, dataset: str) -> bytes:
+    """The checkpoint ``body`` with ``dataset`` in its training configuration (a
+    trial's checkpoint, written by the trainer, names only the normalisation)."""
+    import io
+    import json
+
+    import torch
+
+    payload = torch.load(io.BytesIO(body), map_location="cpu", weights_only=True)
+    config = json.loads(payload.get("train_config") or "{}")
+    payload["train_config"] = json.dumps({**config, "dataset": dataset})
+    out = io.BytesIO()
+    torch.save(payload, out)
+    return out.getvalue()

@@ -176,6 +176,35 @@ def test_best_export_writes_arch_and_weights_that_train_resume_tests(
     assert missing.stderr.strip().splitlines() == ["error: --trial 5: study 's' has trials 0-0"]
 
 
+def test_a_best_export_folder_is_evaluated_and_exported_as_it_stands(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """``best --export`` names the study's dataset in the folder, so ``evaluate`` and
+    ``export-model`` need no --dataset, and its hint names them."""
+    import json
+
+    from tests.conftest import run_cli
+
+    config = _config(data_dir, tmp_path, "export", epochs=2, train_limit=200)
+    run_search(config)
+    folder = tmp_path / "best"
+    shown = run_cli("best", "--storage", config.storage, "--export", str(folder))
+    assert shown.returncode == 0, shown.stderr
+    assert f"test it: nasmlcn evaluate --run {folder}" in " ".join(shown.stdout.split())
+    assert load_checkpoint(folder / "checkpoint.pt")["train_config"]["dataset"] == "fashion-mnist"
+    evaluated = run_cli(
+        *("evaluate", "--run", str(folder), "--data-dir", str(data_dir)),
+        *("--test-limit", "100", "--passes", "1", "--json"),
+    )
+    assert evaluated.returncode == 0, evaluated.stderr
+    report = json.loads(evaluated.stdout)
+    assert report["dataset"] == "fashion-mnist"
+    assert 0.0 <= report["test_accuracy"] <= 1.0
+    exported = run_cli("export-model", "--run", str(folder), "--json")
+    assert exported.returncode == 0, exported.stderr
+    assert Path(json.loads(exported.stdout)["path"]).is_file()
+
+
 def test_optuna_dashboard_lists_and_serves_a_trial_s_weights(
     data_dir: Path, tmp_path: Path
 ) -> None:
