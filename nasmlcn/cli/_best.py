@@ -282,7 +282,12 @@ def _retrained_cell(retrained: dict[str, Any] | None) -> str:
     model = RetrainedModel.from_dict(retrained) if retrained else None
     if model is None:
         return "-"
-    return f"{model.test_accuracy:.4f} ({model.tested})"
+    from nasmlcn.search import retrained_caveats
+
+    caveats = retrained_caveats(model)
+    return f"{model.test_accuracy:.4f} ({model.tested})" + (
+        f"; {'; '.join(caveats)}" if caveats else ""
+    )
 
 
 def _per_image(value: Any, unit: str) -> str:

@@ -73,7 +73,12 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
         proposals,
         summarize,
     )
-    from nasmlcn.search._retrain import RetrainObserver, RetrainReport, retrain_study
+    from nasmlcn.search._retrain import (
+        RetrainObserver,
+        RetrainReport,
+        retrain_study,
+        retrained_caveats,
+    )
     from nasmlcn.search._retrain_plan import RetrainOptions, RetrainTarget
     from nasmlcn.search._runner import run_search
     from nasmlcn.search._samplers import SAMPLERS
@@ -130,6 +135,7 @@ __all__ = [
     "proposals",
     "proxy_accuracy",
     "retrain_study",
+    "retrained_caveats",
     "retrained_correlations",
     "run_search",
     "run_workers",
@@ -183,6 +189,7 @@ _LAZY = {
     "RetrainReport": "_retrain",
     "RetrainTarget": "_retrain_plan",
     "retrain_study": "_retrain",
+    "retrained_caveats": "_retrain",
     "run_search": "_runner",
     "SAMPLERS": "_samplers",
     "SearchSetup": "_setup",

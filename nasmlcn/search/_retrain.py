@@ -47,10 +47,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn.errors import NasmlcnError
+from nasmlcn.search._learning import learning_threshold
 from nasmlcn.search._retrain_plan import (
     REFIT_SUFFIX,
     RetrainOptions,
@@ -204,6 +206,13 @@ def _retrain_one(
         batch_size=options.inference_batch_size,
     )
     retrained = _record(final, report, tested, inference, seconds=time.perf_counter() - started)
+    limits = {
+        name: int(value)
+        for name in ("train_limit", "val_limit", "test_limit")
+        if (value := getattr(options, name, None)) is not None
+    }
+    if limits:
+        retrained = replace(retrained, data_limits=limits)
     _write_result(final, tested, retrained, inference)
     logger.info(
         "trial %d retrained: test accuracy %.4f (%s)",
@@ -272,3 +281,25 @@ def _write_result(
         final.run_dir,
         {**tested.to_dict(), "retrain": {**retrained.to_dict(), "inference": inference.to_dict()}},
     )
+
+
+def retrained_caveats(model: RetrainedModel) -> list[str]:
+    """What a reader of ``model``'s test accuracy must know: that the model did not
+    learn (below :func:`~nasmlcn.search._learning.learning_threshold`, as a search's
+    trials), and that it rests on fewer images than the whole splits."""
+    from nasmlcn.data import DATASETS
+
+    caveats = []
+    try:
+        classes = DATASETS.get(model.dataset).num_classes
+    except NasmlcnError:  # a dataset this version does not know: no threshold to give
+        classes = None
+    if classes is not None and model.test_accuracy < learning_threshold(classes):
+        caveats.append(
+            f"did not learn (below {learning_threshold(classes):.2f}; chance {1 / classes:.2f})"
+        )
+    if model.data_limits:
+        caveats.append(
+            f"reduced data: {model.train_images:,} training, {model.test_images:,} test images"
+        )
+    return caveats

@@ -76,6 +76,8 @@ class RetrainedModel:
             it was recorded, :data:`LAST_EPOCH`).
         validation_run_test_accuracy: A refit's only: the test accuracy at
             ``selected_epoch`` of the run that chose it on validation.
+        data_limits: The image limits retrain was given (``train_limit``,
+            ``val_limit``, ``test_limit``); empty: the whole splits.
     """
 
     number: int
@@ -106,6 +108,7 @@ class RetrainedModel:
     last_epoch_test_accuracy: float | None = None
     protocol: str = ""
     validation_run_test_accuracy: float | None = None
+    data_limits: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

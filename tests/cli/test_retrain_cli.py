@@ -222,3 +222,41 @@ def test_refit_trains_each_model_again_on_training_and_validation_and_says_so(
     assert model["validation_run_test_accuracy"] == first["test_accuracy"]
     assert model["train_images"] == 20 + 50  # the search's 50 validation images
     assert "--refit" in _ok(run_cli("retrain", "--help", env=WIDE)).stdout
+
+
+def test_retrain_and_best_flag_results_from_reduced_data(storage: str, tmp_path: Path) -> None:
+    """A retrain on a few images says so, beside its figure, in retrain and in best."""
+    tiny = ("--epochs", "1", "--train-limit", "30", "--test-limit", "20", "--inference-batch", "5")
+    shown = _ok(
+        run_cli(
+            "retrain",
+            "--storage",
+            storage,
+            "--top",
+            "1",
+            *tiny,
+            "--out",
+            str(tmp_path / "r"),
+            env=WIDE,
+        )
+    )
+    assert "reduced data: 30 training, 20 test images" in shown.stdout
+    best = _ok(run_cli("best", "--storage", storage, env=WIDE))
+    assert "reduced data: 30 training, 20 test images" in " ".join(best.stdout.split())
+
+
+def test_a_retrained_model_below_chance_is_said_to_have_learned_nothing() -> None:
+    from nasmlcn.search import retrained_caveats
+    from nasmlcn.study import RetrainedModel
+
+    model = RetrainedModel(
+        number=3, dataset="fashion-mnist", lanes="2*mlcn1:1x1", test_accuracy=0.078,
+        test_loss=1.0, test_images=10_000, params=1, epochs=1, batch_size=100, lr=1e-3,
+        train_images=54_000, train_images_per_second=1.0, inference_images_per_second=1.0,
+        inference_batch_size=100, device="cpu", seconds=1.0, search_accuracy=None,
+        search_epochs=None,
+    )  # fmt: skip
+    assert retrained_caveats(model) == ["did not learn (below 0.19; chance 0.10)"]
+    learned = RetrainedModel.from_dict({**model.to_dict(), "test_accuracy": 0.85})
+    assert learned is not None
+    assert retrained_caveats(learned) == []
