@@ -64,3 +64,19 @@ def test_the_anchor_rule_matches_github() -> None:
 def test_the_readme_is_a_guide_not_a_manual() -> None:
     lines = (ROOT / "README.md").read_text().count("\n")
     assert lines < README_MAX_LINES, f"README.md has {lines} lines; move reference text to docs/"
+
+
+def test_the_readme_names_every_extra() -> None:
+    """Every optional extra of pyproject.toml (but ``all`` and ``dev``) is in the
+    README's extras paragraph, with what needs it."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    text = (ROOT / "README.md").read_text()
+    paragraph = text[text.index("Extras (") : text.index("a command that needs a missing one")]
+    missing = [
+        name for name in extras if name not in ("all", "dev") and f"`{name}`" not in paragraph
+    ]
+    assert missing == []

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from nasmlcn._text import counted
 from nasmlcn.cli._progress import TrainProgress
 from nasmlcn.search import RetrainObserver, RetrainReport, RetrainTarget
 from nasmlcn.study import RetrainedModel
@@ -44,7 +45,7 @@ class RetrainProgress(TrainProgress, RetrainObserver):
         refit = ", refit on training + validation" if target.refit else ""
         self.title = (
             f"model {index + 1}/{self._total}{refit}: trial {target.number}, "
-            f"{target.arch.describe()} on {target.dataset}, {c.epochs} epochs, batch "
+            f"{target.arch.describe()} on {target.dataset}, {counted(c.epochs, 'epoch')}, batch "
             f"{c.batch_size}, lr {c.lr:g}"
         )
         return () if self.quiet else (self,)

@@ -50,6 +50,13 @@ class SearchProgress(ProgressDisplay, SearchObserver):
             highlight=False,
             soft_wrap=True,
         )
+        if start.resumed and start.done >= start.target:
+            self.console.print(
+                f"[yellow]nothing to run: the study has {start.done} results and --trials "
+                f"{start.target} asks for {start.target} in all; give --trials "
+                f"{start.done + start.target} for {start.target} more[/]",
+                highlight=False,
+            )
         if start.evaluator == "proxy":
             self.console.print(
                 "[yellow]evaluator 'proxy': accuracies are an analytic stand-in, not trained[/]"

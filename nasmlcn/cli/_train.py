@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from nasmlcn._text import counted
 from nasmlcn.cli._console import err, out
 from nasmlcn.cli._options import ARCH, one_of
 from nasmlcn.placement import PLACERS
@@ -198,7 +199,9 @@ def train(
         resume=resume,
     )
     reporting = reports_here()
-    title = f"training {spec.describe()} on {dataset}, {epochs} epochs, batch {batch_size}"
+    title = (
+        f"training {spec.describe()} on {dataset}, {counted(epochs, 'epoch')}, batch {batch_size}"
+    )
     if batch_policy != "fixed":
         title += f" ({batch_policy}, lr {config.lr_policy})"
     if augment != "none":
@@ -245,7 +248,7 @@ def _print_summary(result: dict[str, Any]) -> None:
     table.add_column("")
     table.add_row("parameters", f"{result['params']:,}")
     table.add_row(
-        "val accuracy / epoch", ", ".join(f"{a:.4f}" for a in result["val_accuracy_per_epoch"])
+        "val accuracy by epoch", ", ".join(f"{a:.4f}" for a in result["val_accuracy_per_epoch"])
     )
     table.add_row("test accuracy", _test_line(result))
     table.add_row("seconds / epoch", f"{result['seconds_per_epoch']:.1f}")

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn._text import counted
 from nasmlcn.search._correlation import EpochCorrelation, FinishedTrial, epoch_correlations
 from nasmlcn.study import TrialRecord
 
@@ -303,7 +304,9 @@ def describe_counts(counts: dict[str, int], count_repeats: bool = True) -> str:
         text += f"; {counts['transferred']} more complete added by the warm start as data"
     if counts.get("repeats"):
         text += (
-            f"; {counts['repeats']} of the complete were repeats of models already trained "
+            f"; {counted(counts['repeats'], 'complete result')} "
+            f"{'was a repeat of a model' if counts['repeats'] == 1 else 'were repeats of models'}"
+            " already trained "
             "(their results taken, nothing trained; "
             + ("counted toward --trials)" if count_repeats else "not counted: --no-count-repeats)")
         )

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nasmlcn._text import counted
 from nasmlcn.errors import SearchError
 
 if TYPE_CHECKING:
@@ -133,7 +134,10 @@ def refit_target(target: RetrainTarget, epochs: int) -> RetrainTarget:
 
 def refit_protocol(epochs: int) -> str:
     """The protocol of a refit of ``epochs`` epochs."""
-    return f"refit on training + validation for {epochs} epochs (chosen on validation), tested once"
+    return (
+        f"refit on training + validation for {counted(epochs, 'epoch')} (chosen on "
+        "validation), tested once"
+    )
 
 
 def select_trials(study: optuna.Study, *, pareto: bool, top: int | None) -> list[FrozenTrial]:

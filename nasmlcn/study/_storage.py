@@ -42,7 +42,7 @@ from nasmlcn._storage_url import (
     scrub,
     with_default_driver,
 )
-from nasmlcn.errors import StorageError
+from nasmlcn.errors import StorageError, option
 
 if TYPE_CHECKING:
     from optuna.storages import RDBStorage
@@ -167,7 +167,11 @@ def open_storage(
     path = sqlite_path(url)
     if path is not None:
         if not create and not path.is_file():
-            raise StorageError(f"storage {shown!r}: no such database file {str(path)!r}")
+            where = "" if path.is_absolute() else f" (relative to {os.getcwd()})"
+            raise StorageError(
+                f"storage {shown!r}: no such database file {str(path)!r}{where}; name the "
+                f"study's with {option('storage')} or $NASMLCN_STORAGE"
+            )
         if not read_only:
             _refuse_read_only_sqlite(url, shown)
             _check_sqlite_writable(path, shown)

@@ -216,7 +216,8 @@ def test_refit_trains_each_model_again_on_training_and_validation_and_says_so(
     number, epochs = model["number"], model["selected_epoch"]
     assert Path(model["run_dir"]).name == f"trial-{number:04d}-refit"
     assert model["protocol"] == (
-        f"refit on training + validation for {epochs} epochs (chosen on validation), tested once"
+        f"refit on training + validation for {epochs} epoch{'s' * (epochs != 1)} (chosen on "
+        "validation), tested once"
     )
     first = json.loads((out / f"trial-{number:04d}" / "result.json").read_text())
     assert model["validation_run_test_accuracy"] == first["test_accuracy"]

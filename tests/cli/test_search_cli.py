@@ -182,6 +182,13 @@ def test_rerunning_the_same_command_continues(tmp_path: Path) -> None:
     assert a["study"] == b["study"]
     assert b["n_trials"] == 4
     assert b["run_trials"] == 2
+    # fewer --trials than the study holds: nothing runs, and the output says why
+    fewer = _search(db, "--trials", "3", "--epochs", "1")
+    assert fewer.returncode == 0, fewer.stderr
+    assert (
+        "nothing to run: the study has 4 results and --trials 3 asks for 3 in all; "
+        "give --trials 7 for 3 more" in " ".join(fewer.stderr.split())
+    )
 
 
 @pytest.mark.parametrize(
@@ -230,6 +237,12 @@ def test_unknown_study_and_storage_errors(tmp_path: Path) -> None:
     assert nofile.returncode != 0
     assert "no such database file" in nofile.stderr
     assert not (tmp_path / "none.db").exists()
+    # run from another folder, the default storage is not there: say how to name it
+    elsewhere = run_cli("best", cwd=tmp_path, env={"NASMLCN_STORAGE": ""})
+    assert elsewhere.returncode != 0
+    (line,) = elsewhere.stderr.strip().splitlines()
+    assert f"(relative to {tmp_path})" in line
+    assert line.endswith("name the study's with --storage or $NASMLCN_STORAGE")
 
 
 def test_the_fig_6_2_recipe_sweeps_flops(tmp_path: Path) -> None:

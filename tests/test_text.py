@@ -1,0 +1,23 @@
+"""The words of messages: a count and its noun agree (\"1 epoch\", not \"1 epochs\")."""
+
+from __future__ import annotations
+
+from nasmlcn._text import counted
+from nasmlcn.search import describe_counts
+from nasmlcn.search._retrain_plan import refit_protocol
+
+
+def test_a_count_and_its_noun_agree() -> None:
+    assert counted(1, "epoch") == "1 epoch"
+    assert counted(3, "epoch") == "3 epochs"
+    assert counted(0, "trial") == "0 trials"
+    assert counted(2, "query", "queries") == "2 queries"
+    assert counted(12_000, "image") == "12,000 images"
+    assert refit_protocol(1).startswith("refit on training + validation for 1 epoch (")
+
+
+def test_the_summary_says_repeats_in_words() -> None:
+    one = describe_counts({"results": 8, "complete": 8, "pruned": 0, "repeats": 1})
+    assert "; 1 complete result was a repeat of a model already trained (" in one
+    two = describe_counts({"results": 8, "complete": 8, "pruned": 0, "repeats": 2})
+    assert "; 2 complete results were repeats of models already trained (" in two
