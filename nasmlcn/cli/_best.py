@@ -102,7 +102,10 @@ def best(
             )
         )
         return
-    _print_best(loaded.study_name, names, rows, len(loaded.directions) > 1, config.get("devices"))
+    if rows:  # no empty table before the line that says why
+        _print_best(
+            loaded.study_name, names, rows, len(loaded.directions) > 1, config.get("devices")
+        )
     if config.get("evaluator") == "proxy":
         out.print(PROXY_NOTE, highlight=False)
     if not rows:
@@ -315,7 +318,8 @@ def correlate(
     loaded = load_existing_study(study, resolve_storage(storage))
     report = correlation_report(loaded)
     rows = list(report.correlations)
-    first = first_epoch_reaching(rows, threshold)
+    # one epoch: the last is the first, and its rho of 1 tells nothing
+    first = first_epoch_reaching(rows, threshold) if len(rows) > 1 else None
     pruned, saved = report.pruned_trials, report.seconds_saved
     retrained = {r.epoch: r.to_dict() for r in report.retrained}
     if as_json:
@@ -364,7 +368,12 @@ def correlate(
             f"vs retrained test: accuracy after search epoch n vs the test accuracy of the "
             f"{report.retrained[0].trials} trial(s) 'nasmlcn retrain' trained again"
         )
-    if first is not None:
+    if len(rows) == 1:
+        out.print(
+            "one epoch per trial: its accuracy is the last, so no earlier epoch can be "
+            "compared with it (train two or more to see how early the ranking settles)"
+        )
+    elif first is not None:
         out.print(f"first epoch with Spearman rho >= {threshold:g}: {first}")
     else:
         out.print(f"no epoch reaches Spearman rho >= {threshold:g} (need >= 3 completed trials)")

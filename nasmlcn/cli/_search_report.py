@@ -85,7 +85,8 @@ def print_result(result: SearchResult, config: SearchConfig) -> None:
             *predicted_cells(predicted, extra),
             f"{predicted.get('imbalance', 0):.1%}",
         )
-    out.print(table)
+    if result.best:  # no empty table before the line that says why
+        out.print(table)
     if config.evaluator == "proxy":
         out.print(PROXY_NOTE, highlight=False)
     if not result.best:

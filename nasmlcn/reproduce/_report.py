@@ -92,9 +92,10 @@ def _css_class(kind: str) -> str:
     return kind.replace(" ", "-")
 
 
-def _figure(rows: list[Row], title: str) -> Any:
+def _figure(rows: list[Row], title: str, judged: bool = True) -> Any:
     """Our figures as a share of the paper's (1 = the paper's value), with each
-    figure's tolerance as a band: one line per figure the paper gives a number for."""
+    figure's tolerance as a band: one line per figure the paper gives a number for.
+    ``judged``: whether the run gets a verdict (a smoke run does not: every point grey)."""
     import plotly.graph_objects as go
 
     shown = [r for r in rows if r.ours is not None and r.target not in (None, 0)]
@@ -124,7 +125,7 @@ def _figure(rows: list[Row], title: str) -> Any:
         )
     colours = [
         "#888888"
-        if r.passed is None
+        if r.passed is None or not judged
         else "#2e8b57"
         if r.passed
         else "#e0a800"
@@ -138,7 +139,9 @@ def _figure(rows: list[Row], title: str) -> Any:
             y=labels,
             mode="markers",
             marker={"size": 12, "color": colours, "symbol": "circle"},
-            name="ours (green: agrees, red: not, grey: not checked)",
+            name="ours (green: agrees, red: not, grey: not checked)"
+            if judged
+            else "ours (a smoke run: no verdict, every point grey)",
             text=[
                 f"ours {fmt(r.ours, r.unit)} vs {fmt(r.target, r.unit)} ({r.source})" for r in shown
             ],
@@ -159,14 +162,14 @@ def _figure(rows: list[Row], title: str) -> Any:
     return fig
 
 
-def _write_png(rows: list[Row], title: str, folder: Path) -> Path | None:
+def _write_png(rows: list[Row], title: str, folder: Path, judged: bool = True) -> Path | None:
     if not any(r.ours is not None and r.target not in (None, 0) for r in rows):
         return None
     from nasmlcn.dashboard import write_images
     from nasmlcn.errors import ExportError
 
     try:
-        written = write_images({"report": _figure(rows, title)}, folder, ("png",))
+        written = write_images({"report": _figure(rows, title, judged)}, folder, ("png",))
     except (ExportError, ImportError) as err:
         # plotly and kaleido are dependencies; a bare image (a GPU box fed wheels by
         # hand) may lack them: the HTML and CSV still hold every number
@@ -313,7 +316,7 @@ def write_report(recipe: Recipe, scale: str, folder: Path, output: dict[str, Any
     v = verdict(rows, recipe.scale(scale), scale)
     title = f"{PAPERS[recipe.paper].short} {recipe.result}: ours against the paper ({scale})"
     (folder / REPORT_PNG).unlink(missing_ok=True)
-    png = _write_png(rows, title, folder)
+    png = _write_png(rows, title, folder, judged=v.kind != "smoke")
     images: list[tuple[Path, str]] = []
     if png is not None:
         images.append((png, "Ours against the paper's figures"))

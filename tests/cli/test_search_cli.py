@@ -128,6 +128,10 @@ def test_a_latency_budget_that_excludes_every_model_says_so(tmp_path: Path) -> N
     best = run_cli("best", "--storage", f"sqlite:///{db}")
     assert best.returncode == 0, best.stderr
     assert "none of the 3 completed trials meets --latency-budget 1e-09 s" in best.stdout
+    # no empty table before that line, in either command
+    for shown in (result.stdout, best.stdout):
+        assert "best trials of" not in shown
+        assert "lane mix" not in shown
 
 
 def test_objectives_are_shown_once_times_in_ms(tmp_path: Path) -> None:
@@ -337,3 +341,14 @@ def test_a_proxy_result_says_so_in_every_output(tmp_path: Path) -> None:
         rows = list(csv.DictReader(f))
     assert rows
     assert {row["evaluator"] for row in rows} == {"proxy"}
+
+
+def test_a_one_epoch_study_s_correlation_says_one_epoch_cannot_tell(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    assert _search(db, "--trials", "4", "--epochs", "1", "-q").returncode == 0
+    shown = run_cli("correlate", "--storage", f"sqlite:///{db}")
+    assert shown.returncode == 0, shown.stderr
+    assert "first epoch with Spearman" not in shown.stdout
+    assert "one epoch per trial: its accuracy is the last" in " ".join(shown.stdout.split())
+    data = json.loads(run_cli("correlate", "--storage", f"sqlite:///{db}", "--json").stdout)
+    assert data["first_epoch_reaching_threshold"] is None

@@ -131,3 +131,17 @@ def test_a_tie_shows_its_interval_in_the_page_and_the_csv(tmp_path: Path) -> Non
     assert float(average["high"]) == pytest.approx(1.3068, abs=1e-3)
     assert average["tie"] == "True"
     assert rows["average accuracy, 4xK80"]["low"] == ""  # a figure without samples
+
+
+def test_a_smoke_run_s_figure_colours_no_point_as_failed() -> None:
+    """A smoke run gets no verdict, so its figure marks no point red (or green)."""
+    from nasmlcn.reproduce._report import _figure
+    from nasmlcn.reproduce._verdict import compare
+
+    recipe = find_recipe("thesis-table4.1")
+    rows = compare(recipe, _table_output(0.5), "smoke")
+    assert any(r.passed is False for r in rows)  # judged, these would be red
+    judged = _figure(rows, "t").data[-1].marker.color
+    smoke = _figure(rows, "t", judged=False).data[-1].marker.color
+    assert "#c0392b" in judged
+    assert set(smoke) == {"#888888"}
