@@ -34,7 +34,8 @@ class SearchProgress(ProgressDisplay, SearchObserver):
         self._start: SearchStart | None = None
         self._best: float | None = None
         self._trial_started = 0.0
-        self._last_epoch_at = 0.0  # the running trial's seconds at its last epoch
+        # each running trial's seconds at its last epoch (with --workers, several run)
+        self._last_epoch_at: dict[int, float] = {}
         self._study: optuna.Study | None = None
 
     def on_study(self, study: optuna.Study) -> None:
@@ -80,7 +81,6 @@ class SearchProgress(ProgressDisplay, SearchObserver):
     def on_trial_start(self, number: int, index: int, lanes: str, plan: Plan) -> None:
         assert self._start is not None
         self._trial_started = time.perf_counter()
-        self._last_epoch_at = 0.0
         self.remove("epochs")
         of = self._retry_of(number)
         self.bar(
@@ -94,7 +94,8 @@ class SearchProgress(ProgressDisplay, SearchObserver):
     def on_epoch(self, number: int, report: EpochReport, epochs: int) -> None:
         if "epochs" in self._bars:
             self.bar("epochs", completed=report.epoch, stats=f"val acc {report.val_accuracy:.4f}")
-        seconds, self._last_epoch_at = report.seconds - self._last_epoch_at, report.seconds
+        seconds = report.seconds - self._last_epoch_at.get(number, 0.0)
+        self._last_epoch_at[number] = report.seconds
         if not self.console.is_interactive and report.images_per_second is not None:
             # no bars in a log (nohup, SLURM, a pipe): a line per trained epoch, as train
             # prints (the proxy trains nothing: its trial line is enough)
@@ -107,6 +108,7 @@ class SearchProgress(ProgressDisplay, SearchObserver):
 
     def on_trial_end(self, outcome: TrialOutcome) -> None:
         assert self._start is not None
+        self._last_epoch_at.pop(outcome.number, None)
         # the outcome's own time: with --workers, trials start in other processes
         seconds = (
             outcome.seconds if outcome.seconds > 0 else time.perf_counter() - self._trial_started

@@ -38,7 +38,7 @@ from nasmlcn._exit import before_exit
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config import WORKERS_PER_GPU_ENV, SearchConfig
 from nasmlcn.search._entry import quiet_optuna, require_storage, require_tracker
-from nasmlcn.search._evaluator import EVALUATORS
+from nasmlcn.search._evaluator import EVALUATORS, EpochReport
 from nasmlcn.search._observer import Observers, SearchObserver
 from nasmlcn.search._open import open_search
 from nasmlcn.search._outcome import SearchResult, TrialOutcome
@@ -259,11 +259,14 @@ def visible_gpus() -> list[str]:
 
 
 class _Relay(SearchObserver):
-    """A worker's observer: sends finished trials to the parent."""
+    """A worker's observer: sends finished trials, and every epoch, to the parent."""
 
     def __init__(self, channel: Any, index: int) -> None:
         self.channel = channel
         self.index = index
+
+    def on_epoch(self, number: int, report: EpochReport, epochs: int) -> None:
+        self.channel.put(("epoch", self.index, (number, report, epochs)))
 
     def on_trial_end(self, outcome: TrialOutcome) -> None:
         self.channel.put(("trial", self.index, outcome))
@@ -430,6 +433,8 @@ def _collect(
         if kind == "trial":
             result.run_trials.append(payload)
             observer.on_trial_end(payload)
+        elif kind == "epoch":  # a log's line per epoch (the CLI's display)
+            observer.on_epoch(*payload)
         elif kind == "done":
             stops[index] = payload
         else:

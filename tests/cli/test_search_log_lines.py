@@ -35,3 +35,15 @@ def test_a_logged_search_prints_every_epoch_of_every_trial(tmp_path: Path) -> No
     )
     assert quiet.returncode == 0, quiet.stderr
     assert LINE.findall(quiet.stderr) == []
+
+
+def test_workers_send_their_epochs_to_the_log(tmp_path: Path) -> None:
+    """With --workers, the trials train in other processes; their epochs reach the
+    parent's log all the same."""
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    result = run_cli(
+        *SEARCH, "--workers", "2", "--storage", storage, "--artifacts", str(tmp_path / "a")
+    )
+    assert result.returncode == 0, result.stderr
+    lines = sorted((int(t), int(e)) for t, e in LINE.findall(result.stderr))
+    assert lines == [(0, 1), (0, 2), (1, 1), (1, 2)], result.stderr
