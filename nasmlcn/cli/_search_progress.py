@@ -129,7 +129,13 @@ class SearchProgress(ProgressDisplay, SearchObserver):
             )
             if better:
                 self._best = first
-            line = f"{name}: {shown} ({seconds:.1f} s){'  best so far' if better else ''}"
+            if len(self._start.directions) > 1:
+                # several objectives: the news is a trial on the front, not a best first
+                # objective (a cheaper trial may join it at a lower accuracy)
+                mark = "  joins the Pareto front" if self._on_front(outcome.number) else ""
+            else:
+                mark = "  best so far" if better else ""
+            line = f"{name}: {shown} ({seconds:.1f} s){mark}"
         elif outcome.state == "FAIL":
             after = (
                 f"queued again as #{outcome.queued_again_as}"
@@ -142,6 +148,17 @@ class SearchProgress(ProgressDisplay, SearchObserver):
         self.console.print(line, highlight=False, soft_wrap=True)
         # only complete and pruned trials count toward --trials
         self.bar("trials", advance=1 if outcome.state in COUNTED else 0, stats=self._best_stats())
+
+    def _on_front(self, number: int) -> bool:
+        """Whether trial ``number`` is on the study's feasible Pareto front now."""
+        if self._study is None:
+            return False
+        from nasmlcn.search import best_trials
+
+        try:
+            return any(t.number == number for t in best_trials(self._study))
+        except Exception:  # a display never stops a search
+            return False
 
     def _best_stats(self) -> str:
         assert self._start is not None

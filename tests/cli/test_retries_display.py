@@ -152,3 +152,26 @@ def test_best_so_far_counts_the_trials_of_earlier_runs(tmp_path: Path) -> None:
     for value, marked in later:
         assert marked == (value > max(seen)), (value, seen, again.stderr)
         seen.append(value)
+
+
+def test_a_multi_objective_search_marks_the_trials_that_join_the_front(tmp_path: Path) -> None:
+    """Several objectives: a trial is news when it joins the Pareto front, not when its
+    first objective is the best (a cheaper, less accurate trial may join it)."""
+    import json
+
+    storage = ["--storage", f"sqlite:///{tmp_path / 's.db'}", "--study", "m"]
+    shown = run_cli(
+        *("search", "--evaluator", "proxy", "--objectives", "accuracy,latency"),
+        *("--sampler", "nsga2", "--trials", "12", "--seed", "1", *storage),
+    )
+    assert shown.returncode == 0, shown.stderr
+    lines = [line for line in shown.stderr.splitlines() if line.startswith("trial ")]
+    assert "best so far" not in shown.stderr
+    marked = {
+        int(line.split()[1].rstrip(":")) for line in lines if "joins the Pareto front" in line
+    }
+    best = json.loads(run_cli("best", *storage, "--json").stdout)
+    front = {row["number"] for row in best["best"]}
+    assert front
+    assert front <= marked  # every trial of the final front joined it when it ended
+    assert len(marked) < len(lines)  # and not every trial did
