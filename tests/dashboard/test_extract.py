@@ -225,3 +225,17 @@ def test_extraction_imports_no_plotly(pareto_study: Made) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_the_front_figure_counts_complete_trials_as_the_tables_do(pareto_study: Made) -> None:
+    """The figure's count is the tables' (complete trials); a repeat, drawn as its
+    original's point, is counted apart."""
+    from optuna.trial import TrialState
+
+    from nasmlcn.dashboard._figures._front import plot_pareto_front
+
+    study = pareto_study.load()
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    fig = plot_pareto_front(extract_report(study), False)
+    assert fig is not None
+    assert f"{len(complete)} complete trials" in fig.layout.title.text

@@ -201,9 +201,12 @@ def plot_pareto_front(data: ReportData, compact: bool = False) -> go.Figure | No
         ]
     )
     idle_count = f"{len(idle)} did not learn, " if idle else ""
+    # the tables count complete trials; a repeat is its original's point, drawn once
+    repeats = len(study.complete) - len(done)
+    models = f" ({len(done)} models, {repeats} repeats)" if repeats else ""
     counts = (
-        f"{len(done)} completed trials, {len(over_budget)} over a budget, {idle_count}"
-        f"{len(front)} on the front"
+        f"{len(study.complete)} complete trials{models}, {len(over_budget)} over a budget, "
+        f"{idle_count}{len(front)} on the front"
     )
     if compact:  # buttons above, legend below: a half-width cell has no room for both
         return layout(
