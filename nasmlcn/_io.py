@@ -85,10 +85,19 @@ def probe_folder(folder: Path) -> OSError | None:
         made.append(missing)
         missing = missing.parent
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=".nasmlcn-probe-", dir=folder)
-        os.close(fd)
-        os.unlink(name)
+        for attempt in range(5):
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                fd, name = tempfile.mkstemp(prefix=".nasmlcn-probe-", dir=folder)
+            except (FileNotFoundError, FileExistsError):
+                # another process probing the same new folder (the ranks of one
+                # job) removed it around our mkdir or our probe: make it again
+                if attempt == 4:
+                    raise
+                continue
+            os.close(fd)
+            os.unlink(name)
+            break
     except OSError as err:
         return err
     finally:

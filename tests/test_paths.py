@@ -25,3 +25,17 @@ def test_the_environment_overrides(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     monkeypatch.setenv("NASMLCN_CALIBRATION", str(tmp_path / "c.json"))
     assert default_data_dir() == tmp_path / "d"
     assert default_calibration_path() == tmp_path / "c.json"
+
+
+def test_probes_of_one_new_folder_from_many_processes_all_pass(tmp_path: Path) -> None:
+    """The ranks of one job check the same new --out at once; one's clean-up (it
+    removes the folder it made) must not fail another's probe."""
+    import concurrent.futures
+
+    from nasmlcn._io import probe_folder
+
+    for round_ in range(20):
+        folder = tmp_path / f"run{round_}" / "out"
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            errors = list(pool.map(probe_folder, [folder] * 8))
+        assert errors == [None] * 8
