@@ -52,7 +52,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.errors import NasmlcnError
-from nasmlcn.search._learning import learning_threshold
+from nasmlcn.search._learning import chance_accuracy, learning_threshold
 from nasmlcn.search._retrain_plan import (
     REFIT_SUFFIX,
     RetrainOptions,
@@ -206,11 +206,8 @@ def _retrain_one(
         batch_size=options.inference_batch_size,
     )
     retrained = _record(final, report, tested, inference, seconds=time.perf_counter() - started)
-    limits = {
-        name: int(value)
-        for name in ("train_limit", "val_limit", "test_limit")
-        if (value := getattr(options, name, None)) is not None
-    }
+    given = {"train_limit": options.train_limit, "test_limit": options.test_limit}
+    limits = {name: int(value) for name, value in given.items() if value is not None}
     if limits:
         retrained = replace(retrained, data_limits=limits)
     _write_result(final, tested, retrained, inference)
@@ -296,7 +293,8 @@ def retrained_caveats(model: RetrainedModel) -> list[str]:
         classes = None
     if classes is not None and model.test_accuracy < learning_threshold(classes):
         caveats.append(
-            f"did not learn (below {learning_threshold(classes):.2f}; chance {1 / classes:.2f})"
+            f"did not learn (below {learning_threshold(classes):.2f}; chance "
+            f"{chance_accuracy(classes):.2f})"
         )
     if model.data_limits:
         caveats.append(

@@ -77,7 +77,7 @@ class RetrainedModel:
         validation_run_test_accuracy: A refit's only: the test accuracy at
             ``selected_epoch`` of the run that chose it on validation.
         data_limits: The image limits retrain was given (``train_limit``,
-            ``val_limit``, ``test_limit``); empty: the whole splits.
+            ``test_limit``); empty: the whole splits.
     """
 
     number: int
