@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from nasmlcn._storage_url import redact_url, resolve_storage
 from nasmlcn.cli._console import out
 from nasmlcn.cli._options import STORAGE
+
+if TYPE_CHECKING:
+    pass
 
 STUDY = typer.Option(None, "--study", help="Study name [default: the only study in the storage].")
 
@@ -115,12 +118,11 @@ def best(
         out.print(why_none_feasible(completed, config.get("latency_budget")), highlight=False)
     others = sorted(set(retrained) - {r["number"] for r in rows})
     if others:
+        from nasmlcn.cli._trials_table import retrained_text
+
         out.print(
             "also retrained (not listed above): "
-            + ", ".join(
-                f"#{n} test acc {retrained[n].test_accuracy:.4f} ({retrained[n].tested})"
-                for n in others
-            )
+            + ", ".join(f"#{n} test acc {retrained_text(retrained[n])}" for n in others)
         )
     if export_arch is not None:
         out.print(f"wrote {export_arch} (train it: nasmlcn train --arch {export_arch})")
@@ -139,31 +141,6 @@ PROXY_NOTE = (
     "trained[/] (search with --evaluator train for measured ones)"
 )
 """What every table of a proxy study says under it."""
-
-
-def number_cell(row: dict[str, Any]) -> str:
-    """A trial's number, and ``(x3)`` when 3 trials proposed its model (repeats)."""
-    proposed = int(row.get("proposed") or 1)
-    return str(row["number"]) + (f" (x{proposed})" if proposed > 1 else "")
-
-
-def predicted_heads(on: str, shown: set[str]) -> list[str]:
-    """The predicted training-step and memory columns a table shows (``shown``:
-    :func:`nasmlcn.study.shown_predictions`), headed with the devices (``on``)."""
-    heads = [f"training step ({on})"] if "latency_s" in shown else []
-    return heads + ([f"memory ({on})"] if "memory_MiB" in shown else [])
-
-
-def predicted_cells(predicted: dict[str, Any], shown: set[str]) -> list[str]:
-    """A trial's cells under :func:`predicted_heads`."""
-    from nasmlcn.dashboard import format_seconds
-    from nasmlcn.hardware import format_bytes
-
-    unit = predicted.get("time_unit", "s")
-    cells = [format_seconds(predicted.get("latency", 0), unit)] if "latency_s" in shown else []
-    if "memory_MiB" in shown:
-        cells.append(format_bytes(predicted.get("peak_memory_bytes", 0)))
-    return cells
 
 
 def why_none_feasible(completed: int, latency_budget: float | None) -> str:
@@ -189,64 +166,34 @@ def _print_best(
     ``devices`` (the headings name them), then what was measured where each trial
     trained (its device named, with the spread over the timed passes), so that
     figures for different devices never share a table."""
-    from rich.table import Table
+    from nasmlcn.cli._trials_table import devices_line, retrained_notes, trials_table
 
-    from nasmlcn.dashboard import metric_cell, metric_heading, predicted_on, shown_predictions
-
-    on = predicted_on(devices)
-    table = Table(title=f"{'Pareto front' if multi else 'best trials'} of {study}")
-    # NASCaps' second stage: the test accuracy of trials `nasmlcn retrain` trained again
-    tested = ("retrained test acc",) if any(r.get("retrained") for r in rows) else ()
-    shown = shown_predictions(names)  # a predicted column that is no objective already
-    heads = [
-        "#", "lane mix", *(metric_heading(n, devices) for n in names), *tested, "lanes",
-        *predicted_heads(on, shown),
-        "imbalance",
-        *([f"inference ({on})"] if "inference_latency_s" in shown else []),
-    ]  # fmt: skip
-    for column in heads:
-        table.add_column(
-            column, overflow="fold", justify="left" if column == "lane mix" else "right"
-        )
-    for row in rows:
-        values = row["values"] or {}
-        predicted = row["predicted"]
-        unit = predicted.get("time_unit", "s")
-        inference = predicted.get("inference_latency_s")
-        table.add_row(
-            number_cell(row),
-            row["lane_mix"] or row["lanes"] or "",
-            *(metric_cell(n, values.get(n), unit) for n in names),
-            *(_retrained_cell(row.get("retrained")) for _ in tested),
-            str(row["num_lanes"]),
-            *predicted_cells(predicted, shown),
-            f"{predicted.get('imbalance', 0):.1%}",
-            *([_per_image(inference, unit)] if "inference_latency_s" in shown else []),
-        )
-    out.print(table)
-    if not rows:
-        return
-    from nasmlcn.costs import INFERENCE_BATCH_SIZE
-
-    measured = print_measured(rows, devices)
-    out.print(
-        f"inference: latency per image at batch {INFERENCE_BATCH_SIZE}, no decoder; "
-        f"{on}: the cost model's figures for those devices"
-        + (
-            "; measured: the median of the timed passes on the machine that trained "
-            "the trial, with their interquartile range (IQR)"
-            if measured
-            else ""
-        ),
-        highlight=False,
+    table = trials_table(
+        f"{'Pareto front' if multi else 'best trials'} of {study}",
+        rows,
+        names,
+        # NASCaps' second stage: the test accuracy of trials `nasmlcn retrain` trained again
+        retrained=any(r.get("retrained") for r in rows),
+        inference=True,
+        width=out.width,
     )
+    if not rows:
+        out.print(table)
+        return
+    out.print(devices_line(devices), highlight=False)
+    out.print(table)
+    for line in retrained_notes(rows):
+        out.print(line, highlight=False, markup=False)
+    print_measured(rows, devices)
 
 
 def print_measured(rows: list[dict[str, Any]], devices: str | None) -> bool:
     """The measured inference latencies, in a table of their own (the device in
     its heading when all share one, else in each cell); whether any was measured."""
+    from rich import box
     from rich.table import Table
 
+    from nasmlcn.cli._trials_table import LANE_MIX_MIN
     from nasmlcn.dashboard import common_device, format_measured, measured_heading
 
     measured = [r["measured"] for r in rows]
@@ -258,10 +205,20 @@ def print_measured(rows: list[dict[str, Any]], devices: str | None) -> bool:
         return False
     device = common_device(measured)
     target = devices or "the target devices"
-    table = Table(title=f"measured where trained, not on {target}")
+    table = Table(
+        title=f"measured where trained, not on {target}",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
     for column in ("#", "lane mix", measured_heading(device)):
+        mix = column == "lane mix"
         table.add_column(
-            column, overflow="fold", justify="left" if column == "lane mix" else "right"
+            column,
+            justify="left" if mix else "right",
+            no_wrap=mix,
+            overflow="ellipsis" if mix else "fold",
+            min_width=LANE_MIX_MIN if mix else None,
         )
     for row in rows:
         table.add_row(
@@ -270,35 +227,16 @@ def print_measured(rows: list[dict[str, Any]], devices: str | None) -> bool:
             format_measured(row["measured"], device=device is None),
         )
     out.print(table)
+    out.print(
+        "measured: the median of the timed passes (one image at a time, no decoder) on "
+        "the machine that trained the trial, with their interquartile range (IQR)",
+        highlight=False,
+    )
     return True
 
 
 def _coefficient(value: float | None) -> str:
     return f"{value:.3f}" if value is not None else "-"
-
-
-def _retrained_cell(retrained: dict[str, Any] | None) -> str:
-    """``0.9012 (ep 9/10 by val.)``: a retrained model's test accuracy and which
-    model was tested (:attr:`~nasmlcn.study.RetrainedModel.tested`)."""
-    from nasmlcn.study import RetrainedModel
-
-    model = RetrainedModel.from_dict(retrained) if retrained else None
-    if model is None:
-        return "-"
-    from nasmlcn.search import retrained_caveats
-
-    caveats = retrained_caveats(model)
-    return f"{model.test_accuracy:.4f} ({model.tested})" + (
-        f"; {'; '.join(caveats)}" if caveats else ""
-    )
-
-
-def _per_image(value: Any, unit: str) -> str:
-    from nasmlcn.cli._options import format_time
-
-    if not isinstance(value, (int, float)):
-        return "-"
-    return format_time(value, unit)
 
 
 def correlate(

@@ -22,17 +22,13 @@ def result_json(config: SearchConfig, result: SearchResult) -> dict[str, Any]:
 
 
 def print_result(result: SearchResult, config: SearchConfig) -> None:
-    from rich.table import Table
 
     from nasmlcn.cli._best import (
         PROXY_NOTE,
-        number_cell,
-        predicted_cells,
-        predicted_heads,
         print_measured,
         why_none_feasible,
     )
-    from nasmlcn.dashboard import metric_cell, metric_heading, predicted_on, shown_predictions
+    from nasmlcn.cli._trials_table import devices_line, trials_table
     from nasmlcn.search import describe_counts
 
     names = result.metric_names
@@ -60,39 +56,18 @@ def print_result(result: SearchResult, config: SearchConfig) -> None:
         )
     counts = result.trial_counts
     shown = describe_counts(counts, config.count_repeats) if counts else f"{result.n_trials} trials"
-    table = Table(title=f"{title} of {result.study} ({shown})")
-    devices = config.devices
-    on = predicted_on(devices)
-    extra = shown_predictions(names)  # a predicted column that is no objective already
-    heads = [
-        "#", "lane mix", *(metric_heading(n, devices) for n in names), "lanes",
-        *predicted_heads(on, extra),
-        "imbalance",
-    ]  # fmt: skip
-    for column in heads:
-        table.add_column(
-            column, overflow="fold", justify="left" if column == "lane mix" else "right"
-        )
-    for best in result.best:
-        values = best["values"] or {}
-        predicted = best["predicted"]
-        unit = predicted.get("time_unit", "s")
-        table.add_row(
-            number_cell(best),
-            best["lane_mix"] or best["lanes"] or "",
-            *(metric_cell(n, values.get(n), unit) for n in names),
-            str(best["num_lanes"]),
-            *predicted_cells(predicted, extra),
-            f"{predicted.get('imbalance', 0):.1%}",
-        )
+    table = trials_table(
+        f"{title} of {result.study} ({shown})", result.best, names, width=out.width
+    )
     if result.best:  # no empty table before the line that says why
+        out.print(devices_line(config.devices), highlight=False)
         out.print(table)
     if config.evaluator == "proxy":
         out.print(PROXY_NOTE, highlight=False)
     if not result.best:
         out.print(why_none_feasible(result.completed, config.latency_budget), highlight=False)
     if any(b["measured"] for b in result.best):
-        print_measured(result.best, devices)
+        print_measured(result.best, config.devices)
     if result.workers:
         each = result.workers[0]
         shared = max(w.get("workers_on_gpu", 1) for w in result.workers) > 1

@@ -44,6 +44,52 @@ def metric_heading(name: str, devices: str | None) -> str:
     return f"{name} ({predicted_on(devices)})"
 
 
+METRIC_LABELS = {
+    "latency_s": ("latency", "ms", 1e3),
+    "inference_latency_s": ("inference", "ms", 1e3),
+    "memory_MiB": ("memory", "MiB", 1.0),
+    "energy_mJ": ("energy", "mJ", 1.0),
+}
+"""Objectives (by metric name) shown in a unit of their own: the name tables and
+figures give them, the unit, and the factor from the stored value (``latency_s``
+is stored in seconds, shown in milliseconds everywhere)."""
+
+
+def metric_unit(name: str, time_unit: str = "s") -> tuple[str, str | None, float]:
+    """``(label, unit, scale)`` of objective ``name`` in tables and figures:
+    ``("latency", "ms", 1000.0)``; a time in another cost model's unit (``w2d``)
+    keeps it, unscaled; ``accuracy`` and ``params`` have no unit."""
+    if name not in METRIC_LABELS:
+        return name, None, 1.0
+    label, unit, scale = METRIC_LABELS[name]
+    if name.endswith("_s") and time_unit != "s":
+        return label, time_unit, 1.0
+    return label, unit, scale
+
+
+def metric_label(name: str, time_unit: str = "s") -> str:
+    """``latency (ms)``: objective ``name`` with its unit, as every table heading
+    and figure axis writes it."""
+    label, unit, _ = metric_unit(name, time_unit)
+    return f"{label} ({unit})" if unit else label
+
+
+def format_column(values: Iterable[Any], digits: int = 4) -> list[str]:
+    """Numbers of one table column with one number of decimals: ``digits``
+    significant ones for its largest value (``539.8``, ``6.000``), ``-`` for none."""
+    import math
+
+    numbers = [v if _is_number(v) else None for v in values]
+    largest = max((abs(v) for v in numbers if v is not None), default=0.0)
+    magnitude = math.floor(math.log10(largest)) if largest > 0 else 0
+    decimals = min(6, max(0, digits - 1 - magnitude))
+    return ["-" if v is None else f"{v:.{decimals}f}" for v in numbers]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
 def format_seconds(value: Any, unit: str = "s") -> str:
     """Seconds as ``2.54 ms`` (``1.2 s`` from a second up); other units (the
     thesis's ``w2d``) as numbers with the unit; ``-`` for no value."""

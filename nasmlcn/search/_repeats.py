@@ -32,7 +32,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.search._waits import waits
@@ -50,11 +50,22 @@ REPEATS_IN_A_ROW = 25
 nothing new to propose (a converged search, or a space with few models)."""
 
 
-def model_key(spec: ArchSpec, training: Mapping[str, Any]) -> str:
-    """The model and everything its training depends on, hashed (16 hex digits)."""
-    text = json.dumps(
-        {"arch": spec.to_dict(), "training": dict(training)}, sort_keys=True, default=str
-    )
+def model_key(
+    spec: ArchSpec, training: Mapping[str, Any], assignment: Sequence[int] | None = None
+) -> str:
+    """The model and everything its training depends on, hashed (16 hex digits).
+
+    The search builds every model with its lanes in canonical order
+    (:meth:`~nasmlcn.search.spaces.Candidate.canonical`), so reorderings of one
+    model have one key. ``assignment`` (lane -> device, where the space places the
+    lanes itself) makes the key the placed model's: the same lanes on the devices
+    another way have other cost values, so they are not a repeat, though they
+    train with the same seed (:func:`training_seed` of the key without it).
+    """
+    data: dict[str, Any] = {"arch": spec.to_dict(), "training": dict(training)}
+    if assignment is not None:
+        data["assignment"] = list(assignment)
+    text = json.dumps(data, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -112,7 +112,8 @@ class TrialRun:
     timings: dict[str, float] = field(default_factory=dict)
     lanes: str = ""
     start: float = field(default_factory=time.perf_counter)
-    key: str | None = None  # the model's (search/_repeats.py), once built
+    key: str | None = None  # the placed model's (search/_repeats.py), once built
+    seed_key: str | None = None  # the model's, whatever its placement: its seed
 
     def __call__(self) -> TrialOutcome:
         """Builds, places, evaluates and tells the trial; how it ended."""
@@ -130,7 +131,9 @@ class TrialRun:
                 raise Ended("PRUNED", f"does not fit the devices: {candidate.reason}")
             evaluation: Evaluation | None = None
             if setup.needs_training:
-                self.key = model_key(candidate.spec, self._training_settings())
+                training = self._training_settings()
+                self.key = model_key(candidate.spec, training, candidate.assignment)
+                self.seed_key = model_key(candidate.spec, training)
                 write_model_key(trial, self.key)
                 original = trained_original(study, self.key) or self._wait_for_twin()
                 if original is not None:
@@ -229,7 +232,7 @@ class TrialRun:
             # a retry trains with its original's seeds, so resuming changes nothing
             trial=original_number(trial) if self.retried else trial.number,
             # ... and so does every trial of one model (search/_repeats.py)
-            model_seed=training_seed(self.key) if self.key else None,
+            model_seed=training_seed(self.seed_key) if self.seed_key else None,
             seed=config.seed,
             epochs=config.epochs,
             batch_size=int(params.get("batch_size", config.batch_size)),

@@ -25,7 +25,14 @@ from nasmlcn.specs._fusion import (
     lane_fuses,
 )
 from nasmlcn.specs._io import arch_from_json, arch_to_json, load_arch, save_arch
-from nasmlcn.specs._lane import LaneSpec, format_lane_mix, format_lanes, parse_lane, parse_lanes
+from nasmlcn.specs._lane import (
+    LaneSpec,
+    format_lane_mix,
+    format_lanes,
+    lane_mix_ranks,
+    parse_lane,
+    parse_lanes,
+)
 from nasmlcn.specs._lane_types import LANE_TYPES, LaneType
 from nasmlcn.specs._layers import ConvSpec, LaneLayout, can_fold, executed_convs
 from nasmlcn.specs._zoo import ARCHITECTURES, DEFAULT_LANES, create_arch
@@ -62,6 +69,7 @@ __all__ = [
     "format_lanes",
     "lane_channels",
     "lane_fuses",
+    "lane_mix_ranks",
     "load_arch",
     "parse_lane",
     "parse_lanes",

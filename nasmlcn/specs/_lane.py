@@ -155,14 +155,28 @@ def format_lanes(lanes: Sequence[LaneSpec]) -> str:
     return ",".join(parts)
 
 
-def format_lane_mix(lanes: Sequence[LaneSpec]) -> str:
-    """The lanes as a multiset, most frequent first: ``24*mlcn2:1x3,8*mlcn1:5x2``.
-
-    Shorter than :func:`format_lanes` for bucket-filled models, whose lanes repeat
-    in a per-device pattern; order is lost (the placement keeps it).
-    """
+def lane_mix_ranks(lanes: Sequence[LaneSpec]) -> dict[LaneSpec, int]:
+    """Each distinct lane's place in the lane mix: most frequent first, then by name
+    (the order :func:`format_lane_mix` writes and canonical models keep)."""
     counts: dict[LaneSpec, int] = {}
     for lane in lanes:
         counts[lane] = counts.get(lane, 0) + 1
-    ordered = sorted(counts.items(), key=lambda item: (-item[1], str(item[0])))
-    return ",".join(f"{n}*{lane}" if n > 1 else str(lane) for lane, n in ordered)
+    ordered = sorted(counts, key=lambda lane: (-counts[lane], str(lane)))
+    return {lane: rank for rank, lane in enumerate(ordered)}
+
+
+def format_lane_mix(lanes: Sequence[LaneSpec]) -> str:
+    """The lanes as a multiset, most frequent first: ``24*mlcn2:1x3,8*mlcn1:5x2``.
+
+    A model's lane order does not change what it computes (class capsule ``k`` is
+    its lanes' ``k``-th outputs side by side, and its length and the decoder's
+    input are the same up to a permutation), so the search builds every model in
+    this order (:meth:`nasmlcn.search.spaces.Candidate.canonical`), and for those
+    models this is also :func:`format_lanes`' spelling.
+    """
+    ranks = lane_mix_ranks(lanes)
+    counts = {lane: 0 for lane in ranks}
+    for lane in lanes:
+        counts[lane] += 1
+    ordered = sorted(ranks, key=ranks.__getitem__)
+    return ",".join(f"{counts[lane]}*{lane}" if counts[lane] > 1 else str(lane) for lane in ordered)

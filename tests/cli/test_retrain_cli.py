@@ -51,7 +51,7 @@ def test_retrain_top_2_is_stored_where_best_correlate_export_and_the_note_show_i
     from nasmlcn.dashboard import extract_report
     from nasmlcn.dashboard._notes import read_note
     from nasmlcn.dashboard._report import render_report
-    from nasmlcn.study import load_existing_study, storage_of, study_id_of
+    from nasmlcn.study import TrialRecord, load_existing_study, storage_of, study_id_of
 
     out, models = retrained["out"], retrained["models"]
     study = load_existing_study("s", storage)
@@ -71,6 +71,9 @@ def test_retrain_top_2_is_stored_where_best_correlate_export_and_the_note_show_i
         assert m["selected_epoch"] == 1
         assert m["last_epoch_test_accuracy"] == m["test_accuracy"]
         assert m["validation_run_test_accuracy"] is None
+        # one spelling: retrain's is the one best's tables show (issue 47, finding 4)
+        record = TrialRecord.of(study.trials[m["number"]])
+        assert m["lanes"] == record.lanes == record.lane_mix
     assert retrained["refit"] is False
     assert "test accuracy" in retrained["stderr"]  # the progress lines, on stderr
     assert "(ep 1/1 by val., 20 images)" in retrained["stderr"]

@@ -199,6 +199,9 @@ def test_successive_halving_stops_trials_at_the_rung_only(name: str, tmp_path: P
         pruner="halving",
         prune_min_trials=2,
         storage=f"sqlite:///{tmp_path / 's.db'}",
+        # at this scale most models stay at chance after one epoch, and a model that
+        # did not learn is nobody's rival: seed 3 draws some that learn (0.22, 0.28)
+        seed=3,
     )
     run_search(config)
     trials = load_existing_study(config.study_name(), config.storage).get_trials(deepcopy=False)

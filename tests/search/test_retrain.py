@@ -464,7 +464,7 @@ def test_records_round_trip_and_newer_or_broken_ones_are_skipped() -> None:
 
 
 def test_an_entry_stored_before_epochs_were_selected_still_loads_and_shows() -> None:
-    from nasmlcn.cli._best import _retrained_cell
+    from nasmlcn.cli._trials_table import retrained_text
     from nasmlcn.dashboard._notes import _retrained_lines
     from nasmlcn.study._retrained import LAST_EPOCH
 
@@ -474,18 +474,17 @@ def test_an_entry_stored_before_epochs_were_selected_still_loads_and_shows() -> 
     [model] = retrained_models(info)
     assert (model.selected_epoch, model.protocol, model.refit) == (None, "", False)
     assert model.protocol_text == LAST_EPOCH == "test after the last epoch"
-    assert _retrained_cell(old) == "0.8000 (ep 20/20, last)"
+    assert retrained_text(model) == "0.8000 (ep 20/20, last)"
     assert "| 0.8000 (ep 20/20, last) |" in "\n".join(_retrained_lines(info))
 
 
 def test_the_tested_model_is_named_in_each_cell() -> None:
-    from nasmlcn.cli._best import _retrained_cell
+    from nasmlcn.cli._trials_table import retrained_text
 
     selected = _model(3, 0.9012, epochs=10, selected_epoch=9, protocol="p")
     refit = replace(selected, validation_run_test_accuracy=0.89, protocol="refit ...")
-    assert _retrained_cell(selected.to_dict()) == "0.9012 (ep 9/10 by val.)"
-    assert _retrained_cell(refit.to_dict()) == "0.9012 (refit, 9 ep)"
-    assert _retrained_cell(None) == "-"
+    assert retrained_text(selected) == "0.9012 (ep 9/10 by val.)"
+    assert retrained_text(refit) == "0.9012 (refit, 9 ep)"
 
 
 def test_final_correlations_match_scipy_and_epoch_correlations_use_the_last_epoch() -> None:

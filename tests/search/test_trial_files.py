@@ -145,7 +145,7 @@ def test_best_export_writes_arch_and_weights_that_train_resume_tests(
 
     from tests.conftest import run_cli
 
-    config = _config(data_dir, tmp_path, "export", epochs=2, train_limit=200)
+    config = _config(data_dir, tmp_path, "export", epochs=2, train_limit=200, seed=5)
     run_search(config)
     folder = tmp_path / "best"
     result = run_cli("best", "--storage", config.storage, "--export", str(folder), "--json")
@@ -185,7 +185,7 @@ def test_a_best_export_folder_is_evaluated_and_exported_as_it_stands(
 
     from tests.conftest import run_cli
 
-    config = _config(data_dir, tmp_path, "export", epochs=2, train_limit=200)
+    config = _config(data_dir, tmp_path, "export", epochs=2, train_limit=200, seed=5)
     run_search(config)
     folder = tmp_path / "best"
     shown = run_cli("best", "--storage", config.storage, "--export", str(folder))

@@ -27,6 +27,7 @@ from nasmlcn.dashboard._figures._style import (
     shade_marker,
     time_scale,
 )
+from nasmlcn.dashboard._labels import metric_label, metric_unit
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -79,22 +80,26 @@ def plot_pareto_front(data: ReportData, compact: bool = False) -> go.Figure | No
         learned = [r.values[accuracy] for r in done if r.learned and r.values]
         bounds = accuracy_range(learned, [r.values[accuracy] for r in idle if r.values])
         pinned = any(r.values[accuracy] < bounds[0] for r in idle if r.values)
+    # each objective in the unit the tables show it in (latency in ms, memory in MiB)
+    unit = next((r.time_unit for r in done), "s")
+    scales = [metric_unit(n, unit)[2] for n in names]
+    labels = [metric_label(n, unit) for n in names]
     kinds: list[str] = []
     for k, (a, b) in enumerate(pairs):
         row, col = k // cols + 1, k % cols + 1
         first = k == 0
 
         def xy(rows: Sequence[TrialRow], a: int = a, b: int = b) -> dict[str, Any]:
-            xs = [r.values[a] for r in rows if r.values]
-            ys = [r.values[b] for r in rows if r.values]
+            xs = [r.values[a] * scales[a] for r in rows if r.values]
+            ys = [r.values[b] * scales[b] for r in rows if r.values]
             return {
                 "x": pin(xs, bounds) if bounds and a == accuracy else xs,
                 "y": pin(ys, bounds) if bounds and b == accuracy else ys,
                 # the true values: a pinned point's position is not its value
                 "customdata": list(zip(xs, ys, strict=True)),
                 "text": hover_texts(rows),
-                "hovertemplate": f"%{{text}}<br>{names[a]} %{{customdata[0]:.4g}}"
-                f"<br>{names[b]} %{{customdata[1]:.4g}}<extra></extra>",
+                "hovertemplate": f"%{{text}}<br>{labels[a]} %{{customdata[0]:.4g}}"
+                f"<br>{labels[b]} %{{customdata[1]:.4g}}<extra></extra>",
                 "cliponaxis": False,
             }
 
@@ -159,13 +164,13 @@ def plot_pareto_front(data: ReportData, compact: bool = False) -> go.Figure | No
         )
         kinds += ["dominated", "infeasible", "idle", "front"]
         fig.update_xaxes(
-            title_text=axis_title(names[a], directions[a], study.accuracy_is_proxy),
+            title_text=axis_title(labels[a], directions[a], study.accuracy_is_proxy),
             range=list(bounds) if bounds and a == accuracy else None,
             row=row,
             col=col,
         )
         fig.update_yaxes(
-            title_text=axis_title(names[b], directions[b], study.accuracy_is_proxy),
+            title_text=axis_title(labels[b], directions[b], study.accuracy_is_proxy),
             range=list(bounds) if bounds and b == accuracy else None,
             row=row,
             col=col,
@@ -250,8 +255,10 @@ def plot_hypervolume(data: ReportData, compact: bool = False) -> go.Figure | Non
         title_text=f"hypervolume (unitless, max {upper:.3g})",
         range=[0, upper],
     )
+    unit = next((r.time_unit for r in data.study.models), "s")
     reference = ", ".join(
-        f"{n} {v:.4g}" for n, v in zip(data.study.metric_names, hv.reference_point, strict=False)
+        f"{metric_label(n, unit)} {v * metric_unit(n, unit)[2]:.4g}".replace(" ", "\u00a0")
+        for n, v in zip(data.study.metric_names, hv.reference_point, strict=False)
     )
     subtitle = (
         f"objectives scaled to [0, 1] between the best and worst feasible value; "

@@ -27,6 +27,27 @@ PANEL_GAP_PX = 60
 and the lower panel's title (about 20), with room to spare."""
 
 
+SUBTITLE_CHARS = 110
+"""The longest subtitle line: one at 1000 pixels' width (the exports) holds about
+140 characters of the subtitle's small type (measured on the PNG exports)."""
+SUBTITLE_LINE_PX = 22
+
+
+def wrap_subtitle(text: str, width: int = SUBTITLE_CHARS) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken after ``;`` where
+    it can be and between words where it must (a figure cuts off what passes its
+    edge); a no-break space (``\u00a0``) holds a name to its value."""
+    import textwrap
+
+    lines: list[str] = []
+    for part in (p.strip() for p in text.split("; ")):
+        if lines and len(lines[-1]) + 2 + len(part) <= width:
+            lines[-1] += "; " + part
+        else:
+            lines.extend(textwrap.wrap(part, width) or [""])
+    return lines
+
+
 LEGEND_TOP = {"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 1, "xanchor": "right"}
 LEGEND_RIGHT = {"orientation": "v", "yanchor": "top", "y": 1.0, "x": 1.02, "xanchor": "left"}
 LEGEND_BELOW = {"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0, "xanchor": "left"}
@@ -42,12 +63,15 @@ def layout(
     top: int | None = None,
     bottom: int = 50,
 ) -> go.Figure:
-    text = title if not subtitle else f"{title}<br><sup>{subtitle}</sup>"
+    lines = wrap_subtitle(subtitle) if subtitle else []
+    text = title if not lines else f"{title}<br><sup>{'<br>'.join(lines)}</sup>"
+    # room for the lines after the first: the plot area gives it up
+    extra = SUBTITLE_LINE_PX * max(0, len(lines) - 1)
     fig.update_layout(
         title={"text": text, "x": 0.01, "xanchor": "left"},
         template=TEMPLATE,
         height=height,
-        margin={"l": 70, "r": 30, "t": top or (90 if subtitle else 70), "b": bottom},
+        margin={"l": 70, "r": 30, "t": (top or (90 if subtitle else 70)) + extra, "b": bottom},
         legend=legend or LEGEND_TOP,
         hoverlabel={"namelength": -1},
     )

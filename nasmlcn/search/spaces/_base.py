@@ -41,7 +41,7 @@ from nasmlcn.errors import SearchError
 from nasmlcn.hardware import DeviceSpec
 from nasmlcn.planning import Bucket, FlopsLimit, make_buckets
 from nasmlcn.registry import Registry
-from nasmlcn.specs import DECODERS, DEFAULT_ROUTING, LaneSpec, MLCNSpec
+from nasmlcn.specs import DECODERS, DEFAULT_ROUTING, LaneSpec, MLCNSpec, lane_mix_ranks
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -94,6 +94,28 @@ class Candidate:
     repaired_lanes: int = 0
     feasible: bool = True
     reason: str = ""
+
+    def canonical(self) -> Candidate:
+        """The same model with its lanes in canonical order: grouped by kind as the
+        lane mix writes them (most frequent first), equal lanes by device. Lane
+        order does not change what a model computes (:func:`format_lane_mix`), so
+        two trials whose lanes differ only in order train one network, spelled one
+        way, and are one model to the search's repeats (``search/_repeats.py``)."""
+        lanes = self.spec.lanes
+        ranks = lane_mix_ranks(lanes)
+        assignment = self.assignment
+
+        def key(i: int) -> tuple[int, int, int]:
+            return (ranks[lanes[i]], assignment[i] if assignment else 0, i)
+
+        order = sorted(range(len(lanes)), key=key)
+        if order == list(range(len(lanes))):
+            return self
+        return replace(
+            self,
+            spec=replace(self.spec, lanes=tuple(lanes[i] for i in order)),
+            assignment=tuple(assignment[i] for i in order) if assignment else assignment,
+        )
 
 
 class SearchSpace(ABC):
@@ -150,13 +172,14 @@ class SearchSpace(ABC):
 
     def build(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
         """The model of ``params`` for ``ctx``'s devices, with the trial's routing,
-        decoder, weight sharing (costed in) and lane dropout."""
+        decoder, weight sharing (costed in) and lane dropout, its lanes in
+        canonical order (:meth:`Candidate.canonical`)."""
         candidate = self.build_candidate(params, self.trial_context(params, ctx))
         fixed = self.lane_dropout if isinstance(self.lane_dropout, float) else 0.0
         dropout = float(params.get("lane_dropout", fixed))
         if dropout != candidate.spec.lane_dropout:
             candidate = replace(candidate, spec=replace(candidate.spec, lane_dropout=dropout))
-        return candidate
+        return candidate.canonical()
 
     def trial_context(self, params: Mapping[str, Any], ctx: SpaceContext) -> SpaceContext:
         """``ctx`` with the trial's routing, decoder and weight sharing in its cost

@@ -14,7 +14,7 @@ from nasmlcn.errors import PlacementError, SearchError
 from nasmlcn.placement import greedy_assignment
 from nasmlcn.planning import placement_problem
 from nasmlcn.search.spaces._base import SPACE_KINDS, Candidate, SearchSpace, SpaceContext
-from nasmlcn.specs import ARCHITECTURES, MLCNSpec, create_arch
+from nasmlcn.specs import ARCHITECTURES, MLCNSpec, create_arch, lane_mix_ranks
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -51,7 +51,10 @@ class TableSpace(SearchSpace):
     def build_candidate(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
         named = create_arch(params["model"])
         assert isinstance(named, MLCNSpec)
-        spec = self.make_spec(named.lanes, ctx)
+        # placed in canonical order, so a named model and a reordering of its lanes
+        # are one model on the devices too (Candidate.canonical)
+        ranks = lane_mix_ranks(named.lanes)
+        spec = self.make_spec(sorted(named.lanes, key=ranks.__getitem__), ctx)
         costs = ctx.cost_model.costs(spec.lanes, ctx.cost_context)
         try:
             assignment = greedy_assignment(placement_problem(costs, ctx.devices))

@@ -1,0 +1,160 @@
+"""The table of a study's best trials, as ``nasmlcn search`` and ``nasmlcn best``
+print it: it fits an 80-column terminal.
+
+Each objective's unit is in its heading once (``latency`` over ``(ms)``), every cell
+of a column has the same number of decimals, the devices the predictions are for
+are named once above the table, and a long lane mix is cut (``…``); ``--json``
+has it whole. Times are in milliseconds and memory in MiB, as the figures draw
+them (:func:`nasmlcn.dashboard.metric_unit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from nasmlcn.study import RetrainedModel
+
+MIB = 2**20
+
+LANE_MIX_MIN = 12
+"""The narrowest the lane-mix column gets before the table may pass the width."""
+
+PREDICTED = {
+    "latency_s": lambda p: p.get("latency"),
+    "memory_MiB": lambda p: _mib(p.get("peak_memory_bytes")),
+    "inference_latency_s": lambda p: p.get("inference_latency_s"),
+}
+"""Predicted figures a table shows beside the objectives, from a trial's ``predicted``."""
+
+
+def _mib(value: Any) -> float | None:
+    return value / MIB if isinstance(value, (int, float)) else None
+
+
+def number_cell(row: dict[str, Any]) -> str:
+    """A trial's number, and ``(x3)`` when 3 trials proposed its model (repeats)."""
+    proposed = int(row.get("proposed") or 1)
+    return str(row["number"]) + (f" (x{proposed})" if proposed > 1 else "")
+
+
+def devices_line(devices: str | None) -> str:
+    """What the line above the table says the predictions are for."""
+    from nasmlcn.dashboard import predicted_on
+
+    return (
+        f"{predicted_on(devices)}: latency = training step, inference = one image at "
+        "batch 1 without the decoder, memory = the fullest device"
+    )
+
+
+def trials_table(
+    title: str,
+    rows: Sequence[dict[str, Any]],
+    names: Sequence[str],
+    *,
+    retrained: bool = False,
+    inference: bool = False,
+    width: int = 80,
+) -> Table:
+    """The table of ``rows`` (:class:`~nasmlcn.study.TrialSummary` dicts) with
+    objectives ``names``; the predicted step time and memory beside them where
+    they are no objective, ``inference`` adds the predicted inference latency and
+    ``retrained`` the retrained test accuracy (its details go under the table:
+    :func:`retrained_notes`); lane mixes cut to fit ``width`` columns."""
+    from rich import box
+    from rich.table import Table
+
+    from nasmlcn.dashboard import format_column, metric_unit, shown_predictions
+
+    extra = shown_predictions(names)
+    shown = [n for n in PREDICTED if n in extra and (n != "inference_latency_s" or inference)]
+    unit = next((r["predicted"].get("time_unit", "s") for r in rows if r.get("predicted")), "s")
+    columns: list[tuple[str, list[str]]] = [
+        ("#", [number_cell(r) for r in rows]),
+        ("lane mix", [r.get("lane_mix") or r.get("lanes") or "" for r in rows]),
+    ]
+    for name in [*names, *shown]:
+        label, symbol, scale = metric_unit(name, unit)
+        raw = [
+            (r.get("values") or {}).get(name)
+            if name in names
+            else PREDICTED[name](r.get("predicted") or {})
+            for r in rows
+        ]
+        scaled = [v * scale if isinstance(v, (int, float)) else None for v in raw]
+        heading = f"{label}\n({symbol})" if symbol else label
+        columns.append((heading, format_column(scaled)))
+        if name == names[0] and retrained:
+            columns.append(("retrained\ntest acc", [_retrained_cell(r) for r in rows]))
+    columns.append(("lanes", [str(r.get("num_lanes") or "-") for r in rows]))
+    imbalance = [(r.get("predicted") or {}).get("imbalance") for r in rows]
+    columns.append(
+        (
+            "imbal-\nance %",
+            format_column([v * 100 if v is not None else None for v in imbalance], 2),
+        )
+    )
+    fit_lane_mix(columns, width)
+    table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for heading, _ in columns:
+        table.add_column(
+            heading, justify="left" if heading == "lane mix" else "right", no_wrap=True
+        )
+    for i in range(len(rows)):
+        table.add_row(*(cells[i] for _, cells in columns))
+    return table
+
+
+def fit_lane_mix(columns: list[tuple[str, list[str]]], width: int) -> None:
+    """Cuts the ``lane mix`` column's cells (``…`` at the end) so that the table
+    of ``columns`` (heading, cells) fits ``width`` terminal columns, down to
+    :data:`LANE_MIX_MIN` characters. The table has no edges and puts 3 characters
+    between columns (``box.SIMPLE_HEAD``, ``show_edge=False``, ``pad_edge=False``)."""
+    others = sum(
+        max(
+            (len(line) for text in (heading, *cells) for line in text.split("\n")),
+            default=0,
+        )
+        for heading, cells in columns
+        if heading != "lane mix"
+    )
+    room = max(LANE_MIX_MIN, width - others - 3 * (len(columns) - 1))
+    for i, (heading, cells) in enumerate(columns):
+        if heading == "lane mix":
+            columns[i] = (heading, [c if len(c) <= room else c[: room - 1] + "…" for c in cells])
+
+
+def _retrained(row: dict[str, Any]) -> RetrainedModel | None:
+    from nasmlcn.study import RetrainedModel
+
+    data = row.get("retrained")
+    return RetrainedModel.from_dict(data) if data else None
+
+
+def _retrained_cell(row: dict[str, Any]) -> str:
+    model = _retrained(row)
+    return "-" if model is None else f"{model.test_accuracy:.4f}"
+
+
+def retrained_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per retrained trial of the table: what was tested, and its caveats."""
+    notes = []
+    for row in rows:
+        model = _retrained(row)
+        if model is not None:
+            notes.append(f"#{row['number']} retrained: test acc {retrained_text(model)}")
+    return notes
+
+
+def retrained_text(model: RetrainedModel) -> str:
+    """A retrained model's test accuracy, what was tested and its caveats."""
+    from nasmlcn.search import retrained_caveats
+
+    caveats = retrained_caveats(model)
+    return f"{model.test_accuracy:.4f} ({model.tested})" + (
+        f"; {'; '.join(caveats)}" if caveats else ""
+    )
