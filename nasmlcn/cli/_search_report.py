@@ -108,9 +108,10 @@ def _print_stop(stopped: str) -> None:
         )
     elif stopped == "repeats":
         out.print(
-            f"[yellow]stopped: the sampler's last {REPEATS_IN_A_ROW} proposals were all models "
-            "already trained (repeats train nothing); the search has nothing new to try in "
-            "this space[/]"
+            f"[yellow]stopped: the last {REPEATS_IN_A_ROW} proposals (the sampler's, then "
+            "random ones) were all models already trained or pruned (repeats train nothing): "
+            "this space has few models left to try; search a larger one (a higher --flops, "
+            "more devices, or --space with wider lane ranges) or use another --sampler[/]"
         )
 
 

@@ -92,9 +92,10 @@ class SearchConfig:
         batch_size: Training batch size (the space may search it instead).
         trials: Total trials the study should reach (re-running continues to it).
         count_repeats: Whether a repeat (a trial that takes the result of a model
-            already trained, :mod:`nasmlcn.search._repeats`) counts toward
-            ``trials``. False: ``trials`` is a budget of trainings; a run that gets
-            only repeats for a while stops and says so.
+            already trained or pruned, :mod:`nasmlcn.search._repeats`) counts toward
+            ``trials``. False (the default): ``trials`` counts models, each trained
+            (or pruned) once; a run that gets only repeats for a while stops and
+            says so.
         timeout: Stop the search after this many seconds (None: no limit): no trial
             starts after it, and the running one stops within a batch as Ctrl-C
             stops it (FAIL, queued again and resumed from its last epoch's
@@ -178,16 +179,18 @@ class SearchConfig:
     batch_size: int = setting(100, "Batch size", range=Range(1, integer=True))
     trials: int = setting(
         20,
-        "Trials the study should reach; re-running continues. A trial that proposes a model "
-        "already trained takes its result (a repeat: no training); repeats count here unless "
-        f"--no-count-repeats, and a run stops after {REPEATS_IN_A_ROW} repeats in a row",
+        "Models the study should look at (trained, or pruned); re-running continues. A "
+        "proposal of a model already trained or pruned takes its result (a repeat: no "
+        "training, recorded for the sampler) and the run asks again; repeats count here only "
+        f"with --count-repeats, and a run stops after {REPEATS_IN_A_ROW} repeats in a row",
         range=Range(1, MAX_TRIALS, integer=True, why="a million 1-second trials take 12 days"),
     )
     count_repeats: bool = setting(
-        True,
-        "Whether repeats count toward --trials. --no-count-repeats makes --trials a budget of "
-        "trainings: every counted trial trains a model not trained before",
-        shown_default="they do",
+        False,
+        "Whether repeats count toward --trials. By default --trials counts models: every "
+        "counted trial trains (or prunes) a model the study had not; --count-repeats counts "
+        "every proposal (each trial then trains a new model or takes a result)",
+        shown_default="they do not",
     )
     timeout: float | None = setting(
         None,

@@ -11,13 +11,18 @@ A trial's training seed follows from its model and the study's seed
 (:func:`training_seed`), not from its number, so the repeat would have trained to
 exactly that result.
 
-- Only a COMPLETE original is taken. A model whose trial was pruned is trained
-  again (the pruner knows more now; it may deserve its full length), and so is one
-  whose trial failed.
-- Repeats count toward ``--trials`` by default (``count_repeats``); with
-  ``--no-count-repeats`` only trained models do, so ``--trials`` is a budget of
-  trainings. A run that gets only repeats for :data:`REPEATS_IN_A_ROW` proposals in
-  a row stops, and says so.
+- A COMPLETE original is taken. A model whose trial was pruned is not trained
+  again to be pruned again: its stored curve goes back to the pruner (which knows
+  more trials now), epoch by epoch; if the pruner stops it at an epoch, the trial
+  is a PRUNED repeat of it, else it trains the model anew (the same seed: the same
+  curve, then the epochs the pruner had cut). A model whose trial failed is trained
+  again.
+- Repeats do not count toward ``--trials`` by default: ``--trials`` counts models,
+  each trained (or pruned) once, and a run asks again after a repeat, the sampler
+  first (the repeat's values told, it proposes anew), then, after
+  :data:`FALLBACK_AFTER` repeats in a row, a random candidate of the space
+  (``--count-repeats`` counts every proposal). A run that gets only repeats for
+  :data:`REPEATS_IN_A_ROW` proposals in a row stops, and says so.
 - A model that another worker is training at that moment (an earlier trial,
   RUNNING) is waited for (:func:`wait_for_twin`): once that trial completes, this
   one is its repeat; if it is pruned or fails, or its worker dies, or the search's
@@ -32,7 +37,8 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.search._waits import waits
@@ -45,9 +51,32 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+FALLBACK_AFTER = 2
+"""Repeats in a row after which a run's next proposal comes from a random sampler
+(seeded as the trial's own), not the study's: a GP or TPE sampler that proposed a
+model already trained twice in a row is likely to do so again."""
+
 REPEATS_IN_A_ROW = 25
 """Proposals in a row that were all repeats, after which a run stops: the sampler has
 nothing new to propose (a converged search, or a space with few models)."""
+
+
+@contextmanager
+def random_proposal(study: optuna.Study, active: bool) -> Iterator[None]:
+    """While ``active``, the study's sampler is a random one (the claim seeds it as
+    the trial's own sampler), so the next trial is a random candidate of the space;
+    the study's own sampler is back afterwards, with all it had learned."""
+    if not active:
+        yield
+        return
+    import optuna
+
+    own = study.sampler
+    study.sampler = optuna.samplers.RandomSampler()
+    try:
+        yield
+    finally:
+        study.sampler = own
 
 
 def model_key(
@@ -86,6 +115,34 @@ def trained_original(study: optuna.Study, key: str) -> FrozenTrial | None:
         if record.model_key == key and record.repeat_of is None and trial.values:
             return trial
     return None
+
+
+def originals(study: optuna.Study, key: str) -> tuple[FrozenTrial | None, FrozenTrial | None]:
+    """In one read of the study: the first COMPLETE trial that trained model ``key``
+    itself (:func:`trained_original`), and the first PRUNED one that did and
+    recorded the epochs it ran (its curve goes back to the pruner)."""
+    from optuna.trial import TrialState
+
+    from nasmlcn.study import TrialRecord
+
+    complete = pruned = None
+    states = (TrialState.COMPLETE, TrialState.PRUNED)
+    for trial in study.get_trials(deepcopy=False, states=states):
+        record = TrialRecord.of(trial)
+        if record.model_key != key or record.repeat_of is not None:
+            continue
+        if trial.state == TrialState.COMPLETE and complete is None and trial.values:
+            complete = trial
+        elif trial.state == TrialState.PRUNED and pruned is None and pruned_curve(trial):
+            pruned = trial
+    return complete, pruned
+
+
+def pruned_curve(trial: FrozenTrial) -> list[float]:
+    """The validation accuracy of every epoch a pruned trial ran."""
+    training = trial.user_attrs.get("training") or {}
+    curve = training.get("val_accuracy_per_epoch") or []
+    return [float(v) for v in curve]
 
 
 def running_twin(study: optuna.Study, key: str, number: int) -> FrozenTrial | None:

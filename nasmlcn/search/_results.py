@@ -245,12 +245,16 @@ def trial_counts(study: optuna.Study) -> dict[str, int]:
     # added by a warm start as data (nasmlcn.search._warm): not toward --trials
     complete_records = [TrialRecord.of(t) for t in by_state[TrialState.COMPLETE]]
     transferred = sum(r.transferred_from is not None for r in complete_records)
-    # took an earlier trial's result (search/_repeats.py): counted, but trained nothing
+    # took an earlier trial's result or curve (search/_repeats.py): trained nothing
     repeats = sum(r.repeat_of is not None for r in complete_records)
+    pruned_repeats = sum(
+        TrialRecord.of(t).repeat_of is not None for t in by_state[TrialState.PRUNED]
+    )
     return {
         "results": complete + pruned - transferred,
         "transferred": transferred,
-        "repeats": repeats,
+        "repeats": repeats + pruned_repeats,
+        "pruned_repeats": pruned_repeats,
         "complete": complete,
         "pruned": pruned,
         "failed": len(by_state[TrialState.FAIL]),
@@ -280,14 +284,19 @@ def pruned_records(study: optuna.Study) -> list[dict[str, Any]]:
     return records
 
 
-def describe_counts(counts: dict[str, int], count_repeats: bool = True) -> str:
-    """``20 results: 18 complete, 2 pruned; 2 failed and queued again (not
+def describe_counts(counts: dict[str, int], count_repeats: bool = False) -> str:
+    """``20 models: 18 complete, 2 pruned; 2 failed and queued again (not
     counted)``: what a summary's title says of :func:`trial_counts`;
-    ``count_repeats``: whether the repeats counted toward ``--trials``."""
+    ``count_repeats``: whether the repeats counted toward ``--trials`` (then the
+    title counts results, repeats among them)."""
+    repeats, pruned_repeats = counts.get("repeats", 0), counts.get("pruned_repeats", 0)
     complete = counts.get("complete", 0) - counts.get("transferred", 0)
-    text = (
-        f"{counts.get('results', 0)} results: {complete} complete, {counts.get('pruned', 0)} pruned"
-    )
+    pruned = counts.get("pruned", 0)
+    if count_repeats:
+        text = f"{counts.get('results', 0)} results: {complete} complete, {pruned} pruned"
+    else:  # each model once: the repeats are proposals, said apart
+        complete, pruned = complete - (repeats - pruned_repeats), pruned - pruned_repeats
+        text = f"{complete + pruned} models: {complete} complete, {pruned} pruned"
     failed, retried = counts.get("failed", 0), counts.get("retried", 0)
     if failed:
         again = (
@@ -302,14 +311,20 @@ def describe_counts(counts: dict[str, int], count_repeats: bool = True) -> str:
         text += f"; {counts['waiting']} queued to run"
     if counts.get("transferred"):
         text += f"; {counts['transferred']} more complete added by the warm start as data"
-    if counts.get("repeats"):
-        text += (
-            f"; {counted(counts['repeats'], 'complete result')} "
-            f"{'was a repeat of a model' if counts['repeats'] == 1 else 'were repeats of models'}"
-            " already trained "
-            "(their results taken, nothing trained; "
-            + ("counted toward --trials)" if count_repeats else "not counted: --no-count-repeats)")
-        )
+    if repeats:
+        if count_repeats:
+            text += (
+                f"; {counted(repeats, 'result')} "
+                f"{'was a repeat of a model' if repeats == 1 else 'were repeats of models'}"
+                " already trained or pruned (nothing trained; counted: --count-repeats)"
+            )
+        else:
+            text += (
+                f"; {counted(repeats, 'more proposal')} "
+                f"{'was a repeat of a model' if repeats == 1 else 'were repeats of models'}"
+                " already trained or pruned (their results taken, nothing trained, not "
+                "counted)"
+            )
     return text
 
 

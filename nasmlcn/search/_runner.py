@@ -29,7 +29,7 @@ from nasmlcn.search._observer import Observers, SearchObserver
 from nasmlcn.search._open import open_search
 from nasmlcn.search._outcome import SearchResult, SearchStart, TrialOutcome
 from nasmlcn.search._pruners import PRUNERS, EpochPruner
-from nasmlcn.search._repeats import REPEATS_IN_A_ROW
+from nasmlcn.search._repeats import FALLBACK_AFTER, REPEATS_IN_A_ROW, random_proposal
 from nasmlcn.search._results import (
     best_trials,
     correlation_report,
@@ -60,6 +60,7 @@ from nasmlcn.study import (
     storage_of,
     trial_id_of,
     write_failed,
+    write_proposed_by,
     write_resumed,
 )
 from nasmlcn.training import TrainingStopped
@@ -190,12 +191,17 @@ def _run_search(
         tick = time.perf_counter()
         trial: optuna.Trial | None = None
         try:
-            taken = claim(
-                study,
-                target,
-                lambda seed: sampler_entry.make(seed, config.trials),
-                lambda t: sample(study, t, distributions),
-            )
+            # after repeats in a row, a random candidate of the space (search/_repeats.py)
+            fallback = not config.count_repeats and repeats_in_a_row >= FALLBACK_AFTER
+            with random_proposal(study, fallback):
+                taken = claim(
+                    study,
+                    target,
+                    lambda seed: sampler_entry.make(seed, config.trials),
+                    lambda t: sample(study, t, distributions),
+                )
+            if fallback and taken.trial is not None and not taken.retried:
+                write_proposed_by(taken.trial, f"random, after {repeats_in_a_row} repeats")
             if taken.action == "done":
                 result.stopped = "trials"
                 break

@@ -30,7 +30,15 @@ from nasmlcn.search._observer import SearchObserver
 from nasmlcn.search._open import versions
 from nasmlcn.search._outcome import TrialOutcome
 from nasmlcn.search._pruners import EpochPruner
-from nasmlcn.search._repeats import model_key, trained_original, training_seed, wait_for_twin
+from nasmlcn.search._repeats import (
+    model_key,
+    originals,
+    pruned_curve,
+    running_twin,
+    trained_original,
+    training_seed,
+    wait_for_twin,
+)
 from nasmlcn.search._results import finished_for_pruning
 from nasmlcn.search._setup import SearchSetup
 from nasmlcn.search.spaces import Candidate
@@ -114,6 +122,7 @@ class TrialRun:
     start: float = field(default_factory=time.perf_counter)
     key: str | None = None  # the placed model's (search/_repeats.py), once built
     seed_key: str | None = None  # the model's, whatever its placement: its seed
+    waited: bool = False  # it waited for a twin (another worker training its model)
 
     def __call__(self) -> TrialOutcome:
         """Builds, places, evaluates and tells the trial; how it ended."""
@@ -135,9 +144,15 @@ class TrialRun:
                 self.key = model_key(candidate.spec, training, candidate.assignment)
                 self.seed_key = model_key(candidate.spec, training)
                 write_model_key(trial, self.key)
-                original = trained_original(study, self.key) or self._wait_for_twin()
+                complete, pruned = originals(study, self.key)
+                original = complete or self._wait_for_twin()
                 if original is not None:
                     return self._repeat(original)
+                if self.waited:  # the twin ended pruned (or failed) meanwhile
+                    _, pruned = originals(study, self.key)
+                replayed = self._replay(pruned, plan) if pruned is not None else None
+                if replayed is not None:
+                    return replayed
                 tick = time.perf_counter()
                 evaluation = self._evaluate(candidate, plan)
                 self.timings["evaluate"] = time.perf_counter() - tick
@@ -191,6 +206,9 @@ class TrialRun:
         training it, or it ended without a result: this trial trains it)."""
         assert self.key is not None
         config = self.run.config
+        self.waited = running_twin(self.run.study, self.key, self.trial.number) is not None
+        if not self.waited:
+            return None
         return wait_for_twin(
             self.run.study,
             self.key,
@@ -217,6 +235,54 @@ class TrialRun:
             time.perf_counter() - self.start,
             repeat_of=original.number,
         )
+
+    def _replay(self, original: FrozenTrial, plan: Plan) -> TrialOutcome | None:
+        """The pruned ``original``'s curve (this model, trained alike) told to the
+        pruner as it stands now, epoch by epoch: where it stops the model, this
+        trial is a PRUNED repeat of ``original`` (nothing trained); None where it
+        would let the model go on (this trial trains it)."""
+        from optuna.trial import TrialState
+
+        run, trial, config = self.run, self.trial, self.run.config
+        pruning = Pruning.of(run, plan)
+        if pruning.pruner is None:
+            return None
+        curve = pruned_curve(original)
+        for epoch, accuracy in enumerate(curve[: config.epochs - 1], 1):
+            reason = pruning.pruner.decide(epoch, accuracy, pruning.finished, pruning.costs)
+            if reason is None:
+                continue
+            if len(self.run.setup.directions) == 1:
+                for e, value in enumerate(curve[:epoch], 1):
+                    trial.report(value, e)
+            if pruning.costs:
+                write_pruning_costs(trial, pruning.costs)
+            write_repeat(trial, original)
+            why = f"{reason} (trial {original.number}'s curve of this model, replayed)"
+            write_ended_early(
+                trial,
+                pruned=True,
+                reason=why,
+                training={
+                    "val_accuracy_per_epoch": curve[:epoch],
+                    "evaluator": run.evaluator.name,
+                    "epochs_run": epoch,
+                    "seconds": 0.0,
+                    "repeat_of": original.number,
+                },
+                seconds_saved=None,
+            )
+            run.study.tell(trial, state=TrialState.PRUNED)
+            return TrialOutcome(
+                trial.number,
+                "PRUNED",
+                None,
+                self.lanes,
+                why,
+                time.perf_counter() - self.start,
+                repeat_of=original.number,
+            )
+        return None
 
     def _build_and_place(self) -> tuple[Candidate, Plan]:
         """The trial's architecture from its parameters, and its plan on the devices."""

@@ -11,7 +11,7 @@ A worker takes its next trial holding the storage's lock (:mod:`nasmlcn.study._l
    retry); with none running, the study is done. So the study ends with exactly
    ``--trials`` finished trials, however many workers start at once. Repeats
    (trials that took an earlier trial's result) count only with ``count_repeats``:
-   without it, ``--trials`` is a budget of trainings.
+   without it (the default), ``--trials`` counts models.
 
 The sampler of a new trial is seeded from ``--seed`` and the trial's index among the
 study's new trials (its number less the retried copies before it), which is unique:
@@ -93,7 +93,7 @@ def counts(study: optuna.Study) -> dict[str, int]:
     return found
 
 
-def finished(study: optuna.Study, count_repeats: bool = True) -> int:
+def finished(study: optuna.Study, count_repeats: bool = False) -> int:
     """Trials that count toward ``--trials``: COMPLETE and PRUNED, repeats (trials
     that took an earlier trial's result) only with ``count_repeats``."""
     done = count(study, "COMPLETE", "PRUNED")
@@ -101,11 +101,11 @@ def finished(study: optuna.Study, count_repeats: bool = True) -> int:
 
 
 def repeat_count(study: optuna.Study) -> int:
-    """COMPLETE trials that are repeats: they took an earlier trial's result
-    (:func:`~nasmlcn.study.write_repeat`) and trained nothing."""
+    """COMPLETE and PRUNED trials that are repeats: they took an earlier trial's
+    result or curve (:func:`~nasmlcn.study.write_repeat`) and trained nothing."""
     from optuna.trial import TrialState
 
-    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
     return sum(TrialRecord.of(t).repeat_of is not None for t in trials)
 
 
@@ -148,7 +148,7 @@ def claim(study: optuna.Study, config: ClaimSettings, make_sampler: Any, sample:
         waiting = now.get("WAITING", 0)
         running = now.get("RUNNING", 0)
         claimed = now.get("COMPLETE", 0) + now.get("PRUNED", 0) + running
-        if not config.count_repeats and now.get("COMPLETE"):  # a budget of trainings
+        if not config.count_repeats and (now.get("COMPLETE") or now.get("PRUNED")):  # models
             claimed -= repeat_count(study)
         if not waiting and claimed >= config.trials:
             return Claim("wait" if running else "done", failed_stale=stale)

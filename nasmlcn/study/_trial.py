@@ -296,6 +296,12 @@ def write_repeat(trial: optuna.Trial, original: FrozenTrial) -> None:
             set_constraint(trial, key[len(CONSTRAINT_PREFIX) :], value)
 
 
+def write_proposed_by(trial: optuna.Trial, how: str) -> None:
+    """Who proposed the trial's parameters when not the study's sampler (``random,
+    after 2 repeats``: search/_repeats.py)."""
+    trial.set_user_attr("proposed_by", how)
+
+
 def write_pruning_costs(trial: optuna.Trial, costs: Mapping[str, float]) -> None:
     """The trial's cost objectives, known before training: a pruned trial has no
     values, and later trials' pruner still counts it as a rival by these."""

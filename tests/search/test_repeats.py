@@ -31,6 +31,7 @@ def _config(tmp_path: Path, **overrides: object) -> SearchConfig:
         prune=False,
         storage=f"sqlite:///{tmp_path / 's.db'}",
         study="s",
+        count_repeats=True,  # each proposal a trial: these tests watch single proposals
     )
     return config.with_overrides(**overrides)
 
@@ -150,10 +151,15 @@ def test_a_model_finished_elsewhere_meanwhile_makes_this_trial_a_repeat(
     first = load_existing_study("s", config.storage).trials[0]
     calls: list[str] = []
 
+    def before(study: optuna.Study, key: str) -> tuple[None, None]:
+        calls.append(key)
+        return None, None  # nothing yet
+
     def later(study: optuna.Study, key: str) -> object:
         calls.append(key)
-        return None if len(calls) == 1 else first  # found only after training
+        return first  # found only after training
 
+    monkeypatch.setattr(_trial_run, "originals", before)
     monkeypatch.setattr(_trial_run, "trained_original", later)
     result = run_search(config)
     (outcome,) = result.run_trials
@@ -187,7 +193,8 @@ def test_without_counting_repeats_trials_is_a_budget_of_trainings(tmp_path: Path
     # a re-run has nothing left to do, and the summary says how the repeats counted
     again = run_cli("search", *_cli_args(config), env={"COLUMNS": "300"})
     assert again.returncode == 0, again.stderr
-    assert "not counted: --no-count-repeats" in again.stdout
+    assert "were repeats of models already trained or pruned" in again.stdout
+    assert "not counted" in again.stdout
     assert len(load_existing_study("s", config.storage).trials) == len(records)
 
 
@@ -275,6 +282,7 @@ def test_a_trial_run_takes_the_twin_s_result(
     config = _config(tmp_path, trials=2, space="mlcn-homogeneous")
     run_search(config.with_overrides(trials=1))
     first = load_existing_study("s", config.storage).trials[0]
+    monkeypatch.setattr(_trial_run, "originals", lambda study, key: (None, None))
     monkeypatch.setattr(_trial_run, "trained_original", lambda study, key: None)
     waited: list[int] = []
 
@@ -282,6 +290,7 @@ def test_a_trial_run_takes_the_twin_s_result(
         waited.append(number)
         return first
 
+    monkeypatch.setattr(_trial_run, "running_twin", lambda study, key, number: first)
     monkeypatch.setattr(_trial_run, "wait_for_twin", twin_done)
     (outcome,) = run_search(config).run_trials
     assert waited == [1]

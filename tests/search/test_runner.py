@@ -450,7 +450,9 @@ def test_no_prune_runs_every_trial_in_full_and_the_study_continues_pruned(
     # the same search under the default (pruning) continues that study, not a new one
     continued = run_search(_config(tmp_path, trials=20, epochs=4, sampler="random"))
     assert continued.study == result.study
-    assert continued.n_trials == 20
+    counts = continued.trial_counts  # 20 models; a repeat of one comes on top
+    assert counts["results"] - counts["repeats"] == 20
+    assert continued.n_trials == 20 + counts["repeats"]
     assert any(r["prunes"] for r in continued.correlation)
 
 

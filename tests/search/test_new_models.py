@@ -1,0 +1,102 @@
+"""Thirty trials, thirty models (issue 48): by default ``--trials`` counts models. A
+proposal of a model already trained or pruned is recorded as a repeat (the sampler
+sees it) and the run asks again, the sampler first, then a random candidate; a
+pruned model's curve goes back to the pruner instead of being trained again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nasmlcn.search import SearchConfig, describe_counts, run_search
+from nasmlcn.search._repeats import FALLBACK_AFTER
+from nasmlcn.study import TrialRecord, load_existing_study
+
+
+def _config(tmp_path: Path, **overrides: object) -> SearchConfig:
+    config = SearchConfig(
+        evaluator="proxy",
+        devices="8xK80",
+        mem="12GB",
+        storage=f"sqlite:///{tmp_path / 's.db'}",
+        study="s",
+    )
+    return config.with_overrides(**overrides)
+
+
+def test_trials_counts_models_and_repeats_come_on_top(tmp_path: Path) -> None:
+    """GP proposes models it has seen (seed 2: 10 distinct in 30 trials when every
+    proposal counted); now 15 trials are 15 models, with the pruner on."""
+    config = _config(tmp_path, sampler="gp", trials=15, seed=2)
+    result = run_search(config)
+    assert result.stopped == "trials"
+    trials = load_existing_study("s", config.storage).trials
+    records = [TrialRecord.of(t) for t in trials]
+    models = [r for r in records if r.repeat_of is None]
+    repeats = [r for r in records if r.repeat_of is not None]
+    assert len(models) == 15
+    assert len({r.model_key for r in models}) == 15  # each a model of its own
+    assert repeats, "GP repeats itself on this seed"
+    for repeat in repeats:  # recorded, so the sampler sees them, as their original
+        original = records[repeat.repeat_of]  # type: ignore[index]
+        assert original.repeat_of is None
+        assert repeat.model_key == original.model_key
+        assert repeat.state == original.state
+    # after FALLBACK_AFTER repeats in a row a random candidate is asked for, and said so
+    fallbacks = [t for t in trials if "proposed_by" in t.user_attrs]
+    assert fallbacks
+    for t in fallbacks:
+        before = records[t.number - FALLBACK_AFTER : t.number]
+        assert all(r.repeat_of is not None for r in before)
+        assert t.user_attrs["proposed_by"].startswith("random, after")
+    counts = result.trial_counts
+    text = describe_counts(counts)
+    assert text.startswith("15 models: ")
+    assert f"{len(repeats)} more proposals were repeats" in text
+
+
+def test_counting_repeats_keeps_the_old_meaning(tmp_path: Path) -> None:
+    config = _config(tmp_path, sampler="gp", trials=15, seed=2, count_repeats=True)
+    result = run_search(config)
+    trials = load_existing_study("s", config.storage).trials
+    assert len(trials) == 15
+    models = {TrialRecord.of(t).model_key for t in trials}
+    assert len(models) < 15  # the repeats took trials
+    assert "(nothing trained; counted: --count-repeats)" in describe_counts(
+        result.trial_counts, True
+    )
+
+
+def test_a_pruned_model_is_not_trained_again_to_be_pruned_again(tmp_path: Path) -> None:
+    """The thesis's 8 fixed models, proposed again and again: a pruned one's stored
+    curve goes back to the pruner; the trial is a PRUNED repeat of it where the
+    pruner stops it, and trains (further than before) only where it would not."""
+    config = _config(
+        tmp_path, space="mlcn-table", devices="1xK80", sampler="random", epochs=4, trials=40,
+        seed=1,
+    )  # fmt: skip
+    result = run_search(config)
+    assert result.stopped == "repeats"  # 8 models, then 25 repeats in a row
+    trials = load_existing_study("s", config.storage).trials
+    records = [TrialRecord.of(t) for t in trials]
+    replayed = [r for r in records if r.state == "PRUNED" and r.repeat_of is not None]
+    assert replayed
+    for r in replayed:
+        original = records[r.repeat_of]  # type: ignore[index]
+        assert original.state == "PRUNED"
+        assert original.repeat_of is None
+        assert r.model_key == original.model_key
+        assert "replayed" in (r.prune_reason or "")
+        assert r.training["seconds"] == 0.0  # nothing trained
+        curve = original.training["val_accuracy_per_epoch"]
+        assert r.training["val_accuracy_per_epoch"] == curve[: r.training["epochs_run"]]
+    # a model trained (not replayed) after it was pruned went further than before
+    first_pruned: dict[str | None, int] = {}
+    for r in records:
+        if r.state != "PRUNED" or r.repeat_of is not None:
+            continue
+        ran = len(r.training["val_accuracy_per_epoch"])
+        if r.model_key in first_pruned:
+            assert ran > first_pruned[r.model_key]
+        else:
+            first_pruned[r.model_key] = ran
+    assert {r.model_key for r in records if r.repeat_of is None} == {r.model_key for r in records}
