@@ -159,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.json:
         print(json.dumps({"runs": runs, "cost": cost, "goal_met": met}, indent=1))
-        exit_with(0)
+        return 0
     print(f"distinct models in searches of --trials {args.trials} ({args.evaluator} evaluator)")
     print(f"{'sampler':8} {'repeats':12} " + " ".join(f"{'seed ' + str(s):>11}" for s in seeds))
     for sampler in args.samplers.split(","):
@@ -187,8 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"goal (>= {GOAL} distinct models on every seed, no early stop): {'met' if met else 'NOT met'}"
     )
-    exit_with(0)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    exit_with(main())

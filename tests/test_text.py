@@ -18,6 +18,12 @@ def test_a_count_and_its_noun_agree() -> None:
 
 def test_the_summary_says_repeats_in_words() -> None:
     one = describe_counts({"results": 8, "complete": 8, "pruned": 0, "repeats": 1})
-    assert "; 1 complete result was a repeat of a model already trained (" in one
-    two = describe_counts({"results": 8, "complete": 8, "pruned": 0, "repeats": 2})
-    assert "; 2 complete results were repeats of models already trained (" in two
+    assert one.startswith("7 models: 7 complete, 0 pruned; ")
+    assert "; 1 more proposal was a repeat of a model already trained or pruned (" in one
+    two = describe_counts(
+        {"results": 8, "complete": 6, "pruned": 2, "repeats": 2, "pruned_repeats": 1}
+    )
+    assert two.startswith("6 models: 5 complete, 1 pruned; ")
+    assert "; 2 more proposals were repeats of models already trained or pruned (" in two
+    counted = describe_counts({"results": 8, "complete": 8, "pruned": 0, "repeats": 1}, True)
+    assert counted.startswith("8 results: 8 complete, 0 pruned; 1 result was a repeat")

@@ -145,9 +145,15 @@ class SearchProgress(ProgressDisplay, SearchObserver):
             line = f"{name}: FAIL — {outcome.reason}; {after} (not counted toward --trials)"
         else:
             line = f"{name}: {outcome.state} — {outcome.reason}"
+        if outcome.repeat_of is not None:  # its original's result: nothing trained
+            counted = "counted" if self._start.count_repeats else "not counted"
+            line += f"  (a repeat of #{outcome.repeat_of}: nothing trained, {counted})"
         self.console.print(line, highlight=False, soft_wrap=True)
-        # only complete and pruned trials count toward --trials
-        self.bar("trials", advance=1 if outcome.state in COUNTED else 0, stats=self._best_stats())
+        # only complete and pruned trials count toward --trials, repeats only if asked
+        counts = outcome.state in COUNTED and (
+            self._start.count_repeats or outcome.repeat_of is None
+        )
+        self.bar("trials", advance=1 if counts else 0, stats=self._best_stats())
 
     def _on_front(self, number: int) -> bool:
         """Whether trial ``number`` is on the study's feasible Pareto front now."""

@@ -58,6 +58,7 @@ class SearchStart:
     sampler: str
     directions: tuple[str, ...]
     metric_names: tuple[str, ...]
+    count_repeats: bool = False  # a repeat moves the trials bar only when it counts
 
 
 @dataclass

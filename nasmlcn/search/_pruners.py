@@ -11,8 +11,12 @@ from nasmlcn.search._correlation import CorrelationPruner
 from nasmlcn.search._halving import HalvingPruner
 
 if TYPE_CHECKING:
+    from nasmlcn.planning import Plan
     from nasmlcn.search._config import SearchConfig
     from nasmlcn.search._correlation import EpochCorrelation, FinishedTrial
+    from nasmlcn.search._evaluator import EpochReport
+    from nasmlcn.search._setup import SearchSetup
+    from nasmlcn.search._trial_run import RunContext
 
 
 class EpochPruner(Protocol):
@@ -63,3 +67,47 @@ PRUNERS.register(
         "only the best 1/rate of a trial's rivals go on",
     ),
 )
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """The pruner's view of one trial: the finished trials it is compared with and
+    its own costs (predictions, known before it trains)."""
+
+    pruner: EpochPruner | None
+    finished: list[FinishedTrial]
+    costs: dict[str, float]
+
+    @classmethod
+    def of(cls, run: RunContext, plan: Plan) -> Pruning:
+        from nasmlcn.search._results import finished_for_pruning
+
+        config, setup = run.config, run.setup
+        # one epoch leaves nothing to prune (the last epoch is the result)
+        if run.pruner is None or config.epochs <= 1:
+            return cls(None, [], {})
+        objectives = cost_objectives(setup)
+        costs = {
+            name: (-1.0 if maximize else 1.0) * float(setup.objectives[i].value(plan, None))
+            for name, i, maximize in objectives
+        }
+        finished = finished_for_pruning(
+            run.study, objectives, with_pruned=getattr(run.pruner, "wants_pruned", False)
+        )
+        return cls(run.pruner, finished, costs)
+
+    def decide(self, report: EpochReport) -> str | None:
+        """Why to prune the trial after ``report`` (None: go on)."""
+        if self.pruner is None:
+            return None
+        return self.pruner.decide(report.epoch, report.val_accuracy, self.finished, self.costs)
+
+
+def cost_objectives(setup: SearchSetup) -> list[tuple[str, int, bool]]:
+    """Per objective known before training (latency, memory, ...): its name, its
+    index in a trial's values, and whether it is maximised."""
+    return [
+        (o.name, i, o.direction == "maximize")
+        for i, o in enumerate(setup.objectives)
+        if not o.needs_training
+    ]

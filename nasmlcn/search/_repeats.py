@@ -37,7 +37,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -140,9 +140,52 @@ def originals(study: optuna.Study, key: str) -> tuple[FrozenTrial | None, Frozen
 
 def pruned_curve(trial: FrozenTrial) -> list[float]:
     """The validation accuracy of every epoch a pruned trial ran."""
-    training = trial.user_attrs.get("training") or {}
-    curve = training.get("val_accuracy_per_epoch") or []
+    from nasmlcn.study import TrialRecord
+
+    curve = (TrialRecord.of(trial).training or {}).get("val_accuracy_per_epoch") or []
     return [float(v) for v in curve]
+
+
+def replay_pruned(
+    trial: optuna.Trial,
+    original: FrozenTrial,
+    decide: Callable[[int, float], str | None],
+    *,
+    epochs: int,
+    report: bool,
+    evaluator: str,
+    costs: Mapping[str, float],
+) -> str | None:
+    """Tells ``decide`` (the pruner, as it stands now) the pruned ``original``'s
+    curve, epoch by epoch, up to the search's last but one of ``epochs``. Where it
+    stops the model, ``trial`` is recorded as a PRUNED repeat of ``original``
+    (nothing trained; its curve that far, ``report``-ed to Optuna for a
+    single-objective study) and the reason is returned; None where the pruner lets
+    the model go on (nothing written: the trial trains it)."""
+    from nasmlcn.study import write_ended_early, write_pruning_costs, write_repeat
+
+    curve = pruned_curve(original)
+    for epoch, accuracy in enumerate(curve[: epochs - 1], 1):
+        reason = decide(epoch, accuracy)
+        if reason is None:
+            continue
+        if report:
+            for e, value in enumerate(curve[:epoch], 1):
+                trial.report(value, e)
+        if costs:
+            write_pruning_costs(trial, costs)
+        write_repeat(trial, original)
+        why = f"{reason} (trial {original.number}'s curve of this model, replayed)"
+        training = {
+            "val_accuracy_per_epoch": curve[:epoch],
+            "evaluator": evaluator,
+            "epochs_run": epoch,
+            "seconds": 0.0,
+            "repeat_of": original.number,
+        }
+        write_ended_early(trial, pruned=True, reason=why, training=training, seconds_saved=None)
+        return why
+    return None
 
 
 def running_twin(study: optuna.Study, key: str, number: int) -> FrozenTrial | None:

@@ -137,6 +137,7 @@ def start_run(
             config.sampler,
             tuple(setup.directions),
             tuple(setup.metric_names),
+            config.count_repeats,
         )
     )
     return SearchResult(
@@ -192,7 +193,11 @@ def _run_search(
         trial: optuna.Trial | None = None
         try:
             # after repeats in a row, a random candidate of the space (search/_repeats.py)
-            fallback = not config.count_repeats and repeats_in_a_row >= FALLBACK_AFTER
+            fallback = (
+                sampler_entry.random_fallback
+                and not config.count_repeats
+                and repeats_in_a_row >= FALLBACK_AFTER
+            )
             with random_proposal(study, fallback):
                 taken = claim(
                     study,

@@ -20,11 +20,17 @@ generation (Optuna's default of 50 would make a 20-trial search all random)."""
 
 @dataclass(frozen=True)
 class SamplerEntry:
-    """``make(seed, trials)`` builds the sampler for a search of ``trials`` trials."""
+    """``make(seed, trials)`` builds the sampler for a search of ``trials`` trials.
+
+    ``random_fallback``: after repeats in a row a random candidate is proposed
+    instead (search/_repeats.py); off for NSGA-II, whose generations are its own
+    (a stranger has none, and mutation proposes new points anyway), and for random.
+    """
 
     name: str
     make: Callable[[int, int], BaseSampler]
     description: str
+    random_fallback: bool = True
 
 
 SAMPLERS: Registry[SamplerEntry] = Registry("sampler")
@@ -58,9 +64,13 @@ def _nsga2(seed: int, trials: int) -> BaseSampler:
     return NSGAIISampler(seed=seed, population_size=NSGA2_POPULATION)
 
 
-SAMPLERS.register("random", SamplerEntry("random", _random, "uniform random (thesis Alg. 6)"))
+SAMPLERS.register(
+    "random", SamplerEntry("random", _random, "uniform random (thesis Alg. 6)", False)
+)
 SAMPLERS.register("tpe", SamplerEntry("tpe", _tpe, "multivariate TPE (Optuna's default family)"))
-SAMPLERS.register("nsga2", SamplerEntry("nsga2", _nsga2, "NSGA-II, as NASCaps (population 20)"))
+SAMPLERS.register(
+    "nsga2", SamplerEntry("nsga2", _nsga2, "NSGA-II, as NASCaps (population 20)", False)
+)
 
 
 def _gp(seed: int, trials: int) -> BaseSampler:

@@ -22,24 +22,22 @@ from typing import TYPE_CHECKING, Any
 from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.planning import Plan, plan_model
 from nasmlcn.search._config import SearchConfig
-from nasmlcn.search._correlation import FinishedTrial
 from nasmlcn.search._evaluator import EpochReport, EvalRequest, Evaluation, Evaluator, PruneTrial
 from nasmlcn.search._failure import failure_reason
 from nasmlcn.search._learning import learning_constraint
 from nasmlcn.search._observer import SearchObserver
 from nasmlcn.search._open import versions
 from nasmlcn.search._outcome import TrialOutcome
-from nasmlcn.search._pruners import EpochPruner
+from nasmlcn.search._pruners import EpochPruner, Pruning
 from nasmlcn.search._repeats import (
     model_key,
     originals,
-    pruned_curve,
+    replay_pruned,
     running_twin,
     trained_original,
     training_seed,
     wait_for_twin,
 )
-from nasmlcn.search._results import finished_for_pruning
 from nasmlcn.search._setup import SearchSetup
 from nasmlcn.search.spaces import Candidate
 from nasmlcn.study import (
@@ -237,52 +235,32 @@ class TrialRun:
         )
 
     def _replay(self, original: FrozenTrial, plan: Plan) -> TrialOutcome | None:
-        """The pruned ``original``'s curve (this model, trained alike) told to the
-        pruner as it stands now, epoch by epoch: where it stops the model, this
-        trial is a PRUNED repeat of ``original`` (nothing trained); None where it
-        would let the model go on (this trial trains it)."""
+        """The pruned ``original``'s curve told to the pruner as it stands now: a
+        PRUNED repeat of it where the pruner stops it, None where this trial trains."""
         from optuna.trial import TrialState
 
-        run, trial, config = self.run, self.trial, self.run.config
+        run = self.run
         pruning = Pruning.of(run, plan)
         if pruning.pruner is None:
             return None
-        curve = pruned_curve(original)
-        for epoch, accuracy in enumerate(curve[: config.epochs - 1], 1):
-            reason = pruning.pruner.decide(epoch, accuracy, pruning.finished, pruning.costs)
-            if reason is None:
-                continue
-            if len(self.run.setup.directions) == 1:
-                for e, value in enumerate(curve[:epoch], 1):
-                    trial.report(value, e)
-            if pruning.costs:
-                write_pruning_costs(trial, pruning.costs)
-            write_repeat(trial, original)
-            why = f"{reason} (trial {original.number}'s curve of this model, replayed)"
-            write_ended_early(
-                trial,
-                pruned=True,
-                reason=why,
-                training={
-                    "val_accuracy_per_epoch": curve[:epoch],
-                    "evaluator": run.evaluator.name,
-                    "epochs_run": epoch,
-                    "seconds": 0.0,
-                    "repeat_of": original.number,
-                },
-                seconds_saved=None,
-            )
-            run.study.tell(trial, state=TrialState.PRUNED)
-            return TrialOutcome(
-                trial.number,
-                "PRUNED",
-                None,
-                self.lanes,
-                why,
-                time.perf_counter() - self.start,
-                repeat_of=original.number,
-            )
-        return None
+        why = replay_pruned(
+            self.trial,
+            original,
+            lambda epoch, accuracy: pruning.pruner.decide(  # type: ignore[union-attr]
+                epoch, accuracy, pruning.finished, pruning.costs
+            ),
+            epochs=run.config.epochs,
+            report=len(run.setup.directions) == 1,
+            evaluator=run.evaluator.name,
+            costs=pruning.costs,
+        )
+        if why is None:
+            return None
+        run.study.tell(self.trial, state=TrialState.PRUNED)
+        elapsed = time.perf_counter() - self.start
+        return TrialOutcome(
+            self.trial.number, "PRUNED", None, self.lanes, why, elapsed, repeat_of=original.number
+        )
 
     def _build_and_place(self) -> tuple[Candidate, Plan]:
         """The trial's architecture from its parameters, and its plan on the devices."""
@@ -441,48 +419,6 @@ def write_candidate(
         latency_budget=setup.config.latency_budget,
         inference_batch_size=INFERENCE_BATCH_SIZE,
     )
-
-
-@dataclass(frozen=True)
-class Pruning:
-    """The pruner's view of one trial: the finished trials it is compared with and
-    its own costs (predictions, known before it trains)."""
-
-    pruner: EpochPruner | None
-    finished: list[FinishedTrial]
-    costs: dict[str, float]
-
-    @classmethod
-    def of(cls, run: RunContext, plan: Plan) -> Pruning:
-        config, setup = run.config, run.setup
-        # one epoch leaves nothing to prune (the last epoch is the result)
-        if run.pruner is None or config.epochs <= 1:
-            return cls(None, [], {})
-        objectives = cost_objectives(setup)
-        costs = {
-            name: (-1.0 if maximize else 1.0) * float(setup.objectives[i].value(plan, None))
-            for name, i, maximize in objectives
-        }
-        finished = finished_for_pruning(
-            run.study, objectives, with_pruned=getattr(run.pruner, "wants_pruned", False)
-        )
-        return cls(run.pruner, finished, costs)
-
-    def decide(self, report: EpochReport) -> str | None:
-        """Why to prune the trial after ``report`` (None: go on)."""
-        if self.pruner is None:
-            return None
-        return self.pruner.decide(report.epoch, report.val_accuracy, self.finished, self.costs)
-
-
-def cost_objectives(setup: SearchSetup) -> list[tuple[str, int, bool]]:
-    """Per objective known before training (latency, memory, ...): its name, its
-    index in a trial's values, and whether it is maximised."""
-    return [
-        (o.name, i, o.direction == "maximize")
-        for i, o in enumerate(setup.objectives)
-        if not o.needs_training
-    ]
 
 
 def _record(trial: optuna.Trial) -> TrialRecord:

@@ -102,7 +102,7 @@ def test_an_interrupted_trial_is_shown_queued_again_and_its_retry_as_such(
     assert again.returncode == 0, again.stderr
     title = next(line for line in again.stdout.splitlines() if "best trials of s" in line)
     # 5 trials in the study, of which 4 results: "5 trials" would count the FAIL
-    assert "(4 results: 4 complete, 0 pruned; 1 failed and queued again (not counted)" in title
+    assert "(4 models: 4 complete, 0 pruned; 1 failed and queued again (not counted)" in title
     assert "5 trials" not in title
 
 
@@ -119,6 +119,7 @@ def test_a_failed_trial_does_not_move_the_bar_and_the_json_counts_it_apart(
         "results": 3,
         "transferred": 0,
         "repeats": 0,
+        "pruned_repeats": 0,
         "complete": 3,
         "pruned": 0,
         "failed": 1,

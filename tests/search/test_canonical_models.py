@@ -110,6 +110,7 @@ def test_a_search_takes_a_reordered_model_as_a_repeat(
         storage=f"sqlite:///{tmp_path / 's.db'}",
         study="s",
         seed=0,
+        count_repeats=True,  # six proposals, whatever they are
     )
     run_search(config)
     trials = load_existing_study("s", config.storage).trials

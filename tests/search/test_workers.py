@@ -269,7 +269,7 @@ def test_workers_option_runs_a_pool_on_one_study(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert [w["index"] for w in data["workers"]] == [0, 1]
     assert all(w["gpus"] is None and w["threads"] >= 1 for w in data["workers"])
-    assert data["run_trials"] == trials
+    assert data["run_trials"] == trials + data["trial_counts"]["repeats"]  # repeats on top
     assert data["errors"] == []
     _check_study(url, "p", trials, 2)
     # the dashboard's notes and figures, as a one-process search writes them
@@ -282,7 +282,7 @@ def test_workers_option_runs_a_pool_on_one_study(tmp_path: Path) -> None:
     assert read_note(system, None)[1].startswith(STUDY_NOTE_MARK)
     ids = {k.split(":")[2] for k in system if k.startswith("dashboard:plot_data:")}
     assert GRAPH_ID_PREFIX + "accuracy_vs_latency" in ids
-    assert [read_note(system, t._trial_id)[0] for t in study.trials] == [1] * trials
+    assert [read_note(system, t._trial_id)[0] for t in study.trials] == [1] * len(study.trials)
 
 
 def test_more_gpus_per_trial_than_the_machine_has_is_one_clear_error(tmp_path: Path) -> None:
