@@ -179,6 +179,7 @@ class TrainEvaluator:
             run_job,
         )
 
+        began = time.perf_counter()
         splits = self.splits()
         used = [str(resolve_device(d)) for d in dict.fromkeys([device, *(lanes or ())])]
         # The space fits the target devices; this machine may be smaller.
@@ -199,6 +200,7 @@ class TrainEvaluator:
         )
         relay = _Relay(on_epoch)
         memory = PeakMemory(used)
+        job_began = time.perf_counter()
         run = run_job(
             request.spec,
             splits,
@@ -211,6 +213,7 @@ class TrainEvaluator:
             test=False,
             should_stop=request.should_stop,
         )
+        job_ended = time.perf_counter()
         extra: dict[str, Any] = {}
         if lanes is None:
             where, mode = used[0], "single-device"
@@ -228,9 +231,32 @@ class TrainEvaluator:
                 "streams": placed.streams,
                 "peak_memory_bytes_per_device": memory.per_device,
             }
+        extra["phases"] = trial_phases(
+            run.history, setup=job_began - began, job=job_ended - job_began,
+            inference=time.perf_counter() - job_ended,
+        )  # fmt: skip
         return _evaluation(
             request, run.history, splits, relay, memory.peak_bytes, where, mode, inference, **extra
         )
+
+
+def trial_phases(
+    history: Sequence[EpochResult], *, setup: float, job: float, inference: float
+) -> dict[str, float]:
+    """Where an evaluation's seconds went: ``setup`` (the data splits, the memory
+    check), ``training`` and ``validation`` (the epochs' passes), ``job_other`` (the
+    rest of the training job: building and placing the model, data to the device,
+    checkpoints, CUDA-graph capture and cuDNN autotuning on a GPU) and ``inference``
+    (the measured inference latency's timed passes)."""
+    training = sum(h.seconds for h in history)
+    validation = sum(h.eval_seconds for h in history)
+    return {
+        "setup": setup,
+        "training": training,
+        "validation": validation,
+        "job_other": max(job - training - validation, 0.0),
+        "inference": inference,
+    }
 
 
 def _measure_inference(
