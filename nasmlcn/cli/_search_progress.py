@@ -143,6 +143,11 @@ class SearchProgress(ProgressDisplay, SearchObserver):
                 else "not retried"
             )
             line = f"{name}: FAIL — {outcome.reason}; {after} (not counted toward --trials)"
+        elif outcome.repeat_of is not None:  # the reason is the stored trial's to read
+            line = (
+                f"{name}: {outcome.state} — its model's curve (trial #{outcome.repeat_of}) "
+                "replayed to the pruner, stopped again"
+            )
         else:
             line = f"{name}: {outcome.state} — {outcome.reason}"
         if outcome.repeat_of is not None:  # its original's result: nothing trained

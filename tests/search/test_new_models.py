@@ -100,3 +100,28 @@ def test_a_pruned_model_is_not_trained_again_to_be_pruned_again(tmp_path: Path) 
         else:
             first_pruned[r.model_key] = ran
     assert {r.model_key for r in records if r.repeat_of is None} == {r.model_key for r in records}
+
+
+def test_the_live_display_says_a_repeat_is_one_and_does_not_count_it(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from nasmlcn.cli._search_progress import SearchProgress
+
+    config = _config(
+        tmp_path, space="mlcn-table", devices="1xK80", sampler="random", epochs=4, trials=40,
+        seed=1,
+    )  # fmt: skip
+    text = io.StringIO()
+    with SearchProgress(Console(file=text, force_terminal=False, width=200)) as progress:
+        run_search(config, [progress])
+        bar = int(progress.progress.tasks[0].completed)
+    shown = text.getvalue()
+    records = [TrialRecord.of(t) for t in load_existing_study("s", config.storage).trials]
+    assert bar == sum(r.repeat_of is None for r in records)  # the bar counts models
+    for r in records:
+        if r.repeat_of is not None:
+            assert f"(a repeat of #{r.repeat_of}: nothing trained, not counted)" in shown
+            if r.state == "PRUNED":
+                assert f"its model's curve (trial #{r.repeat_of}) replayed" in shown
