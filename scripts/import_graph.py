@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "nasmlcn"
 
-# Packages that must import without torch (DESIGN.md: the planning layer).
+# Packages that must import without torch (the planning layer: tests/test_imports.py).
 PLANNING = (
     "nasmlcn.specs",
     "nasmlcn.hardware",

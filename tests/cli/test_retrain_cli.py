@@ -71,7 +71,7 @@ def test_retrain_top_2_is_stored_where_best_correlate_export_and_the_note_show_i
         assert m["selected_epoch"] == 1
         assert m["last_epoch_test_accuracy"] == m["test_accuracy"]
         assert m["validation_run_test_accuracy"] is None
-        # one spelling: retrain's is the one best's tables show (issue 47, finding 4)
+        # one spelling: retrain's is the one best's tables show
         record = TrialRecord.of(study.trials[m["number"]])
         assert m["lanes"] == record.lanes == record.lane_mix
     assert retrained["refit"] is False

@@ -1,6 +1,6 @@
-"""Tables fit 80 columns (issue 47, finding 6): each unit in its heading once, the
+"""Tables fit 80 columns: each unit in its heading once, the
 devices named once above the table, long lane mixes cut with ``…`` and whole in
-``--json``; times in ms and memory in MiB, as the figures draw them (finding 7)."""
+``--json``; times in ms and memory in MiB, as the figures draw them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One model, one spelling (issue 47, finding 4): lane order does not change what an
+"""One model, one spelling: lane order does not change what an
 MLCN computes, so the search builds every model with its lanes in canonical order
 (``Candidate.canonical``): its spelling is its lane mix, in ``best``'s tables and in
 ``retrain``/``evaluate``/``export-model``'s lines alike, and a reordering of a

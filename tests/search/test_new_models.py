@@ -1,4 +1,4 @@
-"""Thirty trials, thirty models (issue 48): by default ``--trials`` counts models. A
+"""Thirty trials, thirty models: by default ``--trials`` counts models. A
 proposal of a model already trained or pruned is recorded as a repeat (the sampler
 sees it) and the run asks again, the sampler first, then a random candidate; a
 pruned model's curve goes back to the pruner instead of being trained again."""

@@ -1,4 +1,4 @@
-"""Where a trial's time goes (issue 49, part 2): the train evaluator records its
+"""Where a trial's time goes: the train evaluator records its
 split, which ``benchmarks/trial_time.py`` prints per trial."""
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ How the open points of the pseudo-code are read:
 - *Full* (Algorithm 4 lines 4-8, seed 1041-1049, test ``free_flops = 0 or
   free_memory = 0``, which lanes of discrete sizes almost never reach exactly; in
   between, ``rand_lane`` would have no lane to return): a bucket is full when no
-  lane of the space fits what it has left (``Bucket.is_full``, as DESIGN.md reads
+  lane of the space fits what it has left (``Bucket.is_full``, as the design brief reads
   it). A device of which no lane fits even when empty gets no lanes (line 5's list
   leaves it out); if that is every device, :class:`SearchError`.
 - *Not in the thesis*: a bucket is also full at ``max_lanes_per_device`` lanes
