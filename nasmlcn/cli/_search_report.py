@@ -157,8 +157,10 @@ def _print_pruning(result: SearchResult, config: SearchConfig) -> None:
         out.print("pruning off (--no-prune)")
         return
     pruned = result.pruned_in_study()
+    replayed = sum(p.get("repeat_of") is not None for p in pruned)
+    again = f" ({replayed} of them a pruned model's curve replayed)" if replayed else ""
     saved = (
-        f"{len(pruned)} pruned trial(s) saved about "
+        f"{len(pruned)} pruned trial(s){again} saved about "
         f"{sum(p['seconds_saved'] for p in pruned):.0f} s of training"
     )
     if config.pruner == "halving":

@@ -183,7 +183,7 @@ def replay_pruned(
             "seconds": 0.0,
             "repeat_of": original.number,
         }
-        write_ended_early(trial, pruned=True, reason=why, training=training, seconds_saved=None)
+        write_ended_early(trial, pruned=True, reason=why, training=training, seconds_saved=0.0)
         return why
     return None
 

@@ -279,6 +279,8 @@ def pruned_records(study: optuna.Study) -> list[dict[str, Any]]:
                 "number": trial.number,
                 "reason": record.prune_reason,
                 "seconds_saved": record.seconds_saved or 0.0,
+                # a repeat: its model's stored curve, replayed to the pruner (search/_repeats.py)
+                "repeat_of": record.repeat_of,
             }
         )
     return records

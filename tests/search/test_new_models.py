@@ -76,6 +76,8 @@ def test_a_pruned_model_is_not_trained_again_to_be_pruned_again(tmp_path: Path) 
     )  # fmt: skip
     result = run_search(config)
     assert result.stopped == "repeats"  # 8 models, then 25 repeats in a row
+    replays = [p for p in result.pruned_in_study() if p["repeat_of"] is not None]
+    assert replays
     trials = load_existing_study("s", config.storage).trials
     records = [TrialRecord.of(t) for t in trials]
     replayed = [r for r in records if r.state == "PRUNED" and r.repeat_of is not None]
@@ -87,6 +89,7 @@ def test_a_pruned_model_is_not_trained_again_to_be_pruned_again(tmp_path: Path) 
         assert r.model_key == original.model_key
         assert "replayed" in (r.prune_reason or "")
         assert r.training["seconds"] == 0.0  # nothing trained
+        assert r.seconds_saved == 0.0  # and no training saved beyond the original's
         curve = original.training["val_accuracy_per_epoch"]
         assert r.training["val_accuracy_per_epoch"] == curve[: r.training["epochs_run"]]
     # a model trained (not replayed) after it was pruned went further than before
