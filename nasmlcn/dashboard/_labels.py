@@ -103,7 +103,7 @@ def format_seconds(value: Any, unit: str = "s") -> str:
 def metric_cell(name: str, value: Any, unit: str = "s") -> str:
     """A table cell of objective ``name``: times (``*_s``) as :func:`format_seconds`
     writes every other time column (``2.54 ms``), others to 4 significant digits."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
+    if not _is_number(value):
         return "-"
     return format_seconds(value, unit) if name.endswith("_s") else f"{value:.4g}"
 

@@ -174,9 +174,11 @@ def format_lane_mix(lanes: Sequence[LaneSpec]) -> str:
     this order (:meth:`nasmlcn.search.spaces.Candidate.canonical`), and for those
     models this is also :func:`format_lanes`' spelling.
     """
+    return format_lanes(in_mix_order(lanes))
+
+
+def in_mix_order(lanes: Sequence[LaneSpec]) -> list[LaneSpec]:
+    """``lanes`` grouped in lane-mix order (:func:`lane_mix_ranks`), equal lanes in
+    their order: the canonical order of a model with no placement of its own."""
     ranks = lane_mix_ranks(lanes)
-    counts = {lane: 0 for lane in ranks}
-    for lane in lanes:
-        counts[lane] += 1
-    ordered = sorted(ranks, key=ranks.__getitem__)
-    return ",".join(f"{counts[lane]}*{lane}" if counts[lane] > 1 else str(lane) for lane in ordered)
+    return sorted(lanes, key=ranks.__getitem__)

@@ -14,7 +14,7 @@ from nasmlcn.errors import PlacementError, SearchError
 from nasmlcn.placement import greedy_assignment
 from nasmlcn.planning import placement_problem
 from nasmlcn.search.spaces._base import SPACE_KINDS, Candidate, SearchSpace, SpaceContext
-from nasmlcn.specs import ARCHITECTURES, MLCNSpec, create_arch, lane_mix_ranks
+from nasmlcn.specs import ARCHITECTURES, MLCNSpec, create_arch, in_mix_order
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -53,8 +53,7 @@ class TableSpace(SearchSpace):
         assert isinstance(named, MLCNSpec)
         # placed in canonical order, so a named model and a reordering of its lanes
         # are one model on the devices too (Candidate.canonical)
-        ranks = lane_mix_ranks(named.lanes)
-        spec = self.make_spec(sorted(named.lanes, key=ranks.__getitem__), ctx)
+        spec = self.make_spec(in_mix_order(named.lanes), ctx)
         costs = ctx.cost_model.costs(spec.lanes, ctx.cost_context)
         try:
             assignment = greedy_assignment(placement_problem(costs, ctx.devices))
