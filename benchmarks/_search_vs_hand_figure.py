@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from _common import running_best
+from nasmlcn.reproduce.engines.common import running_best
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

@@ -35,7 +35,6 @@ from dataclasses import replace
 from typing import Any
 
 import torch
-from _common import say
 from _space_models import default_space_specs
 
 from nasmlcn.costs import (
@@ -46,6 +45,7 @@ from nasmlcn.costs import (
     whole_model_features,
 )
 from nasmlcn.measure import time_model_step
+from nasmlcn.reproduce.engines.common import say
 from nasmlcn.specs import LaneSpec, MLCNSpec, format_lanes
 
 WORLD = 2
@@ -234,6 +234,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from _common import exit_with
+    from nasmlcn.reproduce.engines.common import exit_with
 
     exit_with(main())

@@ -291,6 +291,6 @@ def print_report(
 
 
 if __name__ == "__main__":
-    from _common import exit_with
+    from nasmlcn.reproduce.engines.common import exit_with
 
     exit_with(main())

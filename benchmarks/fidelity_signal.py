@@ -28,8 +28,9 @@ import statistics
 import time
 
 import torch
-from _common import say
 from _space_models import default_space_specs
+
+from nasmlcn.reproduce.engines.common import say
 
 DEFAULT_FIDELITIES = ("1x2000", "3x2000", "3x6000")
 
@@ -165,6 +166,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from _common import exit_with
+    from nasmlcn.reproduce.engines.common import exit_with
 
     exit_with(main())

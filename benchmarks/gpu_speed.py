@@ -355,6 +355,6 @@ def print_table(result: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    from _common import exit_with
+    from nasmlcn.reproduce.engines.common import exit_with
 
     exit_with(main())

@@ -167,7 +167,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from _common import exit_with
+    from nasmlcn.reproduce.engines.common import exit_with
 
     main()
     exit_with(0)

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import median, paired, say
+from nasmlcn.reproduce.engines.common import median, paired, say
 
 _CHILD = """
 import time, torch
@@ -140,6 +140,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from _common import exit_with
+    from nasmlcn.reproduce.engines.common import exit_with
 
     exit_with(main())

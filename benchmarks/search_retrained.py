@@ -48,7 +48,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from _common import paired, say, verdict
+from nasmlcn.reproduce.engines.common import paired, say, verdict
 
 RUNS = (
     ("random", "mlcn-thesis"),  # the thesis's own search (Algorithm 6): the baseline
@@ -252,6 +252,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from _common import exit_with
+    from nasmlcn.reproduce.engines.common import exit_with
 
     exit_with(main())

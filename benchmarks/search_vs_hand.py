@@ -45,9 +45,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from _common import percent, running_best
 from _plots import write_plot
 from _search_vs_hand_figure import figure
+
+from nasmlcn.reproduce.engines.common import percent, running_best
 
 if TYPE_CHECKING:
     import optuna
@@ -256,7 +257,7 @@ def selected(config: Any, top: int) -> list[Any]:
     """The trials ``retrain --top`` takes: the ``top`` most accurate feasible ones,
     each a different model."""
     # the retrain's own selection, so the check of what is stored matches it
-    from nasmlcn.search._retrain_plan import select_trials
+    from nasmlcn.search._results.retrain_plan import select_trials
     from nasmlcn.study import load_existing_study
 
     study = load_existing_study(config.study, config.storage)
@@ -465,6 +466,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from _common import exit_with
+    from nasmlcn.reproduce.engines.common import exit_with
 
     exit_with(main())

@@ -22,8 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from _common import median_or_none
-
+from nasmlcn.reproduce.engines.common import median_or_none
 from nasmlcn.study import TrialRecord, load_existing_study
 
 if TYPE_CHECKING:
@@ -127,6 +126,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from _common import exit_with
+    from nasmlcn.reproduce.engines.common import exit_with
 
     exit_with(main())

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _common import exit_with, say
+from nasmlcn.reproduce.engines.common import exit_with, say
 
 PHASES = ("ask", "build", "setup", "training", "validation", "job_other", "inference", "tell")
 

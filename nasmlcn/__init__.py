@@ -6,8 +6,8 @@ registries, lane syntax) is pure Python. The torch parts live in
 are imported only when used.
 
 The verbs a user needs are here too, imported when first used: search
-(:func:`run_search`, :func:`run_workers`, :class:`SearchConfig`), plan
-(:func:`plan_model`), train (:func:`run_training`, :class:`TrainJob`,
+(:func:`run_search`, with worker processes too, :class:`SearchConfig`), plan
+(:func:`plan_model`), train (:func:`train`, :class:`TrainJob`,
 :class:`TrainConfig`), retrain (:func:`retrain_study`, :class:`RetrainOptions`) and
 load results (:func:`load_existing_study`, :func:`best_trials`, :func:`load_run`).
 """
@@ -39,19 +39,17 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
         best_trials,
         retrain_study,
         run_search,
-        run_workers,
     )
     from nasmlcn.study import load_existing_study
-    from nasmlcn.training import TrainConfig, TrainJob, run_training
+    from nasmlcn.training import TrainConfig, TrainJob, train
 
 _LAZY = {
     "SearchConfig": "search",
     "run_search": "search",
-    "run_workers": "search",
     "plan_model": "planning",
     "TrainConfig": "training",
     "TrainJob": "training",
-    "run_training": "training",
+    "train": "training",
     "RetrainOptions": "search",
     "retrain_study": "search",
     "best_trials": "search",
@@ -89,6 +87,5 @@ __all__ = [
     "plan_model",
     "retrain_study",
     "run_search",
-    "run_training",
-    "run_workers",
+    "train",
 ]

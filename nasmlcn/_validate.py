@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from nasmlcn.errors import SpecError
-from nasmlcn.registry import did_you_mean
 
 
 def check_int(owner: str, field: str, value: Any, minimum: int) -> int:
@@ -37,17 +36,3 @@ def check_choice(owner: str, field: str, value: Any, choices: Iterable[str]) -> 
     if value not in options:
         raise SpecError(f"{owner} {field} must be one of {', '.join(options)}; got {value!r}")
     return str(value)
-
-
-def check_keys(owner: str, data: dict[str, Any], allowed: Iterable[str]) -> None:
-    """Raises SpecError naming the first key of ``data`` not in ``allowed``."""
-    names = sorted(set(allowed))
-    for key in data:
-        if key not in names:
-            listed = f"known fields: {', '.join(names)}"
-            hint = did_you_mean(key, names, otherwise="")
-            raise SpecError(
-                f"{owner} has no field {key!r}; {hint} ({listed})"
-                if hint
-                else f"{owner} has no field {key!r}; {listed}"
-            )

@@ -10,6 +10,7 @@ the source's.
 from __future__ import annotations
 
 import functools
+import platform
 
 SOURCE_VERSION = "0.1.0"
 
@@ -23,3 +24,22 @@ def version() -> str:
         return importlib.metadata.version("nasmlcn")
     except importlib.metadata.PackageNotFoundError:
         return SOURCE_VERSION
+
+
+@functools.lru_cache(maxsize=1)
+def versions() -> dict[str, str]:
+    """Versions worth keeping with every result."""
+    import optuna
+
+    out = {
+        "nasmlcn": version(),
+        "optuna": optuna.__version__,
+        "python": platform.python_version(),
+    }
+    try:
+        import importlib.metadata
+
+        out["torch"] = importlib.metadata.version("torch")
+    except Exception:  # pragma: no cover - torch missing
+        pass
+    return out

@@ -21,7 +21,7 @@
 # 600; a step that would end past it gets less time, or is skipped), --pack (at the
 # end, everything but summary.txt in $OUT/gpu-check-partN.tar.gz: the device tool
 # brings back 8 files at most). --part accuracy: --seeds "0 1 2" (one step a seed,
-# seed after seed), --rows (benchmarks/thesis_table.py's; default
+# seed after seed), --rows (nasmlcn/reproduce/engines/thesis_table.py's; default
 # capsnet,mlcn2-8x4,mlcn2-8x4-text), --results-from FILE (the results.json an earlier call brought back: its finished
 # runs are not trained again, so the seeds of one table can span several calls).
 #
@@ -214,8 +214,8 @@ part1() {
   step fused_lanes json 150 "$PY" benchmarks/fused_lanes.py --device "$DEVICE" --repeats "$FUSED_REPEATS" --model "$DEFAULT_48" --model "32*mlcn2:2x1" --model "48*mlcn2:2x1" --model "64*mlcn2:1x1" --model "4*mlcn2:4x1" --model "36*mlcn2:2x2" --model "4*mlcn2:6x2" --json
   # (3) accuracy and seconds per epoch on the full training set: thesis Table 4.1 (8*mlcn2:4x1
   # 92.63 % after 20 epochs, 92 s per epoch on a P100) and CapsNet (91.30 %, 220 s per epoch)
-  step accuracy_mlcn2_8x4 json "$ACC_LIMIT" "$PY" -m nasmlcn train --lanes "8*mlcn2:4x1" --epochs "$ACC_EPOCHS" --device "$DEVICE" --train-limit "$TRAIN_LIMIT" --out "$WORK/acc-mlcn" --json
-  step accuracy_capsnet json "$ACC_LIMIT" "$PY" -m nasmlcn train --model capsnet --epochs "$CAPS_EPOCHS" --device "$DEVICE" --train-limit "$TRAIN_LIMIT" --out "$WORK/acc-capsnet" --json
+  step accuracy_mlcn2_8x4 json "$ACC_LIMIT" "$PY" -m nasmlcn train --lanes "8*mlcn2:4x1" --epochs "$ACC_EPOCHS" --run-on "$DEVICE" --train-limit "$TRAIN_LIMIT" --out "$WORK/acc-mlcn" --json
+  step accuracy_capsnet json "$ACC_LIMIT" "$PY" -m nasmlcn train --model capsnet --epochs "$CAPS_EPOCHS" --run-on "$DEVICE" --train-limit "$TRAIN_LIMIT" --out "$WORK/acc-capsnet" --json
   # one model a step: a compilation that overruns its box loses that model only
   step fused_lanes_compile_32 json 180 "$PY" benchmarks/fused_lanes.py --device "$DEVICE" --repeats "$FUSED_REPEATS" --compile --compile-mode default --model "32*mlcn2:2x1" --json
   step fused_lanes_compile_48 json 180 "$PY" benchmarks/fused_lanes.py --device "$DEVICE" --repeats "$FUSED_REPEATS" --compile --compile-mode default --model "$DEFAULT_48" --json
@@ -227,12 +227,12 @@ part1() {
 
 part2() {
   # (4) calibrate on the GPU: Pearson r of predicted vs measured step time and memory
-  step calibrate json 120 "$PY" -m nasmlcn calibrate --device "$DEVICE" --lanes "$CAL_LANES" --rounds "$CAL_ROUNDS" --out "$OUT/calibration.json" --json -q
+  step calibrate json 120 "$PY" -m nasmlcn calibrate --run-on "$DEVICE" --lanes "$CAL_LANES" --rounds "$CAL_ROUNDS" --out "$OUT/calibration.json" --json -q
   # (5) a real search, default space, on the GPU
   step search json "$((SEARCH_TIMEOUT + 60))" "$PY" -m nasmlcn search --run-on "$DEVICE" --trials "$TRIALS" --epochs "$EPOCHS" --train-limit "$TRAIN_LIMIT" --val-limit "$VAL_LIMIT" --timeout "$SEARCH_TIMEOUT" --storage "sqlite:///$OUT/search.db" --artifacts "$WORK/artifacts" --keep-weights best:1 --json -q
   if [[ $DEVICE == cuda* ]]; then
     # (6) lanes on streams vs one after another, on one GPU
-    step scaling_cuda json 90 "$PY" benchmarks/scaling.py --cuda --no-cpu --rounds 3 --seconds 3 --json
+    step scaling_cuda json 90 "$PY" -m nasmlcn.reproduce.engines.scaling --cuda --no-cpu --rounds 3 --seconds 3 --json
   fi
   # (9) the whole-model cost model on 20 random whole models (after calibrate: its file)
   step whole_model_cost json 150 "$PY" benchmarks/whole_model_cost.py --device "$DEVICE" --models "$WHOLE_MODELS" --steps "$WHOLE_STEPS" --json
@@ -255,19 +255,19 @@ reproduce_part() {
 
 accuracy_part() {
   # at most 9 minutes with setup (60) and environment (40). Thesis Table 4.1's rows
-  # (benchmarks/thesis_table.py: CapsNet, Mlcn2 8x4 in the reference code's lanes and in
+  # (nasmlcn/reproduce/engines/thesis_table.py: CapsNet, Mlcn2 8x4 in the reference code's lanes and in
   # the text's, by default) for 20 epochs on the whole training split, CUDA-graphed, the test accuracy
   # at the best-validation epoch; one step a seed, seed after seed, so a call that runs
   # out of time leaves whole seeds. The results file comes back in $OUT/accuracy:
   # give it to the next call with --results-from and only the missing runs train;
-  # `python benchmarks/thesis_table.py --rows ... --seeds 3 --results FILE` prints the
+  # `python -m nasmlcn.reproduce.engines.thesis_table --rows ... --seeds 3 --results FILE` prints the
   # table from it here, training nothing.
   local results=$OUT/accuracy/results.json seed
   mkdir -p "$OUT/accuracy"
   if [[ -n $RESULTS_FROM ]]; then cp "$RESULTS_FROM" "$results"; fi
   for seed in $ACC_SEEDS; do
     # shellcheck disable=SC2086
-    step "accuracy_seed$seed" json 430 "$PY" benchmarks/thesis_table.py --device "$DEVICE" --rows "$ACC_ROWS" $TABLE_ARGS --seed "$seed" --seeds 1 --results "$results" --json
+    step "accuracy_seed$seed" json 430 "$PY" -m nasmlcn.reproduce.engines.thesis_table --device "$DEVICE" --rows "$ACC_ROWS" $TABLE_ARGS --seed "$seed" --seeds 1 --results "$results" --json
   done
 }
 

@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-README_MAX_LINES = 420
+README_MAX_LINES = 200
 FENCE = re.compile(r"^```.*?^```", flags=re.DOTALL | re.MULTILINE)
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")  # [text](target) and ![alt](image)
 
@@ -63,7 +63,7 @@ def test_the_anchor_rule_matches_github() -> None:
 
 def test_the_readme_is_a_guide_not_a_manual() -> None:
     lines = (ROOT / "README.md").read_text().count("\n")
-    assert lines < README_MAX_LINES, f"README.md has {lines} lines; move reference text to docs/"
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines; move reference text to docs/"
 
 
 def test_the_readme_names_every_extra() -> None:

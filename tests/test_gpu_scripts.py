@@ -21,7 +21,8 @@ from tests.conftest import ROOT, run_cli
 SCRIPTS = ROOT / "scripts"
 CHECK = SCRIPTS / "gpu_check.sh"
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
-BENCHMARK = re.compile(r"benchmarks/(\w+)\.py(.*)")
+# a script of benchmarks/ or an engine of nasmlcn reproduce, by its name
+BENCHMARK = re.compile(r"(?:benchmarks/|-m nasmlcn\.reproduce\.engines\.)(\w+)(?:\.py)?(.*)")
 COMMAND = re.compile(r"-m nasmlcn (\w+)(.*)")
 
 

@@ -16,8 +16,14 @@ import pytest
 from tests.conftest import ROOT
 
 # Imports of another package's private module that are right, each with its reason
-# ("source -> target"). Empty today; an entry needs a reason a reviewer accepts.
-ALLOWED_PRIVATE: dict[str, str] = {}
+# ("source -> target"). An entry needs a reason a reviewer accepts.
+ALLOWED_PRIVATE: dict[str, str] = {
+    "nasmlcn.reproduce.engines.capsacc_table3 -> nasmlcn.costs._capsacc": (
+        "the engine of NASCaps Table 3 feeds CapsAcc NASCaps' own CapsNet descriptor,"
+        " layer by layer (layer kinds, estimate_layers): the cost model's internals,"
+        " which the public estimate_capsacc builds from a spec"
+    ),
+}
 
 MAX_LINES = 500
 # Modules over MAX_LINES lines, each with the reason its docstring states.
@@ -145,7 +151,9 @@ def test_no_package_imports_the_top_level_package(graph: ModuleType, edges: list
     """``nasmlcn/__init__`` imports the packages, so their importing ``nasmlcn`` runs
     back up; the version comes from ``nasmlcn._version``."""
     assert [f"{e.source}:{e.line}" for e in graph.arrows_up(edges)] == []
-    made = [graph.Import("nasmlcn.search._open", "nasmlcn", "nasmlcn", 14, False, False)]
+    made = [
+        graph.Import("nasmlcn.search._prepare.open_study", "nasmlcn", "nasmlcn", 14, False, False)
+    ]
     assert len(graph.arrows_up(made)) == 1
 
 

@@ -28,18 +28,19 @@ from nasmlcn.errors import NasmlcnError
 ROOT = Path(__file__).resolve().parents[1]
 SPACES = sorted(p.name for p in (ROOT / "search_spaces").glob("*.toml"))
 # What building a wheel needs: pyproject.toml, its readme, the packages.
-SOURCES = ("pyproject.toml", "README.md", "nasmlcn", "search_spaces", "studies", "benchmarks")
-# Folders outside nasmlcn/ that ship inside it: the built-in spaces, the recipes of
-# `nasmlcn reproduce` and their engines.
+SOURCES = ("pyproject.toml", "README.md", "nasmlcn", "search_spaces", "studies")
+# Folders outside nasmlcn/ that ship inside it: the built-in spaces and the recipes of
+# `nasmlcn reproduce` (their engines are nasmlcn.reproduce.engines; benchmarks/ is
+# not installed).
 MAPPED = {
     "nasmlcn.search_spaces": "search_spaces",
     "nasmlcn.studies": "studies",
-    "nasmlcn.benchmarks": "benchmarks",
 }
+ENGINES = ROOT / "nasmlcn" / "reproduce" / "engines"
 
 
 def test_the_package_list_matches_the_source_tree() -> None:
-    """pyproject.toml lists the packages (three live outside nasmlcn/): none forgotten."""
+    """pyproject.toml lists the packages (two live outside nasmlcn/): none forgotten."""
     setuptools = read_toml(ROOT / "pyproject.toml", "pyproject", NasmlcnError)["tool"]["setuptools"]
     found = {
         ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "nasmlcn").rglob("__init__.py")
@@ -49,8 +50,9 @@ def test_the_package_list_matches_the_source_tree() -> None:
     assert (ROOT / "search_spaces" / "__init__.py").is_file()
     assert (ROOT / "studies" / "__init__.py").is_file()
     # benchmarks/ has no __init__.py on purpose (its scripts import their siblings
-    # as top-level modules); setuptools ships its modules all the same.
+    # as top-level modules), and it is no package of the wheel.
     assert not (ROOT / "benchmarks" / "__init__.py").exists()
+    assert not any(p.startswith("nasmlcn.benchmarks") for p in setuptools["packages"])
 
 
 def _run(
@@ -138,8 +140,14 @@ def test_the_wheel_works_outside_the_checkout(tmp_path: Path) -> None:
         assert f"nasmlcn/search_spaces/{space}" in names
     for recipe in (ROOT / "studies").glob("*.toml"):
         assert f"nasmlcn/studies/{recipe.name}" in names
-    for script in (ROOT / "benchmarks").glob("*.py"):
-        assert f"nasmlcn/benchmarks/{script.name}" in names
+    for engine in ENGINES.glob("*.py"):
+        assert f"nasmlcn/reproduce/engines/{engine.name}" in names
+    assert not [n for n in names if n.startswith("nasmlcn/benchmarks/")]
+    # no file of benchmarks/ ships under another name
+    with zipfile.ZipFile(wheel) as zipped:
+        shipped = {zipped.read(n) for n in names if n.endswith(".py")}
+    ours = [p for p in (ROOT / "benchmarks").rglob("*.py") if p.read_bytes().strip()]
+    assert not [p for p in ours if p.read_bytes() in shipped]
     assert {n.split("/")[0] for n in names} == {
         "nasmlcn",
         wheel.name.split("-py")[0] + ".dist-info",
@@ -241,7 +249,7 @@ def test_the_wheel_works_outside_the_checkout(tmp_path: Path) -> None:
     assert Path(study.user_attrs["nasmlcn"]["space"]["source"]) == mine / "my-space.toml"
 
     # Calibration measures CPU memory in child processes that import this nasmlcn.
-    calibrate = [nasmlcn, "calibrate", "--quick", "--lanes", "3", "--device", "cpu", "-q"]
+    calibrate = [nasmlcn, "calibrate", "--quick", "--lanes", "3", "--run-on", "cpu", "-q"]
     cal_file = tmp_path / "cal.json"
     cal = json.loads(_run([*calibrate, "--json", "--out", str(cal_file)], cwd=work, env=env).stdout)
     assert cal["lanes"] == 3
@@ -271,6 +279,6 @@ def test_the_wheel_works_outside_the_checkout(tmp_path: Path) -> None:
     )
     assert done["results"][0]["verdict"]["kind"] == "smoke"
     run = json.loads((rep / "nascaps-table3" / "smoke" / "run.json").read_text())
-    assert Path(run["commands"][""][1]).resolve().is_relative_to(installed)
+    assert run["commands"][""][1:3] == ["-m", "nasmlcn.reproduce.engines.capsacc_table3"]
     assert (rep / "index.html").is_file()
     assert not list(work.iterdir()), "the commands wrote into the working directory"

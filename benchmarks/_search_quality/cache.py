@@ -49,7 +49,7 @@ class ResultCache:
             "assignment": list(job.assignment),
             "seed": job.seed,
             # with the rest, the trial decides the result (its training seed follows
-            # from its model, search/_repeats.py); the proxy's dry run has the same
+            # from its model, search/_trial/repeats.py); the proxy's dry run has the same
             # trial numbers, so the estimate knows what is cached
             "trial": job.trial,
             "epochs": job.epochs,
@@ -106,7 +106,7 @@ class CachedEvaluator:
         job took, or (from the cache) would have taken for the epochs it ran: a
         pruner may stop it after any epoch. A training the pruner stopped is cached
         too, with the epochs it ran (served again only to a trial stopped there)."""
-        from nasmlcn.search import PruneTrial
+        from nasmlcn.search import EpochDecision
 
         key = ResultCache.key(job, self.training)
         entry = self.cache.entries.get(key)
@@ -121,21 +121,22 @@ class CachedEvaluator:
             self.last_hit = False
             replayed = len(entry["stopped"])
         seen: list[float] = []
+        decision = EpochDecision()
 
-        def recording(report: EpochReport) -> None:
+        def recording(report: EpochReport) -> EpochDecision:
+            nonlocal decision
             seen.append(report.val_accuracy)
             if report.epoch > replayed:
-                on_epoch(report)
+                decision = on_epoch(report)
+            return decision
 
         tick, cpu = time.perf_counter(), time.process_time()
         meta = {"created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **self.meta}
-        try:
-            evaluation = self.inner.evaluate(job, recording)
-        except PruneTrial:
-            self.last_compute = time.process_time() - cpu
-            self._store(key, {"stopped": seen, "cpu_seconds": self.last_compute, **meta})
-            raise
+        evaluation = self.inner.evaluate(job, recording)
         self.last_compute = time.process_time() - cpu
+        if not decision.goes_on:  # the pruner stopped it: cached with the epochs it ran
+            self._store(key, {"stopped": seen, "cpu_seconds": self.last_compute, **meta})
+            return evaluation
         self._store(
             key,
             {
@@ -160,19 +161,17 @@ class CachedEvaluator:
         """Serves ``entry``; None when it is a stopped training this trial goes past."""
         from nasmlcn.search import EpochReport, Evaluation
 
-        if "evaluation" not in entry:  # stopped by the pruner after these epochs
-            curve = list(entry["stopped"])
-            spent = float(entry["cpu_seconds"])
-            for epoch, accuracy in enumerate(curve, start=1):
-                self.last_compute = spent * epoch / len(curve)
-                on_epoch(EpochReport(epoch, accuracy, 0.0))  # raises PruneTrial at the end
-            return None
-        data = dict(entry["evaluation"])
-        curve = data["val_accuracy_per_epoch"]
-        spent = float(entry.get("cpu_seconds", entry["evaluate_seconds"]))
+        stopped = "evaluation" not in entry  # stopped by the pruner after these epochs
+        data = {} if stopped else dict(entry["evaluation"])
+        curve = list(entry["stopped"]) if stopped else data["val_accuracy_per_epoch"]
+        spent = float(entry.get("cpu_seconds", entry.get("evaluate_seconds", 0.0)))
         for epoch, accuracy in enumerate(curve, start=1):
             self.last_compute = spent * epoch / len(curve)
-            on_epoch(EpochReport(epoch, accuracy, 0.0))  # nothing was spent on it
+            if not on_epoch(EpochReport(epoch, accuracy, 0.0)).goes_on:
+                # the trial ends here, as it decided: what it saw is its evaluation
+                return Evaluation(accuracy, tuple(curve[:epoch]), 0.0)
+        if stopped:
+            return None  # this trial goes past the epochs the cached one ran
         self.last_compute = spent
         data["val_accuracy_per_epoch"] = tuple(curve)
         data["extra"] = {**data["extra"], "served_by_cache": key}

@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from _common import running_best
+from nasmlcn.reproduce.engines.common import running_best
 
 if TYPE_CHECKING:
     pass

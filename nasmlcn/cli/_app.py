@@ -36,14 +36,18 @@ def _global(
 
 
 def _register() -> None:
+    """The commands, in the order ``nasmlcn --help`` lists them; each lives in the
+    module of its name. Old spellings (:mod:`nasmlcn.cli._renamed`) are hidden."""
     from nasmlcn.cli import (
         _best,
         _calibrate,
+        _correlate,
         _dashboard,
         _data,
         _devices,
         _estimate,
         _evaluate,
+        _export,
         _export_model,
         _models,
         _plan,
@@ -53,24 +57,29 @@ def _register() -> None:
         _search,
         _train,
     )
+    from nasmlcn.cli._renamed import renamed_command
 
     app.command("search")(_search.search)
     app.command("best")(_best.best)
-    app.command("correlate")(_best.correlate)
-    app.command("retrain")(_retrain.retrain)
-    app.command("export")(_dashboard.export)
+    app.command("correlate")(_correlate.correlate)
+    app.command("retrain", cls=renamed_command(_retrain.RENAMED))(_retrain.retrain)
+    app.command("export")(_export.export)
     app.command("dashboard")(_dashboard.dashboard)
-    app.command("train")(_train.train)
+    app.command("train", cls=renamed_command(_train.RENAMED))(_train.train)
     app.command("models")(_models.models)
     app.command("devices")(_devices.devices)
     app.command("plan")(_plan.plan)
     app.command("estimate")(_estimate.estimate)
-    app.command("calibrate")(_calibrate.calibrate)
-    app.command("evaluate")(_evaluate.evaluate)
+    app.command("calibrate", cls=renamed_command(_calibrate.RENAMED))(_calibrate.calibrate)
+    app.command("evaluate", cls=renamed_command(_evaluate.RENAMED))(_evaluate.evaluate)
     app.command("export-model")(_export_model.export_model)
-    app.command("prune")(_remove_lanes.prune)
+    remove_lanes = _remove_lanes.remove_lanes
+    app.command("remove-lanes", cls=renamed_command(_remove_lanes.RENAMED))(remove_lanes)
     app.command("reproduce")(_reproduce.reproduce)
     app.add_typer(_data.data_app, name="data")
+    # the old name of remove-lanes (it clashed with search --prune): one more release
+    old = renamed_command(_remove_lanes.RENAMED, old_name="prune", new_name="remove-lanes")
+    app.command("prune", cls=old, hidden=True)(remove_lanes)
 
 
 _register()

@@ -10,6 +10,9 @@ import typer
 
 from nasmlcn.cli._console import err, out
 
+RENAMED = {"--device": "--run-on"}
+"""Old spellings still read (:mod:`nasmlcn.cli._renamed`)."""
+
 
 def calibrate(
     lanes: int = typer.Option(
@@ -19,9 +22,9 @@ def calibrate(
     batch_size: int | None = typer.Option(
         None, "--batch-size", min=1, help="Training batch size [default: 100; 8 with --quick]."
     ),
-    device: str = typer.Option(
+    run_on: str = typer.Option(
         "auto",
-        "--device",
+        "--run-on",
         help="Where to time the lanes: auto (first GPU, else cpu), cpu, cuda:N, or all "
         "(FC speed of every local device; lanes on the auto device).",
     ),
@@ -79,7 +82,7 @@ def calibrate(
         lanes=lanes,
         seed=seed,
         batch_size=batch_size,
-        device=device,
+        device=run_on,
         routing=routing,
         out=out_file,
         threads=threads,

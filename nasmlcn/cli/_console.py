@@ -1,4 +1,4 @@
-"""The CLI's consoles, logging and one-line errors.
+"""The CLI's consoles, logging, one-line errors and warnings, and phase spinners.
 
 Results go to stdout; progress (:mod:`nasmlcn.cli._progress`), logs and errors go
 to stderr.
@@ -6,9 +6,11 @@ to stderr.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+from collections.abc import Callable, Iterator
 from typing import TextIO
 
 from rich.console import Console
@@ -48,6 +50,23 @@ def print_error(message: str) -> None:
         highlight=False,
         soft_wrap=True,
     )
+
+
+def print_warning(message: str) -> None:
+    """One yellow ``warning:`` line on stderr (the command goes on)."""
+    from rich.markup import escape
+
+    err.print(f"[yellow]warning:[/] {escape(message)}", markup=True, soft_wrap=True)
+
+
+@contextlib.contextmanager
+def phase_status(quiet: bool, what: str) -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr naming the phase it is told (none when ``quiet``)."""
+    if quiet:
+        yield lambda _: None
+        return
+    with err.status(what, spinner="dots") as status:
+        yield lambda phase: status.update(f"{phase}: {what}")
 
 
 class _ScrubPasswords(logging.Filter):

@@ -2,49 +2,30 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from nasmlcn.cli._console import err, out
+from nasmlcn.cli._console import out, phase_status
+from nasmlcn.cli._options import DATA_DIR, INFERENCE_BATCH, RUN, RUN_DATASET, RUN_ON
 
-RUN = typer.Option(
-    ...,
-    "--run",
-    help="A run folder: what nasmlcn train --out, nasmlcn best --export or nasmlcn prune "
-    "--keep wrote (checkpoint.pt, arch.json).",
-)
-DATASET = typer.Option(
-    None,
-    "--dataset",
-    help="Use this dataset (see 'nasmlcn data list') [default: the run's, from its "
-    "result.json or checkpoint].",
-)
-DATA_DIR = typer.Option(
-    None,
-    "--data-dir",
-    help="Dataset directory [default: $NASMLCN_DATA_DIR or ~/.cache/nasmlcn/data].",
-)
-DEVICE = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N.")
-INFERENCE_BATCH = typer.Option(
-    100, "--inference-batch", min=1, help="Images per timed inference pass."
-)
 PASSES = typer.Option(10, "--passes", min=1, help="Timed inference passes (the median counts).")
+
+RENAMED = {"--device": "--run-on"}
+"""Old spellings still read (:mod:`nasmlcn.cli._renamed`)."""
 
 
 def evaluate(
     run: Path = RUN,
-    dataset: str | None = DATASET,
+    dataset: str | None = RUN_DATASET,
     data_dir: Path | None = DATA_DIR,
     download: bool = typer.Option(True, "--download/--no-download", help="Download missing data."),
     test_limit: int | None = typer.Option(
         None, "--test-limit", min=1, help="Use the first N test images."
     ),
-    device: str = DEVICE,
+    run_on: str = RUN_ON,
     inference_batch: int = INFERENCE_BATCH,
     passes: int = PASSES,
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
@@ -62,7 +43,7 @@ def evaluate(
             data_dir=data_dir,
             download=download,
             test_limit=test_limit,
-            device=device,
+            device=run_on,
             inference=settings,
             on_phase=tell,
         ).to_dict()
@@ -70,16 +51,6 @@ def evaluate(
         print(json.dumps(result))
         return
     _print(result)
-
-
-@contextlib.contextmanager
-def phase_status(quiet: bool, what: str) -> Iterator[Callable[[str], None]]:
-    """A spinner on stderr naming the phase it is told (none when ``quiet``)."""
-    if quiet:
-        yield lambda _: None
-        return
-    with err.status(what, spinner="dots") as status:
-        yield lambda phase: status.update(f"{phase}: {what}")
 
 
 def _print(result: dict[str, Any]) -> None:

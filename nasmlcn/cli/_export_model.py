@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from nasmlcn.cli._console import out
-from nasmlcn.cli._evaluate import RUN, phase_status
+from nasmlcn.cli._console import out, phase_status
+from nasmlcn.cli._options import RUN
 from nasmlcn.runs import EXPORT_FORMATS
 
 

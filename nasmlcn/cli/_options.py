@@ -1,4 +1,5 @@
-"""Options shared by several commands (devices, cost models, architectures, storage)."""
+"""Options shared by several commands (devices, cost models, architectures, storage,
+studies, trained runs, where the work runs)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,33 @@ CALIBRATION = typer.Option(
 )
 
 STORAGE = typer.Option(None, "--storage", help=STORAGE_HELP, show_default=False)
+STUDY = typer.Option(None, "--study", help="Study name [default: the only study in the storage].")
+
+RUN = typer.Option(
+    ...,
+    "--run",
+    help="A run folder: what nasmlcn train --out, nasmlcn best --export or nasmlcn "
+    "remove-lanes --keep wrote (checkpoint.pt, arch.json).",
+)
+RUN_DATASET = typer.Option(
+    None,
+    "--dataset",
+    help="Use this dataset (see 'nasmlcn data list') [default: the run's, from its "
+    "result.json or checkpoint].",
+)
+DATA_DIR = typer.Option(
+    None,
+    "--data-dir",
+    help="Dataset directory [default: $NASMLCN_DATA_DIR or ~/.cache/nasmlcn/data].",
+)
+RUN_ON = typer.Option(
+    "auto", "--run-on", help="The local device it runs on: auto, cpu, cuda or cuda:N."
+)
+"""Where the work runs on this machine: one word in every command (``search``'s
+``--run-on`` is SearchConfig.run_on)."""
+INFERENCE_BATCH = typer.Option(
+    100, "--inference-batch", min=1, help="Images per timed inference pass."
+)
 
 
 def cost_model_from_options(name: str, calibration: Path | None) -> CostModel:

@@ -1,4 +1,6 @@
-"""``nasmlcn prune``: lane pruning of a trained MLCN (thesis sec. 4.3.3, Fig. 4.6)."""
+"""``nasmlcn remove-lanes``: lane pruning of a trained MLCN (thesis sec. 4.3.3,
+Fig. 4.6). It was ``nasmlcn prune``, a name that clashed with ``search --prune``
+(stopping trials); ``prune`` still runs it, hidden, with a warning."""
 
 from __future__ import annotations
 
@@ -9,8 +11,11 @@ from typing import Any, ClassVar
 import typer
 
 from nasmlcn.cli._console import err, out
-from nasmlcn.cli._evaluate import DATA_DIR, DATASET, DEVICE, INFERENCE_BATCH, RUN
+from nasmlcn.cli._options import DATA_DIR, INFERENCE_BATCH, RUN, RUN_DATASET, RUN_ON
 from nasmlcn.cli._progress import MeasureProgress
+
+RENAMED = {"--device": "--run-on"}
+"""Old spellings still read (:mod:`nasmlcn.cli._renamed`)."""
 
 
 class PruneProgress(MeasureProgress):
@@ -22,9 +27,9 @@ class PruneProgress(MeasureProgress):
     }
 
 
-def prune(
+def remove_lanes(
     run: Path = RUN,
-    dataset: str | None = DATASET,
+    dataset: str | None = RUN_DATASET,
     data_dir: Path | None = DATA_DIR,
     download: bool = typer.Option(True, "--download/--no-download", help="Download missing data."),
     val_limit: int | None = typer.Option(
@@ -46,7 +51,7 @@ def prune(
     figure: bool = typer.Option(
         True, "--png/--no-png", help="Also write the figure as PNG (needs Chromium)."
     ),
-    device: str = DEVICE,
+    run_on: str = RUN_ON,
     inference_batch: int = INFERENCE_BATCH,
     passes: int = typer.Option(
         5, "--passes", min=1, help="Timed inference passes per step (the median counts)."
@@ -63,10 +68,10 @@ def prune(
         check_removable,
         check_removal_out_dir,
         load_run,
-        remove_lanes,
         save_without_lanes,
         write_lane_removal_figure,
     )
+    from nasmlcn.runs import remove_lanes as rank_and_remove
 
     loaded = load_run(run, dataset=dataset)
     check_removable(loaded, keep)
@@ -75,12 +80,12 @@ def prune(
     if not quiet:
         err.print(f"pruning {loaded.arch.describe()} ({loaded.path}) on {loaded.dataset}")
     with PruneProgress(err, quiet=quiet) as progress:
-        report = remove_lanes(
+        report = rank_and_remove(
             loaded,
             data_dir=data_dir,
             download=download,
             val_limit=val_limit,
-            device=device,
+            device=run_on,
             inference=InferenceSettings(batch=inference_batch, passes=passes),
             progress=progress,
         )

@@ -10,14 +10,15 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from nasmlcn.cli._best import STUDY
 from nasmlcn.cli._console import err, out
-from nasmlcn.cli._evaluate import DEVICE, INFERENCE_BATCH
-from nasmlcn.cli._options import STORAGE
+from nasmlcn.cli._options import INFERENCE_BATCH, RUN_ON, STORAGE, STUDY
 
 if TYPE_CHECKING:
     from nasmlcn.search import RetrainReport
     from nasmlcn.study import RetrainedModel
+
+RENAMED = {"--device": "--run-on"}
+"""Old spellings still read (:mod:`nasmlcn.cli._renamed`)."""
 
 
 def retrain(
@@ -62,7 +63,7 @@ def retrain(
         help="Seed of the split, initialisation and batch order [default: the search's, "
         "whose validation images then stay unseen]; run folders become trial-NNNN-seed-S.",
     ),
-    device: str = DEVICE,
+    run_on: str = RUN_ON,
     inference_batch: int = INFERENCE_BATCH,
     out_dir: Path | None = typer.Option(
         None,
@@ -107,7 +108,7 @@ def retrain(
         test_limit=test_limit,
         dataset=dataset,
         data_dir=str(data_dir) if data_dir else None,
-        device=device,
+        device=run_on,
         out_dir=str(out_dir),
         resume=resume,
         inference_batch_size=inference_batch,

@@ -101,15 +101,13 @@ class Pool(NamedTuple):
     workers_per_gpu: int | None
 
 
-def _tracker(uri: str | None) -> Any:
-    """``MlflowObserver`` bound to ``uri`` (a picklable factory), or None."""
-    import functools
-
+def _tracker(uri: str | None) -> list[Any]:
+    """``[MlflowObserver(uri)]``, or none."""
     if not uri:
-        return None
+        return []
     from nasmlcn.tracking import MlflowObserver
 
-    return functools.partial(MlflowObserver, uri)
+    return [MlflowObserver(uri)]
 
 
 def _run_one(config: SearchConfig, *, quiet: bool, pool: Pool) -> SearchResult:
@@ -119,34 +117,18 @@ def _run_one(config: SearchConfig, *, quiet: bool, pool: Pool) -> SearchResult:
 
     from nasmlcn.cli._search_progress import SearchProgress
     from nasmlcn.dashboard import DashboardObserver
-    from nasmlcn.search import run_search, run_workers
+    from nasmlcn.search import run_search
 
     # the tracker SearchConfig.mlflow asks for: made here, opened once the search has
-    # checked its configuration (the search itself imports nothing of tracking)
-    tracker = _tracker(config.mlflow)
-    observers: list[Any] = [DashboardObserver()]
-    run: Any = run_search
-    on_gpus = pool.gpus_per_trial is not None or pool.workers_per_gpu is not None
-    if pool.workers > 1 or on_gpus:
-        # --workers 1 (the default) on GPUs: as many workers as the GPUs take
-        workers = None if on_gpus and pool.workers == 1 else pool.workers
-        # each worker writes its trials' notes as they end; the figures once, here.
-        # MLflow: this process opens and closes the study's parent run, and each
-        # worker logs its own trials under it
-        observers = [DashboardObserver(notes=False)]
-        made: list[Any] = [functools.partial(DashboardObserver, figures=False)]
-        if tracker is not None:
-            observers.append(tracker(trials=False))
-            made.append(functools.partial(tracker, end_parent=False))
-        run = functools.partial(
-            run_workers,
-            workers=workers,
-            gpus_per_trial=pool.gpus_per_trial,
-            workers_per_gpu=pool.workers_per_gpu,
-            worker_observers=made,
-        )
-    elif tracker is not None:
-        observers.append(tracker())
+    # checked its configuration (the search itself imports nothing of tracking); with
+    # workers, run_search splits each observer between this process and the workers
+    observers: list[Any] = [DashboardObserver(), *_tracker(config.mlflow)]
+    run = functools.partial(
+        run_search,
+        workers=pool.workers,
+        gpus_per_trial=pool.gpus_per_trial,
+        workers_per_gpu=pool.workers_per_gpu,
+    )
     if quiet:
         result: SearchResult = run(config, observers)
     else:

@@ -22,13 +22,13 @@ def result_json(config: SearchConfig, result: SearchResult) -> dict[str, Any]:
 
 
 def print_result(result: SearchResult, config: SearchConfig) -> None:
-
-    from nasmlcn.cli._best import (
+    from nasmlcn.cli._trials_table import (
         PROXY_NOTE,
+        devices_line,
         print_measured,
+        trials_table,
         why_none_feasible,
     )
-    from nasmlcn.cli._trials_table import devices_line, trials_table
     from nasmlcn.search import describe_counts
 
     names = result.metric_names

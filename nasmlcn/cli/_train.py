@@ -10,12 +10,17 @@ from typing import Any
 
 import typer
 
+from nasmlcn._defaults import LEARNING_RATE
 from nasmlcn._text import counted
 from nasmlcn.cli._console import err, out
 from nasmlcn.cli._options import ARCH, one_of
 from nasmlcn.placement import PLACERS
 from nasmlcn.specs import DECODERS, DEFAULT_LANES, DEFAULT_VOTE_INIT, ROUTINGS, VOTE_INITS
 from nasmlcn.training import AUGMENTATIONS, BATCH_POLICIES, DEFAULT_LR_POLICY, LR_POLICIES
+
+RENAMED = {"--timeout": "--rank-timeout", "--device": "--run-on"}
+"""Old spellings still read (:mod:`nasmlcn.cli._renamed`): ``search --timeout`` is
+the search's budget and ``search --run-on`` where training runs."""
 
 
 def _described(registry: Any) -> str:
@@ -46,7 +51,7 @@ def train(
     download: bool = typer.Option(True, "--download/--no-download", help="Download missing data."),
     epochs: int = typer.Option(10, "--epochs", min=1, help="Training epochs."),
     batch_size: int = typer.Option(100, "--batch-size", min=1, help="Training batch size."),
-    lr: float = typer.Option(1e-3, "--lr", help="Initial Adam learning rate."),
+    lr: float = typer.Option(LEARNING_RATE, "--lr", help="Initial Adam learning rate."),
     lr_policy: str | None = typer.Option(
         None,
         "--lr-policy",
@@ -93,19 +98,19 @@ def train(
     seed: int = typer.Option(
         0, "--seed", min=0, help="Seed for the split, initialisation and shuffling."
     ),
-    device: str = typer.Option(
+    run_on: str = typer.Option(
         "auto",
-        "--device",
-        help="auto, cpu, cuda or cuda:N. With --devices also cuda:0,cuda:1,... "
-        "(target device j runs on entry j mod n).",
+        "--run-on",
+        help="Where training runs: auto, cpu, cuda or cuda:N. With --devices also "
+        "cuda:0,cuda:1,... (target device j runs on entry j mod n).",
     ),
     devices: str | None = typer.Option(
         None,
         "--devices",
-        help="Lane-parallel: place the lanes as for these target devices, e.g. 2xH100 or "
-        "1xK80,1xV100, and run each target device's lanes on its local device (auto: "
-        "the matching GPUs). 2xcpu is legal in one process but gives no speedup: use "
-        "--processes for CPU parallelism.",
+        help="Lane-parallel: target devices, as in search, e.g. 2xH100 or 1xK80,1xV100: "
+        "the lanes are placed as for them, and each one's lanes run on a local device "
+        "(--run-on; auto: the matching GPUs). 2xcpu is legal in one process but gives "
+        "no speedup: use --processes for CPU parallelism.",
     ),
     placement: str = typer.Option(
         "greedy", "--placement", help=f"Lane placement: {one_of(PLACERS)}."
@@ -122,9 +127,9 @@ def train(
         "--parallelism",
         help="With several processes: lanes (each owns some lanes) or data (DDP baseline).",
     ),
-    timeout: float = typer.Option(
+    rank_timeout: float = typer.Option(
         300.0,
-        "--timeout",
+        "--rank-timeout",
         min=1.0,
         help="Seconds a multi-process rank waits for its peers before failing.",
     ),
@@ -158,8 +163,9 @@ def train(
     """
     from nasmlcn.cli._progress import TrainProgress
     from nasmlcn.data import DATASETS
-    from nasmlcn.parallel import reports_here, train_job
+    from nasmlcn.parallel import reports_here
     from nasmlcn.training import TrainConfig, TrainJob, default_lr_policy, resolve_arch
+    from nasmlcn.training import train as train_job
 
     spec = resolve_arch(
         DATASETS.get(dataset),
@@ -179,7 +185,7 @@ def train(
         lr_policy=lr_policy or default_lr_policy(batch_policy),
         batch_policy=batch_policy,
         seed=seed,
-        device=device,
+        device=run_on,
         augment=augment,
         fuse_lanes=fuse_lanes,
         cuda_graphs=cuda_graphs,
@@ -215,8 +221,8 @@ def train(
             placement=placement,
             processes=processes,
             parallelism=parallelism,
-            device=device,
-            timeout_s=timeout,
+            device=run_on,
+            timeout_s=rank_timeout,
             callbacks=callbacks,
         )
     if report is None or not reporting:

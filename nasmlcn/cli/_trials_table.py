@@ -5,7 +5,9 @@ Each objective's unit is in its heading once (``latency`` over ``(ms)``), every 
 of a column has the same number of decimals, the devices the predictions are for
 are named once above the table, and a long lane mix is cut (``…``); ``--json``
 has it whole. Times are in milliseconds and memory in MiB, as the figures draw
-them (:func:`nasmlcn.dashboard.metric_unit`).
+them (:func:`nasmlcn.dashboard.metric_unit`). The measured inference latencies get
+a table of their own (:func:`print_measured`), and a proxy study or an empty one a
+line that says so (:data:`PROXY_NOTE`, :func:`why_none_feasible`).
 """
 
 from __future__ import annotations
@@ -158,3 +160,70 @@ def retrained_text(model: RetrainedModel) -> str:
     return f"{model.test_accuracy:.4f} ({model.tested})" + (
         f"; {'; '.join(caveats)}" if caveats else ""
     )
+
+
+PROXY_NOTE = (
+    "[yellow]proxy evaluator: these accuracies are an analytic stand-in, nothing was "
+    "trained[/] (search with --evaluator train for measured ones)"
+)
+"""What every table of a proxy study says under it."""
+
+
+def why_none_feasible(completed: int, latency_budget: float | None) -> str:
+    """Why a study lists no trial: none of its ``completed`` trials yet, or the latency
+    budget (``--latency-budget``) excludes every one."""
+    if not completed or latency_budget is None:
+        return "no completed feasible trials yet"
+    return (
+        f"none of the {completed} completed trials meets --latency-budget {latency_budget:g} s "
+        "(the predicted training step on the target devices); raise the budget, or give "
+        "devices, a space or --flops that hold smaller models"
+    )
+
+
+def print_measured(rows: list[dict[str, Any]], devices: str | None) -> bool:
+    """The measured inference latencies, in a table of their own (the device in
+    its heading when all share one, else in each cell); whether any was measured."""
+    from rich import box
+    from rich.table import Table
+
+    from nasmlcn.cli._console import out
+    from nasmlcn.dashboard import common_device, format_measured, measured_heading
+
+    measured = [r["measured"] for r in rows]
+    if not any(m.get("measured_inference_latency_s") is not None for m in measured):
+        out.print(
+            "inference measured: nothing (the evaluator measured nothing, e.g. the proxy)",
+            highlight=False,
+        )
+        return False
+    device = common_device(measured)
+    target = devices or "the target devices"
+    table = Table(
+        title=f"measured where trained, not on {target}",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
+    for column in ("#", "lane mix", measured_heading(device)):
+        mix = column == "lane mix"
+        table.add_column(
+            column,
+            justify="left" if mix else "right",
+            no_wrap=mix,
+            overflow="ellipsis" if mix else "fold",
+            min_width=LANE_MIX_MIN if mix else None,
+        )
+    for row in rows:
+        table.add_row(
+            str(row["number"]),
+            row["lane_mix"] or row["lanes"] or "",
+            format_measured(row["measured"], device=device is None),
+        )
+    out.print(table)
+    out.print(
+        "measured: the median of the timed passes (one image at a time, no decoder) on "
+        "the machine that trained the trial, with their interquartile range (IQR)",
+        highlight=False,
+    )
+    return True

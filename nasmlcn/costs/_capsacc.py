@@ -42,7 +42,7 @@ prints neither ``en_mem`` nor ``pwr_PEA``. The public NASCaps code
 That is what we use: with these constants and NASCaps' own descriptor of
 CapsNet (``chroms/chrom_capsnet.chr``) the model gives 88.80 mJ, 1.82 ms and
 8,573 KiB, Table 3's figures to the printed digit
-(``benchmarks/capsacc_table3.py``). Energy is dominated by the primary-capsule
+(``nasmlcn/reproduce/engines/capsacc_table3.py``). Energy is dominated by the primary-capsule
 layer, whose 20,992 sums per output keep 335,632 accumulator cells busy.
 
 **Our layers.** :func:`lane_layers` and :func:`capsnet_layers` read the real layer
@@ -66,7 +66,7 @@ CapsNet's 14x14 grid): we follow Table 1, which is the layer's real size. From
 real shapes, CapsNet on CIFAR-10 is 0.912 x Table 3's energy, 0.875 x its latency
 and 0.922 x its memory: the paper's descriptor has a 28x28 input with a "same"
 first convolution (a 14x14 primary grid against our 8x8) and that 9x9 window
-(``benchmarks/capsacc_table3.py`` prints the per-layer arithmetic).
+(``nasmlcn/reproduce/engines/capsacc_table3.py`` prints the per-layer arithmetic).
 """
 
 from __future__ import annotations

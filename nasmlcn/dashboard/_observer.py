@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from nasmlcn.search import SearchObserver, SearchResult, TrialOutcome
@@ -34,6 +36,12 @@ class DashboardObserver(SearchObserver):
 
     def on_study(self, study: optuna.Study) -> None:
         self.study = study
+
+    def for_workers(self) -> tuple[SearchObserver | None, Callable[[], SearchObserver] | None]:
+        """With workers: each writes its trials' notes; the figures are written once,
+        here, after every worker has stopped."""
+        here = DashboardObserver(notes=False, figures=self.figures)
+        return here, functools.partial(DashboardObserver, notes=self.notes, figures=False)
 
     def on_trial_end(self, outcome: TrialOutcome) -> None:
         from nasmlcn.dashboard._refresh import write_trial_note

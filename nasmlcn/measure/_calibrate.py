@@ -262,7 +262,7 @@ def measure_calibration(
     threads = request.threads or usable_cores()
     if clock == "cpu" and (threads != 1 or lane_device.name != "cpu"):
         raise CalibrationError(
-            "--clock cpu times the cpu device with one thread: add --threads 1 --device cpu"
+            "--clock cpu times the cpu device with one thread: add --threads 1 --run-on cpu"
         )
     quick = request.quick
     batch = request.batch_size or (QUICK_BATCH if quick else DEFAULT_BATCH)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import torch
 
 from nasmlcn._allocator import keep_freed_memory
+from nasmlcn._defaults import LEARNING_RATE
 from nasmlcn.costs import CostContext
 from nasmlcn.measure._clock import clock_function, synchronize
 from nasmlcn.models import build_model, capsule_loss
@@ -40,7 +41,7 @@ def time_model_step(
     spec = ctx.spec(lanes)
     model = build_model(spec).to(device)
     model.fuse_lanes = fuse
-    optimizer = make_optimizer(model.parameters(), 1e-3, device.type)  # as training
+    optimizer = make_optimizer(model.parameters(), LEARNING_RATE, device.type)  # as training
     x = torch.rand(ctx.batch_size, *ctx.input_shape, device=device)
     y = torch.randint(0, ctx.num_classes, (ctx.batch_size,), device=device)
     best = float("inf")

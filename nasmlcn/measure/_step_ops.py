@@ -17,6 +17,7 @@ import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
+from nasmlcn._defaults import LEARNING_RATE
 from nasmlcn.models import MLCN, build_model, capsule_loss
 from nasmlcn.specs import ArchSpec
 from nasmlcn.training import make_optimizer
@@ -50,7 +51,7 @@ def count_step_ops(
     if isinstance(model, MLCN):
         model.lanes.fuse_as = device_type
         model.fuse_lanes = fuse
-    optimizer = make_optimizer(model.parameters(), 1e-3, device_type)
+    optimizer = make_optimizer(model.parameters(), LEARNING_RATE, device_type)
     x = torch.rand(batch_size, *spec.input_shape)  # (B, C, H, W)
     y = torch.randint(0, spec.num_classes, (batch_size,))
     _step(model, optimizer, x, y)

@@ -10,7 +10,7 @@ from torch import nn
 from nasmlcn.models._capsnet import CapsNet
 from nasmlcn.models._mlcn import MLCN
 from nasmlcn.registry import Registry
-from nasmlcn.specs import ArchSpec, CapsNetSpec, MLCNSpec, create_arch
+from nasmlcn.specs import ArchSpec, CapsNetSpec, MLCNSpec
 
 BUILDERS: Registry[Callable[[Any], nn.Module]] = Registry("architecture kind")
 BUILDERS.register("mlcn", MLCN)
@@ -31,13 +31,9 @@ def build_model(spec: ArchSpec) -> nn.Module: ...
 
 
 def build_model(spec: ArchSpec) -> nn.Module:
-    """The torch model of ``spec`` (an MLCNSpec or a CapsNetSpec)."""
+    """The torch model of ``spec`` (an MLCNSpec or a CapsNetSpec): the one way to
+    build a model (a named architecture: ``build_model(create_arch(name))``)."""
     return BUILDERS.get(spec.kind)(spec)
-
-
-def create_model(name: str, **overrides: Any) -> nn.Module:
-    """The model of a named architecture (see ``nasmlcn.specs.ARCHITECTURES``)."""
-    return build_model(create_arch(name, **overrides))
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -21,8 +21,8 @@ A training step therefore launches a handful of kernels per stack and layer what
 ``G`` is, and the optimizer updates one tensor per stack and parameter, not one per
 lane. :func:`member_outputs` runs the same layers lane by lane on views of the stack
 (the CPU's rule for wide kinds, :func:`nasmlcn.specs.lane_fuses`, and
-``fuse_lanes=False``); both give the per-lane model's outputs up to floating-point
-summation order (``tests/models/test_fused.py``, float64, against :class:`Lane`).
+``fuse_lanes=False``). Both are checked in float64 against a plain per-lane module,
+the reference lane of the tests (``tests/models/reference_lane.py``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from torch import nn
 
 from nasmlcn.models._capsules import dynamic_routing, squash
 from nasmlcn.models._conv import FoldedConv2d, fold_kernels
-from nasmlcn.models._lane import Lane
+from nasmlcn.models._lane import LaneKind
 
 Params = Mapping[str, torch.Tensor]
 """A stack's parameters by the lane's own names, each ``(G, *lane's shape)``."""
@@ -69,10 +69,10 @@ class Patches:
 
 
 def stack_outputs(
-    template: Lane, params: Params, patches: Patches, by_lane: bool = False
+    kind: LaneKind, params: Params, patches: Patches, by_lane: bool = False
 ) -> torch.Tensor:
-    """``(G, B, K)``: the outputs of the ``G`` lanes whose stacked ``params`` are
-    given, all at once; ``template`` is a lane of the kind (its layers' geometry).
+    """``(G, B, K)``: the outputs of the ``G`` lanes of ``kind`` whose stacked
+    ``params`` are given, all at once.
 
     With ``vector`` routing the outputs are not yet squashed (:func:`finish` squashes
     every stack's at once); ``classwise`` routing squashes its own 1-D capsules.
@@ -80,7 +80,7 @@ def stack_outputs(
     is a convolution of the image, as a lane's own module computes it (on a CPU
     oneDNN's 9x9 convolution of one lane is 2x faster than its patch product).
     """
-    convs = list(template.convs)
+    convs = list(kind.convs)
     first_relu = len(convs) > 1 and isinstance(convs[1], nn.ReLU)
     kernels = _kernels(convs[0], params, "convs.0.")
     if by_lane:
@@ -93,7 +93,7 @@ def stack_outputs(
             h = torch.relu_(h)  # no layer needs its output kept: conv backward reads inputs
         else:
             h = _grouped_conv(convs[i], _kernels(convs[i], params, f"convs.{i}."), h)
-    return _capsules(template, params["weight"], h)
+    return _capsules(kind, params["weight"], h)
 
 
 def finish(routing: str, outputs: torch.Tensor) -> torch.Tensor:
@@ -103,7 +103,7 @@ def finish(routing: str, outputs: torch.Tensor) -> torch.Tensor:
     return squash(outputs) if routing == "vector" else outputs
 
 
-def member_outputs(template: Lane, params: Params, patches: Patches) -> torch.Tensor:
+def member_outputs(kind: LaneKind, params: Params, patches: Patches) -> torch.Tensor:
     """``(G, B, K)`` as :func:`stack_outputs`, computed lane by lane.
 
     Each parameter is unbound once (so the backward pass stacks each lane's gradient
@@ -111,7 +111,7 @@ def member_outputs(template: Lane, params: Params, patches: Patches) -> torch.Te
     lanes = {name: p.unbind(0) for name, p in params.items()}
     count = len(next(iter(lanes.values())))
     outs = [
-        stack_outputs(template, {n: p[i].unsqueeze(0) for n, p in lanes.items()}, patches, True)
+        stack_outputs(kind, {n: p[i].unsqueeze(0) for n, p in lanes.items()}, patches, True)
         for i in range(count)
     ]
     return torch.cat(outs)  # (G, B, K)
@@ -180,49 +180,42 @@ def _grouped_conv(
     )
 
 
-def _capsules(template: Lane, weight: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+def _capsules(kind: LaneKind, weight: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
     """Primary capsules, votes and routing of every lane of a stack: ``(G, B, K)``
     from the last conv layer's ``(B, G*C, H, W)`` and the stacked vote weights
     ``(G, N, d, K)`` (``(G, C/d, d, K)`` shared across positions)."""
-    count, d = weight.shape[0], template.capsule_dim
+    count, d = weight.shape[0], kind.capsule_dim
     b, height, width = h.shape[0], h.shape[2], h.shape[3]  # h: (B, G*C, H, W)
     # channels-last: the permuted maps are contiguous, capsule n = p * C/d + channel
     caps = squash(
         h.permute(0, 2, 3, 1).reshape(b, height * width, count, -1, d)
     )  # (B, P, G, C/d, d)
-    if template.routing == "vector":
+    if kind.routing == "vector":
         # squashed with every other stack's, once per model (LaneSet.class_capsules)
-        return _summed_votes(template, weight, caps)  # (G, B, K)
-    if template.positions:
-        weight = weight.repeat(1, template.positions, 1, 1)  # (G, N, d, K), position-major
+        return _summed_votes(kind, weight, caps)  # (G, B, K)
+    if kind.positions:
+        weight = weight.repeat(1, kind.positions, 1, 1)  # (G, N, d, K), position-major
     k = weight.shape[-1]
     u = caps.permute(2, 1, 3, 0, 4).reshape(-1, b, d)  # (G*N, B, d)
     u_hat = torch.bmm(u, weight.reshape(u.shape[0], d, k))  # (G*N, B, K)
     n = u.shape[0] // count
     votes = u_hat.view(count, n, b, k, 1).permute(1, 0, 2, 3, 4).reshape(n, count * b, k, 1)
-    routed = dynamic_routing(votes, template.routing_iterations)  # (G*B, K, 1)
+    routed = dynamic_routing(votes, kind.routing_iterations)  # (G*B, K, 1)
     return routed.view(count, b, k)
 
 
-def _summed_votes(template: Lane, weight: torch.Tensor, caps: torch.Tensor) -> torch.Tensor:
+def _summed_votes(kind: LaneKind, weight: torch.Tensor, caps: torch.Tensor) -> torch.Tensor:
     """``(G, B, K)``: each lane's votes summed over its primary capsules, which is all
     that routing to one capsule reads (its softmax over one capsule is 1). One matrix
     product per lane over capsules and their dimensions, ``(B, N*d) @ (N*d, K)``: the
     votes themselves (``N`` times larger) are never made."""
     count, b, k = weight.shape[0], caps.shape[0], weight.shape[-1]
-    if template.positions:
+    if kind.positions:
         # a transform shared by a channel's capsules at every position: sum them first
         u = caps.sum(dim=1).transpose(0, 1).reshape(count, b, -1)  # (G, B, C/d*d)
     else:
         u = caps.permute(2, 0, 1, 3, 4).reshape(count, b, -1)  # (G, B, N*d)
     return torch.bmm(u, weight.reshape(count, -1, k))  # (G, B, K)
-
-
-def stacked(lanes: Sequence[Lane]) -> list[torch.Tensor]:
-    """The lanes' parameters (one kind), each stacked along a new leading lane
-    dimension, in the order of ``named_parameters()`` (see :func:`stack_tensors`)."""
-    per_lane = [[p.detach() for p in lane.parameters()] for lane in lanes]
-    return [stack_tensors(ps) for ps in zip(*per_lane, strict=True)]
 
 
 def stack_tensors(tensors: Sequence[torch.Tensor]) -> torch.Tensor:

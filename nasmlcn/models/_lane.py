@@ -1,78 +1,103 @@
-"""One MLCN lane as a torch module: convolutions -> primary capsules -> routing."""
+"""A lane kind: what a lane of an MLCN is, without a module of its own.
+
+Lanes run as :class:`~nasmlcn.models.LaneStack`s (a single lane is a stack of one),
+so a lane is described, not built: its kind gives the layers' geometry, the names
+of its parameters and the tensors it starts from. Lane ``l`` turns the image into
+primary capsules and routes them to ``K`` outputs; entry ``k`` becomes dimension
+``l`` of class capsule ``k`` (:mod:`nasmlcn.models._fused` computes it).
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 from torch import nn
 
-from nasmlcn.models._capsules import dynamic_routing, primary_capsules, shared_transforms, votes
-from nasmlcn.models._conv import channels_last, conv_layers
-from nasmlcn.specs import LaneSpec
+from nasmlcn.models._conv import conv_layers
+from nasmlcn.specs import LaneLayout, LaneSpec
+
+ROUTINGS = ("vector", "classwise")
 
 
-class Lane(nn.Module):
-    """A lane produces one dimension of every class capsule.
+@dataclass(frozen=True)
+class LaneKind:
+    """What makes lanes stack together: one spec, and the model's routing, weight
+    sharing, input shape and classes.
 
-    Args:
+    Attributes:
         spec: Type, width and depth.
         input_shape: ``(C, H, W)``.
         num_classes: K.
-        routing: ``vector`` — the lane's primary capsules route to a single
-            K-D capsule (the reference code); or ``classwise`` — they route to K
-            1-D capsules with a softmax over classes.
+        routing: ``vector`` — the lane's primary capsules route to a single K-D
+            capsule (the reference code); or ``classwise`` — they route to K 1-D
+            capsules with a softmax over classes.
         routing_iterations: Routing iterations.
         weight_sharing: One vote transform per capsule channel, shared by its
             capsules at every position (FasTrCaps Alg. 4), instead of one per
             primary capsule.
-        vote_init: How the vote transforms start (:func:`vote_weights`).
-
-    The forward pass returns ``(B, K)``: lane ``l``'s entry ``k`` becomes dimension
-    ``l`` of class capsule ``k``.
     """
 
-    def __init__(
-        self,
-        spec: LaneSpec,
-        input_shape: tuple[int, int, int],
-        num_classes: int,
-        routing: str,
-        routing_iterations: int,
-        weight_sharing: bool = False,
-        vote_init: str = "scaled",
-    ) -> None:
-        super().__init__()
-        if routing not in ("vector", "classwise"):
-            raise ValueError(f"routing must be 'vector' or 'classwise', got {routing!r}")
-        layout = spec.layout(input_shape)
-        self.spec = spec
-        self.input_shape = input_shape
-        self.capsule_dim = layout.capsule_dim
-        self.num_primary = layout.num_primary
-        self.num_classes = num_classes
-        self.routing = routing
-        self.routing_iterations = routing_iterations
-        self.convs = conv_layers(layout.convs)
-        # One (capsule_dim x K) transform per primary capsule; both routings use the
-        # same weights, only how the K outputs are grouped into capsules differs.
-        # With weight sharing, one per capsule channel (C/8 of them), shared by the
-        # channel's capsules at all H*W positions.
-        channels = layout.feature_shapes[-1][0] // layout.capsule_dim
-        self.positions = self.num_primary // channels if weight_sharing else 0
-        transforms = channels if weight_sharing else self.num_primary
-        self.weight = nn.Parameter(
-            vote_weights((transforms, self.capsule_dim, num_classes), self.num_primary, vote_init)
-        )
+    spec: LaneSpec
+    input_shape: tuple[int, int, int]
+    num_classes: int
+    routing: str
+    routing_iterations: int
+    weight_sharing: bool = False
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        u = primary_capsules(self.convs(channels_last(x)), self.capsule_dim)  # (N, B, 8)
-        weight: torch.Tensor = self.weight  # (N, 8, K), or (C/8, 8, K) shared
-        if self.positions:
-            weight = shared_transforms(weight, self.positions)  # (N, 8, K)
-        if self.routing == "vector":
-            u_hat = votes(u, weight, 1)  # (N, B, 1, K)
-            return dynamic_routing(u_hat, self.routing_iterations)[:, 0, :]  # (B, K)
-        u_hat = votes(u, weight, self.num_classes)  # (N, B, K, 1)
-        return dynamic_routing(u_hat, self.routing_iterations)[:, :, 0]  # (B, K)
+    def __post_init__(self) -> None:
+        if self.routing not in ROUTINGS:
+            raise ValueError(f"routing must be 'vector' or 'classwise', got {self.routing!r}")
+
+    @cached_property
+    def layout(self) -> LaneLayout:
+        return self.spec.layout(self.input_shape)
+
+    @property
+    def capsule_dim(self) -> int:
+        return self.layout.capsule_dim
+
+    @property
+    def num_primary(self) -> int:
+        return self.layout.num_primary
+
+    @property
+    def channels(self) -> int:
+        """Capsule channels of the last layer (``C/d``)."""
+        return self.layout.feature_shapes[-1][0] // self.capsule_dim
+
+    @property
+    def positions(self) -> int:
+        """Positions sharing a vote transform (0: no weight sharing)."""
+        return self.num_primary // self.channels if self.weight_sharing else 0
+
+    @cached_property
+    def convs(self) -> nn.Sequential:
+        """The lane's conv layers on the ``meta`` device: geometry and parameter
+        names, never values (building them draws no random numbers)."""
+        with torch.device("meta"):
+            return conv_layers(self.layout.convs)
+
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        """The lane's parameter names, as checkpoints name them under ``lanes.<l>.``:
+        the vote transforms ``weight`` ``(transforms, d, K)``, then ``convs.<i>...``."""
+        return ("weight", *(f"convs.{name}" for name, _ in self.convs.named_parameters()))
+
+    def initial_tensors(self, vote_init: str = "scaled") -> list[torch.Tensor]:
+        """A new lane's parameters, in the order of :attr:`names`: the conv layers'
+        default initialisation, then the vote transforms (:func:`vote_weights`), drawn
+        in that order (so a seed gives the weights it always gave)."""
+        convs = conv_layers(self.layout.convs)
+        # One (d x K) transform per primary capsule; both routings use the same
+        # weights, only how the K outputs are grouped into capsules differs. With
+        # weight sharing, one per capsule channel (C/d of them), shared by the
+        # channel's capsules at all H*W positions.
+        transforms = self.channels if self.weight_sharing else self.num_primary
+        shape = (transforms, self.capsule_dim, self.num_classes)
+        weight = vote_weights(shape, self.num_primary, vote_init)
+        return [weight, *(p.detach() for p in convs.parameters())]
 
 
 def vote_weights(shape: tuple[int, int, int], num_primary: int, init: str) -> torch.Tensor:

@@ -16,55 +16,15 @@ lanes still sees lanes:
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 import torch
 from torch import nn
 
 from nasmlcn.models._conv import channels_last
-from nasmlcn.models._fused import Patches, finish, stack_tensors, stacked
-from nasmlcn.models._lane import Lane
+from nasmlcn.models._fused import Patches, finish, stack_tensors
+from nasmlcn.models._lane import LaneKind
 from nasmlcn.models._stack import LaneStack
-from nasmlcn.specs import LaneSpec
-
-
-@dataclass(frozen=True)
-class LaneKind:
-    """What makes lanes stack together: one spec, and the model's routing, weight
-    sharing, input shape and classes (the arguments of :class:`Lane`)."""
-
-    spec: LaneSpec
-    input_shape: tuple[int, int, int]
-    num_classes: int
-    routing: str
-    routing_iterations: int
-    weight_sharing: bool
-
-    @classmethod
-    def of(cls, lane: Lane) -> LaneKind:
-        return cls(
-            lane.spec,
-            lane.input_shape,
-            lane.num_classes,
-            lane.routing,
-            lane.routing_iterations,
-            lane.positions > 0,
-        )
-
-    def template(self) -> Lane:
-        """A lane of this kind on the ``meta`` device (shapes and layers, no values;
-        building it draws no random numbers)."""
-        with torch.device("meta"):
-            return Lane(
-                self.spec,
-                self.input_shape,
-                self.num_classes,
-                self.routing,
-                self.routing_iterations,
-                self.weight_sharing,
-            )
-
 
 Grouping = Callable[[int], Hashable]
 """Lane index -> what else keeps lanes of one kind apart (a device, a rank)."""
@@ -108,13 +68,20 @@ class LaneSet(nn.Module):
         self._missing: dict[str, list[str]] = {}  # a stack's key -> its lanes' missing keys
 
     @classmethod
-    def of(cls, lanes: Sequence[Lane], group: Grouping | None = None) -> LaneSet:
-        """The lanes, stacked by kind (and by ``group``) in order of first appearance."""
-        kinds = {i: LaneKind.of(lane) for i, lane in enumerate(lanes)}
+    def build(
+        cls, lanes: Sequence[LaneKind], vote_init: str = "scaled", group: Grouping | None = None
+    ) -> LaneSet:
+        """New lanes of these kinds, stacked by kind (and by ``group``) in order of
+        first appearance. Each lane's initial tensors are drawn lane by lane, in lane
+        order (:meth:`LaneKind.initial_tensors`), so a seed gives the same weights
+        however the lanes stack."""
+        kinds = dict(enumerate(lanes))
+        initial = [kind.initial_tensors(vote_init) for kind in lanes]
         members = _group(kinds, group)
-        stacks = [
-            LaneStack(kinds[m[0]].template(), stacked([lanes[i] for i in m])) for m in members
-        ]
+        stacks = []
+        for m in members:
+            per_lane = zip(*(initial[i] for i in m), strict=True)  # by parameter
+            stacks.append(LaneStack(kinds[m[0]], [stack_tensors(ts) for ts in per_lane]))
         return cls(kinds, stacks, members)
 
     def __len__(self) -> int:
@@ -151,7 +118,7 @@ class LaneSet(nn.Module):
         members = _group(self.kinds, group)
         self.stacks = nn.ModuleList(
             LaneStack(
-                self.kinds[m[0]].template(),
+                self.kinds[m[0]],
                 [
                     stack_tensors(ts).to(ts[0].device)
                     for ts in zip(*(tensors[i] for i in m), strict=True)
@@ -177,10 +144,12 @@ class LaneSet(nn.Module):
         return subset
 
     def stack_outputs(
-        self, x: torch.Tensor, which: Iterable[int] | None = None
+        self, x: torch.Tensor, which: Iterable[int] | None = None, by_lane: bool = False
     ) -> list[torch.Tensor]:
         """Each stack's ``(G, B, K)`` outputs on the images ``x`` (B, C, H, W), for the
-        stacks ``which`` (default all), fused where the device's rule says so; with
+        stacks ``which`` (default all), fused where the device's rule says so (a stack
+        of one always: its patch product), or every stack lane by lane (``by_lane``:
+        the first layer a convolution of the image, as a lane alone computes it); with
         ``vector`` routing not yet squashed (:meth:`class_capsules` does it)."""
         patches = Patches(channels_last(x))
         device_type = self.fuse_as or x.device.type
@@ -189,7 +158,7 @@ class LaneSet(nn.Module):
         for s in chosen:
             stack = cast(LaneStack, self.stacks[s])
             fused = len(stack) == 1 or (self.fuse and stack.fuses(device_type, x.shape[0]))
-            outs.append(stack(patches, fused))
+            outs.append(stack(patches, fused and not by_lane))
         return outs
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -229,7 +198,20 @@ def _group(kinds: Mapping[int, LaneKind], group: Grouping | None) -> tuple[tuple
     return tuple(tuple(m) for m in groups.values())
 
 
+# The checkpoint format: three state-dict hooks. A lane set's parameters are its
+# stacks' (``stacks.<s>.params.<j>``), but its state dict holds every lane's own
+# tensors under the lane's own names (``<lane>.<name>``, e.g. ``lanes.3.weight`` in
+# an MLCN): the names a model of one module per lane wrote, which every checkpoint
+# holds. So checkpoints do not depend on how the lanes happen to be stacked (by
+# device, by rank, fused or not), and the stacks' names never reach a file.
+# - saving (_lanes_state): each stacked tensor is split into its lanes' entries;
+# - loading (_stack_state): the lanes' entries are stacked back into the stacks';
+# - reporting (_name_missing_lanes): a stack tensor that could not be made is
+#   reported missing under its lanes' names, the names the checkpoint lacks.
+
+
 def _stack_key(prefix: str, s: int, j: int) -> str:
+    """The state-dict key torch gives parameter ``j`` of stack ``s``."""
     return f"{prefix}stacks.{s}.params.{j}"
 
 
@@ -278,7 +260,9 @@ def per_lane_tensors(
     """Every parameter of ``model`` (or what ``of`` makes of it, e.g. its gradient),
     named as its state dict names it: a stacked tensor becomes its lanes' own views
     (``lanes.3.weight``). Parameters for which ``of`` gives None are left out."""
-    lane_sets = {f"{name}.": m for name, m in model.named_modules() if isinstance(m, LaneSet)}
+    lane_sets = {
+        f"{name}." if name else "": m for name, m in model.named_modules() if isinstance(m, LaneSet)
+    }
     stacked_ids = {id(p) for m in lane_sets.values() for p in m.parameters()}
     out = {
         name: t

@@ -12,12 +12,10 @@ capsule, as the reference code does; the routing softmax over one capsule is
 always 1, so it is ``squash(sum of votes)`` and the lane's K outputs compete for
 length inside one squash. ``classwise`` routes each lane to K 1-D capsules with a
 softmax over classes, so routing by agreement really happens. The default is
-``vector``: on Fashion-MNIST, ``2*mlcn2:4x1`` loses 3.38 ± 0.99 points of validation
-accuracy with ``classwise`` (mean ± sd of the per-seed differences, 3 seeds, behind
-on each; 5 epochs on 10,000 images: ``python benchmarks/lane_variants.py --epochs 5
---train-limit 10000 --val-limit 2000 --seeds 3 --variant '2*mlcn2:4x1' --variant
-'2*mlcn2:4x1 routing=classwise'``), and 0.35 after 10 epochs on full data (0.9002 vs
-0.8967, seed 0). The README has the tables.
+``vector`` (measured figures: docs/results.md).
+
+The lanes run as stacks by kind (:class:`~nasmlcn.models.LaneSet`); there is no
+per-lane module.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ import torch
 from torch import nn
 
 from nasmlcn.models._head import CapsuleHead, CapsuleOutput
-from nasmlcn.models._lane import Lane
+from nasmlcn.models._lane import LaneKind
 from nasmlcn.models._lanes import LaneSet
 from nasmlcn.specs import MLCNSpec
 
@@ -39,21 +37,20 @@ class MLCN(nn.Module):
     def __init__(self, spec: MLCNSpec, *, fuse_lanes: bool = True) -> None:
         super().__init__()
         self.spec = spec
-        # Built lane by lane (the same initial weights for a seed as ever), then
+        # Drawn lane by lane (the same initial weights for a seed as ever), then
         # stacked by kind: one tensor per layer parameter for all lanes of a kind.
-        lanes = [
-            Lane(
+        kinds = [
+            LaneKind(
                 lane,
                 spec.input_shape,
                 spec.num_classes,
                 spec.routing,
                 spec.routing_iterations,
                 spec.weight_sharing,
-                spec.vote_init,
             )
             for lane in spec.lanes
         ]
-        self.lanes = LaneSet.of(lanes)
+        self.lanes = LaneSet.build(kinds, spec.vote_init)
         self.fuse_lanes = fuse_lanes
         self.capsule_head = CapsuleHead(
             spec.num_classes,

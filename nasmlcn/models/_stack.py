@@ -1,4 +1,8 @@
-"""A lane stack: the lanes of one kind, each parameter one tensor ``(G, ...)``."""
+"""A lane stack: the lanes of one kind, each parameter one tensor ``(G, ...)``.
+
+A stack is how every lane runs: an MLCN's lanes are stacks by kind, and a single
+lane is a stack of one.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import torch
 from torch import nn
 
 from nasmlcn.models._fused import Params, Patches, member_outputs, stack_outputs
-from nasmlcn.models._lane import Lane
+from nasmlcn.models._lane import LaneKind
 from nasmlcn.specs import lane_fuses
 
 
@@ -22,26 +26,20 @@ class LaneStack(nn.Module):
     stack and the fused layers read the stacked kernels as views.
 
     Args:
-        template: A lane of the kind (on the ``meta`` device; its layers give the
-            geometry and the parameter names, never values).
+        kind: The lanes' kind (the layers' geometry and the parameter names).
         tensors: Each parameter of the kind stacked over the lanes ``(G, ...)``, in
-            the order of ``template.named_parameters()``.
+            the order of ``kind.names``.
     """
 
-    def __init__(self, template: Lane, tensors: Sequence[torch.Tensor]) -> None:
+    def __init__(self, kind: LaneKind, tensors: Sequence[torch.Tensor]) -> None:
         super().__init__()
-        self.names = tuple(name for name, _ in template.named_parameters())
+        self.kind = kind  # not a module: its meta layers are never moved or saved
+        self.names = kind.names
         if len(tensors) != len(self.names):
             raise ValueError(
                 f"{len(tensors)} tensors for the {len(self.names)} parameters of a lane"
             )
         self.params = nn.ParameterList([nn.Parameter(t) for t in tensors])
-        self._template = (template,)  # a tuple: not a submodule, so never moved or saved
-
-    @property
-    def template(self) -> Lane:
-        """A lane of the stack's kind on the ``meta`` device."""
-        return self._template[0]
 
     def __len__(self) -> int:
         return int(self.params[0].shape[0])
@@ -53,10 +51,9 @@ class LaneStack(nn.Module):
     def fuses(self, device_type: str, batch_size: int) -> bool:
         """Whether the stack's kind runs as one computation on such a device
         (:func:`nasmlcn.specs.lane_fuses`)."""
-        lane = self.template
-        return lane_fuses(lane.spec, lane.input_shape, device_type, batch_size)
+        return lane_fuses(self.kind.spec, self.kind.input_shape, device_type, batch_size)
 
     def forward(self, patches: Patches, fused: bool = True) -> torch.Tensor:
         """``(G, B, K)``: every lane's output, fused or lane by lane."""
         run = stack_outputs if fused else member_outputs
-        return run(self.template, self.named(), patches)
+        return run(self.kind, self.named(), patches)

@@ -1,4 +1,4 @@
-"""Parallel training: lanes on several devices, on several processes, and DDP.
+"""Parallel execution: lanes on several devices, on several processes, and DDP.
 
 MLCN lanes do not exchange data until the class capsules, so they can run at the
 same time on different devices (thesis sec. 4.3.5: 7.18x on 8 K80s, and model
@@ -16,7 +16,10 @@ parallelism scales better than data parallelism). Three execution paths:
   model.
 
 :func:`map_targets` (``_devices``, pure Python) decides which local device runs
-each target device's lanes; ``_job`` runs whole training jobs on any path.
+each target device's lanes, :func:`plan_assignment` and :func:`rank_assignment`
+(``_assignment``, pure Python) which rank trains which lanes. Whole training jobs,
+on any of these paths, are :func:`nasmlcn.training.train`'s: this package holds the
+models and the processes, and imports nothing of :mod:`nasmlcn.training`.
 
 Importing :mod:`nasmlcn.parallel` does not import torch; its torch parts load
 when first used.
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from nasmlcn._lazy import lazy_exports
 from nasmlcn.errors import DistributedError
+from nasmlcn.parallel._assignment import PARALLELISMS, plan_assignment, rank_assignment
 from nasmlcn.parallel._devices import is_spread, lane_devices, map_targets, parse_run_on
 
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
@@ -37,23 +41,13 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.parallel._launch import (
         DEFAULT_TIMEOUT_S,
         RankContext,
+        finish_group,
         init_from_env,
         launch,
         reports_here,
         under_torchrun,
     )
     from nasmlcn.parallel._placed import PlacedMLCN, placer
-    from nasmlcn.parallel._report import ParallelReport
-    from nasmlcn.parallel._training import (
-        PARALLELISMS,
-        plan_assignment,
-        rank_assignment,
-        run_multiprocess_training,
-        run_parallel_job,
-        run_placed_training,
-        train_job,
-        train_rank,
-    )
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -62,11 +56,11 @@ __all__ = [
     "CommStats",
     "DistributedError",
     "DistributedMLCN",
-    "ParallelReport",
     "PlacedMLCN",
     "RankContext",
     "ShardedSplit",
     "data_parallel",
+    "finish_group",
     "gather_lanes",
     "init_from_env",
     "is_spread",
@@ -78,11 +72,6 @@ __all__ = [
     "plan_assignment",
     "rank_assignment",
     "reports_here",
-    "run_multiprocess_training",
-    "run_parallel_job",
-    "run_placed_training",
-    "train_job",
-    "train_rank",
     "under_torchrun",
 ]
 
@@ -97,19 +86,11 @@ _LAZY = {
     "data_parallel": "_ddp",
     "DEFAULT_TIMEOUT_S": "_launch",
     "RankContext": "_launch",
+    "finish_group": "_launch",
     "init_from_env": "_launch",
     "launch": "_launch",
     "reports_here": "_launch",
     "under_torchrun": "_launch",
-    "PARALLELISMS": "_training",
-    "ParallelReport": "_report",
-    "plan_assignment": "_training",
-    "rank_assignment": "_training",
-    "run_parallel_job": "_training",
-    "run_multiprocess_training": "_training",
-    "run_placed_training": "_training",
-    "train_job": "_training",
-    "train_rank": "_training",
 }
 
 

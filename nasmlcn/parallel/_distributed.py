@@ -118,7 +118,7 @@ class DistributedMLCN(nn.Module):
         Each lane runs on the batch in ``world_size`` slices, one after the other,
         so its feature maps are as small as a data-parallel rank's: with several
         processes sharing one memory system, the whole batch's maps would spill
-        the caches (``benchmarks/scaling.py``, 8 lanes on 2 processes: 1.58x the
+        the caches (``nasmlcn/reproduce/engines/scaling.py``, 8 lanes on 2 processes: 1.58x the
         one-process throughput on whole batches, 2.07x in slices). The result is
         the same up to the order of the floating-point sums of weight gradients.
         """

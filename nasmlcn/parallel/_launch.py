@@ -99,10 +99,10 @@ def _pick_device(prefer: str, local_rank: int) -> tuple[str, str]:
         if prefer == "cuda":
             raise DistributedError(
                 f"local rank {local_rank} has no GPU of its own: this node has {count}; "
-                "start at most that many processes per node, or use --device cpu"
+                "start at most that many processes per node, or use --run-on cpu"
             )
     elif prefer == "cuda":
-        raise DistributedError("--device cuda: no CUDA device is available here")
+        raise DistributedError("--run-on cuda: no CUDA device is available here")
     return "cpu", "gloo"
 
 

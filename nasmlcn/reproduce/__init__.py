@@ -1,7 +1,7 @@
 """Reproducing the seed papers' results (pure Python: no torch here).
 
 Each result is a recipe in ``studies/`` with a ``[reproduce]`` table: the paper and
-its table or figure, the engine that measures it (a benchmark script, or a search),
+its table or figure, the engine that measures it (a module of ``nasmlcn.reproduce.engines``, or a search),
 the engine's arguments at three scales, and the paper's transcribed figures with
 the path of ours in the engine's output. :func:`reproduce` runs one into a folder
 (resumably) and writes its report (HTML, PNG, CSV) and the index of all reports.
@@ -9,7 +9,7 @@ the path of ours in the engine's output. :func:`reproduce` runs one into a folde
 
 from __future__ import annotations
 
-from nasmlcn.reproduce._catalog import all_recipes, benchmarks_dir, find_recipe, studies_dir
+from nasmlcn.reproduce._catalog import all_recipes, engines_dir, find_recipe, studies_dir
 from nasmlcn.reproduce._papers import PAPERS, Paper
 from nasmlcn.reproduce._recipe import SCALES, Comparison, Recipe, Scale, load_recipe
 from nasmlcn.reproduce._report import Report, read_summaries, write_index, write_report
@@ -32,8 +32,8 @@ __all__ = [
     "Scale",
     "Verdict",
     "all_recipes",
-    "benchmarks_dir",
     "compare",
+    "engines_dir",
     "evaluate",
     "find_recipe",
     "load_recipe",

@@ -1,7 +1,7 @@
-"""Where the recipes and their engines are: the repository's ``studies/`` and
-``benchmarks/`` folders, which pyproject.toml installs as ``nasmlcn.studies`` and
-``nasmlcn.benchmarks`` (a wheel carries them; an editable install maps the packages
-to the folders themselves). Found through the import system, never through the
+"""Where the recipes and their engines are: the repository's ``studies/`` folder,
+which pyproject.toml installs as ``nasmlcn.studies`` (a wheel carries it; an
+editable install maps the package to the folder itself), and the engines package,
+``nasmlcn.reproduce.engines``. Found through the import system, never through the
 repository layout."""
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from nasmlcn.reproduce._papers import PAPERS
 from nasmlcn.reproduce._recipe import SEARCH_ENGINE, Recipe, recipe_from_mapping
 
 STUDIES_PACKAGE = "nasmlcn.studies"
-BENCHMARKS_PACKAGE = "nasmlcn.benchmarks"
+ENGINES_PACKAGE = "nasmlcn.reproduce.engines"
+SHARED_MODULE = "common"
+"""The module of the engines package that is no engine (what they share)."""
 
 
 def _package_dir(package: str, folder: str) -> Path:
-    """The folder of ``package`` (``nasmlcn.benchmarks`` has no ``__init__.py``: a
-    namespace package, whose ``importlib.resources`` root is not a plain path)."""
+    """The folder of ``package``."""
     try:
         spec = importlib.util.find_spec(package)
     except ModuleNotFoundError:
@@ -39,27 +40,27 @@ def studies_dir() -> Path:
     return _package_dir(STUDIES_PACKAGE, "studies")
 
 
-def benchmarks_dir() -> Path:
-    """The folder of the engines (``benchmarks/``)."""
-    return _package_dir(BENCHMARKS_PACKAGE, "benchmarks")
+def engines_dir() -> Path:
+    """The folder of the engines (``nasmlcn/reproduce/engines/``)."""
+    return Path(__file__).resolve().parent / "engines"
 
 
-def engine_script(recipe: Recipe) -> Path:
-    """The benchmark script that measures ``recipe``.
+def engine_module(recipe: Recipe) -> str:
+    """The module that measures ``recipe`` (``nasmlcn.reproduce.engines.thesis_table``
+    for ``engine = "thesis_table"``), run as ``python -m MODULE``.
 
     Raises:
-        ReproduceError: The recipe is a search, or its script does not exist.
+        ReproduceError: The recipe is a search, or its engine does not exist.
     """
     if recipe.engine == SEARCH_ENGINE:
-        raise ReproduceError(f"{recipe.name} is a search: it has no benchmark script")
-    path = benchmarks_dir() / f"{recipe.engine}.py"
-    if not path.is_file():
-        known = sorted(p.stem for p in benchmarks_dir().glob("[a-z]*.py"))
+        raise ReproduceError(f"{recipe.name} is a search: it has no engine module")
+    known = sorted(p.stem for p in engines_dir().glob("[a-z]*.py") if p.stem != SHARED_MODULE)
+    if recipe.engine not in known:
         raise ReproduceError(
-            f"recipe {str(recipe.path)!r}: no engine {recipe.engine!r} in benchmarks/"
+            f"recipe {str(recipe.path)!r}: no engine {recipe.engine!r} in {ENGINES_PACKAGE}"
             f" (known: {', '.join(known)})"
         )
-    return path
+    return f"{ENGINES_PACKAGE}.{recipe.engine}"
 
 
 def _order(recipe: Recipe) -> tuple[int, list[int], str]:

@@ -2,8 +2,8 @@
 
 One file per seed result. A search recipe (thesis Fig. 6.2) keeps its search
 options at the top level, runnable with ``nasmlcn search --config``, and says
-``engine = "search"``; any other result names the benchmark script that measures it
-(``engine = "thesis_table"`` is ``benchmarks/thesis_table.py``). The paper's numbers
+``engine = "search"``; any other result names the engine module that measures it
+(``engine = "thesis_table"`` is ``nasmlcn/reproduce/engines/thesis_table.py``). The paper's numbers
 are data too, one ``[[reproduce.compare]]`` entry each::
 
     [reproduce]
@@ -361,7 +361,7 @@ def recipe_from_mapping(data: Mapping[str, Any], path: Path) -> Recipe:
     engine = _text(table, "engine", inner)
     if not _ENGINE_NAME.fullmatch(engine):
         raise ReproduceError(
-            f'{inner}: engine must be "search" or a script name in benchmarks/'
+            f'{inner}: engine must be "search" or a module name in nasmlcn.reproduce.engines'
             f' (such as "thesis_table"), got {engine!r}'
         )
     scales_table = table.get("scales")

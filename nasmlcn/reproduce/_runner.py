@@ -8,7 +8,7 @@ The folder is ``OUT/NAME/SCALE/``:
   it took, and its state (``running``, ``failed`` or ``done``);
 - the engine's own files (its ``--results``/``--out`` state, a search's
   ``study.db``): a second run hands them back to the engine, which continues where
-  the first stopped (a search reaches its trial count; a benchmark with a results
+  the first stopped (a search reaches its trial count; an engine with a results
   file skips what it stored).
 
 A finished run whose command is unchanged is not run again (``force`` reruns it,
@@ -30,7 +30,7 @@ from typing import Any, TextIO
 
 from nasmlcn._io import write_text_atomic
 from nasmlcn.errors import ReproduceError
-from nasmlcn.reproduce._catalog import engine_script
+from nasmlcn.reproduce._catalog import ENGINES_PACKAGE, engine_module
 from nasmlcn.reproduce._recipe import Recipe
 
 RUN_FILE = "run.json"
@@ -95,8 +95,28 @@ def engine_commands(recipe: Recipe, scale: str, folder: Path, python: str) -> di
         storage = f"sqlite:///{(folder / STUDY_FILE).resolve()}"
         search = [python, "-m", "nasmlcn", "search", "--config", str(recipe.path)]
         return {k: [*search, "--storage", storage, *args] for k, args in runs.items()}
-    script = str(engine_script(recipe))
-    return {k: [python, script, *args, "--json"] for k, args in runs.items()}
+    module = engine_module(recipe)
+    return {k: [python, "-m", module, *args, "--json"] for k, args in runs.items()}
+
+
+def _as_module(command: list[str]) -> list[str]:
+    """A command stored before the engines were modules (``python PATH/NAME.py ARGS``,
+    the script in a folder called ``benchmarks``) as it is written now (``python -m
+    nasmlcn.reproduce.engines.NAME ARGS``), so that a run finished then is kept."""
+    if (
+        len(command) > 1
+        and command[1].endswith(".py")
+        and Path(command[1]).parent.name == "benchmarks"
+    ):
+        return [command[0], "-m", f"{ENGINES_PACKAGE}.{Path(command[1]).stem}", *command[2:]]
+    return command
+
+
+def _stored_commands(stored: Any) -> dict[str, list[str]]:
+    """The commands of an earlier ``run.json`` (``commands`` or ``finished_runs``)."""
+    if not isinstance(stored, dict):
+        return {}
+    return {k: _as_module(list(c)) for k, c in stored.items() if isinstance(c, list)}
 
 
 def _output_file(key: str) -> str:
@@ -179,11 +199,11 @@ def run_result(
     if (
         not force
         and previous.get("state") == "done"
-        and previous.get("commands") == commands
+        and _stored_commands(previous.get("commands")) == commands
         and output is not None
     ):
         return RunOutcome(folder, output, previous, ran=False)
-    finished: dict[str, list[str]] = {} if force else dict(previous.get("finished_runs", {}))
+    finished = {} if force else _stored_commands(previous.get("finished_runs"))
     record: dict[str, Any] = {
         "name": recipe.name,
         "scale": scale,
@@ -254,10 +274,10 @@ def run_result(
 
 
 def _shown(command: list[str], recipe: Recipe) -> str:
-    """A command as reports show it: the script's name, not its installed path."""
+    """A command as reports show it: the engine's file name, not its module path."""
     if recipe.is_search:
         return " ".join(["nasmlcn", *command[3:]])
-    return " ".join(["python", Path(command[1]).name, *command[2:]])
+    return " ".join(["python", f"{recipe.engine}.py", *command[3:]])
 
 
 def _result_of(recipe: Recipe, folder: Path, partial: Path) -> dict[str, Any] | None:

@@ -3,7 +3,7 @@
 ``nasmlcn reproduce`` runs a search recipe with ``nasmlcn search --config`` into an
 SQLite file in the run folder (a sweep makes one study per value), then reads every
 study back into one table, so that a recipe's ``ours`` paths address it like any
-benchmark's output::
+engine's output::
 
     studies."thesis-fig6.2-flops-4x".mean        # average accuracy of its trials
     studies."thesis-fig6.2-flops-4x".best

@@ -31,7 +31,7 @@ from nasmlcn.errors import CheckpointError, RunError, SpecError
 from nasmlcn.specs import ArchSpec
 from nasmlcn.training import CHECKPOINT_NAME, RESULT_NAME, arch_for_dataset, check_run_files
 
-WRITERS = "nasmlcn train --out, nasmlcn best --export or nasmlcn prune --keep"
+WRITERS = "nasmlcn train --out, nasmlcn best --export or nasmlcn remove-lanes --keep"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from nasmlcn._validate import check_choice, check_fraction, check_int, check_keys
+from nasmlcn._toml import check_keys
+from nasmlcn._validate import check_choice, check_fraction, check_int
 from nasmlcn.errors import SpecError
 from nasmlcn.specs._lane import LaneSpec, format_lanes, parse_lanes
 from nasmlcn.specs._layers import ConvSpec, LaneLayout
@@ -286,7 +287,8 @@ def arch_from_dict(data: Any) -> ArchSpec:
     if kind not in _KINDS:
         raise SpecError(f"kind must be one of {', '.join(_KINDS)}; got {kind!r}")
     cls = _KINDS[kind]
-    check_keys(f"the {kind} architecture", data, (f.name for f in fields(cls) if f.init))
+    known = (f.name for f in fields(cls) if f.init)
+    check_keys(data, known, f"the {kind} architecture", SpecError)
     if "input_shape" in data and isinstance(data["input_shape"], list):
         data["input_shape"] = tuple(data["input_shape"])
     if cls is MLCNSpec and "lanes" not in data:

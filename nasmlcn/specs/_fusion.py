@@ -4,19 +4,16 @@ model both follow it).
 Lanes of one kind (the same :class:`LaneSpec`; routing and weight sharing are the
 model's) run as one computation on a device (:mod:`nasmlcn.models._fused`). On a
 GPU every kind fuses: one launch per group and layer instead of one per lane. On a
-CPU only narrow kinds do, measured one thread at batch 100 (``benchmarks/fused_lanes.py``
-and 24 lanes of each kind, fused against lane by lane, alternating):
+CPU only narrow kinds do, as measured one thread at batch 100, fused against lane by
+lane (measured figures: docs/results.md):
 
-- 8 channels (mlcn2 width 1) at any depth: fusing widens thin matrix products
-  (``64*mlcn2:1x1`` 588 -> 369 ms a step; ``24*mlcn2:1x4`` 460 -> 390);
-- 16 channels without 3x3 layers (depth 1): ``48*mlcn2:2x1`` 647 -> 531 ms,
-  ``24*mlcn1:1x1`` 269 -> 254;
+- 8 channels (mlcn2 width 1) at any depth: fusing widens thin matrix products;
+- 16 channels without 3x3 layers (depth 1);
 - at batches of at most ``CPU_FUSE_ALL_BATCH`` images (inference) every kind;
-- 16 channels with 3x3 layers lose at training batches: oneDNN's grouped 3x3 convolution and its
-  backward are slower than the lanes' own (``24*mlcn1:1x4`` 695 -> 837 ms,
-  ``24*mlcn2:2x3`` 617 -> 636), and so do wider lanes: a lane of 32 channels
-  already runs near the machine's matrix-product rate, and the fused maps, 20
-  times larger, fall out of the caches (``20*mlcn1:2x1`` 602 -> 710 ms).
+- not 16 channels with 3x3 layers at training batches (oneDNN's grouped 3x3
+  convolution and its backward are slower than the lanes' own), nor wider lanes (a
+  lane of 32 channels already runs near the machine's matrix-product rate, and the
+  fused maps fall out of the caches).
 """
 
 from __future__ import annotations

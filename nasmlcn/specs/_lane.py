@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nasmlcn._validate import check_int, check_keys
+from nasmlcn._toml import check_keys
+from nasmlcn._validate import check_int
 from nasmlcn.errors import SpecError
 from nasmlcn.specs._lane_types import LANE_TYPES
 from nasmlcn.specs._layers import LaneLayout
@@ -82,7 +83,7 @@ class LaneSpec:
             return parse_lane(data)
         if not isinstance(data, dict):
             raise SpecError(f"a lane must be an object or a lane string, got {data!r}")
-        check_keys("a lane", data, ("type", "width", "depth"))
+        check_keys(data, ("type", "width", "depth"), "a lane", SpecError)
         if "type" not in data or "width" not in data:
             raise SpecError(f"a lane needs 'type' and 'width', got {data!r}")
         return cls(data["type"], data["width"], data.get("depth", 1))

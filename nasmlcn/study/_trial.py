@@ -53,7 +53,7 @@ CONSTRAINT_PREFIX = "constraints:"
 ARTIFACT_PREFIX = "artifacts:"
 """Optuna keeps each uploaded artifact's metadata as this system attribute."""
 LEARNING_CONSTRAINT = "learning"
-"""The constraint of a trained trial's accuracy against chance (:mod:`nasmlcn.search._learning`)."""
+"""The constraint of a trained trial's accuracy against chance (:mod:`nasmlcn.search._trial.objectives`)."""
 FAILURE_ATTRS = ("fail_reason", "failure", "traceback", "prune_reason")
 """The attributes of how a trial ended (a retry's copy starts without them)."""
 
@@ -166,7 +166,7 @@ class TrialRecord:
     def learned(self) -> bool:
         """Whether the trial's accuracy beat chance by a clear margin (True when it
         was not trained, or trained before nasmlcn checked; see
-        :mod:`nasmlcn.search._learning`)."""
+        :mod:`nasmlcn.search._trial.objectives`)."""
         return self.constraints.get(LEARNING_CONSTRAINT, 0.0) <= 0
 
     @property
@@ -281,7 +281,7 @@ def write_training(trial: optuna.Trial, training: Mapping[str, Any], learning: f
 
 
 def write_model_key(trial: optuna.Trial, key: str) -> None:
-    """The trial's model and training settings, hashed (:mod:`nasmlcn.search._repeats`)."""
+    """The trial's model and training settings, hashed (:mod:`nasmlcn.search._trial.repeats`)."""
     trial.set_user_attr("model_key", key)
 
 
@@ -298,7 +298,7 @@ def write_repeat(trial: optuna.Trial, original: FrozenTrial) -> None:
 
 def write_proposed_by(trial: optuna.Trial, how: str) -> None:
     """Who proposed the trial's parameters when not the study's sampler (``random,
-    after 2 repeats``: search/_repeats.py)."""
+    after 2 repeats``: search/_trial/repeats.py)."""
     trial.set_user_attr("proposed_by", how)
 
 

@@ -56,6 +56,7 @@ asked).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -63,7 +64,7 @@ import os
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -164,6 +165,15 @@ class MlflowObserver(SearchObserver):
         self.study_key = ""
         self.parent_id: str | None = None
         self.runs: dict[int, _Run] = {}
+
+    def for_workers(self) -> tuple[SearchObserver | None, Callable[[], SearchObserver] | None]:
+        """With workers: this process opens and closes the study's parent run, and
+        each worker logs its own trials under it."""
+        here = MlflowObserver(self.uri, experiment=self.experiment, trials=False)
+        made = functools.partial(
+            MlflowObserver, self.uri, experiment=self.experiment, end_parent=False
+        )
+        return here, made
 
     def on_checked(self, setup: Any = None) -> None:
         """Opens the tracking store and the experiment (once the search's

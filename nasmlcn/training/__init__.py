@@ -1,9 +1,17 @@
 """Training: configuration, the loop, callbacks, checkpoints and whole jobs.
 
+:func:`train` is the one verb that trains a :class:`TrainJob`, wherever it runs:
+one device, lanes placed on several local devices, local ranks, ``torchrun``
+ranks, DDP (the models and processes of the parallel paths are
+:mod:`nasmlcn.parallel`'s, which imports nothing of this package). :func:`run_job`
+is the step under every path (seed, build, place, train, test), for the packages
+that hold their data and their model's placement themselves: the search's trials
+and the reproduce engines.
+
 ``TrainConfig``, ``EpochResult``, ``Callback`` and the registries of LR policies
-and augmentations are pure Python; the loop itself (``train``, ``evaluate``,
-``run_training``, checkpoints) and the augmentations' code import torch when
-first used.
+and augmentations are pure Python; the training itself (``train``, ``run_job``,
+``evaluate``, checkpoints) and the augmentations' code import torch when first
+used.
 """
 
 from __future__ import annotations
@@ -39,7 +47,8 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     )
     from nasmlcn.training._memory import check_training_memory
     from nasmlcn.training._optimizer import make_optimizer
-    from nasmlcn.training._run import JobRun, run_job, run_training
+    from nasmlcn.training._report import ParallelReport
+    from nasmlcn.training._run import JobRun, run_job
     from nasmlcn.training._run_folder import (
         ARCH_NAME,
         CHECKPOINT_NAME,
@@ -51,7 +60,8 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
         write_run_folder,
     )
     from nasmlcn.training._selection import Selection, selected_weights
-    from nasmlcn.training._trainer import evaluate, resolve_device, train
+    from nasmlcn.training._train import train
+    from nasmlcn.training._trainer import evaluate, resolve_device
 
 __all__ = [
     "ARCH_NAME",
@@ -71,6 +81,7 @@ __all__ = [
     "EpochResult",
     "JobRun",
     "LRPolicy",
+    "ParallelReport",
     "Selection",
     "StepPlan",
     "TrainConfig",
@@ -96,7 +107,6 @@ __all__ = [
     "resolve_arch",
     "resolve_device",
     "run_job",
-    "run_training",
     "save_checkpoint",
     "selected_weights",
     "step_batch_size",
@@ -120,7 +130,7 @@ _LAZY = {
     "step_batch_size": "_job",
     "check_training_memory": "_memory",
     "run_job": "_run",
-    "run_training": "_run",
+    "ParallelReport": "_report",
     "check_out_dir": "_run_folder",
     "write_result": "_run_folder",
     "ARCH_NAME": "_run_folder",
@@ -130,7 +140,7 @@ _LAZY = {
     "check_run_files": "_run_folder",
     "write_run_folder": "_run_folder",
     "make_optimizer": "_optimizer",
-    "train": "_trainer",
+    "train": "_train",
     "evaluate": "_trainer",
     "resolve_device": "_trainer",
     "load_checkpoint": "_checkpoint",

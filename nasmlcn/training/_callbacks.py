@@ -51,8 +51,8 @@ class TrainStart:
 class Callback:
     """Base class with no-op hooks; override what you need.
 
-    ``on_epoch_end`` may raise to stop training (the search raises
-    ``optuna.TrialPruned`` there); the exception propagates out of ``train``.
+    ``on_epoch_end`` may return a reason to stop training after that epoch (the
+    search's pruning does): training ends there and returns the epochs it ran.
     """
 
     @property
@@ -77,8 +77,9 @@ class Callback:
     def on_eval_start(self, epoch: int) -> None:
         pass
 
-    def on_epoch_end(self, result: EpochResult) -> None:
-        pass
+    def on_epoch_end(self, result: EpochResult) -> str | None:
+        """After an epoch: a reason to stop training here, or None to go on."""
+        return None
 
 
 class CallbackList(Callback):
@@ -111,9 +112,10 @@ class CallbackList(Callback):
         for cb in self.callbacks:
             cb.on_eval_start(epoch)
 
-    def on_epoch_end(self, result: EpochResult) -> None:
-        for cb in self.callbacks:
-            cb.on_epoch_end(result)
+    def on_epoch_end(self, result: EpochResult) -> str | None:
+        """Every callback hears the epoch; the first reason to stop is returned."""
+        reasons = [cb.on_epoch_end(result) for cb in self.callbacks]
+        return next((r for r in reasons if r is not None), None)
 
 
 class TrainingStopped(KeyboardInterrupt):

@@ -6,6 +6,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from nasmlcn._defaults import LEARNING_RATE
 from nasmlcn._validate import check_int
 from nasmlcn.errors import SpecError
 
@@ -23,12 +24,8 @@ class TrainConfig:
         batch_size: Training batch size (100 in the thesis).
         lr: Initial Adam learning rate (1e-3 in the thesis).
         lr_policy: A registered policy (see :data:`nasmlcn.training.LR_POLICIES`).
-            ``one-cycle`` by default (FasTrCaps): on Fashion-MNIST it beat the
-            thesis's ``exponential`` x0.9 per epoch on validation accuracy by 1.43 ±
-            0.35 points (mean ± sd of the per-seed differences, 3 seeds, each ahead;
-            5 epochs on 10,000 images, ``benchmarks/lane_variants.py --seeds 3``), and
-            with 1 seed on full data by 1.1 after 10 epochs (``lane_variants.py``) and
-            0.7 after 20 (``benchmarks/thesis_table.py``); figures in the README. Its
+            ``one-cycle`` by default (FasTrCaps): it beat the thesis's
+            ``exponential`` on Fashion-MNIST (measured figures: docs/results.md). Its
             schedule is laid out over the run, so a run can be resumed but not
             extended.
         lr_decay: Per-epoch factor of the ``exponential`` policy (0.9 in the thesis).
@@ -56,7 +53,7 @@ class TrainConfig:
 
     epochs: int = 10
     batch_size: int = 100
-    lr: float = 1e-3
+    lr: float = LEARNING_RATE
     lr_policy: str = "one-cycle"
     lr_decay: float = 0.9
     reconstruction_weight: float = 0.0005

@@ -1,5 +1,5 @@
 """A training job end to end: data, model, training, test, files. The CLI's
-``nasmlcn train`` is a thin wrapper over :func:`run_training`."""
+``nasmlcn train`` is a thin wrapper over :func:`~nasmlcn.training.train`."""
 
 from __future__ import annotations
 

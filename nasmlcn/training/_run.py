@@ -1,11 +1,12 @@
 """One training job: seed, build, place, train (resuming), test.
 
-Every way nasmlcn trains a model runs :func:`run_job`: ``nasmlcn train``
-(:func:`~nasmlcn.training.run_training`), lanes placed on local devices and each
-rank of a multi-process job (:mod:`nasmlcn.parallel`), and the search's ``train``
-evaluator. They differ only in where the model runs (``place``), who watches
-(``callbacks``, ``measure``) and where the results go (``out_dir``, the
-checkpoint, and what each makes of the :class:`JobRun`).
+Every way nasmlcn trains a model runs :func:`run_job`: every path of
+:func:`~nasmlcn.training.train` (one device here, :func:`train_on_one_device`;
+lanes placed on local devices and each rank of a multi-process job in ``_parallel``),
+the search's ``train`` evaluator and the reproduce engines that hold their data.
+They differ only in where the model runs (``place``), who watches (``callbacks``,
+``measure``) and where the results go (``out_dir``, the checkpoint, and what each
+makes of the :class:`JobRun`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from nasmlcn.training._job import (
 )
 from nasmlcn.training._run_folder import ARCH_NAME, write_result
 from nasmlcn.training._selection import Selection
-from nasmlcn.training._trainer import evaluate, resolve_device, train
+from nasmlcn.training._trainer import evaluate, resolve_device, train_epochs
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ def run_job(
         select: With ``test``, False tests the last epoch only and reports it as the
             selected one: for a run whose epochs were chosen beforehand (a refit on
             training + validation data, with nothing held out to select on).
-        run_id: The id the checkpoints carry (see :func:`~nasmlcn.training.train`).
+        run_id: The id the checkpoints carry (see :func:`~nasmlcn.training._trainer.train_epochs`).
         should_stop: Asked after every batch; a reason stops training at once
             (:class:`~nasmlcn.training._trainer.TrainingStopped`).
 
@@ -172,7 +173,7 @@ def run_job(
         placed = getattr(module, "input_device", None)
         if isinstance(placed, torch.device):
             config = replace(config, device=str(placed))
-        history = train(
+        history = train_epochs(
             module,
             arch,
             splits,
@@ -219,8 +220,9 @@ def _test(module: nn.Module, splits: DataSplits, config: TrainConfig) -> tuple[f
     )
 
 
-def run_training(job: TrainJob, callbacks: list[Callback] | None = None) -> TrainReport:
-    """Loads the data, builds and trains the model, tests it and writes the files."""
+def train_on_one_device(job: TrainJob, callbacks: list[Callback] | None = None) -> TrainReport:
+    """Loads the data, builds and trains the model on ``job.config.device``, tests it
+    and writes the files: :func:`~nasmlcn.training.train` without parallelism."""
     from nasmlcn.data import DATASETS
     from nasmlcn.training._memory import check_training_memory
 

@@ -196,7 +196,7 @@ def _augment_seed(epoch_seed: int) -> int:
     return (epoch_seed + 0x5DEECE66D) % (2**63)
 
 
-def train(
+def train_epochs(
     model: nn.Module,
     arch: ArchSpec,
     splits: DataSplits,
@@ -220,7 +220,8 @@ def train(
         splits: Training and validation data (the test split is not touched).
         config: Epochs, batch size, learning rate, augmentation (training
             batches only), seed, device.
-        callbacks: Receive progress; ``on_epoch_end`` may raise to stop.
+        callbacks: Receive progress; ``on_epoch_end`` may return a reason to stop
+            after that epoch.
         checkpoint_path: Written atomically after every epoch when given.
         resume: Continue from ``checkpoint_path`` if it exists; its architecture
             must equal ``arch``.
@@ -397,5 +398,8 @@ def train(
                 run_id=run_id,
                 selected=selection.to_checkpoint() if selection is not None else None,
             )
-        hooks.on_epoch_end(result)
+        stop_reason = hooks.on_epoch_end(result)
+        if stop_reason is not None:
+            logger.info("stopped after epoch %d: %s", epoch, stop_reason)
+            break
     return history

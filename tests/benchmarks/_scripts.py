@@ -1,4 +1,5 @@
-"""Running a script of ``benchmarks/`` in the test process (no torch import per run)."""
+"""Running a script of ``benchmarks/``, or an engine of ``nasmlcn reproduce``
+(``nasmlcn/reproduce/engines/``), in the test process (no torch import per run)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,31 @@ import pytest
 
 from tests.conftest import ROOT
 
+ENGINES = ROOT / "nasmlcn" / "reproduce" / "engines"
+ENGINES_PACKAGE = "nasmlcn.reproduce.engines"
+
+
+def is_engine(name: str) -> bool:
+    """``name`` is an engine module (else a script of ``benchmarks/``)."""
+    return (ENGINES / f"{name}.py").is_file()
+
 
 def load_script(name: str, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """``benchmarks/<name>.py`` as a module, reading its data from ``data_dir``."""
+    """``benchmarks/<name>.py`` (or the engine ``nasmlcn.reproduce.engines.<name>``)
+    as a module, reading its data from ``data_dir``."""
     monkeypatch.setenv("NASMLCN_DATA_DIR", str(data_dir))
+    if is_engine(name):
+        return importlib.import_module(f"{ENGINES_PACKAGE}.{name}")
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     return importlib.import_module(name)
+
+
+def command(name: str) -> list[str]:
+    """How a user runs it: ``python benchmarks/<name>.py`` or ``python -m
+    nasmlcn.reproduce.engines.<name>``."""
+    if is_engine(name):
+        return [sys.executable, "-m", f"{ENGINES_PACKAGE}.{name}"]
+    return [sys.executable, str(ROOT / "benchmarks" / f"{name}.py")]
 
 
 def run_json(
@@ -34,10 +54,10 @@ def run_json(
 def run_script(
     name: str, args: list[str], data_dir: Path, timeout: float = 900
 ) -> subprocess.CompletedProcess[str]:
-    """``python benchmarks/<name>.py ARGS`` in a process of its own, as a user runs it,
-    reading its data from ``data_dir``; it must exit 0."""
+    """The script or engine ``name`` with ``ARGS`` in a process of its own, as a user
+    runs it, reading its data from ``data_dir``; it must exit 0."""
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *args],
+        [*command(name), *args],
         capture_output=True,
         text=True,
         timeout=timeout,

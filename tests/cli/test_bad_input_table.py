@@ -275,20 +275,25 @@ CASES = [
         ("evaluate", "--run", "{run}", "--inference-batch", "0"),
         "Invalid value for '--inference-batch'",
     ),
-    # prune
+    # remove-lanes
     Case(
-        "prune",
+        "remove-lanes",
         OUTPUT,
-        ("prune", "--run", "{run}", "--out", "{file}"),
+        ("remove-lanes", "--run", "{run}", "--out", "{file}"),
         "is a file, not a folder; choose another --out",
     ),
     Case(
-        "prune",
+        "remove-lanes",
         OUTPUT,
-        ("prune", "--run", "{run}", "--keep", "1", "--out", "{export}"),
+        ("remove-lanes", "--run", "{run}", "--keep", "1", "--out", "{export}"),
         "already holds a model (checkpoint.pt, arch.json)",
     ),
-    Case("prune", RANGE, ("prune", "--run", "{run}", "--keep", "9"), "--keep 9: the run has 2"),
+    Case(
+        "remove-lanes",
+        RANGE,
+        ("remove-lanes", "--run", "{run}", "--keep", "9"),
+        "--keep 9: the run has 2",
+    ),
     # export-model
     Case(
         "export-model",
@@ -386,7 +391,7 @@ def test_every_command_and_every_kind_has_a_row() -> None:
         "best --export",
         "retrain",
         "evaluate",
-        "prune",
+        "remove-lanes",
         "export-model",
         "estimate",
         "calibrate",

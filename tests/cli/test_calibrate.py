@@ -91,7 +91,7 @@ def test_too_few_lanes_is_a_one_line_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--device", "cuda:7"], "no device 'cuda:7'"),
+        (["--run-on", "cuda:7"], "no device 'cuda:7'"),
         (["--clock", "cpu", "--threads", "2"], "--threads 1"),
         (["--clock", "gpu"], "--clock must be wall or cpu"),
     ],
@@ -115,7 +115,7 @@ def test_calibration_of_20_lanes(tmp_path: Path) -> None:
         "16",
         "--rounds",
         "1",
-        "--device",
+        "--run-on",
         "cpu",
         "--threads",
         "1",

@@ -171,7 +171,7 @@ def _bad_arch_files(tmp_path: Path) -> dict[str, Path]:
             ("--lanes", "mlcn1:1x1", "--model", "capsnet"),
             "give only one of --lanes, --arch, --model",
         ),
-        (("--device", "cuda:7"), "cuda:7"),
+        (("--run-on", "cuda:7"), "cuda:7"),
     ],
 )
 def test_bad_input_is_one_line_and_nonzero(

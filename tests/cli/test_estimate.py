@@ -26,7 +26,7 @@ def test_capsnet_on_cifar10_json() -> None:
     for key in ("latency_s", "energy_j", "memory_bytes"):
         assert sum(layer[key] for layer in layers) == pytest.approx(data[key], rel=1e-12)
     # NASCaps Table 3 prints 88.80 mJ for CapsNet; ours from the CIFAR-10 shapes is
-    # within 10 % (benchmarks/capsacc_table3.py)
+    # within 10 % (nasmlcn/reproduce/engines/capsacc_table3.py)
     assert 0.9 <= data["energy_j"] * 1e3 / 88.80 <= 1.0
 
 

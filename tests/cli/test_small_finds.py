@@ -54,7 +54,7 @@ def test_architecture_file_errors_name_no_class(tmp_path: Path) -> None:
     assert "Spec" not in result.stderr
     arch.write_text('{"kind": "mlcn", "lanes": ["mlcn1:1x1"], "widht": 3}')
     result = run_cli("estimate", "--arch", str(arch))
-    assert "the mlcn architecture has no field 'widht'" in result.stderr
+    assert "the mlcn architecture: unknown key 'widht'" in result.stderr
     assert "Spec" not in result.stderr
 
 

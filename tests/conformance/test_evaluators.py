@@ -1,12 +1,12 @@
 """Conformance of every registered evaluator (``nasmlcn.search.EVALUATORS``).
 
-The contract (``nasmlcn/search/_evaluator.py`` and the runner that calls it):
+The contract (``nasmlcn/search/_evaluators/evaluator.py`` and the runner that calls it):
 ``evaluate(job, on_epoch)`` calls ``on_epoch`` once after every epoch, in order;
 the evaluation's curve has one accuracy per epoch and ends with ``accuracy``; an
 evaluator that trains for real (``measured``) reports what it measured, one that
-does not leaves the measured figures None; a :class:`PruneTrial` raised by
-``on_epoch`` stops the evaluation and reaches the runner (which marks the trial
-PRUNED); a job is seeded by its ``seed`` and ``trial``, so the same job gives the
+does not leaves the measured figures None; a decision from ``on_epoch`` that does
+not go on (:class:`EpochDecision`) stops the evaluation after that epoch (the trial,
+which decided, marks itself PRUNED); a job is seeded by its ``seed`` and ``trial``, so the same job gives the
 same curve (a retried trial "trains identically"); an evaluator that writes
 checkpoints resumes from one to the curve it would have reached uninterrupted.
 
@@ -26,13 +26,13 @@ import pytest
 from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.search import (
     EVALUATORS,
+    EpochDecision,
     EpochReport,
     EvalRequest,
     Evaluation,
     Evaluator,
     FinishedTrial,
     HalvingPruner,
-    PruneTrial,
     SearchConfig,
     setup_search,
 )
@@ -72,7 +72,11 @@ class _Run:
             config=config, dataset=setup_search(config).dataset
         )
         self.reports: list[EpochReport] = []
-        self.evaluation = self.evaluator.evaluate(_job(), self.reports.append)
+        self.evaluation = self.evaluator.evaluate(_job(), self.record)
+
+    def record(self, report: EpochReport) -> EpochDecision:
+        self.reports.append(report)
+        return EpochDecision()
 
 
 @pytest.fixture(scope="module", params=NAMES)
@@ -135,22 +139,23 @@ def test_measured_figures_are_present_exactly_when_measured(run: _Run) -> None:
         assert e.measured_inference_device is e.measured_inference_batch_size is None
 
 
-def test_prune_trial_from_on_epoch_stops_the_evaluation(run: _Run) -> None:
+@pytest.mark.parametrize("action", ["prune", "stop"])
+def test_a_decision_not_to_go_on_stops_the_evaluation_after_that_epoch(
+    run: _Run, action: str
+) -> None:
     seen: list[int] = []
-    stop = PruneTrial("pruned by the test", 1)
 
-    def on_epoch(report: EpochReport) -> None:
+    def on_epoch(report: EpochReport) -> EpochDecision:
         seen.append(report.epoch)
-        raise stop
+        return EpochDecision(action, "decided by the test")
 
-    with pytest.raises(PruneTrial) as raised:
-        run.evaluator.evaluate(_job(), on_epoch)
-    assert raised.value is stop
-    assert seen == [1]  # no epoch after the one that pruned
+    stopped = run.evaluator.evaluate(_job(), on_epoch)
+    assert seen == [1]  # no epoch after the one that decided
+    assert len(stopped.val_accuracy_per_epoch) == 1
 
 
 def test_the_same_job_gives_the_same_curve(run: _Run) -> None:
-    again = run.evaluator.evaluate(_job(), lambda _: None)
+    again = run.evaluator.evaluate(_job(), lambda _: EpochDecision())
     assert again.val_accuracy_per_epoch == run.evaluation.val_accuracy_per_epoch
     assert again.accuracy == run.evaluation.accuracy
 
@@ -159,16 +164,18 @@ def test_the_same_job_gives_the_same_curve(run: _Run) -> None:
 def test_a_resumed_job_reaches_the_uninterrupted_curve(run: _Run, tmp_path: Path) -> None:
     checkpoint = tmp_path / "trial.ckpt"
 
-    def prune_after_first(report: EpochReport) -> None:
-        raise PruneTrial("stopped after epoch 1", report.epoch)
+    def prune_after_first(report: EpochReport) -> EpochDecision:
+        return EpochDecision("prune", "stopped after epoch 1")
 
-    with pytest.raises(PruneTrial):
-        run.evaluator.evaluate(_job(checkpoint_path=str(checkpoint)), prune_after_first)
+    run.evaluator.evaluate(_job(checkpoint_path=str(checkpoint)), prune_after_first)
     assert checkpoint.is_file()
     reports: list[EpochReport] = []
-    resumed = run.evaluator.evaluate(
-        _job(checkpoint_path=str(checkpoint), resume=True), reports.append
-    )
+
+    def record(report: EpochReport) -> EpochDecision:
+        reports.append(report)
+        return EpochDecision()
+
+    resumed = run.evaluator.evaluate(_job(checkpoint_path=str(checkpoint), resume=True), record)
     # it goes on after the checkpointed epoch, not from the start
     assert [r.epoch for r in reports] == list(range(2, EPOCHS + 1))
     assert resumed.val_accuracy_per_epoch == run.evaluation.val_accuracy_per_epoch

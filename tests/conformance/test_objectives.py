@@ -1,6 +1,6 @@
 """Conformance of every registered objective (``nasmlcn.search.OBJECTIVES``).
 
-The contract (``nasmlcn/search/_objectives.py``): an objective has a direction
+The contract (``nasmlcn/search/_trial/objectives.py``): an objective has a direction
 (``maximize``/``minimize``, which its one-line description states as ``(max)`` or
 ``(min)``) and a metric name; ``value(plan, evaluation)`` is a finite number, and
 needs no evaluation unless ``needs_training``. A study made with it has its
@@ -26,6 +26,7 @@ from nasmlcn.hardware import load_catalog, parse_devices
 from nasmlcn.planning import plan_model
 from nasmlcn.search import (
     OBJECTIVES,
+    EpochDecision,
     EvalRequest,
     Objective,
     ProxyEvaluator,
@@ -120,7 +121,7 @@ def _value(objective: Objective, lanes: str) -> float:
     evaluation = None
     if objective.needs_training:
         job = EvalRequest(spec=spec, trial=0, seed=0, epochs=2)
-        evaluation = ProxyEvaluator().evaluate(job, lambda _: None)
+        evaluation = ProxyEvaluator().evaluate(job, lambda _: EpochDecision())
     return float(objective.value(plan, evaluation))
 
 

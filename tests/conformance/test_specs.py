@@ -23,7 +23,7 @@ import pytest
 import torch
 
 from nasmlcn.costs import CostContext, get_cost_model, lane_profile
-from nasmlcn.models import BUILDERS, Lane, build_model, count_parameters
+from nasmlcn.models import BUILDERS, build_model, count_parameters
 from nasmlcn.specs import (
     ARCHITECTURES,
     LANE_TYPES,
@@ -35,6 +35,7 @@ from nasmlcn.specs import (
     arch_to_json,
     create_arch,
 )
+from tests.models.reference_lane import Lane
 
 TYPES = list(LANE_TYPES)
 ARCHS = list(ARCHITECTURES)

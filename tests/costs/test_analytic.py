@@ -21,8 +21,8 @@ from nasmlcn.costs import (
 )
 from nasmlcn.measure import classify
 from nasmlcn.models import build_model, capsule_loss, count_parameters
-from nasmlcn.models._lane import Lane
 from nasmlcn.specs import LANE_TYPES, LaneSpec, MLCNSpec, parse_lane
+from tests.models.reference_lane import Lane
 
 
 def _random_lane(rng: random.Random) -> LaneSpec:

@@ -76,7 +76,7 @@ def _ours_figures() -> dict[str, float]:
 
 def test_capsnet_on_cifar10_against_table_3() -> None:
     # Our CapsNet from its real CIFAR-10 shapes: energy and memory within 10 % of
-    # Table 3; latency 12.5 % below it, explained in benchmarks/capsacc_table3.py
+    # Table 3; latency 12.5 % below it, explained in nasmlcn/reproduce/engines/capsacc_table3.py
     # (the paper's descriptor is 28x28 with a 14x14 primary grid and a 9x9
     # class window; ours has an 8x8 grid).
     ours = _ours_figures()

@@ -19,7 +19,8 @@ from nasmlcn.data._splits import RawData, make_splits
 from nasmlcn.models import CapsuleLoss, build_model, count_parameters
 from nasmlcn.search import summarize
 from nasmlcn.specs import MLCNSpec, save_arch
-from nasmlcn.training import TrainConfig, _step, evaluate, load_checkpoint, train
+from nasmlcn.training import TrainConfig, _step, evaluate, load_checkpoint
+from nasmlcn.training._trainer import train_epochs
 from tests.conftest import run_cli
 from tests.data._files import trust_generated_files, write_cifar10, write_svhn
 
@@ -60,7 +61,7 @@ def test_models_get_normalised_images_and_reconstruct_the_plain_ones(
     model.register_forward_pre_hook(lambda _m, args: inputs.append(args[0].detach().clone()))
     config = TrainConfig(epochs=1, batch_size=10, eval_batch_size=10, augment="crop-flip")
     checkpoint = tmp_path / "checkpoint.pt"
-    train(model, spec, splits, config, checkpoint_path=checkpoint)
+    train_epochs(model, spec, splits, config, checkpoint_path=checkpoint)
     evaluate(model, splits.test, batch_size=10)
     assert len(seen) == 3 + 1 + 1  # 3 training, 1 validation, 1 test batch
     for model_input, target in seen:
@@ -86,7 +87,7 @@ def test_grey_sets_are_trained_on_plain_images_as_before(monkeypatch: pytest.Mon
     torch.manual_seed(0)
     model = build_model(spec)
     model.register_forward_pre_hook(lambda _m, args: inputs.append(args[0].detach().clone()))
-    train(model, spec, splits, TrainConfig(epochs=1, batch_size=10, eval_batch_size=10))
+    train_epochs(model, spec, splits, TrainConfig(epochs=1, batch_size=10, eval_batch_size=10))
     assert torch.equal(inputs[-1], splits.val.images.float() / 255)
 
 
@@ -111,7 +112,7 @@ def test_train_on_svhn_files_through_the_cli(
         capsys,
         *("train", "--dataset", "svhn", "--data-dir", str(tmp_path / "data"), "--no-download"),
         *("--lanes", "mlcn1:1x1,mlcn2:1x1", "--epochs", "1", "--batch-size", "18"),
-        *("--augment", "crop", "--device", "cpu", "--out", str(out), "-q"),
+        *("--augment", "crop", "--run-on", "cpu", "--out", str(out), "-q"),
     )
     assert result["dataset"] == "svhn"
     assert result["arch"]["input_shape"] == [3, 32, 32]

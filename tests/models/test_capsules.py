@@ -115,10 +115,11 @@ def test_no_intermediate_larger_than_votes() -> None:
     """CapsNet's votes are B x 1152 x 10 x 16; nothing larger is built, forward or backward."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from nasmlcn.models import capsule_loss, create_model
+    from nasmlcn.models import build_model, capsule_loss
+    from nasmlcn.specs import create_arch
 
     torch.manual_seed(0)
-    model = create_model("capsnet")
+    model = build_model(create_arch("capsnet"))
     weight_sizes = {p.numel() for p in model.parameters()}  # weights, their views and grads
 
     class MaxNumel(TorchDispatchMode):

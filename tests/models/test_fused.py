@@ -1,7 +1,9 @@
 """Lane stacks compute the per-lane model: each lane's outputs and gradients, fused
-or lane by lane, agree in float64 with the lane's own :class:`Lane` module (the
-oracle, loaded with the lane's tensors) on random heterogeneous models, both
-routings, with and without weight sharing, on grey and colour images."""
+or lane by lane, agree in float64 with the reference lane module
+(``tests/models/reference_lane.py``, loaded with the lane's tensors) on random
+heterogeneous models, both routings, with and without weight sharing, on grey and
+colour images; a single lane (a stack of one) of every lane type starts from the
+reference lane's weights and computes what it computes."""
 
 from __future__ import annotations
 
@@ -13,10 +15,19 @@ from typing import cast
 import pytest
 import torch
 
-from nasmlcn.models import MLCN, Lane, LaneStack, build_model, capsule_loss, per_lane_tensors
+from nasmlcn.models import (
+    MLCN,
+    LaneKind,
+    LaneSet,
+    LaneStack,
+    build_model,
+    capsule_loss,
+    per_lane_tensors,
+)
 from nasmlcn.specs import (
     CPU_MAX_DEEP_LANE_CHANNELS,
     CPU_MAX_LANE_CHANNELS,
+    LANE_TYPES,
     LaneSpec,
     MLCNSpec,
     execution_groups,
@@ -24,6 +35,7 @@ from nasmlcn.specs import (
     lane_fuses,
     parse_lane,
 )
+from tests.models.reference_lane import Lane
 
 KINDS = ("mlcn1", "mlcn2")
 
@@ -96,6 +108,34 @@ def test_stacks_equal_the_per_lane_model(seed: int, routing: str) -> None:
     spec = _random_spec(random.Random(seed), routing=routing, weight_sharing=seed % 2 == 1)
     assert any(len(m) > 1 for m in build_model(spec).lanes.members)  # something stacks
     _compare(spec, seed)
+
+
+@pytest.mark.parametrize("weight_sharing", [False, True])
+@pytest.mark.parametrize("routing", ["vector", "classwise"])
+@pytest.mark.parametrize("lane_type", LANE_TYPES.names())
+def test_a_single_lane_is_a_stack_of_one(
+    lane_type: str, routing: str, weight_sharing: bool
+) -> None:
+    """A lane of every type, alone: built under a seed it holds the reference lane's
+    weights (the same draws), and gives its outputs and gradients within 1e-5."""
+    spec, shape = LaneSpec(lane_type, 1, 2), (1, 28, 28)
+    torch.manual_seed(0)
+    ref = Lane(spec, shape, 10, routing, 3, weight_sharing, "glorot").double()
+    torch.manual_seed(0)
+    one = LaneSet.build([LaneKind(spec, shape, 10, routing, 3, weight_sharing)], "glorot")
+    one = one.double()
+    assert one.state_dict().keys() == {f"0.{k}" for k in ref.state_dict()}
+    for name, tensor in ref.state_dict().items():
+        assert torch.equal(one.state_dict()[f"0.{name}"], tensor), name
+    x = torch.rand(3, *shape, dtype=torch.float64)
+    want, got = ref(x), one(x)[..., 0]  # (B, K)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-7)
+    mix = torch.randn_like(want)
+    (want * mix).sum().backward()
+    (got * mix).sum().backward()
+    grads = per_lane_tensors(one, lambda p: p.grad)
+    for name, p in ref.named_parameters():
+        torch.testing.assert_close(grads[f"0.{name}"], p.grad, rtol=1e-5, atol=1e-7)
 
 
 def test_colour_images_and_a_lone_lane() -> None:

@@ -8,10 +8,10 @@ import pytest
 import torch
 from torch import nn
 
-from nasmlcn.models import MLCN, build_model, capsule_loss, count_parameters, create_model
+from nasmlcn.models import MLCN, build_model, capsule_loss, count_parameters
 from nasmlcn.models._conv import PointwiseConv2d
-from nasmlcn.models._lane import Lane
-from nasmlcn.specs import ARCHITECTURES, CapsNetSpec, MLCNSpec, parse_lane
+from nasmlcn.specs import ARCHITECTURES, CapsNetSpec, MLCNSpec, create_arch, parse_lane
+from tests.models.reference_lane import Lane
 
 
 def _analytic_lane_params(spec: MLCNSpec) -> int:
@@ -31,7 +31,7 @@ def _decoder_params(in_features: int, pixels: int) -> int:
 
 
 def test_capsnet_matches_sabour_parameter_count() -> None:
-    model = create_model("capsnet")
+    model = build_model(create_arch("capsnet"))
     assert count_parameters(model) == 8_215_568  # Sabour et al.: 8.2 M with the decoder
     out = model(torch.rand(2, 1, 28, 28))
     assert out.lengths.shape == (2, 10)
@@ -204,7 +204,7 @@ def test_pointwise_conv_equals_conv2d() -> None:
 
 @pytest.mark.parametrize("name", ARCHITECTURES.names())
 def test_every_named_architecture_runs(name: str) -> None:
-    model = create_model(name)
+    model = build_model(create_arch(name))
     out = model(torch.rand(2, 1, 28, 28))
     assert out.lengths.shape == (2, 10)
     assert torch.isfinite(out.lengths).all()
@@ -261,5 +261,5 @@ def test_glorot_vote_init_draws_the_reference_code_s_bound() -> None:
     assert glorot.std().item() == pytest.approx(bound / 3**0.5, rel=0.02)  # 0.011
     scaled = vote_weights((648, 16, 10), 648, "scaled")
     assert scaled.std().item() == pytest.approx(init_scale(648), rel=0.02)  # 0.039
-    model = create_model("mlcn-tiny", vote_init="glorot")
+    model = build_model(create_arch("mlcn-tiny", vote_init="glorot"))
     assert torch.isfinite(model(torch.rand(2, 1, 28, 28)).lengths).all()

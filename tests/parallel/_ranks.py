@@ -71,7 +71,7 @@ def _grads(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 def equivalence_rank(ctx: RankContext, job: TrainJob) -> dict[str, Any]:
     """Lane-parallel steps, a DDP step, and a whole tiny training job."""
-    from nasmlcn.parallel._training import _spawned_rank
+    from nasmlcn.training._parallel import _spawned_rank
 
     torch.manual_seed(0)
     model = build_model(spec())

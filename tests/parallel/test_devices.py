@@ -55,7 +55,8 @@ def test_bad_run_on(text: str) -> None:
 
 def test_import_does_not_load_torch() -> None:
     code = (
-        "import sys, nasmlcn.parallel, nasmlcn.parallel._training, nasmlcn.parallel._launch; "
+        "import sys, nasmlcn.parallel, nasmlcn.parallel._launch, nasmlcn.training._parallel, "
+        "nasmlcn.training._train; "
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -13,9 +13,16 @@ import torch
 
 from nasmlcn.errors import SpecError
 from nasmlcn.models import build_model, per_lane_tensors
-from nasmlcn.parallel import DistributedError, ParallelReport, launch
+from nasmlcn.parallel import DistributedError, launch
 from nasmlcn.specs import MLCNSpec
-from nasmlcn.training import EpochResult, TrainConfig, TrainJob, TrainStart, run_training
+from nasmlcn.training import (
+    EpochResult,
+    ParallelReport,
+    TrainConfig,
+    TrainJob,
+    TrainStart,
+    train,
+)
 from tests.conftest import run_cli
 from tests.parallel import _ranks
 
@@ -89,15 +96,17 @@ def test_ddp_gradients_equal_the_full_batch(two_ranks: dict[str, Any]) -> None:
 def test_two_process_job_equals_one_process_job(two_ranks: dict[str, Any], tmp_path: Path) -> None:
     report = two_ranks["ranks"][0]["report"]
     assert isinstance(report, ParallelReport)
-    assert two_ranks["ranks"][1]["report"] is None
-    single = run_training(_job(tmp_path / "single"))
-    got, want = report.report.history, single.history
+    other = two_ranks["ranks"][1]["report"]  # every rank reports; rank 0 writes the files
+    assert isinstance(other, ParallelReport)
+    assert (other.params, other.test_accuracy) == (report.params, report.test_accuracy)
+    single = train(_job(tmp_path / "single"))
+    got, want = report.history, single.history
     for a, b in zip(got, want, strict=True):
         assert abs(a.train_loss - b.train_loss) <= TOL
         assert abs(a.val_loss - b.val_loss) <= TOL
         assert a.val_accuracy == b.val_accuracy
-    assert abs(report.report.test_loss - single.test_loss) <= TOL
-    assert report.report.params == single.params
+    assert abs(report.test_loss - single.test_loss) <= TOL
+    assert report.params == single.params
     # The checkpoint holds every rank's lanes: it equals the one-process model.
     from nasmlcn.training import load_checkpoint
 
@@ -117,7 +126,7 @@ def test_rank0_events_reach_the_launcher(two_ranks: dict[str, Any]) -> None:
     assert sum(isinstance(event, EpochResult) for event in events) == 2
     start = events[0]
     assert isinstance(start, TrainStart)
-    assert start.params == two_ranks["ranks"][0]["report"].report.params
+    assert start.params == two_ranks["ranks"][0]["report"].params
     assert isinstance(events[-1], EpochResult)
 
 

@@ -6,8 +6,8 @@ import pytest
 
 from nasmlcn.data import DATASETS
 from nasmlcn.hardware import LocalDevice
-from nasmlcn.search import EvalRequest, SearchConfig
-from nasmlcn.search._train_evaluator import TrainEvaluator
+from nasmlcn.search import EpochDecision, EvalRequest, SearchConfig
+from nasmlcn.search._evaluators.train import TrainEvaluator
 from nasmlcn.specs import MLCNSpec
 
 SPEC = MLCNSpec.from_lanes("4*mlcn2:1x1")
@@ -45,13 +45,13 @@ def test_present_targets_are_placed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_lane_parallel_evaluation_says_so() -> None:
     evaluator = _evaluator("2xcpu", "cpu")
-    result = evaluator._train(JOB, lambda report: None, ("cpu",) * 4, "cpu")
+    result = evaluator._train(JOB, lambda report: EpochDecision(), ("cpu",) * 4, "cpu")
     assert result.mode == "lane-parallel"
     assert result.device == "cpu"
     assert result.extra["lane_devices"] == ["cpu"] * 4
     assert result.peak_memory_bytes is not None
     assert result.images_per_second
-    single = evaluator.evaluate(JOB, lambda report: None)
+    single = evaluator.evaluate(JOB, lambda report: EpochDecision())
     assert single.mode == "single-device"
     assert single.accuracy == result.accuracy  # same seed, same numbers
 
@@ -60,7 +60,7 @@ def test_lane_parallel_evaluation_says_so() -> None:
 def test_lanes_on_the_gpu() -> None:
     evaluator = _evaluator("2xcpu", "cuda:0")
     result = evaluator._train(
-        JOB, lambda report: None, ("cuda:0", "cpu", "cuda:0", "cpu"), "cuda:0"
+        JOB, lambda report: EpochDecision(), ("cuda:0", "cpu", "cuda:0", "cpu"), "cuda:0"
     )
     assert result.mode == "lane-parallel"
     assert result.device == "cuda:0,cpu"

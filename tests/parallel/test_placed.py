@@ -10,9 +10,16 @@ import pytest
 import torch
 
 from nasmlcn.models import MLCN, build_model, per_lane_tensors
-from nasmlcn.parallel import PlacedMLCN, run_parallel_job, run_placed_training
+from nasmlcn.parallel import PlacedMLCN
 from nasmlcn.specs import MLCNSpec
-from nasmlcn.training import TrainConfig, TrainJob, load_checkpoint, run_training
+from nasmlcn.training import (
+    ParallelReport,
+    TrainConfig,
+    TrainJob,
+    TrainReport,
+    load_checkpoint,
+    train,
+)
 from tests.parallel import _ranks
 
 TOL = 1e-5
@@ -62,15 +69,16 @@ def _job(out: Path, *, resume: bool = False) -> TrainJob:
 
 
 def test_placed_job_equals_the_plain_job_and_resumes(tmp_path: Path) -> None:
-    plain = run_training(_job(tmp_path / "plain"))
-    placed = run_parallel_job(_job(tmp_path / "placed"), devices="2xcpu", device="cpu")
-    assert placed is not None
+    plain = train(_job(tmp_path / "plain"))
+    assert isinstance(plain, TrainReport)
+    placed = train(_job(tmp_path / "placed"), devices="2xcpu", device="cpu")
+    assert isinstance(placed, ParallelReport)
     assert placed.mode == "lane-parallel"
     assert placed.launcher == "in-process"
     assert placed.devices == ("cpu",) * 4
     assert sorted(set(placed.assignment)) == [0, 1]
-    assert placed.report.history[0].val_loss == pytest.approx(plain.history[0].val_loss, abs=TOL)
-    assert placed.report.test_loss == pytest.approx(plain.test_loss, abs=TOL)
+    assert placed.history[0].val_loss == pytest.approx(plain.history[0].val_loss, abs=TOL)
+    assert placed.test_loss == pytest.approx(plain.test_loss, abs=TOL)
     saved = json.loads((tmp_path / "placed" / "result.json").read_text())
     assert saved["parallel"]["mode"] == "lane-parallel"
     # A placed checkpoint loads into the plain model, and a placed run resumes.
@@ -82,26 +90,27 @@ def test_placed_job_equals_the_plain_job_and_resumes(tmp_path: Path) -> None:
         _job(tmp_path / "placed", resume=True),
         config=TrainConfig(epochs=2, batch_size=32, seed=3, lr_policy="exponential"),
     )
-    resumed = run_placed_training(more, ["cpu"] * 4)
-    assert [h.epoch for h in resumed.report.history] == [1, 2]
+    resumed = train(more, devices="2xcpu", device="cpu")
+    assert isinstance(resumed, ParallelReport)
+    assert [h.epoch for h in resumed.history] == [1, 2]
 
 
 def test_absent_target_devices_are_a_clear_error(tmp_path: Path) -> None:
     from nasmlcn.errors import DeviceError
 
     with pytest.raises(DeviceError, match="not on this machine"):
-        run_parallel_job(_job(tmp_path / "x"), devices="2xK80", device="auto")
+        train(_job(tmp_path / "x"), devices="2xK80", device="auto")
 
 
 def test_option_combinations_that_cannot_work(tmp_path: Path) -> None:
     from nasmlcn.errors import SpecError
 
     with pytest.raises(SpecError, match="data parallelism needs several processes"):
-        run_parallel_job(_job(tmp_path / "x"), parallelism="data")
+        train(_job(tmp_path / "x"), parallelism="data")
     with pytest.raises(SpecError, match="--resume is not supported"):
-        run_parallel_job(_job(tmp_path / "y", resume=True), processes=2)
+        train(_job(tmp_path / "y", resume=True), processes=2)
     with pytest.raises(SpecError, match="with several processes use auto, cpu or cuda"):
-        run_parallel_job(_job(tmp_path / "z"), processes=2, device="cuda:0,cuda:1")
+        train(_job(tmp_path / "z"), processes=2, device="cuda:0,cuda:1")
 
 
 @pytest.mark.gpu
@@ -141,13 +150,10 @@ def test_cpu_and_cuda_lanes_with_the_head_on_cpu() -> None:
     assert _run_on(placed, torch.device("cpu")) == pytest.approx(want, abs=1e-4)
 
 
-def test_train_job_runs_in_process_unless_parallel_is_asked(tmp_path: Path) -> None:
-    from nasmlcn.parallel import ParallelReport, train_job
-    from nasmlcn.training import TrainReport
-
-    plain = train_job(_job(tmp_path / "plain"), device="cpu")
+def test_train_runs_in_process_unless_parallel_is_asked(tmp_path: Path) -> None:
+    plain = train(_job(tmp_path / "plain"), device="cpu")
     assert isinstance(plain, TrainReport)
-    placed = train_job(_job(tmp_path / "placed"), devices="2xcpu", device="cpu")
+    placed = train(_job(tmp_path / "placed"), devices="2xcpu", device="cpu")
     assert isinstance(placed, ParallelReport)
     assert placed.mode == "lane-parallel"
-    assert placed.report.test_accuracy == pytest.approx(plain.test_accuracy, abs=1e-6)
+    assert placed.test_accuracy == pytest.approx(plain.test_accuracy, abs=1e-6)

@@ -13,7 +13,7 @@ import pytest
 
 from nasmlcn._toml import read_toml
 from nasmlcn.errors import ReproduceError, SearchError
-from nasmlcn.reproduce import SCALES, all_recipes, benchmarks_dir, find_recipe, studies_dir
+from nasmlcn.reproduce import SCALES, all_recipes, engines_dir, find_recipe, studies_dir
 from nasmlcn.reproduce._recipe import recipe_from_mapping
 from nasmlcn.search import load_recipe as load_search_recipe
 from tests.conftest import ROOT, run_cli
@@ -76,7 +76,7 @@ def test_a_recipe_has_three_scales_an_engine_and_the_papers_figures(name: str) -
         options, _, _ = load_search_recipe(recipe.path)  # runnable with search --config
         assert options["study"] == name
     else:
-        assert (benchmarks_dir() / f"{recipe.engine}.py").is_file()
+        assert (engines_dir() / f"{recipe.engine}.py").is_file()
     for entry in recipe.compare:
         assert entry.source
         assert entry.paper is not None or entry.plot_only, entry.label
@@ -117,7 +117,7 @@ def test_a_search_recipe_with_reproduce_runs_with_search_config(tmp_path: Path) 
         ({}, "has no [reproduce] table"),
         (_minimal(papr="x"), "unknown key 'papr' in [reproduce]; did you mean 'paper'"),
         (_minimal(paper="nips"), "unknown paper 'nips' (known: thesis, nascaps"),
-        (_minimal(engine="../x"), 'engine must be "search" or a script name'),
+        (_minimal(engine="../x"), 'engine must be "search" or a module name'),
         (_minimal(scales={}), "missing [reproduce.scales.smoke]"),
         (_minimal(compare=[]), "needs at least one [[reproduce.compare]]"),
         (

@@ -113,3 +113,34 @@ def test_several_runs_continue_where_they_stopped(tmp_path: Path) -> None:
     assert small.stat().st_mtime_ns == before
     logged = _commands_logged(folder)
     assert sum("--instances 1" in line for line in logged) == 1, logged
+
+
+def test_a_run_finished_when_the_engines_were_scripts_is_kept(tmp_path: Path) -> None:
+    """A ``run.json`` written before the engines became modules (``python
+    PATH/placement.py ARGS``, in a folder called ``benchmarks``) names the same run:
+    it is not run again."""
+    recipe = _recipe(tmp_path, 'args = ["--instances", "1", "--time-limit", "1"]')
+    out = tmp_path / "out"
+    first = run_result(recipe, "smoke", out, echo=None)
+    python, dash_m, module, *args = first.record["commands"][""]
+    assert (dash_m, module) == ("-m", "nasmlcn.reproduce.engines.placement")
+    legacy = [python, str(Path("/old/checkout", "benchmarks", "placement.py")), *args]
+    record = json.loads((first.folder / "run.json").read_text())
+    record["commands"] = {"": legacy}
+    record["finished_runs"] = {"": legacy}
+    (first.folder / "run.json").write_text(json.dumps(record))
+    again = run_result(recipe, "smoke", out, echo=None)
+    assert not again.ran
+    assert again.output == first.output
+
+
+def test_an_unknown_engine_names_the_engines(tmp_path: Path) -> None:
+    path = tmp_path / "mine.toml"
+    path.write_text(PLACEMENT.replace("{smoke}", "args = []").replace('"placement"', '"common"'))
+    with pytest.raises(ReproduceError) as err:
+        run_result(load_recipe(path), "smoke", tmp_path / "out", echo=None)
+    message = str(err.value)
+    assert "no engine 'common' in nasmlcn.reproduce.engines" in message
+    known = message.split("(known: ")[1].rstrip(")").split(", ")
+    engines = "capsacc_table3 fastrcaps_policies lane_pruning lane_variants placement scaling"
+    assert known == [*engines.split(), "thesis_table"]

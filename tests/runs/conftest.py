@@ -11,7 +11,7 @@ import torch
 
 from nasmlcn.models import build_model
 from nasmlcn.specs import ArchSpec, MLCNSpec, save_arch
-from nasmlcn.training import TrainConfig, TrainJob, run_training, save_checkpoint
+from nasmlcn.training import TrainConfig, TrainJob, save_checkpoint, train
 
 TINY_MLCN = "mlcn1:1x1,mlcn2:1x1"
 
@@ -44,9 +44,9 @@ def write_run(
 
 @pytest.fixture(scope="session")
 def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny MLCN trained for one epoch on the synthetic dataset by ``run_training``."""
+    """A tiny MLCN trained for one epoch on the synthetic dataset by ``train``."""
     out = tmp_path_factory.mktemp("trained") / "run"
-    run_training(
+    train(
         TrainJob(
             MLCNSpec(TINY_MLCN),
             dataset="synthetic",

@@ -25,7 +25,7 @@ from nasmlcn.runs._lane_removal import (
 )
 from nasmlcn.runs._lane_removal_figure import write_lane_removal_figure
 from nasmlcn.specs import MLCNSpec, create_arch
-from nasmlcn.training import TrainConfig, TrainJob, evaluate, run_training
+from nasmlcn.training import TrainConfig, TrainJob, evaluate, train
 from tests.conftest import run_cli
 from tests.runs.conftest import write_run
 
@@ -86,7 +86,7 @@ def test_importance_is_the_accuracy_lost_without_each_lane() -> None:
 @pytest.fixture(scope="module")
 def three_lane_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("prune") / "run"
-    run_training(
+    train(
         TrainJob(
             MLCNSpec("mlcn1:1x1,mlcn2:1x1,mlcn1:1x1", lane_dropout=0.1),
             dataset="synthetic",
@@ -149,7 +149,7 @@ def test_a_kept_model_is_a_run_that_evaluates_and_trains_on(
     ):
         save_without_lanes(report, 2, out)
     # train --arch OUT/arch.json --out OUT --resume: fine-tunes from epoch 1
-    report_after = run_training(
+    report_after = train(
         TrainJob(
             kept.arch,
             dataset="synthetic",
@@ -171,7 +171,7 @@ def test_what_cannot_be_pruned_is_refused(tmp_path: Path, three_lane_run: Path) 
     write_run(tmp_path / "one", MLCNSpec("mlcn1:1x1"))
     with pytest.raises(SpecError, match="has a single lane"):
         remove_lanes(load_run(tmp_path / "one"))
-    result = run_cli("prune", "--run", str(three_lane_run), "--keep", "4")
+    result = run_cli("remove-lanes", "--run", str(three_lane_run), "--keep", "4")
     assert result.returncode == 2
     assert result.stderr.strip() == "error: --keep 4: the run has 3 lanes; keep 1 to 3"
 
@@ -179,7 +179,7 @@ def test_what_cannot_be_pruned_is_refused(tmp_path: Path, three_lane_run: Path) 
 def test_cli_prune_json_figure_and_kept_model(three_lane_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "pruned"
     result = run_cli(
-        "prune",
+        "remove-lanes",
         "--run",
         str(three_lane_run),
         "--val-limit",

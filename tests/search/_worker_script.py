@@ -9,6 +9,7 @@ import time
 
 from nasmlcn.search import (
     EpochCallback,
+    EpochDecision,
     EpochReport,
     EvalRequest,
     Evaluation,
@@ -23,10 +24,10 @@ class SlowProxy(ProxyEvaluator):
         self.sleep = sleep
 
     def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
-        def slow(report: EpochReport) -> None:
+        def slow(report: EpochReport) -> EpochDecision:
             time.sleep(self.sleep)
             print(f"trial {job.trial} epoch {report.epoch}", flush=True)
-            on_epoch(report)
+            return on_epoch(report)
 
         return super().evaluate(job, slow)
 

@@ -9,7 +9,7 @@ from optuna.trial import TrialState
 
 from nasmlcn.errors import SearchError
 from nasmlcn.search import PRUNERS, FinishedTrial, HalvingPruner, SearchConfig, run_search
-from nasmlcn.search._halving import halving_rungs
+from nasmlcn.search._pruners.halving import halving_rungs
 from nasmlcn.study import load_existing_study
 
 

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from nasmlcn.search import SearchConfig, best_trials
-from nasmlcn.search._learning import (
+from nasmlcn.search._trial.objectives import (
     chance_accuracy,
     learning_constraint,
     learning_threshold,

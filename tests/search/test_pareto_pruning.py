@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from nasmlcn.search import CorrelationPruner, SearchConfig, run_search
-from nasmlcn.search._correlation import FinishedTrial, replay_pruning
-from nasmlcn.search._results import finished_for_pruning
+from nasmlcn.search._pruners.correlation import FinishedTrial, replay_pruning
+from nasmlcn.search._results.results import finished_for_pruning
 from nasmlcn.study import load_existing_study
 
 COST = "latency"

@@ -24,7 +24,7 @@ from nasmlcn.search import (
     first_epoch_reaching,
     run_search,
 )
-from nasmlcn.search._correlation import FinishedTrial
+from nasmlcn.search._pruners.correlation import FinishedTrial
 from nasmlcn.study import load_existing_study
 
 

@@ -15,13 +15,14 @@ from optuna.trial import TrialState
 from nasmlcn.errors import SearchError
 from nasmlcn.search import (
     EpochCallback,
+    EpochDecision,
     EpochReport,
     EvalRequest,
     Evaluation,
     SearchConfig,
     run_search,
 )
-from nasmlcn.search._train_evaluator import TrainEvaluator
+from nasmlcn.search._evaluators.train import TrainEvaluator
 from nasmlcn.study import artifacts_dir, load_existing_study, parse_keep
 from nasmlcn.study._artifacts import has_weights
 from nasmlcn.training import load_checkpoint
@@ -59,10 +60,11 @@ class _StopAfter(TrainEvaluator):
         self.epoch = epoch
 
     def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
-        def stop(report: EpochReport) -> None:
-            on_epoch(report)
+        def stop(report: EpochReport) -> EpochDecision:
+            decision = on_epoch(report)
             if report.epoch == self.epoch:
                 raise KeyboardInterrupt
+            return decision
 
         return super().evaluate(job, stop)
 
@@ -241,11 +243,12 @@ def test_optuna_dashboard_lists_and_serves_a_trial_s_weights(
 def test_the_search_timeout_stops_a_trial_within_a_batch_and_a_re_run_resumes_it(
     data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 25 item 8: the search's --timeout stops the running trial between two
+    """The search's --timeout stops the running trial between two
     batches, as Ctrl-C does (FAIL, queued again, resumed by a re-run), never as
     PRUNED with "saved" seconds. The deadline is a fake one (no wall clock): it
     passes in the second epoch's first batch."""
-    from nasmlcn.search import SearchObserver, _trial_run
+    from nasmlcn.search import SearchObserver
+    from nasmlcn.search._trial import run as _trial_run
 
     class Epochs(SearchObserver):
         seen = 0

@@ -222,7 +222,7 @@ def test_two_source_trials_that_build_one_model_queue_it_once(
 ) -> None:
     """Source trials with other parameters that the new devices build into the same
     model queue it once, counted, and the others are named as skipped."""
-    from nasmlcn.search import _warm
+    from nasmlcn.search._prepare import warm as _warm
 
     def one_model(trial: object, setup: object, params: object) -> dict:
         lanes = "4*mlcn2:2x1"

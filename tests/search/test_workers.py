@@ -20,6 +20,7 @@ from optuna.trial import TrialState
 
 from nasmlcn.search import (
     EpochCallback,
+    EpochDecision,
     EpochReport,
     EvalRequest,
     Evaluation,
@@ -106,9 +107,9 @@ class _SkippingProxy(ProxyEvaluator):
         self.clock, self.seconds = clock, seconds
 
     def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
-        def slow(report: EpochReport) -> None:
+        def slow(report: EpochReport) -> EpochDecision:
             self.clock.skip(self.seconds)
-            on_epoch(report)
+            return on_epoch(report)
 
         return super().evaluate(job, slow)
 

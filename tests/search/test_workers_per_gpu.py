@@ -20,19 +20,20 @@ from nasmlcn.data import DATASETS
 from nasmlcn.errors import SearchError, TrainingError
 from nasmlcn.hardware import LocalDevice, format_bytes
 from nasmlcn.search import (
+    EpochDecision,
     EvalRequest,
     SearchConfig,
     SearchObserver,
     SearchSetup,
-    run_workers,
     setup_search,
 )
-from nasmlcn.search._pool import (
+from nasmlcn.search._evaluators.train import TrainEvaluator
+from nasmlcn.search._workers.pool import (
     check_gpu_sharing,
     largest_model_memory,
     plan_workers,
+    run_workers,
 )
-from nasmlcn.search._train_evaluator import TrainEvaluator
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.training import check_training_memory
 
@@ -175,7 +176,7 @@ def test_the_cpu_is_not_shared_out(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_train_evaluator_passes_its_worker_s_share_to_the_check(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import nasmlcn.search._train_evaluator as train_evaluator
+    import nasmlcn.search._evaluators.train as train_evaluator
 
     seen: list[int] = []
 
@@ -193,7 +194,7 @@ def test_the_train_evaluator_passes_its_worker_s_share_to_the_check(
             monkeypatch.setenv("NASMLCN_WORKERS_PER_GPU", env)
         evaluator = TrainEvaluator(config, DATASETS.get("synthetic"))
         with pytest.raises(TrainingError, match="stop here"):
-            evaluator.evaluate(request, lambda report: None)
+            evaluator.evaluate(request, lambda report: EpochDecision())
         assert seen[-1] == share
     monkeypatch.setenv("NASMLCN_WORKERS_PER_GPU", "four")
     with pytest.raises(SearchError, match="NASMLCN_WORKERS_PER_GPU must be an integer >= 1, got"):

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from nasmlcn.search import (
     EpochCallback,
+    EpochDecision,
     EpochReport,
     EvalRequest,
     Evaluation,
@@ -29,10 +30,11 @@ class LoggedSlowProxy(ProxyEvaluator):
         self.sleep = sleep
 
     def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
-        def slow(report: EpochReport) -> None:
+        def slow(report: EpochReport) -> EpochDecision:
             time.sleep(self.sleep)
-            on_epoch(report)
+            decision = on_epoch(report)
             print(f"trial {job.trial} epoch {report.epoch}", flush=True)
+            return decision
 
         return super().evaluate(job, slow)
 

@@ -3,10 +3,9 @@ caller makes the MLflow observers and hands them to the search."""
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from nasmlcn.search import SearchConfig, SearchResult, run_search, run_workers
+from nasmlcn.search import SearchConfig, SearchResult, run_search
 from nasmlcn.tracking import MlflowObserver
 
 
@@ -16,11 +15,7 @@ def tracked_search(config: SearchConfig, **kw: Any) -> SearchResult:
 
 
 def tracked_workers(config: SearchConfig, **kw: Any) -> SearchResult:
-    """The parent opens and closes the study's run; each worker logs its trials."""
+    """With workers (``workers=N``): the parent opens and closes the study's run, and
+    each worker logs its trials (the tracker splits itself so)."""
     assert config.mlflow is not None
-    return run_workers(
-        config,
-        [MlflowObserver(config.mlflow, trials=False)],
-        worker_observers=[functools.partial(MlflowObserver, config.mlflow, end_parent=False)],
-        **kw,
-    )
+    return run_search(config, [MlflowObserver(config.mlflow)], **kw)

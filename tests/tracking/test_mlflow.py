@@ -20,6 +20,7 @@ from optuna.trial import FrozenTrial
 from nasmlcn.hardware import format_bytes, parse_size
 from nasmlcn.search import (
     EpochCallback,
+    EpochDecision,
     EpochReport,
     EvalRequest,
     Evaluation,
@@ -165,11 +166,12 @@ class _Interrupting(ProxyEvaluator):
         self.stopped = False
 
     def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
-        def relay(report: EpochReport) -> None:
-            on_epoch(report)
+        def relay(report: EpochReport) -> EpochDecision:
+            decision = on_epoch(report)
             if job.trial == 2 and report.epoch == 2 and not self.stopped:
                 self.stopped = True
                 raise KeyboardInterrupt
+            return decision
 
         return super().evaluate(job, relay)
 

@@ -21,8 +21,8 @@ from nasmlcn.training import (
     _augment,
     evaluate,
     random_shift,
-    train,
 )
+from nasmlcn.training._trainer import train_epochs
 
 CENTRE = (14, 14)
 
@@ -192,7 +192,7 @@ def _train(
     splits = load_splits("synthetic", train_limit=40, val_limit=25)
     torch.manual_seed(config.seed)
     model = build_model(spec)
-    history = train(model, spec, splits, config, checkpoint_path=checkpoint, resume=resume)
+    history = train_epochs(model, spec, splits, config, checkpoint_path=checkpoint, resume=resume)
     return model, history, splits
 
 

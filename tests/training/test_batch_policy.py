@@ -25,7 +25,7 @@ from nasmlcn.training import (
     default_lr_policy,
     epoch_batch_sizes,
     load_checkpoint,
-    run_training,
+    train,
 )
 from nasmlcn.training._job import step_batch_size
 from tests.conftest import run_cli
@@ -98,7 +98,7 @@ def _job(out: Path, resume: bool = False, **config: Any) -> TrainJob:
 
 def test_the_trainer_draws_every_epoch_at_its_policys_batch_size(tmp_path: Path) -> None:
     batches = _Batches()
-    report = run_training(_job(tmp_path, batch_policy="adabatch", lr_policy="fixed"), [batches])
+    report = train(_job(tmp_path, batch_policy="adabatch", lr_policy="fixed"), [batches])
     # 12 images: batch 1 in epochs 1-3 (12 steps), batch 8 in epochs 4-5 (2 steps)
     assert batches.per_epoch == {1: 12, 2: 12, 3: 12, 4: 2, 5: 2}
     assert batches.announced == batches.per_epoch  # progress bars get each epoch's total
@@ -107,9 +107,7 @@ def test_the_trainer_draws_every_epoch_at_its_policys_batch_size(tmp_path: Path)
 
 def test_warmadabatch_restarts_the_lr_where_the_batch_size_changes(tmp_path: Path) -> None:
     lr = 1e-3
-    report = run_training(
-        _job(tmp_path, lr=lr, batch_policy="warmadabatch", lr_policy="phase-restarts")
-    )
+    report = train(_job(tmp_path, lr=lr, batch_policy="warmadabatch", lr_policy="phase-restarts"))
     starts = [h.lr for h in report.history]
     # one cosine over epochs 1-3 (36 steps), another over 4-5 (4 steps)
     assert starts[0] == pytest.approx(lr)
@@ -120,12 +118,12 @@ def test_warmadabatch_restarts_the_lr_where_the_batch_size_changes(tmp_path: Pat
 
 def test_a_resumed_warmadabatch_run_equals_the_uninterrupted_one(tmp_path: Path) -> None:
     config: dict[str, Any] = {"batch_policy": "warmadabatch", "lr_policy": "phase-restarts"}
-    straight = run_training(_job(tmp_path / "a", **config))
+    straight = train(_job(tmp_path / "a", **config))
     # Stopped after epoch 3 (the last at batch 1), resumed: epochs 4-5 at batch 8,
     # with the same shuffles, masks and lr as without the stop.
     with pytest.raises(KeyboardInterrupt):
-        run_training(_job(tmp_path / "b", **config), [_StopAfter(3)])
-    resumed = run_training(_job(tmp_path / "b", resume=True, **config))
+        train(_job(tmp_path / "b", **config), [_StopAfter(3)])
+    resumed = train(_job(tmp_path / "b", resume=True, **config))
     assert [h.batch_size for h in resumed.history] == [1, 1, 1, 8, 8]
     assert [h.lr for h in resumed.history] == [h.lr for h in straight.history]
     assert [h.val_accuracy for h in resumed.history] == [h.val_accuracy for h in straight.history]
@@ -136,10 +134,10 @@ def test_a_resumed_warmadabatch_run_equals_the_uninterrupted_one(tmp_path: Path)
 
 
 def test_resuming_under_another_batch_policy_is_refused(tmp_path: Path) -> None:
-    run_training(_job(tmp_path, epochs=1, batch_policy="adabatch", lr_policy="fixed"))
+    train(_job(tmp_path, epochs=1, batch_policy="adabatch", lr_policy="fixed"))
     before = (tmp_path / "checkpoint.pt").read_bytes()
     with pytest.raises(CheckpointError, match="batch policy 'adabatch', not 'fixed'"):
-        run_training(_job(tmp_path, epochs=2, resume=True, lr_policy="fixed"))
+        train(_job(tmp_path, epochs=2, resume=True, lr_policy="fixed"))
     assert (tmp_path / "checkpoint.pt").read_bytes() == before
 
 

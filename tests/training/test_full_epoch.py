@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from nasmlcn.specs import DEFAULT_LANES, MLCNSpec
-from nasmlcn.training import TrainConfig, TrainJob, run_training
+from nasmlcn.training import TrainConfig, TrainJob, train
 
 
 @pytest.mark.slow
@@ -20,7 +20,7 @@ def test_default_mlcn_reaches_80_percent_after_one_epoch(data_dir: Path) -> None
         download=False,
         config=TrainConfig(epochs=1, seed=0),
     )
-    report = run_training(job)
+    report = train(job)
     assert report.train_images == 54_000
     assert report.test_images == 10_000
     assert report.test_accuracy >= 0.80
@@ -38,6 +38,6 @@ def test_training_on_cuda_matches_cpu_accuracy_band(data_dir: Path) -> None:
         test_limit=2000,
         config=TrainConfig(epochs=2, seed=0, device="cuda"),
     )
-    report = run_training(job)
+    report = train(job)
     assert report.device.startswith("cuda")
     assert report.test_accuracy > 0.65

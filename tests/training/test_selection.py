@@ -26,7 +26,7 @@ from nasmlcn.training import (
     load_checkpoint,
     load_job_splits,
     load_model,
-    run_training,
+    train,
 )
 
 
@@ -92,7 +92,7 @@ def _job(out: Path, data_dir: Path, resume: bool = False) -> TrainJob:
 def test_a_run_reports_its_best_validation_epoch_and_keeps_its_weights(
     tmp_path: Path, data_dir: Path
 ) -> None:
-    report = run_training(_job(tmp_path, data_dir), [_Ruin(2)])
+    report = train(_job(tmp_path, data_dir), [_Ruin(2)])
     curve = [h.val_accuracy for h in report.history]
     assert report.selected_epoch == curve.index(max(curve)) + 1 <= 2
     assert curve[report.selected_epoch - 1] > curve[-1] + 0.2  # the ruin showed
@@ -118,11 +118,11 @@ def test_a_run_reports_its_best_validation_epoch_and_keeps_its_weights(
 
 
 def test_a_resumed_run_selects_as_an_uninterrupted_one(tmp_path: Path, data_dir: Path) -> None:
-    straight = run_training(_job(tmp_path / "a", data_dir), [_Ruin(2)])
+    straight = train(_job(tmp_path / "a", data_dir), [_Ruin(2)])
     with pytest.raises(KeyboardInterrupt):
-        run_training(_job(tmp_path / "b", data_dir), [_Ruin(2, stop_after=3)])
+        train(_job(tmp_path / "b", data_dir), [_Ruin(2, stop_after=3)])
     assert load_checkpoint(tmp_path / "b" / "checkpoint.pt")["selected"]["epoch"] <= 2
-    resumed = run_training(_job(tmp_path / "b", data_dir, resume=True))
+    resumed = train(_job(tmp_path / "b", data_dir, resume=True))
     assert resumed.selected_epoch == straight.selected_epoch <= 2
     assert resumed.test_accuracy == straight.test_accuracy
     assert resumed.last_epoch_test_accuracy == straight.last_epoch_test_accuracy
@@ -134,7 +134,7 @@ def test_a_refit_trains_on_training_and_validation_data_and_tests_its_last_epoch
     """Nothing is held out to select on (selecting on zero images would keep epoch 1)."""
     job = _job(tmp_path, data_dir)
     job = replace(job, train_limit=200, config=replace(job.config, epochs=2), refit=True)
-    report = run_training(job)
+    report = train(job)
     splits = load_job_splits(replace(job, refit=False))
     assert report.train_images == len(splits.train) + len(splits.val) == 400
     assert report.protocol == FIXED_EPOCHS_PROTOCOL

@@ -18,9 +18,10 @@ import torch
 from nasmlcn.data import load_splits
 from nasmlcn.models import build_model, capsule_loss, per_lane_tensors
 from nasmlcn.specs import MLCNSpec
-from nasmlcn.training import TrainConfig, make_optimizer, save_checkpoint, train
+from nasmlcn.training import TrainConfig, make_optimizer, save_checkpoint
 from nasmlcn.training._optimizer_state import restack_optimizer_state
 from nasmlcn.training._step import WARMUP_STEPS, EvalStep, TrainStep, graphs_apply
+from nasmlcn.training._trainer import train_epochs
 
 # kinds interleaved: the class capsules are put back in lane order (an index on the GPU)
 SPEC = MLCNSpec.from_lanes("mlcn2:1x1,mlcn1:1x1,2*mlcn2:1x1,mlcn1:1x1")
@@ -152,7 +153,7 @@ def test_per_lane_optimizer_state_resumes_into_the_stacks(tmp_path: Path) -> Non
             torch.testing.assert_close(restacked["state"][i][key], want[key])
             assert restacked["state"][i][key].stride() == want[key].stride()
     assert restack_optimizer_state(model, now) is now  # already stacked: as it is
-    # and through train(..., resume=True): the per-lane checkpoint goes on
+    # and through train_epochs(..., resume=True): the per-lane checkpoint goes on
     ckpt = tmp_path / "checkpoint.pt"
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, 0.9)
     save_checkpoint(
@@ -184,7 +185,7 @@ def test_per_lane_optimizer_state_resumes_into_the_stacks(tmp_path: Path) -> Non
         ]
     )
     torch.save(payload, ckpt)
-    history = train(
+    history = train_epochs(
         build_model(SPEC),
         SPEC,
         splits,
@@ -273,7 +274,7 @@ def test_training_on_a_gpu_with_graphs_equals_it_without(caplog: pytest.LogCaptu
 
     def run(graphs: bool) -> list[tuple[float, float]]:
         torch.manual_seed(0)
-        history = train(build_model(SPEC), SPEC, splits, replace(config, cuda_graphs=graphs))
+        history = train_epochs(build_model(SPEC), SPEC, splits, replace(config, cuda_graphs=graphs))
         return [(h.train_loss, h.val_accuracy) for h in history]
 
     with caplog.at_level(logging.INFO, logger="nasmlcn.training._step"):

@@ -21,9 +21,9 @@ from nasmlcn.training import (
     TrainStart,
     load_checkpoint,
     load_model,
-    run_training,
     train,
 )
+from nasmlcn.training._trainer import train_epochs
 
 
 class Recorder(Callback):
@@ -54,7 +54,7 @@ def test_real_fashion_mnist_training_beats_chance(data_dir: Path) -> None:
         test_limit=1000,
         config=TrainConfig(epochs=2, seed=0),
     )
-    report = run_training(job, [recorder])
+    report = train(job, [recorder])
     assert report.test_accuracy > 0.65  # chance is 0.10; 0.75 here (0.79 from 6000 images)
     assert [r.epoch for r in recorder.epochs] == [1, 2]
     assert recorder.epochs[-1].val_accuracy > 0.65
@@ -85,7 +85,7 @@ def _tiny_job(tmp_path: Path, epochs: int, resume: bool = False, **config: Any) 
 
 
 def test_checkpoint_holds_weights_and_arch_and_loads_safely(tmp_path: Path) -> None:
-    report = run_training(_tiny_job(tmp_path, epochs=1))
+    report = train(_tiny_job(tmp_path, epochs=1))
     ckpt = tmp_path / "checkpoint.pt"
     assert ckpt.is_file()
     assert (tmp_path / "arch.json").is_file()
@@ -106,9 +106,9 @@ def test_checkpoint_holds_weights_and_arch_and_loads_safely(tmp_path: Path) -> N
 def test_an_extended_run_equals_uninterrupted_training(tmp_path: Path) -> None:
     # A per-epoch policy can be extended: 1 epoch, then resumed to 2, as 2 in one go.
     policy = "exponential"
-    straight = run_training(_tiny_job(tmp_path / "a", epochs=2, lr_policy=policy))
-    run_training(_tiny_job(tmp_path / "b", epochs=1, lr_policy=policy))
-    resumed = run_training(_tiny_job(tmp_path / "b", epochs=2, resume=True, lr_policy=policy))
+    straight = train(_tiny_job(tmp_path / "a", epochs=2, lr_policy=policy))
+    train(_tiny_job(tmp_path / "b", epochs=1, lr_policy=policy))
+    resumed = train(_tiny_job(tmp_path / "b", epochs=2, resume=True, lr_policy=policy))
     assert [h.lr for h in resumed.history] == [1e-3, pytest.approx(9e-4)]
     assert [h.epoch for h in resumed.history] == [1, 2]
     assert resumed.history[1].val_accuracy == straight.history[1].val_accuracy
@@ -129,9 +129,9 @@ class _StopAfter(Callback):
 
 
 def test_a_one_cycle_run_resumes_exactly_but_only_at_its_planned_length(tmp_path: Path) -> None:
-    straight = run_training(_tiny_job(tmp_path / "a", epochs=2, lr_policy="one-cycle"))
+    straight = train(_tiny_job(tmp_path / "a", epochs=2, lr_policy="one-cycle"))
     with pytest.raises(KeyboardInterrupt):
-        run_training(_tiny_job(tmp_path / "b", epochs=2, lr_policy="one-cycle"), [_StopAfter(1)])
+        train(_tiny_job(tmp_path / "b", epochs=2, lr_policy="one-cycle"), [_StopAfter(1)])
     before = {p.name: p.read_bytes() for p in (tmp_path / "b").iterdir()}
     # The schedule was laid out for 2 epochs of 4 batches: another length is refused,
     # and so is another policy, with nothing written.
@@ -142,9 +142,9 @@ def test_a_one_cycle_run_resumes_exactly_but_only_at_its_planned_length(tmp_path
     ):
         config: dict[str, Any] = {"lr_policy": "one-cycle", **changed}
         with pytest.raises(CheckpointError, match=message):
-            run_training(_tiny_job(tmp_path / "b", resume=True, **config))
+            train(_tiny_job(tmp_path / "b", resume=True, **config))
         assert {p.name: p.read_bytes() for p in (tmp_path / "b").iterdir()} == before
-    resumed = run_training(_tiny_job(tmp_path / "b", epochs=2, resume=True, lr_policy="one-cycle"))
+    resumed = train(_tiny_job(tmp_path / "b", epochs=2, resume=True, lr_policy="one-cycle"))
     assert [h.lr for h in resumed.history] == [h.lr for h in straight.history]
     assert resumed.history[1].val_accuracy == straight.history[1].val_accuracy
     a = load_checkpoint(tmp_path / "a" / "checkpoint.pt")["model"]
@@ -153,12 +153,12 @@ def test_a_one_cycle_run_resumes_exactly_but_only_at_its_planned_length(tmp_path
 
 
 def test_existing_checkpoint_is_never_overwritten_without_resume(tmp_path: Path) -> None:
-    run_training(_tiny_job(tmp_path, epochs=1))
+    train(_tiny_job(tmp_path, epochs=1))
     before = (tmp_path / "checkpoint.pt").read_bytes()
     with pytest.raises(CheckpointError, match="already holds a checkpoint"):
-        run_training(_tiny_job(tmp_path, epochs=1))
+        train(_tiny_job(tmp_path, epochs=1))
     with pytest.raises(CheckpointError, match="is for mlcn1:1x1,mlcn2:1x2, not mlcn1:2x1"):
-        run_training(_resume_of_another_model(tmp_path))
+        train(_resume_of_another_model(tmp_path))
     assert (tmp_path / "checkpoint.pt").read_bytes() == before
 
 
@@ -169,7 +169,7 @@ def test_nan_loss_stops_with_a_clear_error() -> None:
         model.lanes.groups()[0][0].params[0].fill_(float("nan"))  # the vote weights
     splits = load_splits("synthetic", train_limit=20, val_limit=10)
     with pytest.raises(TrainingError, match="loss became nan at epoch 1, batch 1"):
-        train(model, spec, splits, TrainConfig(epochs=1, batch_size=10))
+        train_epochs(model, spec, splits, TrainConfig(epochs=1, batch_size=10))
 
 
 def test_per_batch_callbacks_change_no_figure() -> None:
@@ -182,9 +182,9 @@ def test_per_batch_callbacks_change_no_figure() -> None:
     assert recorder.wants_batches
     assert not Callback().wants_batches
     torch.manual_seed(0)
-    shown = train(build_model(spec), spec, splits, config, callbacks=[recorder])
+    shown = train_epochs(build_model(spec), spec, splits, config, callbacks=[recorder])
     torch.manual_seed(0)
-    quiet = train(build_model(spec), spec, splits, config, callbacks=[Callback()])
+    quiet = train_epochs(build_model(spec), spec, splits, config, callbacks=[Callback()])
     assert recorder.batches == 10
     timings = ("seconds", "eval_seconds", "images_per_second")
     for a, b in zip(shown, quiet, strict=True):
@@ -201,7 +201,7 @@ def test_callback_can_stop_training() -> None:
     spec = MLCNSpec("mlcn1:1x1")
     splits = load_splits("synthetic", train_limit=20, val_limit=10)
     with pytest.raises(KeyboardInterrupt):
-        train(
+        train_epochs(
             build_model(spec),
             spec,
             splits,
@@ -214,7 +214,7 @@ def test_callback_can_stop_training() -> None:
 def test_every_lr_policy_trains(policy: str) -> None:
     spec = MLCNSpec("mlcn1:1x1")
     splits = load_splits("synthetic", train_limit=40, val_limit=10)
-    history = train(
+    history = train_epochs(
         build_model(spec), spec, splits, TrainConfig(epochs=2, batch_size=10, lr_policy=policy)
     )
     assert len(history) == 2
@@ -248,7 +248,7 @@ def test_arch_file_must_match_dataset() -> None:
     with pytest.raises(
         SpecError, match=r"architecture is for 3x32x32 input .* synthetic has 1x28x28"
     ):
-        run_training(job)
+        train(job)
 
 
 def _resume_of_another_model(out_dir: Path) -> TrainJob:
@@ -264,10 +264,10 @@ def _resume_of_another_model(out_dir: Path) -> TrainJob:
 
 
 def test_resume_of_another_model_writes_nothing(tmp_path: Path) -> None:
-    run_training(_tiny_job(tmp_path, epochs=1))
+    train(_tiny_job(tmp_path, epochs=1))
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     with pytest.raises(CheckpointError, match="is for mlcn1:1x1,mlcn2:1x2, not mlcn1:2x1"):
-        run_training(_resume_of_another_model(tmp_path))
+        train(_resume_of_another_model(tmp_path))
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # arch.json too
 
 
@@ -327,7 +327,7 @@ def test_should_stop_stops_between_batches_and_keeps_the_last_epoch_s_checkpoint
         return "time is up" if recorder.batches == 6 else None  # epoch 2, batch 2
 
     with pytest.raises(TrainingStopped) as stopped:
-        train(
+        train_epochs(
             build_model(spec),
             spec,
             splits,
@@ -343,7 +343,7 @@ def test_should_stop_stops_between_batches_and_keeps_the_last_epoch_s_checkpoint
     saved = load_checkpoint(checkpoint)
     assert saved["epoch"] == 1
     assert isinstance(saved["run_id"], str)
-    history = train(
+    history = train_epochs(
         build_model(spec), spec, splits, config, checkpoint_path=checkpoint, resume=True
     )
     assert [h.epoch for h in history] == [1, 2, 3]

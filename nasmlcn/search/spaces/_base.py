@@ -100,7 +100,7 @@ class Candidate:
         lane mix writes them (most frequent first), equal lanes by device. Lane
         order does not change what a model computes (:func:`format_lane_mix`), so
         two trials whose lanes differ only in order train one network, spelled one
-        way, and are one model to the search's repeats (``search/_repeats.py``)."""
+        way, and are one model to the search's repeats (``search/_trial/repeats.py``)."""
         lanes = self.spec.lanes
         ranks = lane_mix_ranks(lanes)
         assignment = self.assignment

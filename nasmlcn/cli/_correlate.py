@@ -1,0 +1,96 @@
+"""``nasmlcn correlate``: how early a study's accuracy ranking settles (NASCaps
+Table 2)."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from nasmlcn._storage_url import resolve_storage
+from nasmlcn.cli._console import out
+from nasmlcn.cli._options import STORAGE, STUDY
+
+
+def correlate(
+    study: str | None = STUDY,
+    storage: str | None = STORAGE,
+    threshold: float = typer.Option(
+        0.9, "--threshold", help="Report the first epoch whose Spearman rho reaches this."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """Early-epoch correlation (NASCaps Table 2): per epoch n, Pearson and Spearman
+    between accuracy after n epochs and after the last, over completed trials; and,
+    where 'nasmlcn retrain' trained trials again, with their test accuracy."""
+    from nasmlcn.search import correlation_report, first_epoch_reaching
+    from nasmlcn.study import load_existing_study
+
+    loaded = load_existing_study(study, resolve_storage(storage))
+    report = correlation_report(loaded)
+    rows = list(report.correlations)
+    # one epoch: the last is the first, and its rho of 1 tells nothing
+    first = first_epoch_reaching(rows, threshold) if len(rows) > 1 else None
+    pruned, saved = report.pruned_trials, report.seconds_saved
+    retrained = {r.epoch: r.to_dict() for r in report.retrained}
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "study": loaded.study_name,
+                    "trials": rows[0].trials if rows else 0,
+                    "epochs": [r.to_dict() for r in rows],
+                    "threshold": threshold,
+                    "first_epoch_reaching_threshold": first,
+                    "pruned_trials": pruned,
+                    "seconds_saved_by_pruning": saved,
+                    # vs the retrained test accuracy (null: no trial retrained)
+                    "retrained": {
+                        "trials": report.retrained[0].trials,
+                        "epochs": list(retrained.values()),
+                    }
+                    if report.retrained
+                    else None,
+                }
+            )
+        )
+        return
+    from rich.table import Table
+
+    table = Table(
+        title=f"accuracy after n epochs vs after the last, {rows[0].trials if rows else 0} "
+        f"completed trials of {loaded.study_name}"
+    )
+    vs_test: tuple[str, ...] = ("Pearson r vs retrained test", "Spearman rho vs retrained test")
+    vs_test = vs_test if report.retrained else ()
+    for column in ("epoch", "Pearson r", "Spearman rho", *vs_test):
+        table.add_column(column, justify="right")
+    for r in rows:
+        d = r.to_dict()
+        test = retrained.get(r.epoch, {})
+        table.add_row(
+            str(r.epoch),
+            *(_coefficient(d[k]) for k in ("pearson", "spearman")),
+            *(_coefficient(test.get(k)) for k in ("pearson", "spearman") if vs_test),
+        )
+    out.print(table)
+    if report.retrained:
+        out.print(
+            f"vs retrained test: accuracy after search epoch n vs the test accuracy of the "
+            f"{report.retrained[0].trials} trial(s) 'nasmlcn retrain' trained again"
+        )
+    if len(rows) == 1:
+        out.print(
+            "one epoch per trial: its accuracy is the last, so no earlier epoch can be "
+            "compared with it (train two or more to see how early the ranking settles)"
+        )
+    elif first is not None:
+        out.print(f"first epoch with Spearman rho >= {threshold:g}: {first}")
+    else:
+        out.print(f"no epoch reaches Spearman rho >= {threshold:g} (need >= 3 completed trials)")
+    if pruned:
+        out.print(f"{pruned} pruned trial(s) saved about {saved:.0f} s of training")
+
+
+def _coefficient(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "-"

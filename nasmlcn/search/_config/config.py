@@ -1,0 +1,347 @@
+"""SearchConfig: everything one ``nasmlcn search`` needs, as a frozen dataclass.
+
+A config comes from command-line options, from a recipe file
+(``--config studies/NAME.toml``) with the same keys, or both: options given on
+the command line override the file. The fields that change what a trial's
+numbers mean (devices, space, dataset, epochs, cost model, objectives, ...) form
+the config's *identity*: a study keeps the identity it was created with, and a
+study name reused with another identity is refused.
+
+Each field is declared once, with :func:`~nasmlcn.search._config.setting.setting`: its
+default, the help of its option and, for a number, its range. ``nasmlcn search``
+makes its options from them, and ``__post_init__`` checks every range, whichever way
+the value came (option, recipe or Python).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from nasmlcn._storage_url import STORAGE_HELP, redact_url
+from nasmlcn.errors import SearchError, option
+from nasmlcn.search._config.setting import Range, check_ranges, setting
+from nasmlcn.search._trial.repeats import REPEATS_IN_A_ROW
+from nasmlcn.training import MAX_EPOCHS
+
+CONFIG_SCHEMA_VERSION = 1
+
+IDENTITY_FIELDS = (
+    "devices",
+    "mem",
+    "flops",
+    "space",
+    "objectives",
+    "evaluator",
+    "dataset",
+    "epochs",
+    "train_limit",
+    "val_limit",
+    "batch_size",
+    "cost_model",
+    "latency_budget",
+)
+"""Fields that must match to continue a study (the rest may change between runs)."""
+
+
+MAX_TRIALS = 1_000_000
+"""The most trials a study may be asked to reach: more is no run's target but a typo."""
+
+
+def _samplers() -> list[str]:
+    """The sampler names (read when ``--help`` is made: the config imports no sampler)."""
+    from nasmlcn.search._loop.samplers import SAMPLERS
+
+    return list(SAMPLERS)
+
+
+def _cost_models() -> list[str]:
+    """The cost model names (read when ``--help`` is made)."""
+    from nasmlcn.costs import COST_MODELS
+
+    return list(COST_MODELS)
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """One search: every option of ``nasmlcn search``, frozen.
+
+    Each field's default, help and range are written once, in its ``setting(...)``
+    below: ``nasmlcn search --help`` prints them, and the CLI's options are made
+    from them. What one line of help cannot say:
+
+    - ``storage`` is required by :func:`run_search` (the library creates no file the
+      caller did not name); ``nasmlcn search`` gives :data:`DEFAULT_STORAGE` when
+      neither ``--storage`` nor ``$NASMLCN_STORAGE`` names one. ``to_dict`` hides
+      its password.
+    - The fields of :data:`IDENTITY_FIELDS` name the study; the others (pruning,
+      time limits, warm start, tracking, where training runs) may change between
+      runs of one study.
+    - ``timeout`` stops the running trial within a batch, as Ctrl-C does (FAIL,
+      queued again, resumed by a re-run; never PRUNED); ``trial_timeout`` stops a
+      trial at an epoch boundary, PRUNED with its epochs kept.
+    - ``mlflow`` asks for a tracker among :func:`run_search`'s observers
+      (:mod:`nasmlcn.tracking`).
+    """
+
+    devices: str = setting("8xK80", "Target devices, e.g. 8xK80 or 1xK80,1xV100")
+    mem: str | None = setting(None, "Memory of every device, e.g. 12GB")
+    flops: str = setting(
+        "1x",
+        "Per-device load limit: a multiple of the thesis baseline (1x, 4x) or FLOPs per "
+        "image (2.4G)",
+    )
+    space: str = setting("mlcn-buckets", "Search space name or .toml path")
+    sampler: str = setting("tpe", "{choices}", choices=_samplers)
+    objectives: tuple[str, ...] = setting(
+        ("accuracy",),
+        "accuracy[,latency,inference,memory,params,energy]; several make a Pareto study. "
+        "latency: predicted training step time; inference: predicted per-image inference "
+        "latency (batch 1); energy: per inference on CapsAcc (--devices capsacc)",
+    )
+    evaluator: str = setting("train", "train (real training) or proxy (analytic stand-in)")
+    dataset: str = setting("fashion-mnist", "Dataset")
+    data_dir: str | None = setting(None, "Dataset directory", path=True)
+    epochs: int = setting(
+        10,
+        "Epochs per trial",
+        range=Range(1, MAX_EPOCHS, integer=True, why="the thesis trains 10 to 100"),
+    )
+    train_limit: int | None = setting(
+        None, "Training images per epoch", range=Range(1, integer=True), shown_default="all"
+    )
+    val_limit: int | None = setting(
+        None, "Validation images", range=Range(1, integer=True), shown_default="all held out"
+    )
+    batch_size: int = setting(100, "Batch size", range=Range(1, integer=True))
+    trials: int = setting(
+        20,
+        "Models the study should look at (trained, or pruned); re-running continues. A "
+        "proposal of a model already trained or pruned takes its result (a repeat: no "
+        "training, recorded for the sampler) and the run asks again; repeats count here only "
+        f"with --count-repeats, and a run stops after {REPEATS_IN_A_ROW} repeats in a row",
+        range=Range(1, MAX_TRIALS, integer=True, why="a million 1-second trials take 12 days"),
+    )
+    count_repeats: bool = setting(
+        False,
+        "Whether repeats count toward --trials. By default --trials counts models: every "
+        "counted trial trains (or prunes) a model the study had not; --count-repeats counts "
+        "every proposal (each trial then trains a new model or takes a result)",
+        shown_default="they do not",
+    )
+    timeout: float | None = setting(
+        None,
+        "Stop the search after this many seconds: no new trial, and the running one stops "
+        "within a batch, as Ctrl-C stops it (FAIL, queued again; a re-run resumes it)",
+        range=Range(0.0, low_open=True),
+    )
+    trial_timeout: float | None = setting(
+        None,
+        "Stop a trial at the first epoch boundary after this many seconds: PRUNED, with the "
+        "reason; its epochs are kept",
+        range=Range(0.0, low_open=True),
+    )
+    grace: float = setting(
+        120.0,
+        "Seconds without a heartbeat after which a running trial's worker counts as dead: "
+        "its trial is failed and queued again",
+        range=Range(1.0),
+    )
+    max_retries: int = setting(
+        3,
+        "Times a trial whose worker died (or that Ctrl-C stopped) is queued again",
+        range=Range(0, integer=True),
+    )
+    artifacts: str | None = setting(
+        None,
+        "Folder for trial checkpoints and weights (Optuna artifacts)",
+        shown_default="artifacts/ beside a SQLite study file, else studies/artifacts",
+        path=True,
+    )
+    keep_weights: str = setting(
+        "all", "Which finished trials keep their weights: all, pareto or best:K"
+    )
+    prune: bool = setting(True, "Correlation-gated pruning of weak trials", shown_default="on")
+    prune_threshold: float = setting(
+        0.9,
+        "Prune at an epoch only once its Spearman rho with the last epoch reaches this",
+        range=Range(-1.0, 1.0),
+    )
+    prune_percentile: float = setting(
+        50.0,
+        "Prune trials below this percentile of the finished ones",
+        range=Range(0.0, 100.0, low_open=True, high_open=True),
+    )
+    prune_min_trials: int = setting(
+        5, "Finished trials needed before pruning starts", range=Range(1, integer=True)
+    )
+    pruner: str = setting(
+        "correlation",
+        "The pruning rule: correlation (stops trials expected to be dominated) or halving "
+        "(successive halving over epochs: multi-fidelity, tries more candidates for the same "
+        "compute)",
+    )
+    halving_rate: int = setting(
+        3,
+        "With --pruner halving: rungs at epochs 1, R, R^2, ... keep the best 1/R",
+        range=Range(2, integer=True),
+    )
+    warm_start: str | None = setting(
+        None,
+        "Start a new study from an earlier one (other devices or --mem welcome): its best "
+        "architectures are the first trials, refit to these devices, and where the parameters "
+        "and training match, its trials are data for the sampler",
+        metavar="STUDY",
+    )
+    warm_start_storage: str | None = setting(
+        None, "Storage URL of the --warm-start study", shown_default="--storage"
+    )
+    warm_start_top: int = setting(
+        5, "How many of the earlier study's best trials to queue", range=Range(1, integer=True)
+    )
+    storage: str = setting("", STORAGE_HELP)
+    study: str | None = setting(None, "Study name", shown_default="derived from the configuration")
+    run_on: str = setting("auto", "Where training runs: auto, cpu or cuda:0,...")
+    seed: int = setting(0, "Seed", range=Range(0, integer=True))
+    cost_model: str = setting("analytic", "{choices}", choices=_cost_models)
+    latency_budget: float | None = setting(
+        None,
+        "Constraint: predicted step time <= this many seconds",
+        range=Range(0.0, low_open=True),
+    )
+    device_file: str | None = setting(None, "Extra device catalog (TOML)", path=True)
+    calibration: str | None = setting(
+        None, "Calibration file of the calibrated cost model", path=True
+    )
+    mlflow: str | None = setting(
+        None,
+        "Log every trial to MLflow at this tracking URI (a folder, sqlite:///mlflow.db, "
+        "http://host:5000): one run per trial under one parent run per study. Needs "
+        "pip install 'nasmlcn[tracking]'",
+    )
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        objectives = self.objectives
+        if isinstance(objectives, str):
+            objectives = tuple(o.strip() for o in objectives.split(",") if o.strip())
+        object.__setattr__(self, "objectives", tuple(objectives))
+        check_ranges(self)  # every number within the range its field declares
+        if self.mlflow is not None:  # a URI MLflow cannot open is refused here, not mid-run
+            from nasmlcn._tracking_uri import check_tracking_uri
+
+            object.__setattr__(self, "mlflow", check_tracking_uri(self.mlflow))
+        if self.warm_start is not None and not str(self.warm_start).strip():
+            raise SearchError(
+                f"{option('warm_start')}: give the name of an earlier study, got an empty name"
+            )
+        _check_pruning_options(self)
+        from nasmlcn.study import parse_keep
+
+        parse_keep(self.keep_weights)
+        if not self.objectives:
+            raise SearchError(
+                f"{option('objectives')}: give at least one, e.g. accuracy or accuracy,latency"
+            )
+        if len(set(self.objectives)) != len(self.objectives):
+            raise SearchError(
+                f"{option('objectives')}: each may appear once, got {','.join(self.objectives)}"
+            )
+        if self.study is not None and not str(self.study).strip():
+            raise SearchError(
+                f"study name {self.study!r} is empty; give a name, or leave it out for one "
+                "derived from the configuration"
+            )
+
+    @property
+    def poll_seconds(self) -> float:
+        """The longest a waiting worker goes without looking at the study again: an
+        eighth of ``grace``, between 0.2 and 5 seconds (see
+        :func:`nasmlcn.search._loop.waits.waits`)."""
+        return min(5.0, max(0.2, self.grace / 8))
+
+    def identity(self) -> dict[str, Any]:
+        """The fields a study's trials depend on (see :data:`IDENTITY_FIELDS`)."""
+        data = self.to_dict()
+        return {name: data[name] for name in IDENTITY_FIELDS}
+
+    def identity_hash(self) -> str:
+        text = json.dumps(self.identity(), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+    def study_name(self) -> str:
+        """``--study``, or a readable name derived from the identity."""
+        if self.study:
+            return self.study
+        space = Path(self.space).stem if self.space.endswith(".toml") else self.space
+        objectives = "-".join(self.objectives)
+        return f"{space}-{self.devices.replace(',', '+')}-{self.flops}-{objectives}-{self.evaluator}-{self.identity_hash()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as JSON data (stored on the study), its storage password hidden."""
+        data = asdict(self)
+        data.pop("extra")
+        data["storage"] = redact_url(self.storage)
+        data["mlflow"] = redact_url(self.mlflow) if self.mlflow else None
+        if self.warm_start_storage:
+            data["warm_start_storage"] = redact_url(self.warm_start_storage)
+        data["objectives"] = list(self.objectives)
+        data["schema_version"] = CONFIG_SCHEMA_VERSION
+        return data
+
+    def with_overrides(self, **overrides: Any) -> SearchConfig:
+        """A copy with the non-None ``overrides`` applied."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        return replace(self, **given)
+
+
+def _check_pruning_options(config: SearchConfig) -> None:
+    """Pruning options that would do nothing, refused rather than silently dropped."""
+    rate = config.halving_rate
+    if config.pruner != "halving":
+        if rate != _DEFAULT_HALVING_RATE:
+            raise SearchError(
+                f"{option('halving_rate')} {rate} sets the rungs of {option('pruner')} "
+                f"halving, but the pruner is {config.pruner!r}; add {option('pruner')} "
+                f"halving or drop {option('halving_rate')}"
+            )
+        return
+    if not config.prune:
+        raise SearchError(
+            f"{option('pruner')} halving stops trials at its rungs, but --no-prune turns "
+            f"pruning off; drop one of the two"
+        )
+    if config.epochs < 2:
+        raise SearchError(
+            f"{option('pruner')} halving needs {option('epochs')} >= 2: its rungs are at "
+            f"epochs 1, {rate}, {rate * rate}, ... and a trial stops only at a rung before "
+            f"its last epoch; with {config.epochs} epoch there is none"
+        )
+
+
+_DEFAULT_HALVING_RATE = next(f.default for f in fields(SearchConfig) if f.name == "halving_rate")
+
+
+WORKERS_PER_GPU_ENV = "NASMLCN_WORKERS_PER_GPU"
+"""The environment variable that tells a worker how many workers share its GPU
+(``run_workers`` sets it in each worker it puts on a GPU; set it by hand for workers
+started by hand on one GPU). Unset: the worker has its GPU to itself."""
+
+
+def workers_per_gpu() -> int:
+    """The workers sharing this process's GPU (``$NASMLCN_WORKERS_PER_GPU``, 1 if unset).
+
+    Raises:
+        SearchError: The variable is set to anything but an integer >= 1.
+    """
+    given = os.environ.get(WORKERS_PER_GPU_ENV, "").strip()
+    if not given:
+        return 1
+    if not given.isdigit() or int(given) < 1:
+        raise SearchError(f"{WORKERS_PER_GPU_ENV} must be an integer >= 1, got {given!r}")
+    return int(given)

@@ -1,0 +1,1 @@
+"""The run: claim a trial, run it, tell the observers (``runner``), with the observer protocol (``observer``), what a run reports (``outcome``), the samplers (``samplers``) and how a worker waits (``waits``)."""

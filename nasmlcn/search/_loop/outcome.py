@@ -1,0 +1,160 @@
+"""What a search run tells its caller: how each trial ended, how the run started,
+and the run's result (what ``run_search`` and ``run_workers`` return, and
+``nasmlcn search --json`` prints), and why a trial failed, in one line a table can
+show (:func:`failure_reason`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from nasmlcn.errors import DivergedError, TrainingError
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """How one trial ended.
+
+    Attributes:
+        number: Trial number.
+        state: ``COMPLETE``, ``PRUNED`` or ``FAIL``.
+        values: Objective values (COMPLETE only).
+        lanes: The model's lanes in the compact syntax.
+        reason: Why it was pruned or failed.
+        seconds: Wall time of the trial.
+        seconds_saved: Training time pruning saved (estimated from its epochs).
+        timings: Seconds per phase: ``ask`` (sampling), ``build`` (space and
+            plan), ``record`` (attributes and constraints), ``evaluate``, ``tell``.
+        retry_of: The failed trial this one runs again (its parameters and, for
+            the train evaluator, its last checkpoint); None for a new trial.
+        queued_again_as: For a FAIL queued again (Ctrl-C, SIGTERM, the search's
+            ``--timeout``), the number of its WAITING copy, which the next run
+            takes; None otherwise. A FAIL never counts toward ``--trials``.
+        repeat_of: A repeat (:mod:`nasmlcn.search._trial.repeats`): the trial whose
+            result it took, untrained; it does not count toward ``--trials``.
+    """
+
+    number: int
+    state: str
+    values: tuple[float, ...] | None
+    lanes: str
+    reason: str | None
+    seconds: float
+    seconds_saved: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict, compare=False)
+    retry_of: int | None = None
+    queued_again_as: int | None = None
+    repeat_of: int | None = None  # took this trial's result (search/_trial/repeats.py)
+
+
+@dataclass(frozen=True)
+class SearchStart:
+    """Sent once before the first trial of a run."""
+
+    study: str
+    storage: str
+    resumed: bool
+    done: int
+    target: int
+    epochs: int
+    evaluator: str
+    sampler: str
+    directions: tuple[str, ...]
+    metric_names: tuple[str, ...]
+    count_repeats: bool = False  # a repeat moves the trials bar only when it counts
+
+
+@dataclass
+class SearchResult:
+    """The outcome of one ``run_search`` (a run may continue an existing study)."""
+
+    study: str
+    storage: str
+    n_trials: int
+    run_trials: list[TrialOutcome] = field(default_factory=list)
+    best: list[dict[str, Any]] = field(default_factory=list)
+    stopped: str = "trials"
+    seconds: float = 0.0
+    metric_names: list[str] = field(default_factory=list)
+    directions: list[str] = field(default_factory=list)
+    mean_values: dict[str, float] = field(default_factory=dict)
+    completed: int = 0
+    # completed trials that did not beat chance by a clear margin (kept in the
+    # study, never on the front): their numbers and accuracies
+    not_learning: list[dict[str, Any]] = field(default_factory=list)
+    # the accuracy a trial had to reach to count as learning (0.19 for 10 classes)
+    learning_threshold: float | None = None
+    # per epoch: EpochCorrelation.to_dict() over the study's completed trials, and
+    # "prunes": whether this run's pruner may stop a trial at that epoch now
+    correlation: list[dict[str, Any]] = field(default_factory=list)
+    # --workers: each worker's GPUs, threads and why it stopped; what went wrong
+    workers: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    # the study's trials by how they ended (nasmlcn.search._results.results.trial_counts):
+    # only complete and pruned ones count toward --trials
+    trial_counts: dict[str, int] = field(default_factory=dict)
+    # --warm-start: what it did when it made the study (WarmStart.to_dict()), else None
+    warm_start: dict[str, Any] | None = None
+    # the study's pruned trials, this run's and earlier runs' (``pruned`` in to_dict,
+    # so that it agrees with trial_counts); None: this run's only
+    study_pruned: list[dict[str, Any]] | None = None
+
+    @property
+    def failures(self) -> list[TrialOutcome]:
+        return [t for t in self.run_trials if t.state == "FAIL"]
+
+    @property
+    def pruned(self) -> list[TrialOutcome]:
+        return [t for t in self.run_trials if t.state == "PRUNED"]
+
+    def pruned_in_study(self) -> list[dict[str, Any]]:
+        """The study's pruned trials (``study_pruned``), else this run's: number,
+        reason and the seconds of training each saved."""
+        if self.study_pruned is not None:
+            return self.study_pruned
+        return [
+            {"number": t.number, "reason": t.reason, "seconds_saved": t.seconds_saved}
+            for t in self.pruned
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        pruned = self.pruned_in_study()
+        return {
+            "study": self.study,
+            "storage": self.storage,
+            "n_trials": self.n_trials,
+            "run_trials": len(self.run_trials),
+            "stopped": self.stopped,
+            "seconds": self.seconds,
+            "metric_names": self.metric_names,
+            "directions": self.directions,
+            "completed": self.completed,
+            "not_learning": self.not_learning,
+            "learning_threshold": self.learning_threshold,
+            "mean_values": self.mean_values,
+            "best": self.best,
+            "failures": [{"number": t.number, "reason": t.reason} for t in self.failures],
+            "pruned": pruned,
+            "seconds_saved_by_pruning": sum(p["seconds_saved"] for p in pruned),
+            "correlation": self.correlation,
+            "workers": self.workers,
+            "errors": self.errors,
+            "trial_counts": self.trial_counts,
+            "warm_start": self.warm_start,
+        }
+
+
+def failure_reason(err: BaseException) -> str:
+    """``diverged: ...``, ``out of memory: ...``, or the exception's type and first line."""
+    if isinstance(err, DivergedError):
+        return f"diverged: {err}"
+    if isinstance(err, TrainingError):
+        return str(err)
+    name = type(err).__name__
+    first = str(err).splitlines()[0] if str(err) else ""
+    # torch.OutOfMemoryError on GPUs (a RuntimeError in older torch); the CPU
+    # allocator raises a RuntimeError saying it "can't allocate memory".
+    oom = ("out of memory", "can't allocate memory")
+    if isinstance(err, MemoryError) or "OutOfMemory" in name or any(m in first for m in oom):
+        return f"out of memory: {first or name}"
+    return f"{name}: {first}" if first else name

@@ -1,0 +1,417 @@
+"""The study runner: a loop of claim -> run one trial -> tell its observers.
+
+A thin loop over Optuna's ask-and-tell interface that adds what a hardware-aware
+NAS needs: each turn claims the next trial (:func:`nasmlcn.study.claim`: many
+workers on one study, no overshoot), runs it (:class:`~nasmlcn.search._trial.run.TrialRun`:
+build, place, record, evaluate with per-epoch pruning, tell) and tells the
+observers (:mod:`nasmlcn.search._loop.observer`). Failures of any kind are recorded on
+the trial and the search goes on; Ctrl-C and SIGTERM
+fail the running trial cleanly, queue it again and stop: a scheduler's stop (SIGTERM)
+is handled as Ctrl-C, and neither may cut the writing-down of the interrupted trial.
+"""
+
+from __future__ import annotations
+
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nasmlcn._storage_url import redact_url
+from nasmlcn.errors import SearchError
+from nasmlcn.search._config.config import SearchConfig
+from nasmlcn.search._evaluators.evaluator import EVALUATORS, Evaluator
+from nasmlcn.search._loop.observer import Observers, SearchObserver
+from nasmlcn.search._loop.outcome import SearchResult, SearchStart, TrialOutcome, failure_reason
+from nasmlcn.search._loop.samplers import SAMPLERS, suggest_all
+from nasmlcn.search._loop.waits import waits
+from nasmlcn.search._prepare.entry import quiet_optuna, require_storage, require_tracker
+from nasmlcn.search._prepare.open_study import OpenedSearch, open_search
+from nasmlcn.search._prepare.setup import SearchSetup, setup_search
+from nasmlcn.search._prepare.warm import transferred_count
+from nasmlcn.search._pruners.pruners import PRUNERS, EpochPruner
+from nasmlcn.search._results.results import (
+    best_trials,
+    correlation_report,
+    not_learning,
+    proposals,
+    pruned_records,
+    summarize,
+    trial_counts,
+)
+from nasmlcn.search._trial.objectives import learning_threshold
+from nasmlcn.search._trial.repeats import FALLBACK_AFTER, REPEATS_IN_A_ROW, random_proposal
+from nasmlcn.search._trial.run import (
+    RunContext,
+    SearchTimeout,
+    TrialRun,
+    retry_of,
+)
+from nasmlcn.study import (
+    TrialFiles,
+    TrialRecord,
+    artifacts_dir,
+    claim,
+    discard_weights,
+    finished,
+    heartbeat,
+    hold,
+    open_store,
+    parse_keep,
+    retry,
+    storage_of,
+    trial_id_of,
+    write_failed,
+    write_proposed_by,
+    write_resumed,
+)
+
+if TYPE_CHECKING:
+    import optuna
+
+FAILURES_IN_A_ROW = 10
+"""A worker stops after this many trials in a row failed (failures do not count
+toward the trial target, so a space where every candidate fails would never end)."""
+
+
+def run_in_process(
+    config: SearchConfig,
+    observers: Sequence[SearchObserver] = (),
+    *,
+    evaluator: Evaluator | None = None,
+) -> SearchResult:
+    """Runs (or continues) the search of ``config`` in this process
+    (:func:`~nasmlcn.search.run_search` without workers; each worker runs this).
+
+    Writes nothing but the study in ``config.storage`` (and its trials' weights
+    beside it), prints nothing, and keeps Optuna's log lines quiet for the call.
+
+    Args:
+        config: The search (``config.storage`` must name the study storage;
+            ``config.mlflow`` asks for a tracker among ``observers``).
+        observers: What watches the run: a live display, a
+            :class:`ProgressObserver` (a callback after every trial),
+            ``nasmlcn.dashboard.DashboardObserver`` (the dashboard's trial notes and
+            figures), ``nasmlcn.tracking.MlflowObserver(config.mlflow)``.
+        evaluator: Overrides the configured evaluator (tests).
+
+    Returns:
+        What this run did and the study's best trials (or Pareto front).
+
+    Raises:
+        NasmlcnError: Invalid configuration or storage, no storage named, a
+            tracker asked for and not given, or one that cannot start (before
+            anything is written).
+    """
+
+    require_storage(config)
+    require_tracker(config, observers)
+    with quiet_optuna(), sigterm_as_interrupt():
+        every = Observers(observers)
+        return _run_search(open_search(setup_search(config), every), every, evaluator)
+
+
+def start_run(
+    config: SearchConfig,
+    setup: SearchSetup,
+    study: optuna.Study,
+    resumed: bool,
+    done: int,
+    observer: SearchObserver,
+) -> SearchResult:
+    """Tells ``observer`` the run starts; the run's (empty) result."""
+    shown = redact_url(config.storage)  # results and progress never show a password
+    observer.on_start(
+        SearchStart(
+            study.study_name,
+            shown,
+            resumed,
+            done,
+            config.trials,
+            config.epochs,
+            config.evaluator,
+            config.sampler,
+            tuple(setup.directions),
+            tuple(setup.metric_names),
+            config.count_repeats,
+        )
+    )
+    return SearchResult(
+        study.study_name,
+        shown,
+        done,
+        metric_names=setup.metric_names,
+        directions=setup.directions,
+    )
+
+
+def _run_search(
+    opened: OpenedSearch, observer: SearchObserver, evaluator: Evaluator | None
+) -> SearchResult:
+    started = time.perf_counter()
+    setup, study, resumed, warmed = opened.setup, opened.study, opened.resumed, opened.warmed
+    config = setup.config  # with the devices' own cost model
+    storage = storage_of(study)
+    sampler_entry = SAMPLERS.get(config.sampler)
+    # trials a warm start added as data do not count toward --trials
+    transferred = transferred_count(study)
+    target = replace(config, trials=config.trials + transferred)
+    done = finished(study, config.count_repeats) - transferred
+    if evaluator is None:
+        evaluator = EVALUATORS.get(config.evaluator)(config=config, dataset=setup.dataset)
+    result = start_run(config, setup, study, resumed, done, observer)
+    result.warm_start = warmed.to_dict() if warmed is not None else None
+    distributions = setup.space.distributions()
+    deadline = started + config.timeout if config.timeout is not None else None
+    pruner = make_pruner(config)
+    run = RunContext(setup, study, evaluator, pruner, observer, deadline)
+    store = (
+        open_store(artifacts_dir(config.storage, config.artifacts))
+        if getattr(evaluator, "checkpoints", False)
+        else None
+    )
+    workdir = tempfile.TemporaryDirectory(prefix="nasmlcn-trial-")
+    index = 0
+    failed_in_a_row = repeats_in_a_row = 0
+    pauses = waits(config.poll_seconds)
+    while True:
+        if deadline is not None and time.perf_counter() >= deadline:
+            result.stopped = "timeout"
+            break
+        if failed_in_a_row >= FAILURES_IN_A_ROW:
+            result.stopped = "failures"
+            break
+        tick = time.perf_counter()
+        trial: optuna.Trial | None = None
+        try:
+            # after repeats in a row, a random candidate of the space (search/_trial/repeats.py)
+            fallback = (
+                sampler_entry.random_fallback
+                and not config.count_repeats
+                and repeats_in_a_row >= FALLBACK_AFTER
+            )
+            with random_proposal(study, fallback):
+                taken = claim(
+                    study,
+                    target,
+                    lambda seed: sampler_entry.make(seed, config.trials),
+                    lambda t: sample(study, t, distributions),
+                )
+            if fallback and taken.trial is not None and not taken.retried:
+                write_proposed_by(taken.trial, f"random, after {repeats_in_a_row} repeats")
+            if taken.action == "done":
+                result.stopped = "trials"
+                break
+            if taken.action == "wait":  # the target is claimed; a running trial may die
+                time.sleep(next(pauses))
+                continue
+            pauses = waits(config.poll_seconds)  # the next wait starts short again
+            trial = taken.trial
+            assert trial is not None
+            index += 1
+            timings = {"ask": time.perf_counter() - tick}
+            with heartbeat(storage, trial_id_of(trial)):
+                files = TrialFiles(store, trial, Path(workdir.name)) if store else None
+                if files is not None and files.resumed_epoch:
+                    write_resumed(trial, files.resumed_epoch)
+                outcome = TrialRun(run, trial, index, taken.retried, files, timings)()
+            if files is not None:
+                _close_files(study, files, config.keep_weights)
+            outcome = replace(outcome, timings=timings, retry_of=retry_of(trial, taken.retried))
+        except (SearchTimeout, KeyboardInterrupt) as stop:
+            # the search's --timeout stops a trial as Ctrl-C does: queued again
+            result.stopped = "timeout" if isinstance(stop, SearchTimeout) else "interrupted"
+            with no_interrupts():
+                if trial is None:  # Ctrl-C while sampling: Optuna may have left one RUNNING
+                    if config.storage.startswith("sqlite"):  # one machine: only ours
+                        _fail_running_of_this_run(study)
+                else:
+                    outcome = _stopped(study, trial, taken.retried, stop, config.max_retries)
+                    result.run_trials.append(outcome)
+                    observer.on_trial_end(outcome)
+            break
+        failed_in_a_row = failed_in_a_row + 1 if outcome.state == "FAIL" else 0
+        repeats_in_a_row = repeats_in_a_row + 1 if outcome.repeat_of is not None else 0
+        result.run_trials.append(outcome)
+        observer.on_trial_end(outcome)
+        if repeats_in_a_row >= REPEATS_IN_A_ROW:  # nothing new to propose: say so, stop
+            result.stopped = "repeats"
+            break
+    workdir.cleanup()
+    summarize_study(study, setup, result, pruner)
+    result.seconds = time.perf_counter() - started
+    observer.on_end(result)
+    return result
+
+
+def _close_files(study: optuna.Study, files: TrialFiles, keep: str) -> None:
+    """Closes a trial's files, then drops the weights ``keep`` no longer keeps."""
+    files.close()
+    if keep != "all":
+        with hold(storage_of(study)):
+            kept = kept_weights(study, keep)
+            if kept is not None:
+                discard_weights(study, files.store, kept)
+
+
+def _stopped(
+    study: optuna.Study,
+    trial: optuna.Trial,
+    retried: bool,
+    stop: SearchTimeout | KeyboardInterrupt,
+    max_retries: int,
+) -> TrialOutcome:
+    """Marks ``trial``, stopped by Ctrl-C, SIGTERM or the search's --timeout, FAIL
+    with the reason, and queues it again: the next run resumes it."""
+    reason = (
+        "stopped by SIGTERM"
+        if isinstance(stop, Terminated)
+        else f"{stop}; queued again, a re-run resumes it"
+        if isinstance(stop, SearchTimeout)
+        else "interrupted by the user (Ctrl-C)"
+    )
+    write_failed(trial, reason, failure="interrupted")
+    study.tell(trial, state=_state("FAIL"))
+    again = retry(study, storage_of(study).get_trial(trial_id_of(trial)), max_retries)
+    return TrialOutcome(
+        trial.number, "FAIL", None, _lanes_of(study, trial), reason, 0.0,
+        retry_of=retry_of(trial, retried), queued_again_as=again,
+    )  # fmt: skip
+
+
+def summarize_study(
+    study: optuna.Study,
+    setup: SearchSetup,
+    result: SearchResult,
+    pruner: EpochPruner | None = None,
+) -> None:
+    """Fills ``result``'s study-wide figures: trials, means, best trials, correlation
+    (``pruner``: the run's, else made from the configuration)."""
+    config = setup.config
+    result.n_trials = len(study.get_trials(deepcopy=False))
+    result.trial_counts = trial_counts(study)
+    result.study_pruned = pruned_records(study)
+    complete = [
+        t.values for t in study.get_trials(deepcopy=False, states=(_state("COMPLETE"),)) if t.values
+    ]
+    result.completed = len(complete)
+    result.not_learning = not_learning(study)
+    result.learning_threshold = learning_threshold(setup.dataset.num_classes)
+    if complete:
+        result.mean_values = {
+            name: sum(v[i] for v in complete) / len(complete)
+            for i, name in enumerate(setup.metric_names)
+        }
+    proposed = proposals(study)
+    result.best = [
+        summarize(t, setup.metric_names, proposed=proposed.get(t.number, 1)).to_dict()
+        for t in best_trials(study)
+    ]
+    if pruner is None:
+        pruner = make_pruner(config)
+    correlations = correlation_report(study).correlations
+    result.correlation = [
+        {**c.to_dict(), "prunes": pruner is not None and pruner.allows(c.epoch, correlations)}
+        for c in correlations
+    ]
+
+
+def make_pruner(config: SearchConfig) -> EpochPruner | None:
+    """The search's pruner (None: pruning is off)."""
+    if not config.prune:
+        return None
+    return PRUNERS.get(config.pruner).make(config)
+
+
+def kept_weights(study: optuna.Study, policy: str) -> set[int] | None:
+    """The trials whose weights ``policy`` (``keep_weights``) keeps: with several
+    objectives the Pareto front, with one the best (``pareto``) or the best K
+    (``best:K``); None keeps every trial's."""
+    kind, count = parse_keep(policy)
+    if kind == "all":
+        return None
+    return {t.number for t in best_trials(study, top=count if kind == "best" else 1)}
+
+
+def sample(study: optuna.Study, trial: optuna.Trial, distributions: dict[str, Any]) -> None:
+    """Suggests every parameter of ``trial`` (what ``study.ask(distributions)`` does,
+    through the public API). When the sampler or a distribution check raises, the
+    trial is marked FAIL with the reason (never left RUNNING) and the search stops
+    with a :class:`SearchError`: the next trial would fail the same way.
+    """
+    try:
+        suggest_all(trial, distributions)
+    except Exception as err:
+        reason = f"sampling failed: {failure_reason(err)}"
+        with no_interrupts():
+            write_failed(trial, reason)
+            study.tell(trial, state=_state("FAIL"))
+        raise SearchError(
+            f"trial {trial.number} of study {study.study_name!r}: {reason}; it is marked FAIL"
+        ) from None
+
+
+def _fail_running_of_this_run(study: optuna.Study) -> None:
+    """Fails the newest RUNNING trial that has no attributes yet: the one ``ask`` was
+    creating when Ctrl-C came. Only used on SQLite, where no other machine's worker
+    can be sampling at the same moment."""
+    running = study.get_trials(deepcopy=False, states=(_state("RUNNING"),))
+    if running:
+        newest = max(running, key=lambda t: t.number)
+        if not TrialRecord.of(newest).attrs:
+            study.tell(newest.number, state=_state("FAIL"))
+
+
+def _lanes_of(study: optuna.Study, trial: optuna.Trial) -> str:
+    """The lanes written on ``trial`` ("" before its model was built)."""
+    return TrialRecord.of(storage_of(study).get_trial(trial_id_of(trial))).lanes or ""
+
+
+def _state(name: str) -> Any:
+    from optuna.trial import TrialState
+
+    return TrialState[name]
+
+
+@contextmanager
+def no_interrupts() -> Iterator[None]:
+    """Ignores Ctrl-C and SIGTERM while the interrupted trial is written down."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a batch scheduler ending the job, ``kill``): handled as Ctrl-C."""
+
+    def __str__(self) -> str:
+        return "stopped by SIGTERM"
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Turns SIGTERM into :class:`Terminated` for the block (main thread only), so a
+    scheduler's stop fails and queues the running trial, as Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

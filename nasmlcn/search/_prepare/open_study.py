@@ -1,0 +1,146 @@
+"""Opening a search's study: tell the observers the configuration is good, open the
+storage, and create the study (warm-started) or load it after checking that it was
+made with the same identity (the configuration fields of
+:data:`~nasmlcn.search.IDENTITY_FIELDS` and the search space's content)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nasmlcn._version import versions
+from nasmlcn.errors import SearchError
+from nasmlcn.search._evaluators.evaluator import EVALUATORS
+from nasmlcn.search._loop.observer import SearchObserver
+from nasmlcn.search._loop.samplers import SAMPLERS
+from nasmlcn.search._prepare.setup import SearchSetup
+from nasmlcn.search._prepare.warm import WarmStart, load_source, warm_start
+from nasmlcn.search.spaces import space_changes
+from nasmlcn.study import frozen_info, hold, open_storage, redact_stored_url, write_study_info
+
+if TYPE_CHECKING:
+    import optuna
+
+
+def open_study(
+    setup: SearchSetup, storage: optuna.storages.BaseStorage, sampler: Any
+) -> tuple[optuna.Study, bool]:
+    """Creates the study, or loads it after checking it was made with this identity.
+
+    Raises:
+        SearchError: The name exists with another configuration (naming the
+            fields that differ) or was not made by nasmlcn.
+    """
+    import optuna
+    from optuna.study import StudyDirection
+
+    config = setup.config
+    name = config.study_name()
+    existing = {s.study_name: s for s in storage.get_all_studies()}
+    if name in existing:
+        stored = frozen_info(existing[name])
+        if stored is None or "identity" not in stored:
+            raise SearchError(
+                f"study {name!r} exists but was not made by nasmlcn search; choose another ‹study›"
+            )
+        differing = [
+            f"{key} {stored['identity'].get(key)!r} (now {value!r})"
+            for key, value in config.identity().items()
+            if stored["identity"].get(key) != value
+        ]
+        if differing:
+            raise SearchError(
+                f"study {name!r} was made with another configuration: "
+                + "; ".join(differing)
+                + ". Use the same options to continue it, or another ‹study›"
+            )
+        # The space file's content is part of the identity: an edited range would
+        # mix two spaces in one study (or break the sampler on a changed choice).
+        changed = space_changes(stored.get("space"), setup.space.describe())
+        if changed:
+            raise SearchError(
+                f"study {name!r} was made with another search space: "
+                + ", ".join(changed)
+                + f". Restore {setup.space.source!r} to continue it, or use another ‹study›"
+            )
+        study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
+        redact_stored_url(study, stored)
+        return study, True
+    study = optuna.create_study(
+        study_name=name,
+        storage=storage,
+        sampler=sampler,
+        directions=[
+            StudyDirection.MAXIMIZE if d == "maximize" else StudyDirection.MINIMIZE
+            for d in setup.directions
+        ],
+    )
+    study.set_metric_names(setup.metric_names)
+    write_study_info(
+        study,
+        {
+            "identity": config.identity(),
+            "config": config.to_dict(),
+            "objectives": list(config.objectives),
+            "metric_names": setup.metric_names,
+            "evaluator": config.evaluator,
+            "accuracy_is_proxy": not getattr(EVALUATORS.get(config.evaluator), "measured", True),
+            "space": setup.space.describe(),
+            "devices": [d.to_dict() for d in setup.devices],
+            "cost_model": setup.cost_model.name,
+            "time_unit": setup.cost_model.time_unit,
+            "versions": versions(),
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        },
+    )
+    return study, False
+
+
+@dataclass(frozen=True)
+class OpenedSearch:
+    """A search ready to run: its checked setup (with the devices' own cost model),
+    its study, whether the study existed, and the warm start that filled a new one."""
+
+    setup: SearchSetup
+    study: optuna.Study
+    resumed: bool
+    warmed: WarmStart | None = None
+
+
+def open_search(setup: SearchSetup, observer: SearchObserver) -> OpenedSearch:
+    """Opens the search of a checked ``setup``, in one straight line: the warm-start
+    source is checked, the observers are told the configuration is good (the one
+    hook whose error stops the search, before anything is written), the storage is
+    opened, and the study is created or loaded (taking turns with workers started
+    at the same moment); a study this call created is warm-started before any
+    worker may take a trial, and deleted again should that fail: nothing is left
+    half-made.
+
+    Raises:
+        NasmlcnError: A bad warm-start source or storage, or an observer that
+            cannot start (before the study is written).
+    """
+    config = setup.config
+    if config.warm_start is not None:  # refused before the storage is written
+        load_source(setup, config.warm_start, config.warm_start_storage)
+    observer.on_checked(setup)
+    storage = open_storage(config.storage, grace=config.grace)
+    storage.hide_dashboard = True  # the samplers need no notes or figures
+    sampler = SAMPLERS.get(config.sampler).make(config.seed, config.trials)
+    warmed = None
+    with hold(storage):  # workers started together create the study once
+        study, resumed = open_study(setup, storage, sampler)
+        if config.warm_start is not None and not resumed:
+            try:
+                warmed = warm_start(
+                    setup, study, config.warm_start, config.warm_start_storage,
+                    config.warm_start_top,
+                )  # fmt: skip
+            except BaseException:
+                import optuna
+
+                optuna.delete_study(study_name=study.study_name, storage=storage)
+                raise
+    observer.on_study(study)
+    return OpenedSearch(setup, study, resumed, warmed)

@@ -1,0 +1,170 @@
+"""Turning a SearchConfig into everything a search needs, validated up front.
+
+Every user error (unknown device, space, sampler, objective, dataset, a bad
+memory size, a space that fits nothing) is raised here, before the storage is
+touched, so bad input never creates or changes a study.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from nasmlcn.costs import CostContext, CostModel, get_cost_model
+from nasmlcn.data import DATASETS, DatasetInfo
+from nasmlcn.errors import SearchError
+from nasmlcn.hardware import DeviceSpec, load_catalog, parse_devices
+from nasmlcn.planning import FlopsLimit, parse_flops
+from nasmlcn.search._config.config import SearchConfig
+from nasmlcn.search._evaluators.evaluator import EVALUATORS
+from nasmlcn.search._loop.samplers import SAMPLERS
+from nasmlcn.search._pruners.pruners import PRUNERS
+from nasmlcn.search._trial.objectives import OBJECTIVES, Objective
+from nasmlcn.search.spaces import SearchSpace, SpaceContext, load_space
+
+MAX_HEAD_LANES = 256
+"""Lanes the head device's memory reservation is sized for."""
+
+
+@dataclass(frozen=True)
+class SearchSetup:
+    """A validated search: the config and the objects built from it."""
+
+    config: SearchConfig
+    devices: tuple[DeviceSpec, ...]
+    flops: FlopsLimit
+    space: SearchSpace
+    cost_model: CostModel
+    objectives: tuple[Objective, ...]
+    dataset: DatasetInfo
+    space_context: SpaceContext
+
+    @property
+    def directions(self) -> list[str]:
+        return [o.direction for o in self.objectives]
+
+    @property
+    def metric_names(self) -> list[str]:
+        return [o.metric for o in self.objectives]
+
+    @property
+    def needs_training(self) -> bool:
+        return any(o.needs_training for o in self.objectives)
+
+
+def with_devices_cost_model(config: SearchConfig) -> SearchConfig:
+    """``config`` with the target devices' own cost model (CapsAcc devices have
+    ``capsacc``), checked against its objectives; what a study's identity holds.
+
+    Raises:
+        SearchError: The devices mix cost models, ``cost_model`` names another, or
+            an objective needs a cost model the devices do not have.
+    """
+    from nasmlcn.costs import devices_cost_model
+    from nasmlcn.search._trial.objectives import check_cost_model
+
+    cost_model = devices_cost_model(config.devices, config.cost_model, config.device_file)
+    check_cost_model(config.objectives, cost_model)
+    return config if cost_model == config.cost_model else replace(config, cost_model=cost_model)
+
+
+def setup_search(config: SearchConfig) -> SearchSetup:
+    """Validates ``config`` and builds the search's parts (``setup.config`` is
+    ``config`` with the devices' own cost model, :func:`with_devices_cost_model`).
+
+    Raises:
+        NasmlcnError: Any invalid part, with a one-line message.
+    """
+    catalog = load_catalog(config.device_file)  # read here, not when a config is made
+    config = with_devices_cost_model(config)
+    devices = parse_devices(config.devices, mem=config.mem, catalog=catalog)
+    flops = parse_flops(config.flops)
+    objectives = tuple(OBJECTIVES.get(name) for name in config.objectives)
+    SAMPLERS.get(config.sampler)
+    PRUNERS.get(config.pruner)
+    EVALUATORS.get(config.evaluator)
+    dataset = DATASETS.get(config.dataset)  # its shape and classes shape every model
+    space = load_space(config.space)
+    options = {"calibration_file": config.calibration} if config.calibration else {}
+    if config.calibration and config.cost_model != "calibrated":
+        raise SearchError(
+            f"calibration applies to cost model 'calibrated', not {config.cost_model!r}"
+        )
+    cost_model = get_cost_model(config.cost_model, **options)
+    ctx = CostContext(
+        input_shape=dataset.input_shape,
+        num_classes=dataset.num_classes,
+        routing=space.routing,
+        decoder=space.decoder,
+        batch_size=config.batch_size,
+    )
+    head = cost_model.head_cost(MAX_HEAD_LANES, ctx).memory_bytes
+    rewards_cost = config.latency_budget is not None or any(
+        o.direction == "minimize" for o in objectives
+    )
+    space_context = SpaceContext(devices, cost_model, ctx, flops, (head,), rewards_cost)
+    setup = SearchSetup(
+        config, devices, flops, space, cost_model, objectives, dataset, space_context
+    )
+    _check_some_lane_fits(setup)
+    space.prepare(space_context)  # its choices for these devices (fixed for the study)
+    _check_run_on(config.run_on)
+    _check_data(setup)
+    return setup
+
+
+def _check_some_lane_fits(setup: SearchSetup) -> None:
+    """The smallest lane there is (width 1, depth 1, at the smallest batch size the
+    search uses) fits the largest target device; else every trial would fail."""
+    from nasmlcn.hardware import format_bytes
+    from nasmlcn.specs import LANE_TYPES, LaneSpec
+
+    ctx = setup.space_context.cost_context
+    batches = setup.space.training.get("batch_size", (ctx.batch_size,))
+    ctx = replace(ctx, batch_size=min(batches))
+    smallest = min(
+        (setup.cost_model.lane_cost(LaneSpec(t, 1, 1), ctx) for t in LANE_TYPES.names()),
+        key=lambda c: c.memory_bytes,
+    )
+    largest = max(setup.devices, key=lambda d: d.memory_bytes)
+    if smallest.memory_bytes > largest.memory_bytes:
+        raise SearchError(
+            f"no model fits the target devices: the smallest lane ({smallest.lane}) needs "
+            f"about {format_bytes(smallest.memory_bytes)} to train at batch {ctx.batch_size}, "
+            f"the largest device ({largest.kind}) has {format_bytes(largest.memory_bytes)}; "
+            "raise ‹mem› or lower ‹batch_size›"
+        )
+
+
+def _check_run_on(run_on: str) -> None:
+    """``--run-on`` is well-formed and names devices this machine has."""
+    from nasmlcn.errors import DeviceError, TrainingError
+    from nasmlcn.parallel import parse_run_on
+
+    try:
+        names = parse_run_on(run_on)
+    except DeviceError as err:
+        raise SearchError(f"‹run_on› {err}") from None
+    for name in names:
+        if name not in ("auto", "cpu"):
+            from nasmlcn.training import resolve_device
+
+            try:
+                resolve_device(name)
+            except TrainingError as err:
+                raise SearchError(f"‹run_on› {run_on!r}: {err}") from None
+
+
+def _check_data(setup: SearchSetup) -> None:
+    """A given data directory exists; the data is there when trials train on it.
+
+    Runs last: preparing may unpack Debian's copy into the data directory, which
+    should only happen once everything else is known to be valid.
+    """
+    from nasmlcn.data import resolve_data_dir
+
+    config = setup.config
+    if config.data_dir is not None:
+        resolve_data_dir(config.data_dir)  # must exist, whatever the evaluator
+    trains = bool(getattr(EVALUATORS.get(config.evaluator), "measured", False))
+    if trains and setup.needs_training:
+        setup.dataset.prepare(resolve_data_dir(config.data_dir), True)

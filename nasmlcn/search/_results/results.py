@@ -1,0 +1,405 @@
+"""Reading results back from a study: the best trials or the Pareto front, and
+the early-epoch correlation with what pruning saved.
+
+Used at the end of ``nasmlcn search`` and by ``nasmlcn best`` and ``nasmlcn
+correlate``; works on any study written by nasmlcn, without the search's
+configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nasmlcn._text import counted
+from nasmlcn.search._pruners.correlation import EpochCorrelation, FinishedTrial, epoch_correlations
+from nasmlcn.study import TrialRecord
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.trial import FrozenTrial
+
+    from nasmlcn.study import RetrainedModel
+
+MEASURED_KEYS = (
+    "measured_inference_latency_s",
+    "measured_inference_device",
+    "measured_inference_batch_size",
+    "measured_inference_p25_s",
+    "measured_inference_p75_s",
+)
+"""What ``TrialSummary.measured`` takes from the trial's ``training`` attribute."""
+
+
+def is_feasible(trial: FrozenTrial) -> bool:
+    """All of the trial's constraints (``trial.set_constraint``) are <= 0."""
+    return TrialRecord.of(trial).feasible
+
+
+@dataclass(frozen=True)
+class TrialSummary:
+    """One trial as reports show it.
+
+    ``predicted`` holds the plan's predictions for the target devices (the
+    trial's ``predicted`` attribute); ``measured`` what the evaluator measured on
+    the device that trained it (``MEASURED_KEYS``; empty for the proxy, which
+    measures nothing).
+    """
+
+    number: int
+    state: str
+    values: dict[str, float] | None
+    lanes: str | None
+    lane_mix: str | None
+    num_lanes: int | None
+    placement: list[dict[str, Any]]
+    predicted: dict[str, Any]
+    accuracy_per_epoch: list[float]
+    feasible: bool
+    reason: str | None
+    measured: dict[str, Any]
+    retrained: dict[str, Any] | None = None
+    """The trial's ``nasmlcn retrain`` result on the search's dataset (None: never
+    retrained); :class:`~nasmlcn.search._results.retrain.RetrainedModel` as a dict."""
+    proposed: int = 1
+    """Trials that proposed this model: it and its repeats (:func:`proposals`)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "state": self.state,
+            "values": self.values,
+            "lanes": self.lanes,
+            "lane_mix": self.lane_mix,
+            "num_lanes": self.num_lanes,
+            "placement": self.placement,
+            "predicted": self.predicted,
+            "measured": self.measured,
+            "val_accuracy_per_epoch": self.accuracy_per_epoch,
+            "feasible": self.feasible,
+            "reason": self.reason,
+            "retrained": self.retrained,
+            "proposed": self.proposed,
+        }
+
+
+def summarize(
+    trial: FrozenTrial,
+    metric_names: list[str] | None,
+    retrained: RetrainedModel | None = None,
+    proposed: int = 1,
+) -> TrialSummary:
+    """``trial`` as reports show it, with its retrained result if given
+    (:func:`~nasmlcn.search._results.retrain.retrained_by_trial`) and how many trials
+    proposed its model (:func:`proposals`)."""
+    record = TrialRecord.of(trial)
+    values = None
+    if record.values is not None:
+        names = metric_names or [f"objective{i}" for i in range(len(record.values))]
+        values = dict(zip(names, record.values, strict=False))
+    training = record.training
+    return TrialSummary(
+        number=record.number,
+        state=record.state,
+        values=values,
+        lanes=record.lanes,
+        lane_mix=record.lane_mix,
+        num_lanes=record.num_lanes,
+        placement=record.plan.get("devices", []),
+        predicted=record.predicted,
+        accuracy_per_epoch=record.accuracy_per_epoch,
+        feasible=record.feasible,
+        reason=record.reason,
+        measured={k: training[k] for k in MEASURED_KEYS if training.get(k) is not None},
+        retrained=retrained.to_dict() if retrained is not None else None,
+        proposed=proposed,
+    )
+
+
+def proposals(study: optuna.Study) -> dict[int, int]:
+    """Per trial that trained a model others repeated (search/_trial/repeats.py): how many
+    trials proposed that model, itself included; a trial not listed: 1."""
+    from optuna.trial import TrialState
+
+    counts: dict[int, int] = {}
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        original = TrialRecord.of(t).repeat_of
+        if original is not None:
+            counts[original] = counts.get(original, 1) + 1
+    return counts
+
+
+def best_trials(study: optuna.Study, top: int = 5) -> list[FrozenTrial]:
+    """Single objective: the ``top`` feasible completed trials, best first.
+    Several objectives: the feasible Pareto front (Optuna's), best first objective first.
+    A repeat is left out: its original, the same model with the same result, is in."""
+    from optuna.trial import TrialState
+
+    if len(study.directions) > 1:
+        front = [t for t in study.best_trials if not _is_repeat(t)]  # each model once
+        return sorted(front, key=lambda t: rank_key(study, t))
+    done = [
+        t
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        if is_feasible(t) and t.values is not None and not _is_repeat(t)
+    ]
+    return sorted(done, key=lambda t: rank_key(study, t))[:top]
+
+
+def _is_repeat(trial: FrozenTrial) -> bool:
+    """A repeat took its original's result (search/_trial/repeats.py): the original stands
+    for the model in every answer."""
+    return TrialRecord.of(trial).repeat_of is not None
+
+
+def rank_key(study: optuna.Study, trial: FrozenTrial) -> tuple[float, int]:
+    from optuna.study import StudyDirection
+
+    assert trial.values is not None
+    value = trial.values[0]
+    return (-value if study.directions[0] == StudyDirection.MAXIMIZE else value, trial.number)
+
+
+def completed_curves(study: optuna.Study) -> list[list[float]]:
+    """Per completed trial, its validation accuracy after every epoch (what the
+    correlation is measured on: pruned trials never reached the last epoch)."""
+    from optuna.trial import TrialState
+
+    curves = []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        record = TrialRecord.of(t)
+        if record.accuracy_per_epoch and record.repeat_of is None:  # each model once
+            curves.append(record.accuracy_per_epoch)
+    return curves
+
+
+def finished_for_pruning(
+    study: optuna.Study,
+    cost_objectives: Sequence[tuple[str, int, bool]],
+    *,
+    with_pruned: bool = False,
+    repeats: bool = False,
+) -> list[FinishedTrial]:
+    """The completed trials as the pruner compares with them, in trial order.
+
+    Args:
+        study: The study.
+        cost_objectives: Per cost objective (one predicted before training), its
+            name, its index in the trial's values, and whether it is maximised
+            (then its value is negated, so that every cost is minimised).
+        with_pruned: Also the pruned trials, with the epochs they ran and the costs
+            they were pruned with (``pruning_costs``; successive halving compares
+            at a rung with every trial that reached it).
+        repeats: Also the repeats (search/_trial/repeats.py), marked: a replay of the
+            pruner needs them; the live pruner does not compare with a model twice.
+    """
+    from optuna.trial import TrialState
+
+    states = (TrialState.COMPLETE, TrialState.PRUNED) if with_pruned else (TrialState.COMPLETE,)
+    out = []
+    for t in study.get_trials(deepcopy=False, states=states):
+        record = TrialRecord.of(t)
+        curve = record.accuracy_per_epoch
+        if not curve or (record.repeat_of is not None and not repeats):
+            continue  # a repeat is its original's model: no rival of its own
+        if record.values is not None:
+            costs = {
+                name: -record.values[i] if maximize else record.values[i]
+                for name, i, maximize in cost_objectives
+            }
+        else:  # pruned: no values; the costs it was pruned with
+            stored = record.pruning_costs or {}
+            if any(name not in stored for name, _, _ in cost_objectives):
+                continue  # its costs were never stored (an older study): not comparable
+            costs = {name: float(stored[name]) for name, _, _ in cost_objectives}
+        out.append(FinishedTrial(tuple(curve), costs, record.feasible, record.repeat_of))
+    return out
+
+
+def trial_counts(study: optuna.Study) -> dict[str, int]:
+    """The study's trials by how they ended, as the summaries show them.
+
+    Only ``complete`` and ``pruned`` trials count toward ``--trials`` (their sum is
+    ``results``); a ``failed`` trial never does, whether it was ``retried`` (queued
+    again as a WAITING copy: Ctrl-C, a dead worker, the search's ``--timeout``) or
+    not (an error in training: a new trial takes its place). ``waiting`` are the
+    queued copies no run has taken yet, ``running`` the trials running now (or
+    left by a worker that died, until one fails them).
+    """
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    queued = {n for t in trials for n in TrialRecord.of(t).retry_history}
+    by_state = {
+        state: [t for t in trials if t.state == state]
+        for state in (
+            TrialState.COMPLETE,
+            TrialState.PRUNED,
+            TrialState.FAIL,
+            TrialState.WAITING,
+            TrialState.RUNNING,
+        )
+    }
+    complete, pruned = len(by_state[TrialState.COMPLETE]), len(by_state[TrialState.PRUNED])
+    # added by a warm start as data (nasmlcn.search._prepare.warm): not toward --trials
+    complete_records = [TrialRecord.of(t) for t in by_state[TrialState.COMPLETE]]
+    transferred = sum(r.transferred_from is not None for r in complete_records)
+    # took an earlier trial's result or curve (search/_trial/repeats.py): trained nothing
+    repeats = sum(r.repeat_of is not None for r in complete_records)
+    pruned_repeats = sum(
+        TrialRecord.of(t).repeat_of is not None for t in by_state[TrialState.PRUNED]
+    )
+    return {
+        "results": complete + pruned - transferred,
+        "transferred": transferred,
+        "repeats": repeats + pruned_repeats,
+        "pruned_repeats": pruned_repeats,
+        "complete": complete,
+        "pruned": pruned,
+        "failed": len(by_state[TrialState.FAIL]),
+        "retried": sum(t.number in queued for t in by_state[TrialState.FAIL]),
+        "waiting": len(by_state[TrialState.WAITING]),
+        "running": len(by_state[TrialState.RUNNING]),
+    }
+
+
+def pruned_records(study: optuna.Study) -> list[dict[str, Any]]:
+    """Every pruned trial of the study (not only a run's): its number, why it was
+    pruned and the training time that saved, as ``search --json`` lists them."""
+    from optuna.trial import TrialState
+
+    from nasmlcn.study import TrialRecord
+
+    records = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,)):
+        record = TrialRecord.of(trial)
+        records.append(
+            {
+                "number": trial.number,
+                "reason": record.prune_reason,
+                "seconds_saved": record.seconds_saved or 0.0,
+                # a repeat: its model's stored curve, replayed to the pruner (search/_trial/repeats.py)
+                "repeat_of": record.repeat_of,
+            }
+        )
+    return records
+
+
+def describe_counts(counts: dict[str, int], count_repeats: bool = False) -> str:
+    """``20 models: 18 complete, 2 pruned; 2 failed and queued again (not
+    counted)``: what a summary's title says of :func:`trial_counts`;
+    ``count_repeats``: whether the repeats counted toward ``--trials`` (then the
+    title counts results, repeats among them)."""
+    repeats, pruned_repeats = counts.get("repeats", 0), counts.get("pruned_repeats", 0)
+    complete = counts.get("complete", 0) - counts.get("transferred", 0)
+    pruned = counts.get("pruned", 0)
+    if count_repeats:
+        text = f"{counts.get('results', 0)} results: {complete} complete, {pruned} pruned"
+    else:  # each model once: the repeats are proposals, said apart
+        complete, pruned = complete - (repeats - pruned_repeats), pruned - pruned_repeats
+        text = f"{complete + pruned} models: {complete} complete, {pruned} pruned"
+    failed, retried = counts.get("failed", 0), counts.get("retried", 0)
+    if failed:
+        again = (
+            " and queued again"
+            if retried == failed
+            else f", {retried} of them queued again"
+            if retried
+            else ""
+        )
+        text += f"; {failed} failed{again} (not counted)"
+    if counts.get("waiting"):
+        text += f"; {counts['waiting']} queued to run"
+    if counts.get("transferred"):
+        text += f"; {counts['transferred']} more complete added by the warm start as data"
+    if repeats:
+        if count_repeats:
+            text += (
+                f"; {counted(repeats, 'result')} "
+                f"{'was a repeat of a model' if repeats == 1 else 'were repeats of models'}"
+                " already trained or pruned (nothing trained; counted: --count-repeats)"
+            )
+        else:
+            text += (
+                f"; {counted(repeats, 'more proposal')} "
+                f"{'was a repeat of a model' if repeats == 1 else 'were repeats of models'}"
+                " already trained or pruned (their results taken, nothing trained, not "
+                "counted)"
+            )
+    return text
+
+
+def not_learning(study: optuna.Study) -> list[dict[str, Any]]:
+    """The completed trials that did not learn (:mod:`nasmlcn.search._trial.objectives`):
+    per trial its number and final validation accuracy, in trial order."""
+    from optuna.trial import TrialState
+
+    out = []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        record = TrialRecord.of(t)
+        if not record.learned:
+            curve = record.accuracy_per_epoch
+            out.append({"number": t.number, "accuracy": curve[-1] if curve else None})
+    return out
+
+
+@dataclass(frozen=True)
+class CorrelationReport:
+    """A study's early-epoch correlation (NASCaps Table 2) and what pruning saved.
+
+    Attributes:
+        correlations: Per epoch, Pearson and Spearman vs the last epoch, over the
+            completed trials.
+        pruned_trials: Trials stopped early by the pruner (not those that did not
+            fit the devices).
+        seconds_saved: Training time those trials saved (estimated from their epochs).
+        retrained: Per epoch, Pearson and Spearman of the search's validation
+            accuracy vs the test accuracy of the trials ``nasmlcn retrain`` trained
+            again on the search's dataset (empty: none retrained).
+    """
+
+    correlations: tuple[EpochCorrelation, ...]
+    pruned_trials: int
+    seconds_saved: float
+    retrained: tuple[EpochCorrelation, ...] = ()
+
+    @property
+    def trials(self) -> int:
+        """Completed trials the correlation is measured on."""
+        return self.correlations[0].trials if self.correlations else 0
+
+
+def correlation_report(study: optuna.Study) -> CorrelationReport:
+    """The early-epoch correlation of ``study`` and what its pruned trials saved."""
+    from optuna.trial import TrialState
+
+    saved = [
+        r.seconds_saved
+        for r in map(TrialRecord.of, study.get_trials(deepcopy=False, states=(TrialState.PRUNED,)))
+        if r.seconds_saved is not None
+    ]
+    return CorrelationReport(
+        tuple(epoch_correlations(completed_curves(study))),
+        len(saved),
+        float(sum(saved)),
+        tuple(_retrained_correlations(study)),
+    )
+
+
+def _retrained_correlations(study: optuna.Study) -> list[EpochCorrelation]:
+    """NASCaps Table 2 against the retrained test accuracy (see :class:`CorrelationReport`)."""
+    from optuna.trial import TrialState
+
+    from nasmlcn.search._pruners.correlation import retrained_correlations
+    from nasmlcn.study import retrained_by_trial, study_info
+
+    models = retrained_by_trial(study_info(study))
+    if not models:
+        return []
+    curves = {
+        t.number: TrialRecord.of(t).accuracy_per_epoch
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        if t.number in models
+    }
+    return retrained_correlations(curves, list(models.values()))

@@ -1,0 +1,303 @@
+"""NASCaps' second stage: train the selected trials again, fully, and test them.
+
+A search ranks candidates by the validation accuracy of a short training
+(NASCaps sec. 4.2: "the candidate networks that show their accuracy and hardware
+efficiency in a Pareto-front are fully-trained to evaluate their actual
+validation accuracy"). :func:`retrain_study` does that second stage for a study
+nasmlcn wrote:
+
+- which trials: the Pareto front (``pareto``; on a single-objective study the
+  front is its best trial) or the ``top`` K feasible completed trials by the first
+  objective (accuracy), K different models (a trial with the architecture and
+  training settings of a better one would train the same model: skipped);
+- how: each trial's stored architecture (the ``arch`` attribute,
+  :class:`~nasmlcn.study._trial.TrialRecord`) with the trial's own training
+  settings as the ``train`` evaluator used them (its sampled ``batch_size`` and
+  ``lr``, else the search's; the search's epochs, dataset and seed), any of them
+  overridden by :class:`RetrainOptions`; trained by
+  :func:`~nasmlcn.training.train` (the one training path) on the whole
+  training split (``train_limit`` None) of the same seeded train/validation split
+  as the search, so the search's validation images stay unseen, and tested on the
+  test set, which the search never touches: the weights of the epoch with the best
+  validation accuracy (select on validation, test once);
+- or, with ``refit`` (NASCaps' final training), that run only chooses the epochs
+  ``E`` (its selected epoch): a fresh model, with the same seed and settings,
+  trains ``E`` epochs on the training and validation images together and is
+  tested once (:meth:`~nasmlcn.data.DataSplits.refit`), the first run's test
+  accuracy kept beside it;
+- measured: test accuracy, parameters, training throughput (training images per
+  second of the training passes) and inference throughput (images per second
+  classifying test images, forward only, eval mode, no decoder, batch
+  ``inference_batch_size``: :func:`nasmlcn.measure.time_inference` on the model
+  loaded back from the checkpoint written, on the device it trained on);
+- written: one run folder per trial under ``out_dir`` (``trial-0007/``) as
+  ``nasmlcn train --out`` writes it (``checkpoint.pt``, ``arch.json``,
+  ``result.json`` with a ``retrain`` section), so ``nasmlcn train --arch ...
+  --resume`` and :func:`nasmlcn.training.load_model` read it; a refit's beside
+  it (``trial-0007-refit/``, which then has the ``retrain`` section).
+
+Where the results live: :mod:`nasmlcn.study._retrained` (the study's ``nasmlcn``
+attribute, one :class:`~nasmlcn.study.RetrainedModel` per trial and dataset, stored
+as soon as its model is tested). Everything is checked on a read-only view of the
+study before anything is trained or written: a bad request leaves the study untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from nasmlcn.errors import NasmlcnError
+from nasmlcn.search._results.retrain_plan import (
+    REFIT_SUFFIX,
+    RetrainOptions,
+    RetrainTarget,
+    plan_retrain,
+    refit_protocol,
+    refit_target,
+    run_folder,
+    selection_notes,
+    target_job,
+)
+from nasmlcn.search._trial.objectives import chance_accuracy, learning_threshold
+from nasmlcn.study import RetrainedModel, store_retrained
+
+if TYPE_CHECKING:
+    import optuna
+
+    from nasmlcn.measure import InferenceTiming
+    from nasmlcn.training import Callback, TrainReport
+
+logger = logging.getLogger(__name__)
+
+
+class RetrainObserver:
+    """Hooks of a retrain run (the CLI's progress display, the dashboard's notes);
+    all no-ops here. An observer that raises stops the run (models already stored
+    stay stored)."""
+
+    def on_start(self, study: optuna.Study, targets: Sequence[RetrainTarget]) -> None:
+        pass
+
+    def training_callbacks(self, target: RetrainTarget, index: int) -> Sequence[Callback]:
+        """Training callbacks for the ``index``-th model (0-based); asked again for its
+        refit (``target.refit``)."""
+        return ()
+
+    def on_model_end(self, model: RetrainedModel) -> None:
+        pass
+
+    def on_end(self, study: optuna.Study, report: RetrainReport) -> None:
+        """After the last model; ``study`` is writable (notes may be added)."""
+
+
+@dataclass(frozen=True)
+class RetrainReport:
+    """What :func:`retrain_study` did; ``to_dict`` is what ``--json`` prints."""
+
+    study: str
+    selection: str
+    dataset: str
+    out_dir: str
+    models: tuple[RetrainedModel, ...]
+    notes: tuple[str, ...] = ()  # what the selection left out (selection_notes)
+    seed: int | None = None  # --seed: the run folders are trial-NNNN-seed-S
+    refit: bool = False  # the models are refits, in trial-NNNN-refit
+
+    @property
+    def run_folders(self) -> str:
+        """The name pattern of the run folders with the reported models
+        (``trial-NNNN``, ``trial-NNNN-seed-1``, ``trial-NNNN-refit``)."""
+        name = run_folder(0, self.seed).replace("0000", "NNNN")
+        return name + (REFIT_SUFFIX if self.refit else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "study": self.study,
+            "selection": self.selection,
+            "dataset": self.dataset,
+            "out_dir": self.out_dir,
+            "models": [m.to_dict() for m in self.models],
+            "notes": list(self.notes),
+            "seed": self.seed,
+            "refit": self.refit,
+        }
+
+
+def retrain_study(
+    name: str | None,
+    url: str,
+    options: RetrainOptions,
+    *,
+    observer: RetrainObserver | None = None,
+) -> RetrainReport:
+    """Retrains the selected trials of study ``name`` in storage ``url`` (see the
+    module docstring) and stores each result on the study as soon as it is tested.
+
+    Raises:
+        StorageError: No such storage or study.
+        SearchError, SpecError, CheckpointError, UnknownNameError: see
+            :func:`plan_retrain`; raised before anything is trained or written.
+        DatasetError, TrainingError: The data cannot be loaded, training diverged.
+    """
+    from nasmlcn.study import load_existing_study
+
+    watcher = observer or RetrainObserver()
+    readable = load_existing_study(name, url)
+    targets = plan_retrain(readable, options)
+    # a storage that cannot be written is refused now, not after the first model trained
+    writable = load_existing_study(readable.study_name, url, read_only=False)
+    watcher.on_start(readable, targets)
+    done: list[RetrainedModel] = []
+    test_images: dict[str, Any] = {}
+    for index, target in enumerate(targets):
+        callbacks = partial(watcher.training_callbacks, index=index)
+        model = _retrain_one(target, options, callbacks, test_images)
+        store_retrained(writable, model)
+        done.append(model)
+        watcher.on_model_end(model)
+    report = RetrainReport(
+        readable.study_name,
+        options.selection,
+        targets[0].dataset,
+        options.out_dir,
+        tuple(done),
+        tuple(selection_notes(readable, options)),
+        options.seed,
+        options.refit,
+    )
+    watcher.on_end(writable, report)
+    return report
+
+
+def _retrain_one(
+    target: RetrainTarget,
+    options: RetrainOptions,
+    callbacks: Callable[[RetrainTarget], Sequence[Callback]],
+    test_images: dict[str, Any],
+) -> RetrainedModel:
+    """Trains (and with ``options.refit`` refits), tests and times one model; writes
+    its run folder(s). ``callbacks``: a run's training callbacks."""
+    from nasmlcn.measure import INFERENCE_PASSES, INFERENCE_WARMUP, time_inference
+    from nasmlcn.training import CHECKPOINT_NAME, load_job_splits, load_model, train
+
+    started = time.perf_counter()
+    report = train(target_job(target, options), list(callbacks(target)))
+    tested, final = report, target
+    if options.refit:  # the epochs chosen on validation, on all the training data
+        final = refit_target(target, report.selected_epoch)
+        tested = train(target_job(final, options), list(callbacks(final)))
+    weights = final.run_dir / CHECKPOINT_NAME
+    # timed on the weights as written: what other commands load
+    model, _ = load_model(weights)
+    model.to(tested.device)
+    if target.dataset not in test_images:  # (N, C, H, W), normalised as in training
+        test_images[target.dataset] = load_job_splits(
+            target_job(target, options)
+        ).test.first_inputs(options.inference_batch_size * (INFERENCE_WARMUP + INFERENCE_PASSES))
+    inference = time_inference(
+        model,
+        test_images[target.dataset],
+        input_device=tested.device,
+        batch_size=options.inference_batch_size,
+    )
+    retrained = _record(final, report, tested, inference, seconds=time.perf_counter() - started)
+    given = {"train_limit": options.train_limit, "test_limit": options.test_limit}
+    limits = {name: int(value) for name, value in given.items() if value is not None}
+    if limits:
+        retrained = replace(retrained, data_limits=limits)
+    _write_result(final, tested, retrained, inference)
+    logger.info(
+        "trial %d retrained: test accuracy %.4f (%s)",
+        target.number,
+        retrained.test_accuracy,
+        retrained.protocol,
+    )
+    return retrained
+
+
+def _record(
+    final: RetrainTarget,
+    report: TrainReport,
+    tested: TrainReport,
+    inference: InferenceTiming,
+    *,
+    seconds: float,
+) -> RetrainedModel:
+    """The stored record of ``final`` (a run, or a refit), whose run selected on
+    validation gave ``report`` and whose tested model gave ``tested`` (``report``
+    itself where it is no refit), timed by ``inference``."""
+    from nasmlcn.training import CHECKPOINT_NAME
+
+    history = report.history
+    return RetrainedModel(
+        number=final.number,
+        dataset=final.dataset,
+        lanes=final.arch.describe(),
+        test_accuracy=tested.test_accuracy,
+        test_loss=tested.test_loss,
+        test_images=tested.test_images,
+        params=tested.params,
+        epochs=len(history),
+        batch_size=final.config.batch_size,
+        lr=final.config.lr,
+        train_images=tested.train_images,
+        train_images_per_second=float(tested.to_dict()["images_per_second"]),
+        inference_images_per_second=1.0 / inference.seconds_per_image,
+        inference_batch_size=inference.batch_size,
+        device=tested.device,
+        seconds=seconds,
+        search_accuracy=final.search_accuracy,
+        search_epochs=final.search_epochs,
+        val_accuracy_per_epoch=[h.val_accuracy for h in history],
+        weights=str((final.run_dir / CHECKPOINT_NAME).resolve()),
+        run_dir=str(final.run_dir.resolve()),
+        retrained_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        seed=final.config.seed,
+        selected_epoch=report.selected_epoch,
+        last_epoch_test_accuracy=report.last_epoch_test_accuracy,
+        protocol=refit_protocol(final.config.epochs) if final.refit else report.protocol,
+        validation_run_test_accuracy=report.test_accuracy if final.refit else None,
+    )
+
+
+def _write_result(
+    final: RetrainTarget,
+    tested: TrainReport,
+    retrained: RetrainedModel,
+    inference: InferenceTiming,
+) -> None:
+    """``result.json`` of ``final``'s run folder, with a ``retrain`` section."""
+    from nasmlcn.training import write_result
+
+    write_result(
+        final.run_dir,
+        {**tested.to_dict(), "retrain": {**retrained.to_dict(), "inference": inference.to_dict()}},
+    )
+
+
+def retrained_caveats(model: RetrainedModel) -> list[str]:
+    """What a reader of ``model``'s test accuracy must know: that the model did not
+    learn (below :func:`~nasmlcn.search._trial.objectives.learning_threshold`, as a search's
+    trials), and that it rests on fewer images than the whole splits."""
+    from nasmlcn.data import DATASETS
+
+    caveats = []
+    try:
+        classes = DATASETS.get(model.dataset).num_classes
+    except NasmlcnError:  # a dataset this version does not know: no threshold to give
+        classes = None
+    if classes is not None and model.test_accuracy < learning_threshold(classes):
+        caveats.append(
+            f"did not learn (below {learning_threshold(classes):.2f}; chance "
+            f"{chance_accuracy(classes):.2f})"
+        )
+    if model.data_limits:
+        caveats.append(
+            f"reduced data: {model.train_images:,} training, {model.test_images:,} test images"
+        )
+    return caveats

@@ -1,0 +1,206 @@
+"""Objectives by name: what a trial is scored on, and in which direction.
+
+``accuracy`` comes from the evaluator (validation accuracy after the last epoch);
+``latency``, ``inference``, ``memory`` and ``params`` are predictions for the
+*target* devices from the plan (cost model + placement), the same whatever
+machine trains. ``latency`` is the predicted *training step* time (the placement's
+makespan); ``inference`` the predicted time to classify one image (batch 1):
+each device runs its lanes' forward passes, the devices in parallel, then the
+class capsules on the head device, without the decoder. Both are in the cost
+model's time unit (seconds for ``analytic`` and ``calibrated``). The ``train``
+evaluator also *measures* inference latency on the device that trained the
+model; that figure is stored on the trial, never used as an objective.
+
+``energy`` is the energy of one inference, in mJ, which only the ``capsacc``
+cost model predicts (NASCaps eq. 7; every lane's layers, the devices' sums). It
+is refused with any other cost model rather than guessed: GPUs' catalog entries
+carry no power figures. ``--devices capsacc`` selects that model, and there a
+NASCaps search is ``--objectives accuracy,energy,inference,memory``: on CapsAcc
+``inference`` is NASCaps' latency, ``memory`` its weight memory (MiB here, KiB
+there) and ``latency`` that latency times the batch size (a "step" of an
+inference-only accelerator), so either ranks models the same at a fixed batch.
+
+A trained trial must also *learn*: its accuracy beats chance by a clear margin.
+A model at chance accuracy (0.098 on Fashion-MNIST) is often the cheapest of a
+study, so without this it sits on the accuracy-vs-cost Pareto front, ``retrain
+--pareto`` trains it again and it squeezes every figure's accuracy axis. The
+runner sets the constraint :data:`LEARNING_CONSTRAINT` on every trained trial:
+``threshold - accuracy``, feasible (<= 0) when the trial learned. Optuna's Pareto
+front and nasmlcn's best trials consider only feasible trials, so a trial that did
+not learn stays in the study (its curve, its costs, its checkpoint) but is no
+candidate; the figures and tables show it apart.
+
+The threshold is chance (one over the number of classes) plus a tenth of the way
+from chance to perfect: 0.19 for 10 classes, 0.55 for two. On a validation set of
+1,000 images at 10 classes, chance's standard deviation is 0.0095, so 0.19 is
+more than 9 of them above chance: no model that learned nothing reaches it by luck.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from nasmlcn.errors import SearchError
+from nasmlcn.registry import Registry
+
+if TYPE_CHECKING:
+    from nasmlcn.planning import Plan
+    from nasmlcn.search._evaluators.evaluator import Evaluation
+
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One objective.
+
+    Attributes:
+        name: Registry name (``latency``).
+        direction: ``maximize`` or ``minimize``.
+        metric: The name optuna-dashboard shows (with its unit).
+        needs_training: Whether the value comes from the evaluator.
+        value: ``value(plan, evaluation)``; ``evaluation`` is None when no
+            objective needs training.
+        description: One line for listings.
+        cost_models: The cost models whose plans it is defined for (empty: all).
+    """
+
+    name: str
+    direction: str
+    metric: str
+    needs_training: bool
+    value: Callable[[Plan, Evaluation | None], float]
+    description: str
+    cost_models: tuple[str, ...] = ()
+
+
+def check_cost_model(objectives: tuple[str, ...], cost_model: str) -> None:
+    """Every named objective (unknown names are left to the search's setup) is
+    defined for ``cost_model``.
+
+    Raises:
+        SearchError: One is not; the message names the cost models it needs.
+    """
+    for name in objectives:
+        if name not in OBJECTIVES:
+            continue
+        needs = OBJECTIVES.get(name).cost_models
+        if needs and cost_model not in needs:
+            raise SearchError(
+                f"objective {name!r} needs cost model {' or '.join(needs)}, not {cost_model!r}: "
+                f"use ‹devices› {needs[0]} (a device with that cost model) or ‹cost_model› {needs[0]}"
+            )
+
+
+OBJECTIVES: Registry[Objective] = Registry("objective")
+
+
+def _accuracy(plan: Plan, evaluation: Evaluation | None) -> float:
+    assert evaluation is not None
+    return evaluation.accuracy
+
+
+OBJECTIVES.register(
+    "accuracy",
+    Objective(
+        "accuracy",
+        "maximize",
+        "accuracy",
+        True,
+        _accuracy,
+        "validation accuracy after the last epoch (max)",
+    ),
+)
+OBJECTIVES.register(
+    "latency",
+    Objective(
+        "latency",
+        "minimize",
+        "latency_s",
+        False,
+        lambda plan, _: plan.makespan,
+        "predicted training step time on the target devices = placement makespan (min)",
+    ),
+)
+OBJECTIVES.register(
+    "inference",
+    Objective(
+        "inference",
+        "minimize",
+        "inference_latency_s",
+        False,
+        lambda plan, _: plan.inference_latency,
+        "predicted inference latency per image (batch 1) on the target devices: "
+        "lanes' forward passes in parallel (inference makespan) + class capsules on the "
+        "head device, no decoder (min)",
+    ),
+)
+OBJECTIVES.register(
+    "memory",
+    Objective(
+        "memory",
+        "minimize",
+        "memory_MiB",
+        False,
+        lambda plan, _: plan.peak_memory_bytes / MIB,
+        "predicted training memory of the fullest device, MiB (min)",
+    ),
+)
+OBJECTIVES.register(
+    "params",
+    Objective(
+        "params",
+        "minimize",
+        "params",
+        False,
+        lambda plan, _: float(plan.costs.params),
+        "trainable parameters (min)",
+    ),
+)
+
+
+def _energy(plan: Plan, _: Evaluation | None) -> float:
+    from nasmlcn.costs import mlcn_energy_j
+
+    if plan.cost_model not in OBJECTIVES.get("energy").cost_models:
+        raise SearchError(f"objective 'energy' needs cost model capsacc, not {plan.cost_model!r}")
+    return mlcn_energy_j(plan.spec) * 1e3
+
+
+OBJECTIVES.register(
+    "energy",
+    Objective(
+        "energy",
+        "minimize",
+        "energy_mJ",
+        False,
+        _energy,
+        "predicted energy of one inference on CapsAcc (NASCaps eq. 7), mJ; "
+        "needs the capsacc cost model, e.g. ‹devices› capsacc (min)",
+        cost_models=("capsacc",),
+    ),
+)
+
+
+LEARNING_MARGIN = 0.1
+"""The share of the way from chance to perfect accuracy a trial must go."""
+
+
+def chance_accuracy(num_classes: int) -> float:
+    """The accuracy of guessing one class of ``num_classes``."""
+    if num_classes < 2:
+        raise ValueError(f"num_classes must be >= 2, got {num_classes}")
+    return 1.0 / num_classes
+
+
+def learning_threshold(num_classes: int) -> float:
+    """The accuracy a trial must reach to count as learning."""
+    chance = chance_accuracy(num_classes)
+    return chance + LEARNING_MARGIN * (1.0 - chance)
+
+
+def learning_constraint(accuracy: float, num_classes: int) -> float:
+    """The constraint's value: <= 0 when ``accuracy`` shows the model learned."""
+    return learning_threshold(num_classes) - accuracy

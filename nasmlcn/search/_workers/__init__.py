@@ -1,0 +1,1 @@
+"""Many worker processes on one study, on this machine (``pool``)."""

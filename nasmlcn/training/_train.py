@@ -1,0 +1,186 @@
+"""The one verb that trains a :class:`~nasmlcn.training.TrainJob`, wherever it runs:
+on one device in this process, with lanes placed on several local devices, with N
+local processes (lane-parallel or DDP), or as one rank that ``torchrun`` started.
+
+``nasmlcn train`` is a thin wrapper over :func:`train`; so is a retrain. The ways
+it dispatches to live in ``_run`` (one device) and ``_parallel`` (the rest), which
+use :mod:`nasmlcn.parallel` for the models spread over devices and processes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from nasmlcn.errors import DeviceError, SpecError
+from nasmlcn.training._callbacks import Callback
+from nasmlcn.training._job import TrainJob
+
+if TYPE_CHECKING:
+    from nasmlcn.training._job import TrainReport
+    from nasmlcn.training._report import ParallelReport
+
+logger = logging.getLogger(__name__)
+
+
+def train(
+    job: TrainJob,
+    callbacks: Sequence[Callback] = (),
+    *,
+    devices: str | None = None,
+    placement: str = "greedy",
+    processes: int = 1,
+    parallelism: str = "lanes",
+    device: str = "auto",
+    timeout_s: float | None = None,
+) -> TrainReport:
+    """Loads the data, builds and trains the model, tests it and writes the files.
+
+    Where it trains:
+
+    - By default, on ``job.config.device`` in this process.
+    - Started by ``torchrun`` (more than one rank): this process is one rank; rank
+      0 gets the callbacks and writes the files, every rank returns the report.
+    - ``processes > 1``: that many local ranks, lane-parallel or, with
+      ``parallelism="data"``, data-parallel (DDP).
+    - ``devices`` alone: in-process lanes on the local devices that ``device`` maps
+      the target ``devices`` to.
+
+    A parallel job's report is a :class:`ParallelReport`. Its lanes follow the
+    ``placement`` of the model on the target ``devices`` (lanes of target device
+    ``j`` go to rank ``j mod ranks`` in a multi-process job).
+
+    Args:
+        job: What to train, on which data, and where the files go.
+        callbacks: Receive progress; ``on_epoch_end`` may raise to stop.
+        devices: Target devices (``2xH100``, ``1xK80,1xV100``) to place the lanes on.
+        placement: A registered placement strategy (``greedy``, ``random``, ``optimal``).
+        processes: Local processes (ranks) to train with.
+        parallelism: ``lanes`` (each rank owns some lanes) or ``data`` (DDP).
+        device: Where a parallel job runs (a one-device job runs on
+            ``job.config.device``): ``cpu``, ``cuda`` or ``auto``, and in-process
+            also the local devices of the target devices (``cuda:0,cuda:1``).
+        timeout_s: Rendezvous and collective timeout of a multi-process job
+            (default :data:`~nasmlcn.parallel.DEFAULT_TIMEOUT_S`).
+
+    Raises:
+        SpecError: An option combination that cannot work.
+        DeviceError: The target devices are not on this machine (in-process).
+        DistributedError: A rank failed, died or timed out.
+        TrainingError: The loss became NaN or infinite.
+        CheckpointError: ``job.resume`` and the checkpoint belongs to another model.
+    """
+    from nasmlcn.parallel import under_torchrun
+
+    parallel = devices is not None or processes > 1 or parallelism != "lanes"
+    if not parallel and not under_torchrun():
+        from nasmlcn.training._run import train_on_one_device
+
+        return train_on_one_device(job, list(callbacks))
+    return _train_parallel(
+        job,
+        devices=devices,
+        placement=placement,
+        processes=processes,
+        parallelism=parallelism,
+        device=device,
+        timeout_s=timeout_s,
+        callbacks=callbacks,
+    )
+
+
+def _train_parallel(
+    job: TrainJob,
+    *,
+    devices: str | None,
+    placement: str,
+    processes: int,
+    parallelism: str,
+    device: str,
+    timeout_s: float | None,
+    callbacks: Sequence[Callback],
+) -> ParallelReport:
+    """:func:`train` where ``devices``, ``processes``, data ``parallelism`` or
+    torchrun ask for parallel training."""
+    from nasmlcn.parallel import (
+        DEFAULT_TIMEOUT_S,
+        finish_group,
+        init_from_env,
+        lane_devices,
+        map_targets,
+        plan_assignment,
+        rank_assignment,
+        under_torchrun,
+    )
+    from nasmlcn.training._parallel import (
+        check_parallelism,
+        lane_parallel_arch,
+        train_placed,
+        train_processes,
+        train_rank,
+    )
+
+    check_parallelism(parallelism)
+    timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+    torchrun = under_torchrun()
+    if torchrun and processes > 1:
+        raise SpecError("under torchrun, set the processes with torchrun's --nproc-per-node")
+    multi = torchrun or processes > 1
+    if multi and device not in ("auto", "cpu", "cuda"):
+        raise SpecError(
+            f"--run-on {device!r}: with several processes use auto, cpu or cuda "
+            "(each rank takes the GPU of its local rank)"
+        )
+    if parallelism == "data" and not multi:
+        raise SpecError("data parallelism needs several processes: --processes N or torchrun")
+    assignment: tuple[int, ...] = ()
+    targets: tuple[Any, ...] = ()
+    if parallelism == "lanes":
+        world = int(os.environ.get("WORLD_SIZE", "1")) if torchrun else processes
+        assignment, targets = plan_assignment(
+            lane_parallel_arch(job),
+            devices,
+            strategy=placement,
+            processes=world,
+            batch_size=job.config.batch_size,
+            seed=job.config.seed,
+        )
+    if assignment:
+        logger.info(
+            "lane placement (%s) on %s: %s",
+            placement,
+            devices or "the processes",
+            ", ".join(f"lane {i} -> {j}" for i, j in enumerate(assignment)),
+        )
+    if torchrun:
+        ctx = init_from_env(device, timeout)
+        ranks = rank_assignment(assignment, ctx.world_size)
+        result = train_rank(ctx, job, ranks, parallelism, callbacks)
+        finish_group()
+        return result
+    if processes > 1:
+        return train_processes(
+            job,
+            processes,
+            rank_assignment(assignment, processes),
+            parallelism=parallelism,
+            device=device,
+            timeout_s=timeout,
+            callbacks=callbacks,
+        )
+    device_map = map_targets(targets, device)
+    if device_map is None:
+        raise DeviceError(
+            f"the target devices {devices} are not on this machine; choose where their lanes "
+            "run with --run-on cpu or --run-on cuda:0,cuda:1 (target device j on entry j mod n), "
+            "or use several CPU processes with --processes N"
+        )
+    return train_placed(
+        job,
+        lane_devices(assignment, device_map),
+        head_device=device_map[0],
+        assignment=assignment,
+        callbacks=callbacks,
+    )

@@ -1,0 +1,143 @@
+"""Print the code-shape figures issue 50 tracks (how big the house is, not how fast).
+
+    .venv/bin/python scripts/house_figures.py [--trace]
+
+- modules and subpackages directly in ``nasmlcn/search/``;
+- functions in ``nasmlcn/`` over 80 lines, and with more than 8 parameters (``self`` and
+  ``cls`` not counted);
+- public training verbs: names in ``nasmlcn``, ``nasmlcn.training`` and
+  ``nasmlcn.parallel`` ``__all__`` that are functions named ``train*`` or ``run_*``
+  (and not ``run_search``/``run_workers``, the search's verbs);
+- README lines; lines of ``benchmarks/`` that pyproject installs into the wheel;
+- with ``--trace``: the files of ``nasmlcn/search/`` whose functions run while one real
+  trial (1 epoch, 200 images, Fashion-MNIST) goes from ``nasmlcn search`` to its stored
+  result, and their lines (the files a reader opens to follow a trial).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's package, whatever the venv installed
+PACKAGE = ROOT / "nasmlcn"
+SEARCH_VERBS = {"run_search", "run_workers"}
+
+
+def lines(path: Path) -> int:
+    return len(path.read_text().splitlines())
+
+
+def search_entries() -> int:
+    search = PACKAGE / "search"
+    return sum(
+        1
+        for p in search.iterdir()
+        if p.name != "__init__.py"
+        and not p.name.startswith("__")
+        and (p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists()))
+    )
+
+
+def functions() -> list[tuple[str, int, int]]:
+    """(qualified place, lines, parameters) of every function in the package."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                args = node.args
+                names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+                params = len([n for n in names if n not in ("self", "cls")])
+                params += bool(args.vararg) + bool(args.kwarg)
+                size = (node.end_lineno or node.lineno) - node.lineno + 1
+                found.append((f"{path.relative_to(ROOT)}:{node.lineno} {node.name}", size, params))
+    return found
+
+
+def training_verbs() -> list[str]:
+    verbs = set()
+    for name in ("nasmlcn", "nasmlcn.training", "nasmlcn.parallel"):
+        module = importlib.import_module(name)
+        for public in getattr(module, "__all__", []):
+            if public in SEARCH_VERBS or not public.startswith(("train", "run_")):
+                continue
+            if inspect.isfunction(getattr(module, public)):
+                verbs.add(public)
+    return sorted(verbs)
+
+
+def wheel_benchmark_lines() -> int:
+    """Lines of ``benchmarks/`` that pyproject's package-dir installs as a package."""
+    mapped = re.search(
+        r'^"nasmlcn\.benchmarks" = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M
+    )
+    if mapped is None:
+        return 0
+    return sum(lines(p) for p in (ROOT / mapped.group(1)).rglob("*.py"))
+
+
+def traced_trial_files() -> dict[str, int]:
+    """Files of nasmlcn/search whose functions run during a one-trial search."""
+    from nasmlcn.cli import run
+
+    search_dir = str(PACKAGE / "search")
+    seen: set[str] = set()
+
+    def profile(frame, event, arg):  # type: ignore[no-untyped-def]
+        code = frame.f_code
+        if (
+            event == "call"
+            and code.co_name != "<module>"
+            and code.co_filename.startswith(search_dir)
+        ):
+            seen.add(code.co_filename)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = [
+            "nasmlcn", "search", "--devices", "2xK80", "--mem", "12GB", "--trials", "1",
+            "--epochs", "1", "--train-limit", "200", "--val-limit", "100", "-q",
+            "--storage", f"sqlite:///{tmp}/s.db", "--artifacts", f"{tmp}/art", "--json",
+        ]  # fmt: skip
+        sys.argv = argv
+        sys.setprofile(profile)
+        try:
+            run()
+        except SystemExit:
+            pass
+        finally:
+            sys.setprofile(None)
+    return {str(Path(f).relative_to(ROOT)): lines(Path(f)) for f in sorted(seen)}
+
+
+def main() -> int:
+    found = functions()
+    long = [f for f in found if f[1] > 80]
+    wide = [f for f in found if f[2] > 8]
+    print(f"modules and subpackages directly in nasmlcn/search: {search_entries()}")
+    print(f"functions in nasmlcn over 80 lines: {len(long)}")
+    for place, size, _ in sorted(long, key=lambda f: -f[1]):
+        print(f"  {size:4d} lines  {place}")
+    print(f"functions with more than 8 parameters: {len(wide)}")
+    for place, _, params in sorted(wide, key=lambda f: -f[2]):
+        print(f"  {params:4d} params {place}")
+    verbs = training_verbs()
+    print(f"public training verbs: {len(verbs)} ({', '.join(verbs)})")
+    print(f"README lines: {lines(ROOT / 'README.md')}")
+    print(f"lines of benchmarks/ in the wheel: {wheel_benchmark_lines()}")
+    if "--trace" in sys.argv[1:]:
+        files = traced_trial_files()
+        print(f"nasmlcn/search files run by one trial: {len(files)}, {sum(files.values())} lines")
+        for name, size in files.items():
+            print(f"  {size:4d}  {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
