@@ -38,6 +38,7 @@ from nasmlcn.hardware import usable_cores
 from nasmlcn.measure import (
     CalibrationRequest,
     LaneStepper,
+    PeakSettings,
     lane_peak_memories,
     measure_calibration,
 )
@@ -119,7 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     default_peaks: list[int] | None = None
     if device == "cpu" and not args.no_default_malloc:
         default_peaks = lane_peak_memories(
-            lanes, ctx, device, threads=args.threads, jobs=2, malloc="default", seed=args.seed
+            lanes,
+            ctx,
+            device,
+            memory=PeakSettings(jobs=2, malloc="default"),
+            threads=args.threads,
+            seed=args.seed,
         )
     print(file=sys.stderr)
     elapsed = time.perf_counter() - started

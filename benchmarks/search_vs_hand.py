@@ -1,4 +1,4 @@
-"""Issue 28's end-to-end claim: does a searched MLCN beat the thesis's hand-designed
+"""The end-to-end claim: does a searched MLCN beat the thesis's hand-designed
 ones at the same predicted latency on the same devices?
 
 Runs the two recipes in ``studies/`` and retrains both sides the same way:

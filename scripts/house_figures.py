@@ -1,4 +1,4 @@
-"""Print the code-shape figures issue 50 tracks (how big the house is, not how fast).
+"""Print the code-shape figures (how big the house is, not how fast).
 
     .venv/bin/python scripts/house_figures.py [--trace]
 
@@ -11,7 +11,8 @@
 - README lines; lines of ``benchmarks/`` that pyproject installs into the wheel;
 - with ``--trace``: the files of ``nasmlcn/search/`` whose functions run while one real
   trial (1 epoch, 200 images, Fashion-MNIST) goes from ``nasmlcn search`` to its stored
-  result, and their lines (the files a reader opens to follow a trial).
+  result, and their lines; and those of the trial itself, from the loop's claim to
+  Optuna's tell (the files a reader opens to follow a trial).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, whatever the venv installed
@@ -83,21 +85,39 @@ def wheel_benchmark_lines() -> int:
     return sum(lines(p) for p in (ROOT / mapped.group(1)).rglob("*.py"))
 
 
-def traced_trial_files() -> dict[str, int]:
-    """Files of nasmlcn/search whose functions run during a one-trial search."""
+def traced_trial_files() -> tuple[dict[str, int], dict[str, int]]:
+    """Files of nasmlcn/search whose functions run during a one-trial search: all of
+    them, and those of the trial itself (inside ``TrialRun.__call__``, plus the loop
+    that calls it)."""
     from nasmlcn.cli import run
 
     search_dir = str(PACKAGE / "search")
     seen: set[str] = set()
+    in_trial: set[str] = set()
+    depth = 0
 
-    def profile(frame, event, arg):  # type: ignore[no-untyped-def]
+    def is_trial(code: Any) -> bool:
+        name = code.co_filename.replace("\\", "/")
+        return code.co_name == "__call__" and name.endswith(("_trial_run.py", "_trial/run.py"))
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        nonlocal depth
         code = frame.f_code
+        if event == "call" and is_trial(code):
+            depth += 1
+            caller = frame.f_back
+            if caller is not None:
+                in_trial.add(caller.f_code.co_filename)
+        elif event == "return" and is_trial(code):
+            depth -= 1
         if (
             event == "call"
             and code.co_name != "<module>"
             and code.co_filename.startswith(search_dir)
         ):
             seen.add(code.co_filename)
+            if depth > 0:
+                in_trial.add(code.co_filename)
 
     with tempfile.TemporaryDirectory() as tmp:
         argv = [
@@ -113,7 +133,11 @@ def traced_trial_files() -> dict[str, int]:
             pass
         finally:
             sys.setprofile(None)
-    return {str(Path(f).relative_to(ROOT)): lines(Path(f)) for f in sorted(seen)}
+
+    def sized(files: set[str]) -> dict[str, int]:
+        return {str(Path(f).relative_to(ROOT)): lines(Path(f)) for f in sorted(files)}
+
+    return sized(seen), sized({f for f in in_trial if f.startswith(search_dir)})
 
 
 def main() -> int:
@@ -132,10 +156,11 @@ def main() -> int:
     print(f"README lines: {lines(ROOT / 'README.md')}")
     print(f"lines of benchmarks/ in the wheel: {wheel_benchmark_lines()}")
     if "--trace" in sys.argv[1:]:
-        files = traced_trial_files()
-        print(f"nasmlcn/search files run by one trial: {len(files)}, {sum(files.values())} lines")
-        for name, size in files.items():
-            print(f"  {size:4d}  {name}")
+        every, trial = traced_trial_files()
+        for title, files in (("a one-trial search", every), ("the trial (claim to tell)", trial)):
+            print(f"nasmlcn/search files run by {title}: {len(files)}, {sum(files.values())} lines")
+            for name, size in files.items():
+                print(f"  {size:4d}  {name}")
     return 0
 
 

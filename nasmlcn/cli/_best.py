@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 
@@ -13,6 +13,12 @@ from nasmlcn._storage_url import redact_url, resolve_storage
 from nasmlcn.cli._console import out
 from nasmlcn.cli._options import STORAGE, STUDY
 from nasmlcn.cli._trials_table import PROXY_NOTE, print_measured, why_none_feasible
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.trial import FrozenTrial
+
+    from nasmlcn.study import RetrainedModel
 
 
 def best(
@@ -40,18 +46,54 @@ def best(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """The best trials of a study (single objective) or its Pareto front."""
-    from nasmlcn.errors import SearchError
-    from nasmlcn.search import best_trials, proposals, summarize
-    from nasmlcn.specs import arch_from_dict, save_arch
-    from nasmlcn.study import (
-        load_existing_study,
-        metric_names,
-        retrained_by_trial,
-        retrained_models,
-        study_info,
-    )
+    found = _read(study, resolve_storage(storage), top)
+    if export_arch is not None:
+        _export_arch(found, export_arch)
+    exported = None
+    if export is not None:
+        from nasmlcn.search import export_best
 
-    storage = resolve_storage(storage)
+        exported = export_best(
+            found.study,
+            export,
+            storage=found.storage,
+            artifacts=str(artifacts) if artifacts else None,
+            trial=trial_number,
+        ).to_dict()
+    if as_json:
+        print(json.dumps(_as_json(found, export_arch, exported)))
+        return
+    _print_found(found)
+    if export_arch is not None:
+        out.print(f"wrote {export_arch} (train it: nasmlcn train --arch {export_arch})")
+    if exported is not None:
+        out.print(
+            f"wrote trial {exported['trial']}'s {exported['arch']} and {exported['weights']}; "
+            f"test it: nasmlcn evaluate --run {shlex.quote(str(export))}; export it: nasmlcn "
+            f"export-model --run {shlex.quote(str(export))}; train it on: {exported['command']}",
+            markup=False,
+            soft_wrap=True,
+        )
+
+
+class _Found(NamedTuple):
+    """A study's best trials, read back."""
+
+    study: optuna.Study
+    storage: str
+    names: list[str]
+    trials: list[FrozenTrial]
+    rows: list[dict[str, Any]]
+    retrained: dict[int, RetrainedModel]
+    config: dict[str, Any]
+
+
+def _read(study: str | None, storage: str, top: int) -> _Found:
+    """The ``top`` best trials (or the Pareto front) of ``study`` in ``storage``, as
+    table rows, with their retrained models and the search's configuration."""
+    from nasmlcn.search import best_trials, proposals, summarize
+    from nasmlcn.study import load_existing_study, metric_names, retrained_by_trial, study_info
+
     loaded = load_existing_study(study, storage)
     names = metric_names(loaded)
     trials = best_trials(loaded, top=top)
@@ -61,49 +103,52 @@ def best(
         summarize(t, names, retrained.get(t.number), proposed.get(t.number, 1)).to_dict()
         for t in trials
     ]
-    if export_arch is not None:
-        from nasmlcn.study import TrialRecord
-
-        best_arch = TrialRecord.of(trials[0]).arch if trials else {}
-        if not best_arch:
-            raise SearchError(
-                f"study {loaded.study_name!r} has no completed feasible trial to export"
-            )
-        save_arch(arch_from_dict(best_arch), export_arch)
-    exported = None
-    if export is not None:
-        from nasmlcn.search import export_best
-
-        exported = export_best(
-            loaded,
-            export,
-            storage=storage,
-            artifacts=str(artifacts) if artifacts else None,
-            trial=trial_number,
-        ).to_dict()
     config = study_info(loaded).get("config") or {}
-    if as_json:
-        print(
-            json.dumps(
-                {
-                    "study": loaded.study_name,
-                    "storage": redact_url(storage),
-                    "metric_names": names,
-                    "directions": [d.name.lower() for d in loaded.directions],
-                    "n_trials": len(loaded.trials),
-                    "evaluator": config.get("evaluator"),
-                    "accuracy_is_proxy": config.get("evaluator") == "proxy",
-                    "best": rows,
-                    "exported_arch": str(export_arch) if export_arch else None,
-                    "exported": exported,
-                    "retrained": [m.to_dict() for m in retrained_models(study_info(loaded))],
-                }
-            )
+    return _Found(loaded, storage, names, trials, rows, retrained, config)
+
+
+def _export_arch(found: _Found, path: Path) -> None:
+    """Writes the best trial's architecture to ``path`` (none: refused)."""
+    from nasmlcn.errors import SearchError
+    from nasmlcn.specs import arch_from_dict, save_arch
+    from nasmlcn.study import TrialRecord
+
+    best_arch = TrialRecord.of(found.trials[0]).arch if found.trials else {}
+    if not best_arch:
+        raise SearchError(
+            f"study {found.study.study_name!r} has no completed feasible trial to export"
         )
-        return
+    save_arch(arch_from_dict(best_arch), path)
+
+
+def _as_json(
+    found: _Found, export_arch: Path | None, exported: dict[str, Any] | None
+) -> dict[str, Any]:
+    """``best --json``'s object."""
+    from nasmlcn.study import retrained_models, study_info
+
+    loaded, config = found.study, found.config
+    return {
+        "study": loaded.study_name,
+        "storage": redact_url(found.storage),
+        "metric_names": found.names,
+        "directions": [d.name.lower() for d in loaded.directions],
+        "n_trials": len(loaded.trials),
+        "evaluator": config.get("evaluator"),
+        "accuracy_is_proxy": config.get("evaluator") == "proxy",
+        "best": found.rows,
+        "exported_arch": str(export_arch) if export_arch else None,
+        "exported": exported,
+        "retrained": [m.to_dict() for m in retrained_models(study_info(loaded))],
+    }
+
+
+def _print_found(found: _Found) -> None:
+    """The tables, or why there are none, and the retrained trials not listed."""
+    loaded, rows, config, retrained = found.study, found.rows, found.config, found.retrained
     if rows:  # no empty table before the line that says why
         _print_best(
-            loaded.study_name, names, rows, len(loaded.directions) > 1, config.get("devices")
+            loaded.study_name, found.names, rows, len(loaded.directions) > 1, config.get("devices")
         )
     if config.get("evaluator") == "proxy":
         out.print(PROXY_NOTE, highlight=False)
@@ -119,16 +164,6 @@ def best(
         out.print(
             "also retrained (not listed above): "
             + ", ".join(f"#{n} test acc {retrained_text(retrained[n])}" for n in others)
-        )
-    if export_arch is not None:
-        out.print(f"wrote {export_arch} (train it: nasmlcn train --arch {export_arch})")
-    if exported is not None:
-        out.print(
-            f"wrote trial {exported['trial']}'s {exported['arch']} and {exported['weights']}; "
-            f"test it: nasmlcn evaluate --run {shlex.quote(str(export))}; export it: nasmlcn "
-            f"export-model --run {shlex.quote(str(export))}; train it on: {exported['command']}",
-            markup=False,
-            soft_wrap=True,
         )
 
 

@@ -3,67 +3,114 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
+from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import err, out
+
+if TYPE_CHECKING:
+    from nasmlcn.measure import CalibrationRequest
 
 RENAMED = {"--device": "--run-on"}
 """Old spellings still read (:mod:`nasmlcn.cli._renamed`)."""
 
 
-def calibrate(
-    lanes: int = typer.Option(
-        24, "--lanes", help="Random lanes to measure (at least 20; the thesis fitted ~25)."
-    ),
-    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the random lanes."),
-    batch_size: int | None = typer.Option(
-        None, "--batch-size", min=1, help="Training batch size [default: 100; 8 with --quick]."
-    ),
-    run_on: str = typer.Option(
-        "auto",
-        "--run-on",
-        help="Where to time the lanes: auto (first GPU, else cpu), cpu, cuda:N, or all "
-        "(FC speed of every local device; lanes on the auto device).",
-    ),
-    routing: str | None = typer.Option(
-        None, "--routing", help="Lane routing to calibrate for: vector or classwise."
-    ),
-    out_file: Path | None = typer.Option(
-        None,
-        "--out",
-        help="Calibration file to write [default: $NASMLCN_CALIBRATION or "
-        "~/.cache/nasmlcn/calibration.json].",
-    ),
-    threads: int | None = typer.Option(
-        None, "--threads", min=1, help="Torch CPU threads [default: the usable cores]."
-    ),
-    clock: str = typer.Option(
-        "wall",
-        "--clock",
-        help="wall (elapsed time) or cpu (process CPU time: needs --threads 1 and the cpu "
-        "device; immune to other processes on a shared machine).",
-    ),
-    rounds: int = typer.Option(
-        2, "--rounds", min=1, help="Interleaved timing rounds (the fastest step counts)."
-    ),
-    quick: bool = typer.Option(
-        False,
-        "--quick",
-        help="Smoke test only: small lanes, batch 8, one short round, allows 3+ lanes.",
-    ),
-    models: int = typer.Option(
-        24,
-        "--models",
-        min=0,
-        help="Random whole models (1-64 lanes, mixed kinds) to time for the whole-model "
-        "step time; 0: none (lane sums are used).",
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class CalibrateOptions:
+    """What ``nasmlcn calibrate`` was given: one field per option, in ``--help``'s order."""
+
+    lanes: int = option(
+        typer.Option(
+            24, "--lanes", help="Random lanes to measure (at least 20; the thesis fitted ~25)."
+        )
+    )
+    seed: int = option(typer.Option(0, "--seed", min=0, help="Seed of the random lanes."))
+    batch_size: int | None = option(
+        typer.Option(
+            None, "--batch-size", min=1, help="Training batch size [default: 100; 8 with --quick]."
+        )
+    )
+    run_on: str = option(
+        typer.Option(
+            "auto",
+            "--run-on",
+            help="Where to time the lanes: auto (first GPU, else cpu), cpu, cuda:N, or all "
+            "(FC speed of every local device; lanes on the auto device).",
+        )
+    )
+    routing: str | None = option(
+        typer.Option(None, "--routing", help="Lane routing to calibrate for: vector or classwise.")
+    )
+    out_file: Path | None = option(  # noqa: RUF009
+        typer.Option(
+            None,
+            "--out",
+            help="Calibration file to write [default: $NASMLCN_CALIBRATION or "
+            "~/.cache/nasmlcn/calibration.json].",
+        )
+    )
+    threads: int | None = option(
+        typer.Option(
+            None, "--threads", min=1, help="Torch CPU threads [default: the usable cores]."
+        )
+    )
+    clock: str = option(
+        typer.Option(
+            "wall",
+            "--clock",
+            help="wall (elapsed time) or cpu (process CPU time: needs --threads 1 and the cpu "
+            "device; immune to other processes on a shared machine).",
+        )
+    )
+    rounds: int = option(
+        typer.Option(
+            2, "--rounds", min=1, help="Interleaved timing rounds (the fastest step counts)."
+        )
+    )
+    quick: bool = option(
+        typer.Option(
+            False,
+            "--quick",
+            help="Smoke test only: small lanes, batch 8, one short round, allows 3+ lanes.",
+        )
+    )
+    models: int = option(
+        typer.Option(
+            24,
+            "--models",
+            min=0,
+            help="Random whole models (1-64 lanes, mixed kinds) to time for the whole-model "
+            "step time; 0: none (lane sums are used).",
+        )
+    )
+    as_json: bool = option(typer.Option(False, "--json", help="Print one JSON object on stdout."))
+    quiet: bool = option(typer.Option(False, "--quiet", "-q", help="No progress display."))
+
+    def request(self) -> CalibrationRequest:
+        """The measurement these options ask for."""
+        from nasmlcn.measure import CalibrationRequest
+
+        return CalibrationRequest(
+            lanes=self.lanes,
+            seed=self.seed,
+            batch_size=self.batch_size,
+            device=self.run_on,
+            routing=self.routing,
+            out=self.out_file,
+            threads=self.threads,
+            clock=self.clock,
+            rounds=self.rounds,
+            quick=self.quick,
+            models=self.models,
+        )
+
+
+@takes(CalibrateOptions)
+def calibrate(options: CalibrateOptions) -> None:
     """Measure local device speed and lane step times/memory; fit the calibrated cost model.
 
     Runs the thesis's tiny 512x512 fully connected network on each device (its
@@ -75,28 +122,15 @@ def calibrate(
     from rich.markup import escape
 
     from nasmlcn.cli._progress import MeasureProgress
-    from nasmlcn.measure import CalibrationRequest
     from nasmlcn.measure import calibrate as run_calibration
 
-    request = CalibrationRequest(
-        lanes=lanes,
-        seed=seed,
-        batch_size=batch_size,
-        device=run_on,
-        routing=routing,
-        out=out_file,
-        threads=threads,
-        clock=clock,
-        rounds=rounds,
-        quick=quick,
-        models=models,
-    )
-    with MeasureProgress(err, quiet=quiet) as progress:
+    request = options.request()
+    with MeasureProgress(err, quiet=options.quiet) as progress:
         result = run_calibration(request, progress)
     for warning in result.warnings:
         err.print(f"[yellow]warning:[/] {escape(warning)}", markup=True, highlight=False)
     report = result.to_dict()
-    if as_json:
+    if options.as_json:
         print(json.dumps(report))
         return
     _print_report(report)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import out, phase_status
 from nasmlcn.cli._options import DATA_DIR, INFERENCE_BATCH, RUN, RUN_DATASET, RUN_ON
 
@@ -17,37 +19,45 @@ RENAMED = {"--device": "--run-on"}
 """Old spellings still read (:mod:`nasmlcn.cli._renamed`)."""
 
 
-def evaluate(
-    run: Path = RUN,
-    dataset: str | None = RUN_DATASET,
-    data_dir: Path | None = DATA_DIR,
-    download: bool = typer.Option(True, "--download/--no-download", help="Download missing data."),
-    test_limit: int | None = typer.Option(
-        None, "--test-limit", min=1, help="Use the first N test images."
-    ),
-    run_on: str = RUN_ON,
-    inference_batch: int = INFERENCE_BATCH,
-    passes: int = PASSES,
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class EvaluateOptions:
+    """What ``nasmlcn evaluate`` was given: one field per option, in ``--help``'s order."""
+
+    run: Path = option(RUN)  # noqa: RUF009
+    dataset: str | None = option(RUN_DATASET)
+    data_dir: Path | None = option(DATA_DIR)  # noqa: RUF009
+    download: bool = option(
+        typer.Option(True, "--download/--no-download", help="Download missing data.")
+    )
+    test_limit: int | None = option(
+        typer.Option(None, "--test-limit", min=1, help="Use the first N test images.")
+    )
+    run_on: str = option(RUN_ON)
+    inference_batch: int = option(INFERENCE_BATCH)
+    passes: int = option(PASSES)
+    as_json: bool = option(typer.Option(False, "--json", help="Print one JSON object on stdout."))
+    quiet: bool = option(typer.Option(False, "--quiet", "-q", help="No progress display."))
+
+
+@takes(EvaluateOptions)
+def evaluate(options: EvaluateOptions) -> None:
     """Test accuracy and loss (margin + reconstruction, as in training) of a trained
     run, and its measured inference throughput (forward only, eval mode, no decoder)."""
     from nasmlcn.runs import InferenceSettings, evaluate_run, load_run
 
-    loaded = load_run(run, dataset=dataset)
-    settings = InferenceSettings(batch=inference_batch, passes=passes)
-    with phase_status(quiet, loaded.arch.describe()) as tell:
+    loaded = load_run(options.run, dataset=options.dataset)
+    settings = InferenceSettings(batch=options.inference_batch, passes=options.passes)
+    with phase_status(options.quiet, loaded.arch.describe()) as tell:
         result = evaluate_run(
             loaded,
-            data_dir=data_dir,
-            download=download,
-            test_limit=test_limit,
-            device=run_on,
+            data_dir=options.data_dir,
+            download=options.download,
+            test_limit=options.test_limit,
+            device=options.run_on,
             inference=settings,
             on_phase=tell,
         ).to_dict()
-    if as_json:
+    if options.as_json:
         print(json.dumps(result))
         return
     _print(result)

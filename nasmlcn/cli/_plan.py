@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
+from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import out
 from nasmlcn.cli._options import ARCH, CALIBRATION, COST_MODEL, DEVICE_FILE, format_time, one_of
 from nasmlcn.placement import PLACERS
@@ -16,28 +18,40 @@ if TYPE_CHECKING:
     from nasmlcn.planning import Plan
 
 
-def plan(
-    devices: str = typer.Option(
-        ..., "--devices", help="Target devices, e.g. 8xK80 or 1xK80,1xM40,1xP100,1xV100."
-    ),
-    mem: str | None = typer.Option(
-        None, "--mem", help="Memory of every device, e.g. 12GB, 12GiB, 512MiB."
-    ),
-    lanes: str | None = typer.Option(
-        None, "--lanes", help="Lanes in the compact syntax, e.g. 'mlcn1:4x2,2*mlcn2:2x1'."
-    ),
-    arch: Path | None = ARCH,
-    strategy: str = typer.Option("greedy", "--strategy", help=f"Placement: {one_of(PLACERS)}."),
-    cost_model: str = COST_MODEL,
-    calibration: Path | None = CALIBRATION,
-    batch_size: int = typer.Option(100, "--batch-size", min=1, help="Training batch size."),
-    time_limit: float = typer.Option(
-        10.0, "--time-limit", min=0.0, help="Seconds the optimal strategy may search."
-    ),
-    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the random strategy."),
-    device_file: Path | None = DEVICE_FILE,
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class PlanOptions:
+    """What ``nasmlcn plan`` was given: one field per option, in ``--help``'s order."""
+
+    devices: str = option(
+        typer.Option(
+            ..., "--devices", help="Target devices, e.g. 8xK80 or 1xK80,1xM40,1xP100,1xV100."
+        )
+    )
+    mem: str | None = option(
+        typer.Option(None, "--mem", help="Memory of every device, e.g. 12GB, 12GiB, 512MiB.")
+    )
+    lanes: str | None = option(
+        typer.Option(
+            None, "--lanes", help="Lanes in the compact syntax, e.g. 'mlcn1:4x2,2*mlcn2:2x1'."
+        )
+    )
+    arch: Path | None = option(ARCH)  # noqa: RUF009
+    strategy: str = option(
+        typer.Option("greedy", "--strategy", help=f"Placement: {one_of(PLACERS)}.")
+    )
+    cost_model: str = option(COST_MODEL)
+    calibration: Path | None = option(CALIBRATION)  # noqa: RUF009
+    batch_size: int = option(typer.Option(100, "--batch-size", min=1, help="Training batch size."))
+    time_limit: float = option(
+        typer.Option(10.0, "--time-limit", min=0.0, help="Seconds the optimal strategy may search.")
+    )
+    seed: int = option(typer.Option(0, "--seed", min=0, help="Seed of the random strategy."))
+    device_file: Path | None = option(DEVICE_FILE)  # noqa: RUF009
+    as_json: bool = option(typer.Option(False, "--json", help="Print one JSON object on stdout."))
+
+
+@takes(PlanOptions)
+def plan(options: PlanOptions) -> None:
     """Place lanes on devices: per device its lanes, load, time and memory; the
     makespan, the imbalance, and the makespan of the other strategies."""
     from nasmlcn.cli._options import cost_model_from_options, mlcn_from_options
@@ -45,25 +59,26 @@ def plan(
     from nasmlcn.hardware import load_catalog, parse_devices
     from nasmlcn.planning import plan_model
 
-    PLACERS.get(strategy)  # an unknown strategy fails before any work
-    pool = parse_devices(devices, mem=mem, catalog=load_catalog(device_file))
-    spec = mlcn_from_options(lanes, arch)
+    PLACERS.get(options.strategy)  # an unknown strategy fails before any work
+    device_file = options.device_file
+    pool = parse_devices(options.devices, mem=options.mem, catalog=load_catalog(device_file))
+    spec = mlcn_from_options(options.lanes, options.arch)
     # devices that declare their cost model (capsacc) are planned with it
     cost_model = devices_cost_model(
-        devices, cost_model, str(device_file) if device_file is not None else None
+        options.devices, options.cost_model, str(device_file) if device_file is not None else None
     )
-    model = cost_model_from_options(cost_model, calibration)
+    model = cost_model_from_options(cost_model, options.calibration)
     result = plan_model(
         spec,
         pool,
         cost_model=model,
-        strategy=strategy,
-        batch_size=batch_size,
-        seed=seed,
-        time_limit=time_limit,
+        strategy=options.strategy,
+        batch_size=options.batch_size,
+        seed=options.seed,
+        time_limit=options.time_limit,
         compare=True,
     )
-    if as_json:
+    if options.as_json:
         print(json.dumps(result.to_dict()))
         return
     _print_plan(result)

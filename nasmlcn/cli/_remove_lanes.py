@@ -5,14 +5,19 @@ Fig. 4.6). It was ``nasmlcn prune``, a name that clashed with ``search --prune``
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import typer
 
+from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import err, out
 from nasmlcn.cli._options import DATA_DIR, INFERENCE_BATCH, RUN, RUN_DATASET, RUN_ON
 from nasmlcn.cli._progress import MeasureProgress
+
+if TYPE_CHECKING:
+    from nasmlcn.runs import LoadedRun
 
 RENAMED = {"--device": "--run-on"}
 """Old spellings still read (:mod:`nasmlcn.cli._renamed`)."""
@@ -27,80 +32,97 @@ class PruneProgress(MeasureProgress):
     }
 
 
-def remove_lanes(
-    run: Path = RUN,
-    dataset: str | None = RUN_DATASET,
-    data_dir: Path | None = DATA_DIR,
-    download: bool = typer.Option(True, "--download/--no-download", help="Download missing data."),
-    val_limit: int | None = typer.Option(
-        None, "--val-limit", min=1, help="Use the first N validation images."
-    ),
-    keep: int | None = typer.Option(
-        None,
-        "--keep",
-        min=1,
-        help="Also write the model of the K most important lanes (checkpoint.pt, arch.json) "
-        "into --out, for nasmlcn evaluate and nasmlcn train --resume.",
-    ),
-    out_dir: Path | None = typer.Option(
-        None,
-        "--out",
-        help="Folder for prune.json, lane_pruning.html/.png and the --keep model "
-        "[default: RUN/pruned].",
-    ),
-    figure: bool = typer.Option(
-        True, "--png/--no-png", help="Also write the figure as PNG (needs Chromium)."
-    ),
-    run_on: str = RUN_ON,
-    inference_batch: int = INFERENCE_BATCH,
-    passes: int = typer.Option(
-        5, "--passes", min=1, help="Timed inference passes per step (the median counts)."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class RemoveLanesOptions:
+    """What ``nasmlcn remove-lanes`` was given: one field per option, in ``--help``'s
+    order."""
+
+    run: Path = option(RUN)  # noqa: RUF009
+    dataset: str | None = option(RUN_DATASET)
+    data_dir: Path | None = option(DATA_DIR)  # noqa: RUF009
+    download: bool = option(
+        typer.Option(True, "--download/--no-download", help="Download missing data.")
+    )
+    val_limit: int | None = option(
+        typer.Option(None, "--val-limit", min=1, help="Use the first N validation images.")
+    )
+    keep: int | None = option(
+        typer.Option(
+            None,
+            "--keep",
+            min=1,
+            help="Also write the model of the K most important lanes (checkpoint.pt, "
+            "arch.json) into --out, for nasmlcn evaluate and nasmlcn train --resume.",
+        )
+    )
+    out_dir: Path | None = option(  # noqa: RUF009
+        typer.Option(
+            None,
+            "--out",
+            help="Folder for prune.json, lane_pruning.html/.png and the --keep model "
+            "[default: RUN/pruned].",
+        )
+    )
+    figure: bool = option(
+        typer.Option(True, "--png/--no-png", help="Also write the figure as PNG (needs Chromium).")
+    )
+    run_on: str = option(RUN_ON)
+    inference_batch: int = option(INFERENCE_BATCH)
+    passes: int = option(
+        typer.Option(
+            5, "--passes", min=1, help="Timed inference passes per step (the median counts)."
+        )
+    )
+    as_json: bool = option(typer.Option(False, "--json", help="Print one JSON object on stdout."))
+    quiet: bool = option(typer.Option(False, "--quiet", "-q", help="No progress display."))
+
+
+@takes(RemoveLanesOptions)
+def remove_lanes(options: RemoveLanesOptions) -> None:
     """Rank a trained MLCN's lanes by the validation accuracy lost when each alone is
     removed, then remove them least important first, one at a time, reporting the
     accuracy and the measured inference throughput (forward only) after each step."""
-    from nasmlcn._io import write_text_atomic
-    from nasmlcn.runs import (
-        InferenceSettings,
-        check_removable,
-        check_removal_out_dir,
-        load_run,
-        save_without_lanes,
-        write_lane_removal_figure,
-    )
-    from nasmlcn.runs import remove_lanes as rank_and_remove
+    from nasmlcn.runs import check_removable, check_removal_out_dir, load_run
 
-    loaded = load_run(run, dataset=dataset)
-    check_removable(loaded, keep)
-    folder = out_dir if out_dir is not None else loaded.path / "pruned"
-    check_removal_out_dir(folder, keep=keep is not None)  # before the work, not after it
-    if not quiet:
+    loaded = load_run(options.run, dataset=options.dataset)
+    check_removable(loaded, options.keep)
+    folder = options.out_dir if options.out_dir is not None else loaded.path / "pruned"
+    check_removal_out_dir(folder, keep=options.keep is not None)  # before the work, not after it
+    if not options.quiet:
         err.print(f"pruning {loaded.arch.describe()} ({loaded.path}) on {loaded.dataset}")
-    with PruneProgress(err, quiet=quiet) as progress:
-        report = rank_and_remove(
-            loaded,
-            data_dir=data_dir,
-            download=download,
-            val_limit=val_limit,
-            device=run_on,
-            inference=InferenceSettings(batch=inference_batch, passes=passes),
-            progress=progress,
-        )
-    result = report.to_dict()
-    files = write_lane_removal_figure({loaded.arch.describe(): report}, folder, png=figure)
-    if keep is not None:
-        files.append(save_without_lanes(report, keep, folder))
-        result["kept"] = {"lanes": keep, "out": str(folder)}
-    report_file = folder / "prune.json"
-    write_text_atomic(report_file, json.dumps(result, indent=2) + "\n")
-    result["files"] = [str(p) for p in [report_file, *files]]
-    if as_json:
+    result = _remove(loaded, folder, options)
+    if options.as_json:
         print(json.dumps(result))
         return
     _print(result)
+
+
+def _remove(loaded: LoadedRun, folder: Path, options: RemoveLanesOptions) -> dict[str, Any]:
+    """Ranks and removes the lanes and writes prune.json, the figure and the --keep
+    model into ``folder``; the report, with the files written."""
+    from nasmlcn._io import write_text_atomic
+    from nasmlcn.runs import InferenceSettings, save_without_lanes, write_lane_removal_figure
+    from nasmlcn.runs import remove_lanes as rank_and_remove
+
+    with PruneProgress(err, quiet=options.quiet) as progress:
+        report = rank_and_remove(
+            loaded,
+            data_dir=options.data_dir,
+            download=options.download,
+            val_limit=options.val_limit,
+            device=options.run_on,
+            inference=InferenceSettings(batch=options.inference_batch, passes=options.passes),
+            progress=progress,
+        )
+    result = report.to_dict()
+    files = write_lane_removal_figure({loaded.arch.describe(): report}, folder, png=options.figure)
+    if options.keep is not None:
+        files.append(save_without_lanes(report, options.keep, folder))
+        result["kept"] = {"lanes": options.keep, "out": str(folder)}
+    report_file = folder / "prune.json"
+    write_text_atomic(report_file, json.dumps(result, indent=2) + "\n")
+    result["files"] = [str(p) for p in [report_file, *files]]
+    return result
 
 
 def _print(result: dict[str, Any]) -> None:

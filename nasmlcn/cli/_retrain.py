@@ -5,121 +5,161 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
+from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import err, out
 from nasmlcn.cli._options import INFERENCE_BATCH, RUN_ON, STORAGE, STUDY
 
 if TYPE_CHECKING:
-    from nasmlcn.search import RetrainReport
+    from nasmlcn.search import RetrainOptions, RetrainReport
     from nasmlcn.study import RetrainedModel
 
 RENAMED = {"--device": "--run-on"}
 """Old spellings still read (:mod:`nasmlcn.cli._renamed`)."""
 
 
-def retrain(
-    study: str | None = STUDY,
-    storage: str | None = STORAGE,
-    pareto: bool = typer.Option(
-        False,
-        "--pareto",
-        help="Retrain the Pareto front (on a single-objective study: its best trial).",
-    ),
-    top: int | None = typer.Option(
-        None,
-        "--top",
-        min=1,
-        help="Retrain the K feasible completed trials with the best first objective (accuracy).",
-    ),
-    epochs: int | None = typer.Option(
-        None, "--epochs", min=1, help="Training epochs [default: the search's]."
-    ),
-    train_limit: int | None = typer.Option(
-        None,
-        "--train-limit",
-        min=1,
-        help="Use N training images [default: the whole training split].",
-    ),
-    test_limit: int | None = typer.Option(
-        None, "--test-limit", min=1, help="Use N test images [default: all]."
-    ),
-    dataset: str | None = typer.Option(
-        None,
-        "--dataset",
-        help="Train and test on this dataset instead of the search's (see 'nasmlcn data list').",
-    ),
-    data_dir: Path | None = typer.Option(
-        None, "--data-dir", help="Dataset directory [default: the search's, else the default]."
-    ),
-    download: bool = typer.Option(True, "--download/--no-download", help="Download missing data."),
-    seed: int | None = typer.Option(
-        None,
-        "--seed",
-        min=0,
-        help="Seed of the split, initialisation and batch order [default: the search's, "
-        "whose validation images then stay unseen]; run folders become trial-NNNN-seed-S.",
-    ),
-    run_on: str = RUN_ON,
-    inference_batch: int = INFERENCE_BATCH,
-    out_dir: Path | None = typer.Option(
-        None,
-        "--out",
-        help="Run folders (checkpoint.pt, arch.json, result.json), one per trial "
-        "[default: runs/retrain-<study>-<time>].",
-    ),
-    resume: bool = typer.Option(
-        False, "--resume", help="Continue the checkpoints already in --out's run folders."
-    ),
-    refit: bool = typer.Option(
-        False,
-        "--refit",
-        help="Then train each model anew on the training and validation images for the "
-        "epochs its run selected on validation, and report that refit's test accuracy "
-        "(twice the training time; run folders trial-NNNN-refit).",
-    ),
-    allow_proxy: bool = typer.Option(
-        False,
-        "--allow-proxy",
-        help="Retrain a study searched with the proxy evaluator (its accuracies are an "
-        "analytic stand-in, not measured; refused without this).",
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class RetrainCommandOptions:
+    """What ``nasmlcn retrain`` was given: one field per option, in ``--help``'s order."""
+
+    study: str | None = option(STUDY)
+    storage: str | None = option(STORAGE)
+    pareto: bool = option(
+        typer.Option(
+            False,
+            "--pareto",
+            help="Retrain the Pareto front (on a single-objective study: its best trial).",
+        )
+    )
+    top: int | None = option(
+        typer.Option(
+            None,
+            "--top",
+            min=1,
+            help="Retrain the K feasible completed trials with the best first objective "
+            "(accuracy).",
+        )
+    )
+    epochs: int | None = option(
+        typer.Option(None, "--epochs", min=1, help="Training epochs [default: the search's].")
+    )
+    train_limit: int | None = option(
+        typer.Option(
+            None,
+            "--train-limit",
+            min=1,
+            help="Use N training images [default: the whole training split].",
+        )
+    )
+    test_limit: int | None = option(
+        typer.Option(None, "--test-limit", min=1, help="Use N test images [default: all].")
+    )
+    dataset: str | None = option(
+        typer.Option(
+            None,
+            "--dataset",
+            help="Train and test on this dataset instead of the search's (see 'nasmlcn data "
+            "list').",
+        )
+    )
+    data_dir: Path | None = option(  # noqa: RUF009
+        typer.Option(
+            None, "--data-dir", help="Dataset directory [default: the search's, else the default]."
+        )
+    )
+    download: bool = option(
+        typer.Option(True, "--download/--no-download", help="Download missing data.")
+    )
+    seed: int | None = option(
+        typer.Option(
+            None,
+            "--seed",
+            min=0,
+            help="Seed of the split, initialisation and batch order [default: the search's, "
+            "whose validation images then stay unseen]; run folders become trial-NNNN-seed-S.",
+        )
+    )
+    run_on: str = option(RUN_ON)
+    inference_batch: int = option(INFERENCE_BATCH)
+    out_dir: Path | None = option(  # noqa: RUF009
+        typer.Option(
+            None,
+            "--out",
+            help="Run folders (checkpoint.pt, arch.json, result.json), one per trial "
+            "[default: runs/retrain-<study>-<time>].",
+        )
+    )
+    resume: bool = option(
+        typer.Option(
+            False, "--resume", help="Continue the checkpoints already in --out's run folders."
+        )
+    )
+    refit: bool = option(
+        typer.Option(
+            False,
+            "--refit",
+            help="Then train each model anew on the training and validation images for the "
+            "epochs its run selected on validation, and report that refit's test accuracy "
+            "(twice the training time; run folders trial-NNNN-refit).",
+        )
+    )
+    allow_proxy: bool = option(
+        typer.Option(
+            False,
+            "--allow-proxy",
+            help="Retrain a study searched with the proxy evaluator (its accuracies are an "
+            "analytic stand-in, not measured; refused without this).",
+        )
+    )
+    as_json: bool = option(typer.Option(False, "--json", help="Print one JSON object on stdout."))
+    quiet: bool = option(typer.Option(False, "--quiet", "-q", help="No progress display."))
+
+    def retrain_options(self) -> RetrainOptions:
+        """The library's options of the retraining (``--out`` defaults to
+        ``runs/retrain-<study>-<time>``)."""
+        from nasmlcn.search import RetrainOptions
+
+        out_dir = self.out_dir
+        if out_dir is None:
+            out_dir = Path("runs") / time.strftime(f"retrain-{self.study or 'study'}-%Y%m%d-%H%M%S")
+        return RetrainOptions(
+            pareto=self.pareto,
+            top=self.top,
+            epochs=self.epochs,
+            train_limit=self.train_limit,
+            test_limit=self.test_limit,
+            dataset=self.dataset,
+            data_dir=str(self.data_dir) if self.data_dir else None,
+            device=self.run_on,
+            out_dir=str(out_dir),
+            resume=self.resume,
+            inference_batch_size=self.inference_batch,
+            download=self.download,
+            seed=self.seed,
+            allow_proxy=self.allow_proxy,
+            refit=self.refit,
+        )
+
+
+@takes(RetrainCommandOptions)
+def retrain(options: RetrainCommandOptions) -> None:
     """Train the selected trials of a study again and test them (NASCaps' second
     stage): test accuracy, parameters and training and inference throughput, stored
     on the study (nasmlcn best, correlate, export and the dashboard show them)."""
     from nasmlcn._storage_url import resolve_storage
     from nasmlcn.cli._retrain_progress import RetrainProgress
-    from nasmlcn.search import RetrainOptions, retrain_study
+    from nasmlcn.search import retrain_study
 
-    url = resolve_storage(storage)
-    if out_dir is None:
-        out_dir = Path("runs") / time.strftime(f"retrain-{study or 'study'}-%Y%m%d-%H%M%S")
-    options = RetrainOptions(
-        pareto=pareto,
-        top=top,
-        epochs=epochs,
-        train_limit=train_limit,
-        test_limit=test_limit,
-        dataset=dataset,
-        data_dir=str(data_dir) if data_dir else None,
-        device=run_on,
-        out_dir=str(out_dir),
-        resume=resume,
-        inference_batch_size=inference_batch,
-        download=download,
-        seed=seed,
-        allow_proxy=allow_proxy,
-        refit=refit,
-    )
-    with RetrainProgress(err, quiet=quiet) as progress:
-        report = retrain_study(study, url, options, observer=progress)
-    if as_json:
+    url = resolve_storage(options.storage)
+    retraining = options.retrain_options()
+    with RetrainProgress(err, quiet=options.quiet) as progress:
+        report = retrain_study(options.study, url, retraining, observer=progress)
+    if options.as_json:
         print(json.dumps(report.to_dict()))
         return
     _print_report(report)

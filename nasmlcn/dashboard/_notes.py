@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from optuna.storages import BaseStorage
     from optuna.trial import FrozenTrial
 
+    from nasmlcn.study import TrialRecord
+
 NOTE_CHUNK = 2045
 """optuna-dashboard's longest system attribute string (``SYSTEM_ATTR_MAX_LENGTH``)."""
 STUDY_NOTE_MARK = "*Written by nasmlcn after every run; delete this line to keep your edits.*"
@@ -132,10 +134,17 @@ def trial_note(trial: FrozenTrial, metric_names: Sequence[str]) -> str:
     from nasmlcn.study import TrialRecord
 
     record = TrialRecord.of(trial)
-    attrs = record.attrs
-    predicted = record.predicted
-    training = record.training
-    arch = record.arch
+    lines = _result_lines(trial, record, metric_names)
+    lines += _architecture_lines(record)
+    lines += _placement_lines(record)
+    lines += _curve_lines(record.training)
+    return "\n".join(lines) + "\n"
+
+
+def _result_lines(
+    trial: FrozenTrial, record: TrialRecord, metric_names: Sequence[str]
+) -> list[str]:
+    """The note's heading: state, objective values, constraints, why it ended."""
     lines = [f"### Trial {trial.number}: {trial.state.name.lower()}"]
     if trial.values is not None:
         lines.append(
@@ -150,102 +159,128 @@ def trial_note(trial: FrozenTrial, metric_names: Sequence[str]) -> str:
     reason = record.reason
     if reason:
         lines += ["", f"> {reason}"]
+    return lines
 
+
+def _architecture_lines(record: TrialRecord) -> list[str]:
+    """The architecture section: lane mix, settings, size, repairs (none: no lines)."""
+    attrs, arch, predicted = record.attrs, record.arch, record.predicted
     lanes = arch.get("lanes") or []
-    if lanes or attrs.get("lane_mix"):
-        lines += ["", "#### Architecture"]
-        mix = attrs.get("lane_mix") or group_lanes([lane_kind(lane) for lane in lanes])
-        lines.append(f"{attrs.get('num_lanes', len(lanes))} lanes: `{mix}`")
-        details = [
-            f"{key} {arch[key]}"
-            for key in ("routing", "routing_iterations", "decoder", "lane_dropout")
-            if key in arch
-        ]
-        if predicted.get("params") is not None:
-            details.append(f"{predicted['params']:,} parameters")
-        if predicted.get("train_flops") is not None:
-            details.append(f"{predicted['train_flops'] / 1e9:.3g} GFLOP per training step")
-        if details:
-            lines += ["", " · ".join(details)]
-        repairs = attrs.get("repairs") or []
-        if repairs:
-            lines.append("")
-        lines += [f"- repaired: {repair}" for repair in repairs]
+    if not (lanes or attrs.get("lane_mix")):
+        return []
+    lines = ["", "#### Architecture"]
+    mix = attrs.get("lane_mix") or group_lanes([lane_kind(lane) for lane in lanes])
+    lines.append(f"{attrs.get('num_lanes', len(lanes))} lanes: `{mix}`")
+    details = [
+        f"{key} {arch[key]}"
+        for key in ("routing", "routing_iterations", "decoder", "lane_dropout")
+        if key in arch
+    ]
+    if predicted.get("params") is not None:
+        details.append(f"{predicted['params']:,} parameters")
+    if predicted.get("train_flops") is not None:
+        details.append(f"{predicted['train_flops'] / 1e9:.3g} GFLOP per training step")
+    if details:
+        lines += ["", " · ".join(details)]
+    repairs = attrs.get("repairs") or []
+    if repairs:
+        lines.append("")
+    lines += [f"- repaired: {repair}" for repair in repairs]
+    return lines
 
-    plan = attrs.get("plan") or {}
-    if plan.get("devices"):
-        unit = str(predicted.get("time_unit") or "s")
-        kinds = [lane_kind(lane) for lane in lanes]
-        imbalance = predicted.get("imbalance")
-        head = f"#### Placement ({plan.get('strategy', '?')}"
-        if isinstance(imbalance, (int, float)):
-            head += f", imbalance {imbalance:.1%}"
-        if predicted.get("latency") is not None:
-            head += f", predicted training step {_seconds(predicted['latency'], unit)}"
-        if predicted.get("inference_latency_s") is not None:
-            head += (
-                f", predicted inference {_seconds(predicted['inference_latency_s'], unit)}"
-                f"/image at batch {predicted.get('inference_batch_size', 1)}"
-            )
-        if predicted.get("latency") is not None or predicted.get("inference_latency_s") is not None:
-            # for the devices listed below, never for the machine that trained it
-            head += " on the devices below"
-        lines += [
-            "",
-            head + ")",
-            "",
-            "| device | speed | lanes | time | memory |",
-            "|---|---:|---|---:|---:|",
-        ]
-        rows: list[tuple[list[str], str]] = []
-        for d in plan["devices"]:
-            ids = d.get("lanes") or []
-            mix = group_lanes([kinds[i] if i < len(kinds) else "?" for i in ids]) if kinds else ""
-            memory = _bytes(d.get("memory_bytes"))
-            if d.get("memory_limit_bytes"):
-                memory += f" / {_bytes(d['memory_limit_bytes'])}"
-            rest = (
-                f"{_fmt(d.get('speed'), 3)} | {len(ids)}: `{_cell(mix)}` | "
-                f"{_seconds(d.get('time'), unit)} | {memory} |"
-            )
-            name = _cell(str(d.get("name", "?")))
-            if rows and rows[-1][1] == rest:  # identical devices share one row
-                rows[-1][0].append(name)
-            else:
-                rows.append(([name], rest))
-        for names, rest in rows:
-            label = names[0] if len(names) == 1 else f"{names[0]} … {names[-1]} ({len(names)})"
-            lines.append(f"| {label} | {rest}")
 
+def _placement_lines(record: TrialRecord) -> list[str]:
+    """The placement section: one table row per device (none without a plan)."""
+    plan = record.attrs.get("plan") or {}
+    if not plan.get("devices"):
+        return []
+    unit = str(record.predicted.get("time_unit") or "s")
+    kinds = [lane_kind(lane) for lane in record.arch.get("lanes") or []]
+    lines = [
+        "",
+        _placement_heading(plan, record.predicted, unit) + ")",
+        "",
+        "| device | speed | lanes | time | memory |",
+        "|---|---:|---|---:|---:|",
+    ]
+    for names, rest in _device_rows(plan["devices"], kinds, unit):
+        label = names[0] if len(names) == 1 else f"{names[0]} … {names[-1]} ({len(names)})"
+        lines.append(f"| {label} | {rest}")
+    return lines
+
+
+def _placement_heading(plan: Mapping[str, Any], predicted: Mapping[str, Any], unit: str) -> str:
+    """``#### Placement (strategy, imbalance, predicted times ...`` (unclosed)."""
+    imbalance = predicted.get("imbalance")
+    head = f"#### Placement ({plan.get('strategy', '?')}"
+    if isinstance(imbalance, (int, float)):
+        head += f", imbalance {imbalance:.1%}"
+    if predicted.get("latency") is not None:
+        head += f", predicted training step {_seconds(predicted['latency'], unit)}"
+    if predicted.get("inference_latency_s") is not None:
+        head += (
+            f", predicted inference {_seconds(predicted['inference_latency_s'], unit)}"
+            f"/image at batch {predicted.get('inference_batch_size', 1)}"
+        )
+    if predicted.get("latency") is not None or predicted.get("inference_latency_s") is not None:
+        # for the devices listed below, never for the machine that trained it
+        head += " on the devices below"
+    return head
+
+
+def _device_rows(
+    devices: Sequence[Mapping[str, Any]], kinds: Sequence[str], unit: str
+) -> list[tuple[list[str], str]]:
+    """(device names, rest of the row) per table row; identical devices share one."""
+    rows: list[tuple[list[str], str]] = []
+    for d in devices:
+        ids = d.get("lanes") or []
+        mix = group_lanes([kinds[i] if i < len(kinds) else "?" for i in ids]) if kinds else ""
+        memory = _bytes(d.get("memory_bytes"))
+        if d.get("memory_limit_bytes"):
+            memory += f" / {_bytes(d['memory_limit_bytes'])}"
+        rest = (
+            f"{_fmt(d.get('speed'), 3)} | {len(ids)}: `{_cell(mix)}` | "
+            f"{_seconds(d.get('time'), unit)} | {memory} |"
+        )
+        name = _cell(str(d.get("name", "?")))
+        if rows and rows[-1][1] == rest:  # identical devices share one row
+            rows[-1][0].append(name)
+        else:
+            rows.append(([name], rest))
+    return rows
+
+
+def _curve_lines(training: Mapping[str, Any]) -> list[str]:
+    """The validation accuracy per epoch, and what was measured (none: no lines)."""
     curve = training.get("val_accuracy_per_epoch") or []
-    if curve:
-        lines += ["", "#### Validation accuracy per epoch"]
-        if training.get("mode") == "proxy" or training.get("evaluator") == "proxy":
-            lines += ["", "(proxy evaluator: an analytic stand-in, not a trained model)"]
-        lines += [
-            "",
-            "| epoch | " + " | ".join(str(i + 1) for i in range(len(curve))) + " |",
-            "|---|" + "---:|" * len(curve),
-            "| accuracy | " + " | ".join(f"{a:.4f}" for a in curve) + " |",
-        ]
-        measured = [
-            f"{training['seconds']:.3g} s"
-            if isinstance(training.get("seconds"), (int, float))
-            else "",
-            _bytes(training["peak_memory_bytes"]) + " peak"
-            if isinstance(training.get("peak_memory_bytes"), (int, float))
-            else "",
-            _measured_inference(training),
-        ]
-        if any(measured):
-            # where it trained, not the target devices of the placement above
-            where = training.get("device") if training.get("device") != "proxy" else None
-            lines.append("")
-            lines.append(
-                (f"measured on {where} (where it trained): " if where else "measured: ")
-                + " · ".join(m for m in measured if m)
-            )
-    return "\n".join(lines) + "\n"
+    if not curve:
+        return []
+    lines = ["", "#### Validation accuracy per epoch"]
+    if training.get("mode") == "proxy" or training.get("evaluator") == "proxy":
+        lines += ["", "(proxy evaluator: an analytic stand-in, not a trained model)"]
+    lines += [
+        "",
+        "| epoch | " + " | ".join(str(i + 1) for i in range(len(curve))) + " |",
+        "|---|" + "---:|" * len(curve),
+        "| accuracy | " + " | ".join(f"{a:.4f}" for a in curve) + " |",
+    ]
+    measured = [
+        f"{training['seconds']:.3g} s" if isinstance(training.get("seconds"), (int, float)) else "",
+        _bytes(training["peak_memory_bytes"]) + " peak"
+        if isinstance(training.get("peak_memory_bytes"), (int, float))
+        else "",
+        _measured_inference(training),
+    ]
+    if any(measured):
+        # where it trained, not the target devices of the placement above
+        where = training.get("device") if training.get("device") != "proxy" else None
+        lines.append("")
+        lines.append(
+            (f"measured on {where} (where it trained): " if where else "measured: ")
+            + " · ".join(m for m in measured if m)
+        )
+    return lines
 
 
 def _measured_inference(training: Mapping[str, Any]) -> str:

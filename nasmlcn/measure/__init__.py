@@ -26,12 +26,13 @@ from nasmlcn.measure._inference import (
     time_inference,
 )
 from nasmlcn.measure._lane import measure_lanes
-from nasmlcn.measure._lane_memory import lane_peak_memories, lane_peak_memory
+from nasmlcn.measure._lane_memory import PeakSettings, lane_peak_memories, lane_peak_memory
 from nasmlcn.measure._lane_timing import LaneTiming, StepTiming, time_lane_step, time_lanes
 from nasmlcn.measure._model_timing import time_model_step
 from nasmlcn.measure._peak import PeakMemory
 from nasmlcn.measure._speed import (
     DeviceSpeeds,
+    FCNetwork,
     SpeedResult,
     fc_flops_per_step,
     measure_fc_speed,
@@ -47,10 +48,12 @@ __all__ = [
     "CalibrationReport",
     "CalibrationRequest",
     "DeviceSpeeds",
+    "FCNetwork",
     "InferenceTiming",
     "LaneStepper",
     "LaneTiming",
     "PeakMemory",
+    "PeakSettings",
     "SpeedResult",
     "StepOps",
     "StepTiming",

@@ -23,6 +23,7 @@ from nasmlcn.costs import Calibration, CostContext, LaneSample, ModelSample, Sco
 from nasmlcn.errors import CalibrationError
 from nasmlcn.hardware import LocalDevice
 from nasmlcn.measure._lane import measure_lanes
+from nasmlcn.measure._lane_memory import PeakSettings
 from nasmlcn.measure._lane_timing import StepTiming
 from nasmlcn.measure._speed import DeviceSpeeds, measure_speeds
 
@@ -284,41 +285,12 @@ def measure_calibration(
         lane_device.name,
         timing=timing,
         threads=threads,
-        memory_steps=2 if quick else 3,
-        memory_jobs=2,
+        memory=PeakSettings(steps=2 if quick else 3, jobs=2),
         seed=request.seed,
         progress=progress,
     )
-    models: list[ModelSample] = []
-    count = min(request.models, QUICK_MODELS) if quick else request.models
-    if count:
-        from nasmlcn.costs import calibration_models
-        from nasmlcn.measure._model_timing import time_model_step
-
-        for i, lanes in enumerate(
-            calibration_models(count, request.seed, max_lanes=4 if quick else 64)
-        ):
-            seconds = time_model_step(
-                lanes,
-                ctx,
-                lane_device.name,
-                steps=1 if quick else 2 * request.rounds,
-                clock=clock,
-                seed=request.seed,
-            )
-            models.append(ModelSample(lanes, seconds))
-            if progress is not None:
-                progress("models", i + 1, count)
+    models = _measure_models(request, ctx, lane_device.name, progress)
     load = max(load, _load_average())
-    cores = usable_cores()
-    warnings: tuple[str, ...] = ()
-    # This process accounts for at most `cores` of the load; CPU time is immune.
-    if clock == "wall" and load > cores + 0.5:
-        warnings = (
-            f"the machine was busy (1-minute load {load:.1f} on {cores} cores): other "
-            "processes inflate step times; calibrate on an idle machine, or time one "
-            "thread's CPU time with --threads 1 --clock cpu",
-        )
     return CalibrationMeasurements(
         lane_device=lane_device,
         speeds=speeds,
@@ -327,9 +299,56 @@ def measure_calibration(
         threads=threads,
         clock=clock,
         load_average=load,
-        warnings=warnings,
+        warnings=_busy_warnings(clock, load),
         model_samples=tuple(models),
     )
+
+
+def _measure_models(
+    request: CalibrationRequest,
+    ctx: CostContext,
+    device: str,
+    progress: Callable[[str, int, int], None] | None,
+) -> list[ModelSample]:
+    """The step time of ``request.models`` random whole models on ``device``."""
+    quick = request.quick
+    count = min(request.models, QUICK_MODELS) if quick else request.models
+    if not count:
+        return []
+    from nasmlcn.costs import calibration_models
+    from nasmlcn.measure._model_timing import time_model_step
+
+    models: list[ModelSample] = []
+    for i, lanes in enumerate(
+        calibration_models(count, request.seed, max_lanes=4 if quick else 64)
+    ):
+        seconds = time_model_step(
+            lanes,
+            ctx,
+            device,
+            steps=1 if quick else 2 * request.rounds,
+            clock=request.clock,
+            seed=request.seed,
+        )
+        models.append(ModelSample(lanes, seconds))
+        if progress is not None:
+            progress("models", i + 1, count)
+    return models
+
+
+def _busy_warnings(clock: str, load: float) -> tuple[str, ...]:
+    """A warning where the machine was busier than this process (wall clock only)."""
+    from nasmlcn.hardware import usable_cores
+
+    cores = usable_cores()
+    # This process accounts for at most `cores` of the load; CPU time is immune.
+    if clock == "wall" and load > cores + 0.5:
+        return (
+            f"the machine was busy (1-minute load {load:.1f} on {cores} cores): other "
+            "processes inflate step times; calibrate on an idle machine, or time one "
+            "thread's CPU time with --threads 1 --clock cpu",
+        )
+    return ()
 
 
 def resolve_devices(device: str, local: list[LocalDevice]) -> tuple[LocalDevice, list[LocalDevice]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nasmlcn.costs import CostContext, LaneSample
-from nasmlcn.measure._lane_memory import lane_peak_memories
+from nasmlcn.measure._lane_memory import DEFAULT_PEAKS, PeakSettings, lane_peak_memories
 from nasmlcn.measure._lane_timing import DEFAULT_TIMING, StepTiming, time_lanes
 from nasmlcn.measure._stepper import Progress
 from nasmlcn.specs import LaneSpec
@@ -23,14 +23,13 @@ def measure_lanes(
     device: str = "cpu",
     *,
     timing: StepTiming = DEFAULT_TIMING,
+    memory: PeakSettings = DEFAULT_PEAKS,
     threads: int | None = None,
-    memory_steps: int = 3,
-    memory_jobs: int = 1,
-    malloc: str = "fixed",
     seed: int = 0,
     progress: Progress | None = None,
 ) -> list[LaneSample]:
-    """Step time and peak memory of every lane: all timings first, then memory.
+    """Step time and peak memory of every lane: all timings first, then memory
+    (``timing``: see :class:`StepTiming`; ``memory``: see :class:`PeakSettings`).
 
     Timings run in this process one lane after another (nothing else of ours
     competes for the cores); memory runs afterwards, in child processes on a CPU.
@@ -39,14 +38,6 @@ def measure_lanes(
         lanes, ctx, device, timing=timing, threads=threads, seed=seed, progress=progress
     )
     peaks = lane_peak_memories(
-        lanes,
-        ctx,
-        device,
-        steps=memory_steps,
-        threads=threads,
-        jobs=memory_jobs,
-        seed=seed,
-        malloc=malloc,
-        progress=progress,
+        lanes, ctx, device, memory=memory, threads=threads, seed=seed, progress=progress
     )
     return [LaneSample(t.lane, t.seconds, p) for t, p in zip(timings, peaks, strict=True)]

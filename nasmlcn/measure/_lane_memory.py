@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import torch
 
@@ -56,23 +57,40 @@ def lane_peak_memory(
     return peak_in_child(request, timeout=timeout, malloc=malloc)
 
 
+@dataclass(frozen=True)
+class PeakSettings:
+    """How :func:`lane_peak_memories` measures every lane.
+
+    Attributes:
+        steps: Training steps of each lane.
+        jobs: On a CPU, child processes at once: each measures only its own
+            resident set, so they do not disturb each other's figures (unlike
+            timings). One at a time on CUDA.
+        malloc: On a CPU, ``fixed`` or ``default`` glibc mmap threshold (see
+            :mod:`nasmlcn.measure._child`).
+    """
+
+    steps: int = 3
+    jobs: int = 1
+    malloc: str = "fixed"
+
+
+DEFAULT_PEAKS = PeakSettings()
+
+
 def lane_peak_memories(
     lanes: Sequence[LaneSpec],
     ctx: CostContext,
     device: str = "cpu",
     *,
-    steps: int = 3,
+    memory: PeakSettings = DEFAULT_PEAKS,
     threads: int | None = None,
-    jobs: int = 1,
     seed: int = 0,
-    malloc: str = "fixed",
     progress: Progress | None = None,
 ) -> list[int]:
-    """:func:`lane_peak_memory` of every lane, in order.
-
-    On a CPU, ``jobs`` child processes run at once: each measures only its own
-    resident set, so they do not disturb each other's figures (unlike timings).
-    """
+    """:func:`lane_peak_memory` of every lane, in order (``memory``: the steps, the
+    child processes at once and the malloc setting)."""
+    steps, jobs, malloc = memory.steps, memory.jobs, memory.malloc
     out: list[int] = [0] * len(lanes)
     done = 0
 

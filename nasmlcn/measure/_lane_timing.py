@@ -35,7 +35,7 @@ class LaneTiming:
         seconds: Step time: the fastest timed step.
         steps: Timed steps, all rounds together.
         threads: Torch intra-op threads.
-        clock: ``wall`` or ``cpu`` (see :func:`time_lane_step`).
+        clock: ``wall`` or ``cpu`` (see :class:`StepTiming`).
     """
 
     lane: LaneSpec
@@ -58,7 +58,22 @@ class LaneTiming:
 
 @dataclass(frozen=True)
 class StepTiming:
-    """How step times are taken (see :func:`time_lane_step` for each field).
+    """How step times are taken.
+
+    Attributes:
+        warmup: Untimed steps first (kernel selection, allocator, Adam state).
+        repeats: At least this many timed steps per round...
+        min_seconds: ...and at least this long per round, so fast lanes get
+            many chances of an undisturbed step.
+        rounds: Rounds of timed steps; the result is the fastest step of all
+            (other processes only ever add time, so the least disturbed step is
+            the best estimate of the lane's own cost).
+        clock: ``wall`` (elapsed time) or ``cpu`` (this process's CPU time; CPU
+            device and 1 thread only). On a machine shared with other
+            processes, the CPU time of a single thread is the lane's own cost
+            whatever else runs; wall time with several threads is not (one
+            descheduled thread stalls the others at every barrier: a 10 ms
+            step took 270 ms at load 5 on 2 cores).
 
     Raises:
         ValueError: ``rounds`` or ``repeats`` below 1.
@@ -78,6 +93,8 @@ class StepTiming:
 
 
 DEFAULT_TIMING = StepTiming()
+ONE_ROUND = StepTiming(rounds=1)
+"""What :func:`time_lane_step` times by default: one round of the default steps."""
 
 
 def time_lane_step(
@@ -85,12 +102,8 @@ def time_lane_step(
     ctx: CostContext,
     device: str = "cpu",
     *,
-    warmup: int = 2,
-    repeats: int = 5,
-    min_seconds: float = 0.3,
-    rounds: int = 1,
+    timing: StepTiming = ONE_ROUND,
     threads: int | None = None,
-    clock: str = "wall",
     seed: int = 0,
 ) -> LaneTiming:
     """The training step time of ``lane`` on ``device``.
@@ -99,23 +112,10 @@ def time_lane_step(
         lane: The lane.
         ctx: Input shape, classes, routing and batch size.
         device: Torch device name.
-        warmup: Untimed steps first (kernel selection, allocator, Adam state).
-        repeats: At least this many timed steps per round...
-        min_seconds: ...and at least this long per round, so fast lanes get
-            many chances of an undisturbed step.
-        rounds: Rounds of timed steps; the result is the fastest step of all
-            (other processes only ever add time, so the least disturbed step is
-            the best estimate of the lane's own cost).
+        timing: Warm-up, repeats, rounds and clock (see :class:`StepTiming`).
         threads: Torch intra-op threads (None: leave as is).
-        clock: ``wall`` (elapsed time) or ``cpu`` (this process's CPU time; CPU
-            device and 1 thread only). On a machine shared with other
-            processes, the CPU time of a single thread is the lane's own cost
-            whatever else runs; wall time with several threads is not (one
-            descheduled thread stalls the others at every barrier: a 10 ms
-            step took 270 ms at load 5 on 2 cores).
         seed: Seed of the weights and the batch.
     """
-    timing = StepTiming(warmup, repeats, min_seconds, rounds, clock)
     return time_lanes([lane], ctx, device, timing=timing, threads=threads, seed=seed)[0]
 
 
@@ -131,7 +131,7 @@ def time_lanes(
 ) -> list[LaneTiming]:
     """Step times of ``lanes``, measured in interleaved rounds.
 
-    Every round times every lane once (``timing``: see :func:`time_lane_step`
+    Every round times every lane once (``timing``: see :class:`StepTiming`
     for each setting); a burst of load from another process thus hits one round of a
     lane, not all of them, and the fastest step is kept. The lanes'
     weights and batches stay alive between rounds (they are small; activations

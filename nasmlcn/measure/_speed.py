@@ -83,12 +83,29 @@ def fc_flops_per_step(batch_size: int, width: int = FC_WIDTH, layers: int = FC_L
     return layers * 2 * per + (layers - 1) * per
 
 
+@dataclass(frozen=True)
+class FCNetwork:
+    """The FC network whose training step :func:`measure_fc_speed` times.
+
+    Attributes:
+        batch_size: Rows of the fixed batch.
+        width: Features of every layer.
+        layers: Linear layers (>= 1).
+    """
+
+    batch_size: int = FC_BATCH
+    width: int = FC_WIDTH
+    layers: int = FC_LAYERS
+
+
+THESIS_NETWORK = FCNetwork()
+"""The thesis's 512x512 network (three layers, batches of 64)."""
+
+
 def measure_fc_speed(
     device: str = "cpu",
     *,
-    batch_size: int = FC_BATCH,
-    width: int = FC_WIDTH,
-    layers: int = FC_LAYERS,
+    network: FCNetwork = THESIS_NETWORK,
     warmup: int = 5,
     repeats: int = 30,
     steps_per_repeat: int = 5,
@@ -100,18 +117,17 @@ def measure_fc_speed(
 
     Args:
         device: Torch device name.
-        batch_size: Rows of the fixed batch.
-        width: Features of every layer.
-        layers: Linear layers (>= 1).
+        network: Its batch size, width and layers.
         warmup: Untimed steps first (allocator, kernel caches, Adam state).
         repeats: Timed repeats; the fastest counts.
         steps_per_repeat: Steps per timed repeat (one step is too short to time
             alone on a fast device).
         threads: Torch intra-op threads (None: leave as is).
         clock: ``wall`` or ``cpu`` (process CPU time; CPU with 1 thread only,
-            see :func:`nasmlcn.measure.time_lane_step`).
+            see :class:`nasmlcn.measure.StepTiming`).
         seed: Seed of the weights and the batch.
     """
+    batch_size, width, layers = network.batch_size, network.width, network.layers
     if layers < 1 or width < 1 or batch_size < 1:
         raise ValueError(
             f"need layers, width, batch_size >= 1, got {layers}, {width}, {batch_size}"
@@ -208,7 +224,7 @@ def measure_speeds(
             "none of " + ", ".join(d.name for d in devices) + " is in the device catalog, so "
             "there is no known speed to anchor the K80 scale; add the cpu or a catalog device"
         )
-    repeats = {"warmup": 2, "repeats": 5} if quick else {}
+    repeats: dict[str, Any] = {"warmup": 2, "repeats": 5} if quick else {}
     results = tuple(
         measure_fc_speed(
             d.name, threads=threads, clock=clock if d.name == "cpu" else "wall", **repeats

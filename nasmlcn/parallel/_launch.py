@@ -189,37 +189,41 @@ def _portable(exc: BaseException) -> BaseException | None:
     return clone if isinstance(clone, BaseException) else None
 
 
-def _entry(
-    local_rank: int,
-    fn: Callable[..., Any],
-    args: tuple[Any, ...],
-    port: int,
-    world_size: int,
-    prefer: str,
-    timeout_s: float,
-    threads: int | None,
-    result_queue: Any,
-) -> None:
+@dataclass(frozen=True)
+class _Spawn:
+    """What every spawned rank is given: the function, its arguments and the job's
+    rendezvous (picklable: spawn sends it to each process)."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    port: int
+    world_size: int
+    prefer: str  # the device asked for (_pick_device)
+    timeout_s: float
+    threads: int | None
+
+
+def _entry(local_rank: int, spawn: _Spawn, result_queue: Any) -> None:
     """Body of a spawned rank (module level so that spawn can import it)."""
     import torch
     import torch.distributed as dist
 
-    if threads is not None:
-        torch.set_num_threads(threads)
+    if spawn.threads is not None:
+        torch.set_num_threads(spawn.threads)
     try:
-        device, backend = _pick_device(prefer, local_rank)
+        device, backend = _pick_device(spawn.prefer, local_rank)
         ctx = RankContext(
-            local_rank, world_size, local_rank, device, backend, "spawn", result_queue
+            local_rank, spawn.world_size, local_rank, device, backend, "spawn", result_queue
         )
         store = dist.TCPStore(
             "127.0.0.1",
-            port,
-            world_size,
+            spawn.port,
+            spawn.world_size,
             is_master=False,
-            timeout=datetime.timedelta(seconds=timeout_s),
+            timeout=datetime.timedelta(seconds=spawn.timeout_s),
         )
-        _init_group(ctx, timeout_s, store=store)
-        result = fn(ctx, *args)
+        _init_group(ctx, spawn.timeout_s, store=store)
+        result = spawn.fn(ctx, *spawn.args)
     except BaseException as exc:
         report = (_portable(exc), traceback.format_exc())
         result_queue.put(("error", local_rank, _dumps(report), None))
@@ -273,44 +277,17 @@ def launch(
         timeout=datetime.timedelta(seconds=timeout_s),
         wait_for_workers=False,
     )
+    given = _Spawn(fn, args, store.port, world_size, device, timeout_s, threads)
     context = mp.start_processes(
         _entry,
-        args=(fn, args, store.port, world_size, device, timeout_s, threads, result_queue),
+        args=(given, result_queue),
         nprocs=world_size,
         join=False,
         start_method="spawn",
     )
-    results: dict[int, Any] = {}
-    errors: dict[int, tuple[BaseException | None, str]] = {}
-
-    def drain(wait: float) -> None:
-        while True:
-            try:
-                kind, rank, data, _ = result_queue.get(timeout=wait)
-            except queue_module.Empty:
-                return
-            wait = 0.0
-            payload = pickle.loads(data)
-            if kind == "event":
-                if on_event is not None and rank == 0:
-                    on_event(payload)
-            elif kind == "result":
-                results[rank] = payload
-            else:
-                errors[rank] = payload
-
+    collected = _Collected(result_queue, on_event)
     try:
-        while True:
-            drain(0.05)
-            try:
-                finished = context.join(timeout=0)
-            except Exception:
-                drain(0.5)  # a failing rank's report may still be in the pipe
-                raise _failure(context.processes, errors) from None
-            if finished:
-                # a result may still be in the pipe; none is missing: no wait
-                drain(0.5 if len(results) + len(errors) < world_size else 0.0)
-                break
+        _wait_for_ranks(context, collected, world_size)
     finally:
         for process in context.processes:
             if process.is_alive():
@@ -319,10 +296,59 @@ def launch(
             process.join(5)
         result_queue.close()
         del store  # stops the rendezvous server
+    results = collected.results
     missing = [r for r in range(world_size) if r not in results]
     if missing:
         raise DistributedError(f"rank {missing[0]} ended without a result")
     return [results[r] for r in range(world_size)]
+
+
+class _Collected:
+    """What the ranks put on the result queue: their results and errors; rank 0's
+    events go to ``on_event`` as they arrive."""
+
+    def __init__(self, result_queue: Any, on_event: Callable[[Any], None] | None) -> None:
+        self.queue = result_queue
+        self.on_event = on_event
+        self.results: dict[int, Any] = {}
+        self.errors: dict[int, tuple[BaseException | None, str]] = {}
+
+    def drain(self, wait: float) -> None:
+        """Takes everything on the queue, waiting up to ``wait`` s for the first."""
+        while True:
+            try:
+                kind, rank, data, _ = self.queue.get(timeout=wait)
+            except queue_module.Empty:
+                return
+            wait = 0.0
+            payload = pickle.loads(data)
+            if kind == "event":
+                if self.on_event is not None and rank == 0:
+                    self.on_event(payload)
+            elif kind == "result":
+                self.results[rank] = payload
+            else:
+                self.errors[rank] = payload
+
+
+def _wait_for_ranks(context: Any, collected: _Collected, world_size: int) -> None:
+    """Drains the queue until every rank has ended.
+
+    Raises:
+        NasmlcnError: A rank failed (see :func:`_failure`).
+    """
+    while True:
+        collected.drain(0.05)
+        try:
+            finished = context.join(timeout=0)
+        except Exception:
+            collected.drain(0.5)  # a failing rank's report may still be in the pipe
+            raise _failure(context.processes, collected.errors) from None
+        if finished:
+            # a result may still be in the pipe; none is missing: no wait
+            done = len(collected.results) + len(collected.errors)
+            collected.drain(0.5 if done < world_size else 0.0)
+            return
 
 
 def _failure(

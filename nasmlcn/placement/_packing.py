@@ -238,88 +238,128 @@ class Packer:
         Raises:
             OutOfTime: ``deadline`` passed before the answer was known.
         """
-        n, m = self.problem.num_lanes, self.problem.num_devices
-        costs, memory = self.costs, self.memory
-        remaining_cost, remaining_memory = self.remaining_cost, self.remaining_memory
-        min_memory, usable_in = self.min_memory, self.usable
-        mem_caps, kind, key_of = self.capacities, self.kind, self.key
-        memory_binds = self.memory_binds
         caps = list(caps)
         self.last_capacities = caps
-        loads: list[float] = [0] * m
-        mems = [0] * m
-        place = [0] * n
-        failed: set[bytes] = set()
-        devices = range(m)
-        version = 0
+        return _DepthFirst(self, caps, found).run(deadline)
 
-        def children(i: int) -> list[Any] | None:
-            """The search frame of lane i, or None when the state is pruned."""
-            key = key_of(i, loads, mems)
-            if key in failed:
-                return None
-            left = remaining_cost[i]
-            usable: float = 0
-            spare = 0
-            for j in devices:
-                room = caps[j] - loads[j]
-                if room < 0:
-                    return None  # over a capacity lowered since this device was chosen
-                if memory_binds:
-                    free = mem_caps[j] - mems[j]
-                    if free < min_memory[i]:
-                        continue
-                    spare += free
-                if usable < left:
-                    usable += left if room >= left else usable_in(i, room)
-            if usable < left or (memory_binds and spare < remaining_memory[i]):
-                failed.add(key)
-                return None
-            p, mem = costs[i], memory[i]
-            seen = set()
-            options: list[tuple[float, int]] = []
-            for j in devices:
-                room = caps[j] - loads[j] - p
-                if room < 0 or (memory_binds and mems[j] + mem > mem_caps[j]):
+    def _unsort(self, place: list[int]) -> list[int]:
+        assignment = [0] * len(place)
+        for k, i in enumerate(self.order):
+            assignment[i] = place[k]
+        return assignment
+
+
+class _DepthFirst:
+    """One search of :meth:`Packer.solve`: the lanes placed so far, the devices'
+    loads and memory, and the states that failed.
+
+    ``caps`` is the packer's list of time capacities, lowered in place when
+    ``found`` asks for a better packing (``version`` counts the lowerings).
+    """
+
+    def __init__(
+        self,
+        packer: Packer,
+        caps: list[float],
+        found: Callable[[list[int]], list[float] | None] | None,
+    ) -> None:
+        n, m = packer.problem.num_lanes, packer.problem.num_devices
+        self.packer = packer
+        self.caps = caps
+        self.found = found
+        self.loads: list[float] = [0] * m
+        self.mems = [0] * m
+        self.place = [0] * n
+        self.failed: set[bytes] = set()
+        self.devices = range(m)
+        self.version = 0
+
+    def children(self, i: int) -> list[Any] | None:
+        """The search frame of lane i, or None when the state is pruned."""
+        packer, caps, loads, mems = self.packer, self.caps, self.loads, self.mems
+        memory_binds, mem_caps = packer.memory_binds, packer.capacities
+        key = packer.key(i, loads, mems)
+        if key in self.failed:
+            return None
+        left = packer.remaining_cost[i]
+        min_memory = packer.min_memory[i]
+        usable: float = 0
+        spare = 0
+        for j in self.devices:
+            room = caps[j] - loads[j]
+            if room < 0:
+                return None  # over a capacity lowered since this device was chosen
+            if memory_binds:
+                free = mem_caps[j] - mems[j]
+                if free < min_memory:
                     continue
-                if room == 0 and not memory_binds:
-                    # Exact fit: any solution can swap lane i in for what fills this gap
-                    # (while this capacity holds: the frame notes the capacities' version).
-                    return [key, [j], 0, 0, version]
-                signature = (kind[j], loads[j], mems[j])
-                if signature not in seen:
-                    seen.add(signature)
-                    options.append((room, j))
-            # Tightest fit first: it finds packings quickly when they exist.
-            options.sort()
-            return [key, [j for _, j in options], 0, 0, -1]
+                spare += free
+            if usable < left:
+                usable += left if room >= left else packer.usable(i, room)
+        if usable < left or (memory_binds and spare < packer.remaining_memory[i]):
+            self.failed.add(key)
+            return None
+        return self._options(i, key)
 
-        def finish(i: int) -> bool:
-            """Puts every lane from i on one device if one can take them all."""
-            for j in devices:
-                if caps[j] - loads[j] >= remaining_cost[i] and (
-                    not memory_binds or mem_caps[j] - mems[j] >= remaining_memory[i]
-                ):
-                    for k in range(i, n):
-                        place[k] = j
-                    return True
+    def _options(self, i: int, key: bytes) -> list[Any]:
+        """The frame of lane i: the devices it fits, tightest first (or the one it fills)."""
+        packer, caps, loads, mems = self.packer, self.caps, self.loads, self.mems
+        memory_binds, mem_caps, kind = packer.memory_binds, packer.capacities, packer.kind
+        p, mem = packer.costs[i], packer.memory[i]
+        seen = set()
+        options: list[tuple[float, int]] = []
+        for j in self.devices:
+            room = caps[j] - loads[j] - p
+            if room < 0 or (memory_binds and mems[j] + mem > mem_caps[j]):
+                continue
+            if room == 0 and not memory_binds:
+                # Exact fit: any solution can swap lane i in for what fills this gap
+                # (while this capacity holds: the frame notes the capacities' version).
+                return [key, [j], 0, 0, self.version]
+            signature = (kind[j], loads[j], mems[j])
+            if signature not in seen:
+                seen.add(signature)
+                options.append((room, j))
+        # Tightest fit first: it finds packings quickly when they exist.
+        options.sort()
+        return [key, [j for _, j in options], 0, 0, -1]
+
+    def finish(self, i: int) -> bool:
+        """Puts every lane from i on one device if one can take them all."""
+        packer, caps, loads, mems = self.packer, self.caps, self.loads, self.mems
+        for j in self.devices:
+            if caps[j] - loads[j] >= packer.remaining_cost[i] and (
+                not packer.memory_binds
+                or packer.capacities[j] - mems[j] >= packer.remaining_memory[i]
+            ):
+                for k in range(i, len(self.place)):
+                    self.place[k] = j
+                return True
+        return False
+
+    def report(self) -> bool:
+        """Hands a solution to ``found``; True when the search is to go on."""
+        if self.found is None:
             return False
+        lower = self.found(self.packer._unsort(self.place))
+        if lower is None:
+            return False
+        self.caps[:] = lower
+        self.version += 1
+        return True
 
-        def report() -> bool:
-            """Hands a solution to ``found``; True when the search is to go on."""
-            nonlocal version
-            if found is None:
-                return False
-            lower = found(self._unsort(place))
-            if lower is None:
-                return False
-            caps[:] = lower
-            version += 1
-            return True
+    def run(self, deadline: float) -> list[int] | None:
+        """The search: an assignment, or None when there is none (or no better one).
 
-        if n == 0 or finish(0):
-            assignment = self._unsort(place)
-            if n == 0 or not report():
+        Raises:
+            OutOfTime: ``deadline`` passed before the answer was known.
+        """
+        packer, caps, loads, mems, place = self.packer, self.caps, self.loads, self.mems, self.place
+        costs, memory, failed, children = packer.costs, packer.memory, self.failed, self.children
+        n = len(place)
+        if n == 0 or self.finish(0):
+            assignment = packer._unsort(place)
+            if n == 0 or not self.report():
                 return assignment
         first = children(0)
         if first is None:
@@ -329,7 +369,7 @@ class Packer:
         # exact fit or -1]; loads are restored, not subtracted, so a device's load is
         # always the same float for the same lanes.
         stack: list[list[Any]] = [first]
-        next_check = self.nodes + _CHECK_EVERY
+        next_check = packer.nodes + _CHECK_EVERY
         while stack:
             frame = stack[-1]
             i = len(stack) - 1
@@ -340,7 +380,7 @@ class Packer:
                 loads[j] = frame[3]
                 mems[j] -= memory[i]
             if tried == len(options):
-                if 0 <= frame[4] != version:
+                if 0 <= frame[4] != self.version:
                     # An exact fit under capacities lowered since: try the other devices.
                     rebuilt = children(i)
                     if rebuilt is not None:
@@ -351,23 +391,22 @@ class Packer:
                 continue
             frame[2] = tried + 1
             j = options[tried]
-            p = costs[i]
             frame[3] = loads[j]
-            loads[j] += p
+            loads[j] += costs[i]
             mems[j] += memory[i]
             place[i] = j
-            self.nodes += 1
-            if self.nodes >= next_check:
-                next_check = self.nodes + _CHECK_EVERY
+            packer.nodes += 1
+            if packer.nodes >= next_check:
+                next_check = packer.nodes + _CHECK_EVERY
                 if time.perf_counter() > deadline:
                     raise OutOfTime
                 if len(failed) > _MEMO_LIMIT:
                     failed.clear()
             if loads[j] > caps[j]:
                 continue  # the capacities were lowered after this frame was built
-            if finish(i + 1):
-                assignment = self._unsort(place)
-                if not report():
+            if self.finish(i + 1):
+                assignment = packer._unsort(place)
+                if not self.report():
                     return assignment
                 if i + 1 == n:
                     continue
@@ -376,9 +415,3 @@ class Packer:
             if child is not None:
                 stack.append(child)
         return None
-
-    def _unsort(self, place: list[int]) -> list[int]:
-        assignment = [0] * len(place)
-        for k, i in enumerate(self.order):
-            assignment[i] = place[k]
-        return assignment

@@ -257,7 +257,75 @@ def _scale(table: Any, where: str) -> Scale:
     )
 
 
+def _check(
+    table: Mapping[str, Any], where: str, paper: float | None, bound: float | None
+) -> str | None:
+    """The entry's check (``None`` for ``"none"``), which needs a paper value or bound."""
+    check = table.get("check", "close" if paper is not None else "none")
+    if check not in CHECKS:
+        raise ReproduceError(f"{where}: check must be one of {', '.join(CHECKS)}, got {check!r}")
+    check = None if check == "none" else check
+    if check is not None and paper is None and bound is None:
+        raise ReproduceError(f"{where}: check {check!r} needs paper = ... or bound = ...")
+    return check
+
+
+def _expression(text: str, where: str) -> None:
+    """Raises the parse error of the path or expression ``text``, prefixed by ``where``."""
+    from nasmlcn.reproduce._values import parse_expression
+
+    try:
+        parse_expression(text)
+    except ReproduceError as err:
+        raise ReproduceError(f"{where}: {err}") from None
+
+
+def _samples(
+    table: Mapping[str, Any], where: str, check: str | None
+) -> tuple[tuple[str, str] | None, str]:
+    """The entry's two samples ``(A, B)`` (or ``None``) and the statistic taken of them."""
+    samples = table.get("samples")
+    if samples is None:
+        if "statistic" in table:
+            raise ReproduceError(f"{where}: statistic needs samples = [A, B] (what it is taken of)")
+        return None, "mean"
+    if (
+        not isinstance(samples, list)
+        or len(samples) != 2
+        or not all(isinstance(x, str) and x.strip() for x in samples)
+    ):
+        raise ReproduceError(
+            f"{where}: samples must be two paths [A, B] to lists of numbers"
+            f" (ours = mean(A) - mean(B)), got {samples!r}"
+        )
+    if check not in ("at_least", "at_most"):
+        raise ReproduceError(
+            f'{where}: samples need check = "at_least" or "at_most" (a claim about'
+            f" a difference), got {table.get('check', 'close')!r}"
+        )
+    statistic = table.get("statistic", "mean")
+    if statistic not in STATISTICS:
+        raise ReproduceError(
+            f"{where}: statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}"
+        )
+    for path in samples:
+        _expression(path, f"{where}: samples")
+    return (samples[0], samples[1]), statistic
+
+
+def _comparison_scales(table: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    """The scales that measure the entry's figure (default: all of them)."""
+    scales = table.get("scales", list(SCALES))
+    if not isinstance(scales, list) or not scales or any(x not in SCALES for x in scales):
+        raise ReproduceError(
+            f"{where}: scales must list some of {', '.join(SCALES)} (the scales that measure"
+            f" this figure), got {scales!r}"
+        )
+    return tuple(scales)
+
+
 def _comparison(table: Any, where: str) -> Comparison:
+    """One ``[[reproduce.compare]]`` entry, checked."""
     if not isinstance(table, Mapping):
         raise ReproduceError(f"{where} must be a table")
     check_keys(table, _COMPARE_KEYS, where, ReproduceError)
@@ -269,12 +337,7 @@ def _comparison(table: Any, where: str) -> Comparison:
             f"{where}: give the paper's value (paper = ...) or say what its plot shows"
             ' (plot_only = "...")'
         )
-    check = table.get("check", "close" if paper is not None else "none")
-    if check not in CHECKS:
-        raise ReproduceError(f"{where}: check must be one of {', '.join(CHECKS)}, got {check!r}")
-    check = None if check == "none" else check
-    if check is not None and paper is None and bound is None:
-        raise ReproduceError(f"{where}: check {check!r} needs paper = ... or bound = ...")
+    check = _check(table, where, paper, bound)
     tolerance = _number(table, "tolerance", where, default=0.0)
     if tolerance is None or tolerance < 0:
         raise ReproduceError(f"{where}: tolerance must be >= 0, got {tolerance!r}")
@@ -282,49 +345,10 @@ def _comparison(table: Any, where: str) -> Comparison:
     if not factor:
         raise ReproduceError(f"{where}: factor must be a non-zero number, got {factor!r}")
     ours = _text(table, "ours", where)
-    from nasmlcn.reproduce._values import parse_expression
-
-    try:
-        parse_expression(ours)
-    except ReproduceError as err:
-        raise ReproduceError(f"{where}: {err}") from None
-    samples = table.get("samples")
-    statistic = "mean"
-    if samples is None and "statistic" in table:
-        raise ReproduceError(f"{where}: statistic needs samples = [A, B] (what it is taken of)")
-    if samples is not None:
-        if (
-            not isinstance(samples, list)
-            or len(samples) != 2
-            or not all(isinstance(x, str) and x.strip() for x in samples)
-        ):
-            raise ReproduceError(
-                f"{where}: samples must be two paths [A, B] to lists of numbers"
-                f" (ours = mean(A) - mean(B)), got {samples!r}"
-            )
-        if check not in ("at_least", "at_most"):
-            raise ReproduceError(
-                f'{where}: samples need check = "at_least" or "at_most" (a claim about'
-                f" a difference), got {table.get('check', 'close')!r}"
-            )
-        statistic = table.get("statistic", "mean")
-        if statistic not in STATISTICS:
-            raise ReproduceError(
-                f"{where}: statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}"
-            )
-        for path in samples:
-            try:
-                parse_expression(path)
-            except ReproduceError as err:
-                raise ReproduceError(f"{where}: samples: {err}") from None
-    scales = table.get("scales", list(SCALES))
-    if not isinstance(scales, list) or not scales or any(x not in SCALES for x in scales):
-        raise ReproduceError(
-            f"{where}: scales must list some of {', '.join(SCALES)} (the scales that measure"
-            f" this figure), got {scales!r}"
-        )
+    _expression(ours, where)
+    samples, statistic = _samples(table, where, check)
     return Comparison(
-        scales=tuple(scales),
+        scales=_comparison_scales(table, where),
         label=_text(table, "label", where),
         ours=ours,
         unit=_text(table, "unit", where, required=False),
@@ -337,7 +361,7 @@ def _comparison(table: Any, where: str) -> Comparison:
         quote=_text(table, "quote", where, required=False),
         plot_only=plot_only,
         dataset=_text(table, "dataset", where, required=False) or "Fashion-MNIST",
-        samples=(samples[0], samples[1]) if samples is not None else None,
+        samples=samples,
         statistic=statistic,
     )
 

@@ -175,6 +175,87 @@ def _run_engine(command: list[str], folder: Path, output: Path, echo: TextIO | N
             raise
 
 
+def _new_record(
+    recipe: Recipe,
+    scale: str,
+    commands: dict[str, list[str]],
+    previous: dict[str, Any],
+    finished: dict[str, list[str]],
+    force: bool,
+) -> dict[str, Any]:
+    """The ``run.json`` of a run that starts now (state ``running``)."""
+    return {
+        "name": recipe.name,
+        "scale": scale,
+        "commands": commands,
+        "shown": "; ".join(_shown(c, recipe) for c in commands.values()),
+        "machine": machine(),
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "state": "running",
+        "runs": int(previous.get("runs", 0)) + 1,
+        # a run that stopped or failed is continued: its time counts
+        "earlier_seconds": 0.0
+        if force or previous.get("state") == "done"
+        else float(previous.get("seconds", 0.0)) + float(previous.get("earlier_seconds", 0.0)),
+        "finished_runs": finished,
+    }
+
+
+def _engine_output(
+    recipe: Recipe, scale: str, folder: Path, key: str, command: list[str], echo: TextIO | None
+) -> dict[str, Any]:
+    """Runs the engine run ``key`` and returns its output (not yet stored)."""
+    partial = (folder / _output_file(key)).with_suffix(".partial")
+    if echo is not None and key:
+        echo.write(f"-- {recipe.name} ({scale}), run {key}\n")
+    code = _run_engine(command, folder, partial, echo)
+    if code != 0:
+        partial.unlink(missing_ok=True)
+        raise ReproduceError(
+            f"{recipe.name} ({scale}{', run ' + key if key else ''}): the engine exited"
+            f" with {code}; its log is {folder / LOG_FILE}; last lines:\n"
+            f"{_tail(folder / LOG_FILE)}"
+        )
+    try:
+        data = _result_of(recipe, folder, partial)
+    finally:
+        partial.unlink(missing_ok=True)
+    if data is None:
+        raise ReproduceError(
+            f"{recipe.name} ({scale}): the engine printed no JSON object on stdout;"
+            f" see {folder / LOG_FILE}"
+        )
+    return data
+
+
+def _run_commands(
+    recipe: Recipe,
+    scale: str,
+    folder: Path,
+    commands: dict[str, list[str]],
+    record: dict[str, Any],
+    echo: TextIO | None,
+    start: float,
+) -> dict[str, Any]:
+    """Every engine run's output by run name, reusing those stored for the same command;
+    ``record`` (``run.json``) is updated after each run."""
+    finished = record["finished_runs"]
+    outputs: dict[str, Any] = {}
+    for key, command in commands.items():
+        target = folder / _output_file(key)
+        stored = _read(target) if finished.get(key) == command else None
+        if stored is not None:
+            outputs[key] = stored
+            continue
+        data = _engine_output(recipe, scale, folder, key, command, echo)
+        write_json_atomic(target, data)
+        outputs[key] = data
+        finished[key] = command
+        record["seconds"] = time.perf_counter() - start
+        write_json_atomic(folder / RUN_FILE, record)
+    return outputs
+
+
 def run_result(
     recipe: Recipe,
     scale: str,
@@ -204,57 +285,12 @@ def run_result(
     ):
         return RunOutcome(folder, output, previous, ran=False)
     finished = {} if force else _stored_commands(previous.get("finished_runs"))
-    record: dict[str, Any] = {
-        "name": recipe.name,
-        "scale": scale,
-        "commands": commands,
-        "shown": "; ".join(_shown(c, recipe) for c in commands.values()),
-        "machine": machine(),
-        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "state": "running",
-        "runs": int(previous.get("runs", 0)) + 1,
-        # a run that stopped or failed is continued: its time counts
-        "earlier_seconds": 0.0
-        if force or previous.get("state") == "done"
-        else float(previous.get("seconds", 0.0)) + float(previous.get("earlier_seconds", 0.0)),
-        "finished_runs": finished,
-    }
+    record = _new_record(recipe, scale, commands, previous, finished, force)
     write_json_atomic(folder / RUN_FILE, record)
     (folder / ENGINE_FILE).unlink(missing_ok=True)
     start = time.perf_counter()
-    outputs: dict[str, Any] = {}
     try:
-        for key, command in commands.items():
-            target = folder / _output_file(key)
-            stored = _read(target) if finished.get(key) == command else None
-            if stored is not None:
-                outputs[key] = stored
-                continue
-            partial = target.with_suffix(".partial")
-            if echo is not None and key:
-                echo.write(f"-- {recipe.name} ({scale}), run {key}\n")
-            code = _run_engine(command, folder, partial, echo)
-            if code != 0:
-                partial.unlink(missing_ok=True)
-                raise ReproduceError(
-                    f"{recipe.name} ({scale}{', run ' + key if key else ''}): the engine exited"
-                    f" with {code}; its log is {folder / LOG_FILE}; last lines:\n"
-                    f"{_tail(folder / LOG_FILE)}"
-                )
-            try:
-                data = _result_of(recipe, folder, partial)
-            finally:
-                partial.unlink(missing_ok=True)
-            if data is None:
-                raise ReproduceError(
-                    f"{recipe.name} ({scale}): the engine printed no JSON object on stdout;"
-                    f" see {folder / LOG_FILE}"
-                )
-            write_json_atomic(target, data)
-            outputs[key] = data
-            finished[key] = command
-            record["seconds"] = time.perf_counter() - start
-            write_json_atomic(folder / RUN_FILE, record)
+        outputs = _run_commands(recipe, scale, folder, commands, record, echo, start)
     except BaseException as err:
         record.update(
             state="failed" if isinstance(err, ReproduceError) else "stopped",

@@ -51,6 +51,7 @@ from nasmlcn.training import check_out_dir as check_folder
 
 if TYPE_CHECKING:
     from nasmlcn.data import Split
+    from nasmlcn.measure import InferenceTiming
 
 logger = logging.getLogger(__name__)
 
@@ -302,21 +303,13 @@ def remove_lanes(
         timings = [time_classifier(m, m.spec, images, where, settings) for m in timed]
         loads += [t.load_average for t in timings if t.load_average is not None]
         threads = timings[-1].threads
-        baseline, rate = (1.0 / t.seconds_per_image for t in (timings[0], timings[-1]))
-        steps.append(
-            LaneRemovalStep(
-                removed_lanes=gone,
-                removed=gone[-1] if gone else None,
-                lanes=pruned.spec.describe(),
-                params=count_parameters(pruned),
-                accuracy=subset_accuracy(capsules, labels, kept),
-                inference_images_per_second=rate,
-                full_images_per_second=baseline,
-                speedup=rate / baseline,
-            )
-        )
+        step = _removal_step(gone, pruned, timings, subset_accuracy(capsules, labels, kept))
+        steps.append(step)
         logger.info(
-            "removed %d lanes: accuracy %.4f, %.0f images/s", removed, steps[-1].accuracy, rate
+            "removed %d lanes: accuracy %.4f, %.0f images/s",
+            removed,
+            step.accuracy,
+            step.inference_images_per_second,
         )
         if progress is not None:
             progress("timing", removed + 1, total)
@@ -330,6 +323,24 @@ def remove_lanes(
         device=str(where),
         threads=threads,
         load_average=max(loads) if loads else None,
+    )
+
+
+def _removal_step(
+    gone: tuple[int, ...], pruned: MLCN, timings: list[InferenceTiming], accuracy: float
+) -> LaneRemovalStep:
+    """The step that removed the lanes ``gone``, leaving ``pruned``; ``timings``: the
+    full model's and then (when it is not the full model) ``pruned``'s."""
+    baseline, rate = (1.0 / t.seconds_per_image for t in (timings[0], timings[-1]))
+    return LaneRemovalStep(
+        removed_lanes=gone,
+        removed=gone[-1] if gone else None,
+        lanes=pruned.spec.describe(),
+        params=count_parameters(pruned),
+        accuracy=accuracy,
+        inference_images_per_second=rate,
+        full_images_per_second=baseline,
+        speedup=rate / baseline,
     )
 
 

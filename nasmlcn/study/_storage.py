@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from optuna.storages import RDBStorage
 
     from nasmlcn.study._buffered_storage import BufferedStorage
+    from nasmlcn.study._lock import StorageLock
 
 __all__ = [
     "DEFAULT_STORAGE",
@@ -158,7 +159,6 @@ def open_storage(
             cannot be opened or (without ``create``) holds no Optuna schema; one
             line naming the URL with its password hidden.
     """
-    import optuna
     from sqlalchemy import event
 
     shown = redact_url(url)  # and from here on, scrub() hides its password in any text
@@ -166,56 +166,25 @@ def open_storage(
     create = create and not read_only
     path = sqlite_path(url)
     if path is not None:
-        if not create and not path.is_file():
-            where = "" if path.is_absolute() else f" (relative to {os.getcwd()})"
-            raise StorageError(
-                f"storage {shown!r}: no such database file {str(path)!r}{where}; name the "
-                f"study's with {option('storage')} or $NASMLCN_STORAGE"
-            )
-        if not read_only:
-            _refuse_read_only_sqlite(url, shown)
-            _check_sqlite_writable(path, shown)
-        if create:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as err:
-                raise StorageError(
-                    f"storage {shown!r}: cannot create {str(path.parent)!r}: {err.strerror}"
-                ) from None
+        _prepare_sqlite_file(path, url, shown, create=create, read_only=read_only)
     driver = _check_driver(engine_url, shown)
-    engine_kwargs: dict[str, Any] = {}
-    if path is not None:
-        engine_kwargs["connect_args"] = {"timeout": 30}
-    if read_only:
-        if path is not None:
-            # SQLAlchemy keeps the URL; every connection is sqlite3's, read-only
-            engine_kwargs = {"creator": functools.partial(_connect_sqlite_read_only, path)}
-        elif driver in ("psycopg", "psycopg2"):
-            engine_kwargs["connect_args"] = {"options": _read_only_options(engine_url)}
+    engine_kwargs = _engine_kwargs(engine_url, path, driver, read_only=read_only)
     if not create:
         if path is not None:
             _check_sqlite_schema(path, shown)
         else:
             _check_schema(engine_url, engine_kwargs, shown)
-    options: dict[str, Any] = {}
-    if heartbeat:
-        options = {
-            "heartbeat_interval": heartbeat_interval(grace),
-            "grace_period": int(max(1, round(grace))),
-        }
     from nasmlcn.study._lock import StorageLock
 
     lock = StorageLock(engine_url, path, engine_kwargs=engine_kwargs)
-    try:
-        # Creating the schema is a check-then-create: workers take turns.
-        with lock.hold() if create else contextlib.nullcontext(), warnings.catch_warnings():
-            # heartbeats are "experimental" in Optuna; they are what fails stale trials
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            storage = optuna.storages.RDBStorage(
-                engine_url, engine_kwargs=engine_kwargs, skip_table_creation=not create, **options
-            )
-    except Exception as err:  # SQLAlchemy's URL, connection and schema errors
-        raise _open_error(shown, err) from None
+    storage = _rdb_storage(
+        engine_url,
+        engine_kwargs,
+        lock,
+        shown,
+        create=create,
+        options=_heartbeat_options(heartbeat, grace),
+    )
     lock.engine = storage.engine
     if path is not None and not read_only:
         event.listen(storage.engine, "connect", _sqlite_pragmas)
@@ -227,6 +196,78 @@ def open_storage(
     buffered = BufferedStorage(storage)
     buffered.lock = lock
     return buffered
+
+
+def _prepare_sqlite_file(
+    path: Path, url: str, shown: str, *, create: bool, read_only: bool
+) -> None:
+    """Checks a SQLite file before it is opened, and creates its folder when ``create``."""
+    if not create and not path.is_file():
+        where = "" if path.is_absolute() else f" (relative to {os.getcwd()})"
+        raise StorageError(
+            f"storage {shown!r}: no such database file {str(path)!r}{where}; name the "
+            f"study's with {option('storage')} or $NASMLCN_STORAGE"
+        )
+    if not read_only:
+        _refuse_read_only_sqlite(url, shown)
+        _check_sqlite_writable(path, shown)
+    if create:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise StorageError(
+                f"storage {shown!r}: cannot create {str(path.parent)!r}: {err.strerror}"
+            ) from None
+
+
+def _engine_kwargs(
+    engine_url: str, path: Path | None, driver: str, *, read_only: bool
+) -> dict[str, Any]:
+    """SQLAlchemy's engine arguments: SQLite's lock timeout, or read-only connections."""
+    engine_kwargs: dict[str, Any] = {}
+    if path is not None:
+        engine_kwargs["connect_args"] = {"timeout": 30}
+    if read_only:
+        if path is not None:
+            # SQLAlchemy keeps the URL; every connection is sqlite3's, read-only
+            engine_kwargs = {"creator": functools.partial(_connect_sqlite_read_only, path)}
+        elif driver in ("psycopg", "psycopg2"):
+            engine_kwargs["connect_args"] = {"options": _read_only_options(engine_url)}
+    return engine_kwargs
+
+
+def _heartbeat_options(heartbeat: bool, grace: float) -> dict[str, Any]:
+    """RDBStorage's heartbeat arguments (none without ``heartbeat``)."""
+    if not heartbeat:
+        return {}
+    return {
+        "heartbeat_interval": heartbeat_interval(grace),
+        "grace_period": int(max(1, round(grace))),
+    }
+
+
+def _rdb_storage(
+    engine_url: str,
+    engine_kwargs: dict[str, Any],
+    lock: StorageLock,
+    shown: str,
+    *,
+    create: bool,
+    options: dict[str, Any],
+) -> RDBStorage:
+    """Optuna's RDBStorage, creating the schema under ``lock`` when ``create``."""
+    import optuna
+
+    try:
+        # Creating the schema is a check-then-create: workers take turns.
+        with lock.hold() if create else contextlib.nullcontext(), warnings.catch_warnings():
+            # heartbeats are "experimental" in Optuna; they are what fails stale trials
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.storages.RDBStorage(
+                engine_url, engine_kwargs=engine_kwargs, skip_table_creation=not create, **options
+            )
+    except Exception as err:  # SQLAlchemy's URL, connection and schema errors
+        raise _open_error(shown, err) from None
 
 
 def _check_sqlite_writable(path: Path, shown: str) -> None:

@@ -29,7 +29,7 @@ from nasmlcn.training._batch_policy import (
     largest_batch_size,
 )
 from nasmlcn.training._callbacks import Callback, CallbackList, TrainingStopped, TrainStart
-from nasmlcn.training._config import MAX_EPOCHS, EpochResult, TrainConfig
+from nasmlcn.training._config import MAX_EPOCHS, EpochResult, RunOptions, TrainConfig
 from nasmlcn.training._schedules import LR_POLICIES, LRPolicy, StepPlan
 
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
@@ -82,6 +82,7 @@ __all__ = [
     "JobRun",
     "LRPolicy",
     "ParallelReport",
+    "RunOptions",
     "Selection",
     "StepPlan",
     "TrainConfig",

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from nasmlcn._defaults import LEARNING_RATE
@@ -141,3 +144,38 @@ class EpochResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What a training run keeps, resumes from, tests and writes, beside how it trains.
+
+    :func:`~nasmlcn.training._trainer.train_epochs` reads the checkpoint fields and
+    ``should_stop``; :func:`~nasmlcn.training.run_job` also ``test``, ``select``
+    and ``out_dir``.
+
+    Attributes:
+        checkpoint_path: Written atomically after every epoch when given.
+        resume: Continue from ``checkpoint_path`` if it exists; its architecture
+            must be the run's.
+        run_id: The id every checkpoint of the run carries (a resumed checkpoint's
+            own id wins; None and no resumed id: a new one).
+        should_stop: Asked after every training and validation batch; a reason it
+            returns stops training at once with
+            :class:`~nasmlcn.training.TrainingStopped` (the last epoch's checkpoint
+            is the one kept), as Ctrl-C would.
+        test: Select the best-validation epoch's weights and evaluate them, and the
+            last epoch's, on the test split (:mod:`~nasmlcn.training._selection`).
+        select: With ``test``, False tests the last epoch only and reports it as the
+            selected one: for a run whose epochs were chosen beforehand (a refit on
+            training + validation data, with nothing held out to select on).
+        out_dir: ``arch.json`` is written here once the model is built.
+    """
+
+    checkpoint_path: str | os.PathLike[str] | None = None
+    resume: bool = False
+    run_id: str | None = None
+    should_stop: Callable[[], str | None] | None = None
+    test: bool = True
+    select: bool = True
+    out_dir: Path | None = None

@@ -26,6 +26,7 @@ from nasmlcn.errors import SpecError
 from nasmlcn.parallel import PARALLELISMS
 from nasmlcn.specs import ArchSpec, MLCNSpec
 from nasmlcn.training._callbacks import Callback, CallbackList
+from nasmlcn.training._config import RunOptions
 from nasmlcn.training._job import (
     TrainJob,
     arch_for_dataset,
@@ -39,9 +40,13 @@ from nasmlcn.training._report import ParallelReport
 from nasmlcn.training._run_folder import write_result
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from torch import nn
 
+    from nasmlcn.data import DataSplits
     from nasmlcn.parallel import RankContext
+    from nasmlcn.training._config import TrainConfig
     from nasmlcn.training._run import JobRun
 
 
@@ -110,10 +115,12 @@ def train_placed(
         job.config,  # its device is the placed model's input device
         place=placer(lane_devices, head_device, streams=streams),
         callbacks=callbacks,
-        checkpoint_path=checkpoint,
-        resume=job.resume,
-        out_dir=out,
-        select=not job.refit,  # a refit validates on nothing
+        options=RunOptions(
+            checkpoint_path=checkpoint,
+            resume=job.resume,
+            out_dir=out,
+            select=not job.refit,  # a refit validates on nothing
+        ),
     )
     placed = run.module
     assert isinstance(placed, PlacedMLCN)
@@ -157,10 +164,8 @@ def train_rank(
     """
     import torch
 
-    from nasmlcn.data import DataSplits, normalization_record
-    from nasmlcn.models import MLCN
-    from nasmlcn.parallel import DistributedMLCN, ShardedSplit, data_parallel
-    from nasmlcn.training._checkpoint import save_checkpoint
+    from nasmlcn.data import DataSplits
+    from nasmlcn.parallel import ShardedSplit
     from nasmlcn.training._run import run_job
 
     check_parallelism(parallelism)
@@ -171,13 +176,6 @@ def train_rank(
     out, checkpoint = job_outputs(job, can_resume=False)
     splits = load_job_splits(job)
     config = replace(job.config, device=ctx.device)
-
-    def place(model: nn.Module) -> nn.Module:
-        if parallelism == "data":
-            return data_parallel(model, ctx.device)
-        assert isinstance(model, MLCN)
-        return DistributedMLCN(model, assignment, device=ctx.device)
-
     if parallelism == "data":
         # Every rank trains on its share of each batch; validation and test are whole.
         shard = ShardedSplit.of(splits.train, ctx.rank, ctx.world_size)
@@ -190,41 +188,18 @@ def train_rank(
         arch,
         splits,
         config,
-        place=place,
+        place=_rank_placer(ctx, assignment, parallelism),
         callbacks=callbacks if rank0 else (),
         device_label=label,
-        out_dir=out if rank0 else None,
-        select=not job.refit,  # a refit validates on nothing
+        options=RunOptions(
+            out_dir=out if rank0 else None,
+            select=not job.refit,  # a refit validates on nothing
+        ),
     )
     extra: dict[str, Any] = {"backend": ctx.backend, "threads": torch.get_num_threads()}
-    module = run.module
-    if isinstance(module, DistributedMLCN):
-        assert isinstance(run.model, MLCN)
+    writes = _gather_and_save(ctx, run, splits, config, checkpoint)
+    if parallelism == "lanes":
         extra["lanes_per_rank"] = [list(assignment).count(r) for r in range(ctx.world_size)]
-        whole = run.model
-
-        def gather() -> bool:
-            return module.gather_full_state(whole)
-    else:
-
-        def gather() -> bool:
-            return rank0
-
-    selected = _selected_state(run, gather)
-    writes = gather()  # rank 0, which now holds the whole model
-    if writes and checkpoint is not None:
-        save_checkpoint(
-            checkpoint,
-            arch=arch,
-            model=run.model,
-            epoch=len(run.history),
-            history=[h.to_dict() for h in run.history],
-            train_config={
-                **config.to_dict(),
-                "normalization": normalization_record(splits.train.normalization),
-            },
-            selected=selected,
-        )
     result = ParallelReport.of(
         run.report(job.dataset, label, out),
         "lane-parallel" if parallelism == "lanes" else "data-parallel",
@@ -237,6 +212,69 @@ def train_rank(
     if writes:
         write_result(out, result.to_dict())
     return result
+
+
+def _rank_placer(
+    ctx: RankContext, assignment: Sequence[int], parallelism: str
+) -> Callable[[nn.Module], nn.Module]:
+    """What a rank trains of the model: its lanes (``lanes``) or a DDP replica (``data``)."""
+    from nasmlcn.models import MLCN
+    from nasmlcn.parallel import DistributedMLCN, data_parallel
+
+    def place(model: nn.Module) -> nn.Module:
+        if parallelism == "data":
+            return data_parallel(model, ctx.device)
+        assert isinstance(model, MLCN)
+        return DistributedMLCN(model, assignment, device=ctx.device)
+
+    return place
+
+
+def _gather_and_save(
+    ctx: RankContext,
+    run: JobRun,
+    splits: DataSplits,
+    config: TrainConfig,
+    checkpoint: Path | None,
+) -> bool:
+    """Gathers the whole model (and the selected epoch's) on rank 0, which writes the
+    checkpoint; whether this rank writes the run's files.
+
+    Every rank calls it: gathering a lane-parallel model's lanes is a collective.
+    """
+    from nasmlcn.data import normalization_record
+    from nasmlcn.models import MLCN
+    from nasmlcn.parallel import DistributedMLCN
+    from nasmlcn.training._checkpoint import save_checkpoint
+
+    module = run.module
+    if isinstance(module, DistributedMLCN):
+        assert isinstance(run.model, MLCN)
+        whole = run.model
+
+        def gather() -> bool:
+            return module.gather_full_state(whole)
+    else:
+
+        def gather() -> bool:
+            return ctx.rank == 0
+
+    selected = _selected_state(run, gather)
+    writes = gather()  # rank 0, which now holds the whole model
+    if writes and checkpoint is not None:
+        save_checkpoint(
+            checkpoint,
+            arch=run.arch,
+            model=run.model,
+            epoch=len(run.history),
+            history=[h.to_dict() for h in run.history],
+            train_config={
+                **config.to_dict(),
+                "normalization": normalization_record(splits.train.normalization),
+            },
+            selected=selected,
+        )
+    return writes
 
 
 def _spawned_rank(

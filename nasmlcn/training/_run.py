@@ -24,7 +24,7 @@ from nasmlcn.data import DataSplits
 from nasmlcn.models import MLCN, build_model, count_parameters
 from nasmlcn.specs import ArchSpec, save_arch
 from nasmlcn.training._callbacks import Callback, CallbackList, TrainStart
-from nasmlcn.training._config import EpochResult, TrainConfig
+from nasmlcn.training._config import EpochResult, RunOptions, TrainConfig
 from nasmlcn.training._job import (
     FIXED_EPOCHS_PROTOCOL,
     PROTOCOL,
@@ -121,14 +121,8 @@ def run_job(
     place: Callable[[nn.Module], nn.Module] | None = None,
     callbacks: Sequence[Callback] = (),
     device_label: str | None = None,
-    checkpoint_path: str | Path | None = None,
-    resume: bool = False,
-    out_dir: Path | None = None,
     measure: contextlib.AbstractContextManager[Any] | None = None,
-    test: bool = True,
-    run_id: str | None = None,
-    should_stop: Callable[[], str | None] | None = None,
-    select: bool = True,
+    options: RunOptions | None = None,
 ) -> JobRun:
     """Seeds, builds ``arch``, places it, trains it (resuming) and tests it.
 
@@ -143,31 +137,24 @@ def run_job(
         callbacks: Receive progress; ``on_epoch_end`` may raise to stop.
         device_label: What callbacks are told the model trains on, where the
             trainer's own device would describe one rank only.
-        checkpoint_path: Written after every epoch when given.
-        resume: Continue from ``checkpoint_path`` if it exists.
-        out_dir: ``arch.json`` is written here once the model is built.
         measure: Entered around placing and training (peak memory).
-        test: Select the best-validation epoch's weights and evaluate them, and the
-            last epoch's, on ``splits.test`` (:mod:`~nasmlcn.training._selection`).
-        select: With ``test``, False tests the last epoch only and reports it as the
-            selected one: for a run whose epochs were chosen beforehand (a refit on
-            training + validation data, with nothing held out to select on).
-        run_id: The id the checkpoints carry (see :func:`~nasmlcn.training._trainer.train_epochs`).
-        should_stop: Asked after every batch; a reason stops training at once
-            (:class:`~nasmlcn.training._trainer.TrainingStopped`).
+        options: The checkpoint and resuming, the stop, the test and the folder
+            ``arch.json`` goes to (:class:`~nasmlcn.training.RunOptions`); None:
+            its defaults (tested, nothing written).
 
     Raises:
         TrainingError: The loss became NaN or infinite.
         CheckpointError: ``resume`` and the checkpoint belongs to another model.
     """
+    options = options or RunOptions()
     torch.manual_seed(config.seed)
-    selection = Selection() if test and select else None
+    selection = Selection() if options.test and options.select else None
     model = build_model(arch)
     if isinstance(model, MLCN):
         model.fuse_lanes = config.fuse_lanes
     params = count_parameters(model)
-    if out_dir is not None:
-        save_arch(arch, out_dir / ARCH_NAME)
+    if options.out_dir is not None:
+        save_arch(arch, options.out_dir / ARCH_NAME)
     with measure if measure is not None else contextlib.nullcontext():
         module = model if place is None else place(model)
         placed = getattr(module, "input_device", None)
@@ -179,22 +166,12 @@ def run_job(
             splits,
             config,
             callbacks=[_WholeJob(callbacks, params, device_label)],
-            checkpoint_path=checkpoint_path,
-            resume=resume,
-            run_id=run_id,
-            should_stop=should_stop,
+            options=options,
             selection=selection,
         )
     tested = last = None
-    if test:
-        last = tested = _test(module, splits, config)
-        if selection is None:  # the last epoch is the run's model
-            selection = Selection(len(history), history[-1].val_accuracy if history else 0.0)
-        elif selection.state is not None:  # an earlier epoch was better on validation
-            final = {k: v.detach().clone() for k, v in module.state_dict().items()}
-            module.load_state_dict(selection.state)
-            tested = _test(module, splits, config)
-            module.load_state_dict(final)
+    if options.test:
+        tested, last, selection = _test_run(module, splits, config, history, selection)
     return JobRun(
         arch,
         model,
@@ -206,8 +183,28 @@ def run_job(
         len(splits.train),
         len(splits.test),
         selection,
-        PROTOCOL if select else FIXED_EPOCHS_PROTOCOL,
+        PROTOCOL if options.select else FIXED_EPOCHS_PROTOCOL,
     )
+
+
+def _test_run(
+    module: nn.Module,
+    splits: DataSplits,
+    config: TrainConfig,
+    history: list[EpochResult],
+    selection: Selection | None,
+) -> tuple[tuple[float, float], tuple[float, float], Selection]:
+    """Tests the selected epoch's weights and the last epoch's; both figures and the
+    selection (None: the last epoch, which is then the run's model)."""
+    last = tested = _test(module, splits, config)
+    if selection is None:  # the last epoch is the run's model
+        selection = Selection(len(history), history[-1].val_accuracy if history else 0.0)
+    elif selection.state is not None:  # an earlier epoch was better on validation
+        final = {k: v.detach().clone() for k, v in module.state_dict().items()}
+        module.load_state_dict(selection.state)
+        tested = _test(module, splits, config)
+        module.load_state_dict(final)
+    return tested, last, selection
 
 
 def _test(module: nn.Module, splits: DataSplits, config: TrainConfig) -> tuple[float, float]:
@@ -235,10 +232,12 @@ def train_on_one_device(job: TrainJob, callbacks: list[Callback] | None = None) 
         load_job_splits(job),
         job.config,
         callbacks=callbacks or (),
-        checkpoint_path=checkpoint,
-        resume=job.resume,
-        out_dir=out,
-        select=not job.refit,  # a refit validates on nothing
+        options=RunOptions(
+            checkpoint_path=checkpoint,
+            resume=job.resume,
+            out_dir=out,
+            select=not job.refit,  # a refit validates on nothing
+        ),
     )
     report = run.report(job.dataset, device, out)
     write_result(out, report.to_dict())

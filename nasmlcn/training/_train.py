@@ -108,16 +108,11 @@ def _train_parallel(
         DEFAULT_TIMEOUT_S,
         finish_group,
         init_from_env,
-        lane_devices,
-        map_targets,
-        plan_assignment,
         rank_assignment,
         under_torchrun,
     )
     from nasmlcn.training._parallel import (
         check_parallelism,
-        lane_parallel_arch,
-        train_placed,
         train_processes,
         train_rank,
     )
@@ -125,35 +120,12 @@ def _train_parallel(
     check_parallelism(parallelism)
     timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
     torchrun = under_torchrun()
-    if torchrun and processes > 1:
-        raise SpecError("under torchrun, set the processes with torchrun's --nproc-per-node")
-    multi = torchrun or processes > 1
-    if multi and device not in ("auto", "cpu", "cuda"):
-        raise SpecError(
-            f"--run-on {device!r}: with several processes use auto, cpu or cuda "
-            "(each rank takes the GPU of its local rank)"
-        )
-    if parallelism == "data" and not multi:
-        raise SpecError("data parallelism needs several processes: --processes N or torchrun")
+    _check_processes(parallelism, processes, device, torchrun)
     assignment: tuple[int, ...] = ()
     targets: tuple[Any, ...] = ()
     if parallelism == "lanes":
         world = int(os.environ.get("WORLD_SIZE", "1")) if torchrun else processes
-        assignment, targets = plan_assignment(
-            lane_parallel_arch(job),
-            devices,
-            strategy=placement,
-            processes=world,
-            batch_size=job.config.batch_size,
-            seed=job.config.seed,
-        )
-    if assignment:
-        logger.info(
-            "lane placement (%s) on %s: %s",
-            placement,
-            devices or "the processes",
-            ", ".join(f"lane {i} -> {j}" for i, j in enumerate(assignment)),
-        )
+        assignment, targets = _plan_lanes(job, devices, placement, world)
     if torchrun:
         ctx = init_from_env(device, timeout)
         ranks = rank_assignment(assignment, ctx.world_size)
@@ -170,6 +142,71 @@ def _train_parallel(
             timeout_s=timeout,
             callbacks=callbacks,
         )
+    return _train_on_targets(job, devices, targets, assignment, device, callbacks)
+
+
+def _check_processes(parallelism: str, processes: int, device: str, torchrun: bool) -> None:
+    """Refuses processes, devices and parallelism that do not go together.
+
+    Raises:
+        SpecError: Processes under torchrun, a named device for several processes,
+            or data parallelism in one process.
+    """
+    if torchrun and processes > 1:
+        raise SpecError("under torchrun, set the processes with torchrun's --nproc-per-node")
+    multi = torchrun or processes > 1
+    if multi and device not in ("auto", "cpu", "cuda"):
+        raise SpecError(
+            f"--run-on {device!r}: with several processes use auto, cpu or cuda "
+            "(each rank takes the GPU of its local rank)"
+        )
+    if parallelism == "data" and not multi:
+        raise SpecError("data parallelism needs several processes: --processes N or torchrun")
+
+
+def _plan_lanes(
+    job: TrainJob, devices: str | None, placement: str, world: int
+) -> tuple[tuple[int, ...], tuple[Any, ...]]:
+    """The lanes' placement on ``devices`` (or ``world`` processes), logged: lane ->
+    target, and the targets."""
+    from nasmlcn.parallel import plan_assignment
+    from nasmlcn.training._parallel import lane_parallel_arch
+
+    assignment, targets = plan_assignment(
+        lane_parallel_arch(job),
+        devices,
+        strategy=placement,
+        processes=world,
+        batch_size=job.config.batch_size,
+        seed=job.config.seed,
+    )
+    if assignment:
+        logger.info(
+            "lane placement (%s) on %s: %s",
+            placement,
+            devices or "the processes",
+            ", ".join(f"lane {i} -> {j}" for i, j in enumerate(assignment)),
+        )
+    return assignment, targets
+
+
+def _train_on_targets(
+    job: TrainJob,
+    devices: str | None,
+    targets: tuple[Any, ...],
+    assignment: tuple[int, ...],
+    device: str,
+    callbacks: Sequence[Callback],
+) -> ParallelReport:
+    """Trains the lanes in this process, each target device's on the local device
+    it maps to (``device``).
+
+    Raises:
+        DeviceError: The targets are not on this machine.
+    """
+    from nasmlcn.parallel import lane_devices, map_targets
+    from nasmlcn.training._parallel import train_placed
+
     device_map = map_targets(targets, device)
     if device_map is None:
         raise DeviceError(

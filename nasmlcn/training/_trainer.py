@@ -7,7 +7,9 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -27,7 +29,7 @@ from nasmlcn.training._checkpoint import (
     new_run_id,
     save_checkpoint,
 )
-from nasmlcn.training._config import EpochResult, TrainConfig
+from nasmlcn.training._config import EpochResult, RunOptions, TrainConfig
 from nasmlcn.training._optimizer import make_optimizer
 from nasmlcn.training._optimizer_state import restack_optimizer_state
 from nasmlcn.training._schedules import LR_POLICIES, StepPlan
@@ -203,10 +205,7 @@ def train_epochs(
     config: TrainConfig,
     *,
     callbacks: Sequence[Callback] = (),
-    checkpoint_path: str | Path | None = None,
-    resume: bool = False,
-    run_id: str | None = None,
-    should_stop: Callable[[], str | None] | None = None,
+    options: RunOptions | None = None,
     selection: Selection | None = None,
 ) -> list[EpochResult]:
     """Trains ``model`` (built from ``arch``) and returns one result per epoch.
@@ -222,14 +221,9 @@ def train_epochs(
             batches only), seed, device.
         callbacks: Receive progress; ``on_epoch_end`` may return a reason to stop
             after that epoch.
-        checkpoint_path: Written atomically after every epoch when given.
-        resume: Continue from ``checkpoint_path`` if it exists; its architecture
-            must equal ``arch``.
-        run_id: The id every checkpoint of this run carries (a resumed
-            checkpoint's own id wins; None and no resumed id: a new one).
-        should_stop: Asked after every training and validation batch; a reason
-            it returns stops training at once with :class:`TrainingStopped`
-            (the last epoch's checkpoint is the one kept), as Ctrl-C would.
+        options: Its ``checkpoint_path`` (written after every epoch), ``resume``,
+            ``run_id`` and ``should_stop`` (see :class:`RunOptions`); the rest is
+            :func:`~nasmlcn.training.run_job`'s. None: no checkpoint, no stop.
         selection: Follows the best-validation epoch and keeps its weights (and the
             checkpoints carry them, and a resumed run takes them up); None: no
             epoch is selected (a search trial's figure is its last epoch's).
@@ -241,17 +235,66 @@ def train_epochs(
         TrainingStopped: ``should_stop`` gave a reason.
     """
     keep_freed_memory()  # large activations come back from the heap, not fresh pages
+    options = options or RunOptions()
+    device = _place(model, config)
+    optimizer = make_optimizer(model.parameters(), config.lr, device.type)
+    plan = _step_plan(splits, config)
+    policy = LR_POLICIES.get(config.lr_policy)
+    augment = AUGMENTATIONS.get(config.augment).apply
+    scheduler = policy.make(optimizer, config, plan)
+    history, first_epoch, run_id = _resume(
+        model, arch, config, options, device, optimizer, scheduler, selection
+    )
+    splits = resident(splits, device)
+    graphed = graphs_apply(model, device, config.cuda_graphs)
+    loop = _EpochLoop(
+        model=model,
+        arch=arch,
+        splits=splits,
+        config=config,
+        options=replace(options, run_id=run_id or new_run_id()),
+        device=device,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        per_batch=policy.per_batch,
+        augment=augment,
+        stop=_stopper(options.should_stop),
+        plan=plan,
+        hooks=CallbackList(callbacks),
+        step=TrainStep(
+            model, optimizer, splits.train.inputs, config.reconstruction_weight, graphed
+        ),
+        eval_step=EvalStep(model, splits.val.inputs, config.reconstruction_weight, graphed),
+    )
+    loop.start(first_epoch)
+    for epoch in range(first_epoch, config.epochs + 1):
+        result = loop.epoch(epoch)
+        loop.keep(result, history, selection)
+        stop_reason = loop.hooks.on_epoch_end(result)
+        if stop_reason is not None:
+            logger.info("stopped after epoch %d: %s", epoch, stop_reason)
+            break
+    return history
+
+
+def _place(model: nn.Module, config: TrainConfig) -> torch.device:
+    """Moves ``model`` to ``config.device`` unless it placed itself; the device batches go to."""
     device = resolve_device(config.device)
-    stop = _stopper(should_stop)
     placed = getattr(model, "input_device", None)
     if isinstance(placed, torch.device):
         # The model placed its own lanes on several devices; moving it would undo that.
-        device = placed
-    else:
-        model.to(device)
-    optimizer = make_optimizer(model.parameters(), config.lr, device.type)
-    # Every epoch's batch size (its batch policy's) and steps; the lr schedule is
-    # laid out over them.
+        return placed
+    model.to(device)
+    return device
+
+
+def _step_plan(splits: DataSplits, config: TrainConfig) -> StepPlan:
+    """Every epoch's batch size (its batch policy's) and steps; the lr schedule is
+    laid out over them.
+
+    Raises:
+        TrainingError: An epoch's batch is smaller than the data-parallel ranks.
+    """
     plan = StepPlan.of(
         len(splits.train), epoch_batch_sizes(config.batch_policy, config.batch_size, config.epochs)
     )
@@ -264,102 +307,95 @@ def train_epochs(
             f"fewer images than the {ranks} data-parallel processes; use --parallelism "
             "lanes or another --batch-policy"
         )
-    policy = LR_POLICIES.get(config.lr_policy)
-    augment = AUGMENTATIONS.get(config.augment).apply
-    scheduler = policy.make(optimizer, config, plan)
-    history: list[EpochResult] = []
-    first_epoch = 1
-    if resume and checkpoint_path is not None and Path(checkpoint_path).is_file():
-        payload = load_checkpoint(checkpoint_path, map_location=str(device))
-        check_same_arch(checkpoint_path, payload["arch"], arch)
-        check_same_schedule(checkpoint_path, payload.get("train_config") or {}, config)
-        check_same_batch_policy(
-            checkpoint_path, payload.get("train_config") or {}, config.batch_policy
-        )
-        model.load_state_dict(payload["model"])
-        if "optimizer" in payload:
-            optimizer.load_state_dict(restack_optimizer_state(model, payload["optimizer"]))
-        if "scheduler" in payload:
-            scheduler.load_state_dict(payload["scheduler"])
-        history = [EpochResult(**h) for h in payload["history"]]
-        first_epoch = int(payload["epoch"]) + 1
-        run_id = payload["run_id"] or run_id
-        if selection is not None:
-            selection.restore(payload, model)
-        logger.info("resuming from %s after epoch %d", checkpoint_path, first_epoch - 1)
+    return plan
 
-    run_id = run_id or new_run_id()
-    hooks = CallbackList(callbacks)
-    batch_hooks = hooks.wants_batches
-    # On a GPU reading the loss back waits for every queued kernel: progress is read
-    # every PROGRESS_EVERY batches there, every batch on a CPU (where it costs nothing).
-    progress_every = PROGRESS_EVERY if device.type == "cuda" else 1
-    splits = resident(splits, device)
-    graphed = graphs_apply(model, device, config.cuda_graphs)
-    step = TrainStep(model, optimizer, splits.train.inputs, config.reconstruction_weight, graphed)
-    eval_step = EvalStep(model, splits.val.inputs, config.reconstruction_weight, graphed)
-    hooks.on_train_start(
-        TrainStart(
-            epochs=config.epochs,
-            first_epoch=first_epoch,
-            batches_per_epoch=plan.steps[min(first_epoch, config.epochs) - 1],
-            train_images=len(splits.train),
-            params=count_parameters(model),
-            device=str(device),
-            model=model,
-            epoch_batches=tuple(plan.steps),
+
+def _resume(
+    model: nn.Module,
+    arch: ArchSpec,
+    config: TrainConfig,
+    options: RunOptions,
+    device: torch.device,
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    selection: Selection | None,
+) -> tuple[list[EpochResult], int, str | None]:
+    """Takes up ``options.checkpoint_path`` when resuming: the history so far, the
+    first epoch to train and the run's id (the model, ``optimizer``, ``scheduler``
+    and ``selection`` take up its state, loaded onto ``device``)."""
+    path = options.checkpoint_path
+    if not (options.resume and path is not None and Path(path).is_file()):
+        return [], 1, options.run_id
+    payload = load_checkpoint(path, map_location=str(device))
+    check_same_arch(path, payload["arch"], arch)
+    check_same_schedule(path, payload.get("train_config") or {}, config)
+    check_same_batch_policy(path, payload.get("train_config") or {}, config.batch_policy)
+    model.load_state_dict(payload["model"])
+    if "optimizer" in payload:
+        optimizer.load_state_dict(restack_optimizer_state(model, payload["optimizer"]))
+    if "scheduler" in payload:
+        scheduler.load_state_dict(payload["scheduler"])
+    history = [EpochResult(**h) for h in payload["history"]]
+    first_epoch = int(payload["epoch"]) + 1
+    if selection is not None:
+        selection.restore(payload, model)
+    logger.info("resuming from %s after epoch %d", path, first_epoch - 1)
+    return history, first_epoch, payload["run_id"] or options.run_id
+
+
+@dataclass
+class _EpochLoop:
+    """What every epoch of a run trains, validates and checkpoints with."""
+
+    model: nn.Module
+    arch: ArchSpec
+    splits: DataSplits
+    config: TrainConfig
+    options: RunOptions  # with the run's id
+    device: torch.device
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    per_batch: bool  # the lr policy steps after every batch, not every epoch
+    augment: Callable[[torch.Tensor, torch.Generator], torch.Tensor] | None
+    stop: Callable[[int | None, int], None]  # asked after every batch (_stopper)
+    plan: StepPlan
+    hooks: CallbackList
+    step: TrainStep
+    eval_step: EvalStep
+
+    def start(self, first_epoch: int) -> None:
+        """Tells the callbacks that training starts at ``first_epoch``."""
+        config, plan = self.config, self.plan
+        self.hooks.on_train_start(
+            TrainStart(
+                epochs=config.epochs,
+                first_epoch=first_epoch,
+                batches_per_epoch=plan.steps[min(first_epoch, config.epochs) - 1],
+                train_images=len(self.splits.train),
+                params=count_parameters(self.model),
+                device=str(self.device),
+                model=self.model,
+                epoch_batches=tuple(plan.steps),
+            )
         )
-    )
-    for epoch in range(first_epoch, config.epochs + 1):
-        hooks.on_epoch_start(epoch)
-        seed = _epoch_seed(config.seed, epoch)
-        torch.manual_seed(seed)
-        generator = torch.Generator().manual_seed(seed)
-        augment_generator = torch.Generator().manual_seed(_augment_seed(seed))
-        lr = optimizer.param_groups[0]["lr"]
-        batch_size = plan.batch_sizes[epoch - 1]
-        model.train()
-        t0 = time.perf_counter()
-        batches = splits.train.batches(batch_size, generator=generator)
-        sums = _Sums()
-        for i, (x, y) in enumerate(batches):
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            if augment is not None:
-                x = augment(x, augment_generator)  # the decoder reconstructs the shifted image
-            loss, lengths = step(x, y)
-            sums.add(loss, lengths, y)
-            if policy.per_batch:
-                scheduler.step()
-            if batch_hooks and ((i + 1) % progress_every == 0 or i + 1 == plan.steps[epoch - 1]):
-                # A callback shows batches (the CLI's progress bar): only for it is
-                # the loss read back, every `progress_every` batches, and checked.
-                value, correct_so_far = sums.read_last()
-                if not math.isfinite(value):
-                    sums.check_finite(epoch, value)
-                hooks.on_batch_end(epoch, i + 1, value, correct_so_far / sums.seen)
-            stop(epoch, i + 1)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        seconds = time.perf_counter() - t0
+
+    def epoch(self, epoch: int) -> EpochResult:
+        """Trains and validates one epoch."""
+        self.hooks.on_epoch_start(epoch)
+        lr = self.optimizer.param_groups[0]["lr"]
+        batch_size = self.plan.batch_sizes[epoch - 1]
+        sums, seconds = self.train_one_epoch(epoch, batch_size)
         loss_sum, correct = sums.read()
         sums.check_finite(epoch, loss_sum)
-        if not policy.per_batch:
-            scheduler.step()
-        hooks.on_eval_start(epoch)
+        if not self.per_batch:
+            self.scheduler.step()
+        self.hooks.on_eval_start(epoch)
         t1 = time.perf_counter()
-        val_loss, val_acc = evaluate(
-            model,
-            splits.val,
-            batch_size=config.eval_batch_size,
-            device=device,
-            reconstruction_weight=config.reconstruction_weight,
-            should_stop=should_stop,
-            step=eval_step,
-        )
+        val_loss, val_acc = self.validate()
         # len(splits.train), not the images seen here: a rank's share of every batch
         # (ShardedSplit) has the whole split's length, so this is the job's rate.
-        images = len(splits.train)
-        result = EpochResult(
+        images = len(self.splits.train)
+        return EpochResult(
             epoch=epoch,
             train_loss=loss_sum / max(sums.seen, 1),
             train_accuracy=correct / max(sums.seen, 1),
@@ -371,35 +407,93 @@ def train_epochs(
             lr=lr,
             batch_size=batch_size,
         )
+
+    def train_one_epoch(self, epoch: int, batch_size: int) -> tuple[_Sums, float]:
+        """Trains one epoch; its sums and seconds (the device's queue drained)."""
+        model, device, step = self.model, self.device, self.step
+        scheduler, hooks = self.scheduler, self.hooks
+        per_batch, steps = self.per_batch, self.plan.steps[epoch - 1]
+        augment, stop = self.augment, self.stop
+        batch_hooks = hooks.wants_batches
+        # On a GPU reading the loss back waits for every queued kernel: progress is read
+        # every PROGRESS_EVERY batches there, every batch on a CPU (where it costs nothing).
+        progress_every = PROGRESS_EVERY if device.type == "cuda" else 1
+        seed = _epoch_seed(self.config.seed, epoch)
+        torch.manual_seed(seed)
+        generator = torch.Generator().manual_seed(seed)
+        augment_generator = torch.Generator().manual_seed(_augment_seed(seed))
+        model.train()
+        t0 = time.perf_counter()
+        batches = self.splits.train.batches(batch_size, generator=generator)
+        sums = _Sums()
+        for i, (x, y) in enumerate(batches):
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            if augment is not None:
+                x = augment(x, augment_generator)  # the decoder reconstructs the shifted image
+            loss, lengths = step(x, y)
+            sums.add(loss, lengths, y)
+            if per_batch:
+                scheduler.step()
+            if batch_hooks and ((i + 1) % progress_every == 0 or i + 1 == steps):
+                # A callback shows batches (the CLI's progress bar): only for it is
+                # the loss read back, every `progress_every` batches, and checked.
+                value, correct_so_far = sums.read_last()
+                if not math.isfinite(value):
+                    sums.check_finite(epoch, value)
+                hooks.on_batch_end(epoch, i + 1, value, correct_so_far / sums.seen)
+            stop(epoch, i + 1)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return sums, time.perf_counter() - t0
+
+    def validate(self) -> tuple[float, float]:
+        """The validation loss and accuracy of the model as it is."""
+        return evaluate(
+            self.model,
+            self.splits.val,
+            batch_size=self.config.eval_batch_size,
+            device=self.device,
+            reconstruction_weight=self.config.reconstruction_weight,
+            should_stop=self.options.should_stop,
+            step=self.eval_step,
+        )
+
+    def keep(
+        self, result: EpochResult, history: list[EpochResult], selection: Selection | None
+    ) -> None:
+        """Adds an epoch's ``result`` to ``history`` and ``selection``, logs it and
+        writes the checkpoint (where the run has one)."""
         history.append(result)
         if selection is not None:
-            selection.update(epoch, val_acc, model)
+            selection.update(result.epoch, result.val_accuracy, self.model)
         logger.info(
             "epoch %d/%d: val_accuracy %.4f, %.1f images/s",
-            epoch,
-            config.epochs,
-            val_acc,
+            result.epoch,
+            self.config.epochs,
+            result.val_accuracy,
             result.images_per_second,
         )
-        if checkpoint_path is not None:
-            save_checkpoint(
-                checkpoint_path,
-                arch=arch,
-                model=model,
-                epoch=epoch,
-                optimizer=optimizer,
-                scheduler=scheduler,
-                history=[h.to_dict() for h in history],
-                # The inputs' normalisation, so that an evaluation of the run repeats it.
-                train_config={
-                    **config.to_dict(),
-                    "normalization": normalization_record(splits.train.normalization),
-                },
-                run_id=run_id,
-                selected=selection.to_checkpoint() if selection is not None else None,
-            )
-        stop_reason = hooks.on_epoch_end(result)
-        if stop_reason is not None:
-            logger.info("stopped after epoch %d: %s", epoch, stop_reason)
-            break
-    return history
+        if self.options.checkpoint_path is not None:
+            self.checkpoint(result.epoch, history, selection)
+
+    def checkpoint(
+        self, epoch: int, history: list[EpochResult], selection: Selection | None
+    ) -> None:
+        """Writes the run's checkpoint after ``epoch``."""
+        assert self.options.checkpoint_path is not None
+        save_checkpoint(
+            self.options.checkpoint_path,
+            arch=self.arch,
+            model=self.model,
+            epoch=epoch,
+            optimizer=self.optimizer,
+            scheduler=self.scheduler,
+            history=[h.to_dict() for h in history],
+            # The inputs' normalisation, so that an evaluation of the run repeats it.
+            train_config={
+                **self.config.to_dict(),
+                "normalization": normalization_record(self.splits.train.normalization),
+            },
+            run_id=self.options.run_id,
+            selected=selection.to_checkpoint() if selection is not None else None,
+        )

@@ -1,4 +1,4 @@
-"""Issue 25 items 4, 5, 7 and 8 at the command line: a storage that cannot be
+"""At the command line: a storage that cannot be
 written, a storage given as a path or as SQLite's URI form, an output folder that
 cannot be made, numbers no run could reach, and ``--timeout`` inside an epoch.
 

@@ -1,4 +1,4 @@
-"""Bad input for every command, in one table (issue 25, deliver 3).
+"""Bad input for every command, in one table.
 
 Each row runs one command against one kind of bad input: a missing, truncated or
 foreign checkpoint; an ``arch.json`` of another model; a folder that mixes two

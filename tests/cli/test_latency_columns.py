@@ -1,4 +1,4 @@
-"""Issue 25 item 11: figures for different devices kept apart, each device named,
+"""Figures for different devices kept apart, each device named,
 a measured figure given with its spread.
 
 One real trained trial (the ``train`` evaluator on the synthetic dataset, on

@@ -1,4 +1,4 @@
-"""Issue 25 item 10: off a terminal (a pipe, a log, CI) tables are not wrapped at 80
+"""Off a terminal (a pipe, a log, CI) tables are not wrapped at 80
 columns, which broke lane mixes mid-word; a ``COLUMNS`` the user set is honoured."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 25 item 13: retries in the live display and the summary's counts.
+"""Retries in the live display and the summary's counts.
 
 A search stopped mid-trial (Ctrl-C from inside the evaluator, as
 tests/search/test_trial_files.py does) leaves a FAIL and its WAITING copy; a

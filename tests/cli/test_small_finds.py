@@ -1,4 +1,4 @@
-"""Issue 25 item 9: the small things a new user tripped over, run as a user would."""
+"""The small things a new user tripped over, run as a user would."""
 
 from __future__ import annotations
 

@@ -94,7 +94,7 @@ def test_a_single_objective_study_builds_or_shows_nothing(
     assert fig is None or (isinstance(fig, go.Figure) and fig.data)
 
 
-# -- what a reader sees (issue 25 item 12): axes, colour bars, controls, titles -------
+# -- what a reader sees: axes, colour bars, controls, titles -------
 
 
 @pytest.fixture(scope="module")

@@ -274,6 +274,8 @@ def keep_torch_threads() -> Iterator[None]:
 @pytest.mark.usefixtures("keep_torch_threads")
 def test_real_measurements_of_small_lanes() -> None:
     from nasmlcn.measure import (
+        PeakSettings,
+        StepTiming,
         lane_peak_memories,
         measure_fc_speed,
         time_lane_step,
@@ -285,12 +287,12 @@ def test_real_measurements_of_small_lanes() -> None:
     ctx = CostContext(batch_size=8)
     lanes = [LaneSpec("mlcn1", 1, 1), LaneSpec("mlcn2", 1, 2), LaneSpec("mlcn1", 2, 1)]
     timings = [
-        time_lane_step(lane, ctx, warmup=1, repeats=1, min_seconds=0.0, threads=1, clock=clock)
+        time_lane_step(lane, ctx, timing=StepTiming(1, 1, 0.0, 1, clock), threads=1)
         for lane, clock in zip(lanes, ["wall", "cpu", "wall"], strict=True)
     ]
     assert all(t.seconds > 0 and t.steps == 1 for t in timings)
     assert timings[1].clock == "cpu"
-    peaks = lane_peak_memories(lanes, ctx, steps=1, threads=1, jobs=2)
+    peaks = lane_peak_memories(lanes, ctx, memory=PeakSettings(steps=1, jobs=2), threads=1)
     assert all(p > 0 for p in peaks)
     # The larger lane needs more memory (its weights and maps are 2-4x larger).
     assert peaks[2] > peaks[0]
@@ -298,23 +300,27 @@ def test_real_measurements_of_small_lanes() -> None:
 
 @pytest.mark.usefixtures("keep_torch_threads")
 def test_cpu_clock_needs_one_cpu_thread() -> None:
-    from nasmlcn.measure import time_lane_step
+    from nasmlcn.measure import StepTiming, time_lane_step
 
     lane = LaneSpec("mlcn1", 1, 1)
     with pytest.raises(ValueError, match="1 thread"):
-        time_lane_step(lane, CostContext(batch_size=2), threads=2, clock="cpu")
+        time_lane_step(
+            lane, CostContext(batch_size=2), timing=StepTiming(rounds=1, clock="cpu"), threads=2
+        )
     with pytest.raises(ValueError, match="clock must be"):
-        time_lane_step(lane, CostContext(batch_size=2), threads=1, clock="sundial")
+        time_lane_step(
+            lane, CostContext(batch_size=2), timing=StepTiming(rounds=1, clock="sundial"), threads=1
+        )
 
 
 @pytest.mark.gpu
 def test_real_measurements_on_cuda() -> None:
-    from nasmlcn.measure import lane_peak_memory, measure_fc_speed, time_lane_step
+    from nasmlcn.measure import StepTiming, lane_peak_memory, measure_fc_speed, time_lane_step
 
     assert measure_fc_speed("cuda:0", repeats=3).flops_per_second > 0
     ctx = CostContext(batch_size=16)
     lane = LaneSpec("mlcn1", 2, 2)
-    assert time_lane_step(lane, ctx, "cuda:0", repeats=2, min_seconds=0.0).seconds > 0
+    assert time_lane_step(lane, ctx, "cuda:0", timing=StepTiming(2, 2, 0.0, 1)).seconds > 0
     assert lane_peak_memory(lane, ctx, "cuda:0", steps=2) > 0
 
 

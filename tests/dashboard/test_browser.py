@@ -143,7 +143,7 @@ def test_dashboard_shows_figures_notes_and_feasibility(
         detail = json.load(r)
     assert detail["objective_names"] == ["accuracy", "latency_s", "memory_MiB"]
     feasible = [all(c <= 0 for c in t["constraints"]) for t in detail["trials"]]
-    # memory, the latency budget, and learning (issue 25 item 3)
+    # memory, the latency budget, and learning
     assert all(len(t["constraints"]) == 3 for t in detail["trials"])
     assert any(feasible)
     assert not all(feasible)

@@ -1,4 +1,4 @@
-"""Trials that did not learn, shown apart (issue 25 item 3): in the search's summary
+"""Trials that did not learn, shown apart: in the search's summary
 and in every figure with an accuracy axis, without squeezing that axis.
 
 One real search from the command line: four trials whose learning rate is searched

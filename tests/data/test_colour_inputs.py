@@ -19,7 +19,7 @@ from nasmlcn.data._splits import RawData, make_splits
 from nasmlcn.models import CapsuleLoss, build_model, count_parameters
 from nasmlcn.search import summarize
 from nasmlcn.specs import MLCNSpec, save_arch
-from nasmlcn.training import TrainConfig, _step, evaluate, load_checkpoint
+from nasmlcn.training import RunOptions, TrainConfig, _step, evaluate, load_checkpoint
 from nasmlcn.training._trainer import train_epochs
 from tests.conftest import run_cli
 from tests.data._files import trust_generated_files, write_cifar10, write_svhn
@@ -61,7 +61,7 @@ def test_models_get_normalised_images_and_reconstruct_the_plain_ones(
     model.register_forward_pre_hook(lambda _m, args: inputs.append(args[0].detach().clone()))
     config = TrainConfig(epochs=1, batch_size=10, eval_batch_size=10, augment="crop-flip")
     checkpoint = tmp_path / "checkpoint.pt"
-    train_epochs(model, spec, splits, config, checkpoint_path=checkpoint)
+    train_epochs(model, spec, splits, config, options=RunOptions(checkpoint_path=checkpoint))
     evaluate(model, splits.test, batch_size=10)
     assert len(seen) == 3 + 1 + 1  # 3 training, 1 validation, 1 test batch
     for model_input, target in seen:

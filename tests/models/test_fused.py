@@ -281,7 +281,7 @@ def test_a_per_lane_checkpoint_resumes_fused_and_fused_weights_load_per_lane(
     """One checkpoint format: a run trained lane by lane (as every checkpoint before
     fusion was) resumes fused, and lands where an all-per-lane run lands."""
     from nasmlcn.data import load_splits
-    from nasmlcn.training import TrainConfig, run_job
+    from nasmlcn.training import RunOptions, TrainConfig, run_job
 
     spec = MLCNSpec.from_lanes("3*mlcn2:1x1", decoder="none")
     splits = load_splits("synthetic", train_limit=40, val_limit=20, test_limit=20)
@@ -289,17 +289,16 @@ def test_a_per_lane_checkpoint_resumes_fused_and_fused_weights_load_per_lane(
         epochs=1, batch_size=20, seed=1, lr_policy="exponential", fuse_lanes=False
     )
     ckpt = tmp_path / "checkpoint.pt"
-    first = run_job(spec, splits, per_lane, checkpoint_path=ckpt, test=False)
+    first = run_job(spec, splits, per_lane, options=RunOptions(checkpoint_path=ckpt, test=False))
     assert not cast(MLCN, first.model).fuse_lanes
     resumed = run_job(
         spec,
         splits,
         replace(per_lane, epochs=2, fuse_lanes=True),
-        checkpoint_path=ckpt,
-        resume=True,
+        options=RunOptions(checkpoint_path=ckpt, resume=True),
     )
     assert cast(MLCN, resumed.model).fuse_lanes
-    reference = run_job(spec, splits, replace(per_lane, epochs=2), test=False)
+    reference = run_job(spec, splits, replace(per_lane, epochs=2), options=RunOptions(test=False))
     assert [e.epoch for e in resumed.history] == [1, 2]
     assert resumed.history[-1].train_loss == pytest.approx(
         reference.history[-1].train_loss, rel=1e-4

@@ -37,7 +37,7 @@ SEED_RESULTS = {
     "nascaps-pareto": ("nascaps", "Pareto search"),
     "fastrcaps-table1": ("fastrcaps", "Table I"),
 }
-"""Issue 29's list of numbered seed results nasmlcn implements."""
+"""The numbered seed results nasmlcn implements, each with its recipe."""
 
 
 def _minimal(**overrides: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The lane-pruning figure's axes (issue 25 item 12): plotly's autorange padded a
+"""The lane-pruning figure's axes: plotly's autorange padded a
 flat accuracy curve to -0.4..1.5; the accuracy axis stays inside [0, 1] and the
 speedup axis starts at 0."""
 

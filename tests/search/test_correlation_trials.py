@@ -1,4 +1,4 @@
-"""Issue 25 item 9: no correlation below three trials (two points always lie on a line)."""
+"""No correlation below three trials (two points always lie on a line)."""
 
 from __future__ import annotations
 

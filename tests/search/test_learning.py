@@ -1,4 +1,4 @@
-"""A trial that learned nothing stays in the study but off the front (issue 25 item 3).
+"""A trial that learned nothing stays in the study but off the front.
 
 A real search of four trials whose learning rate is searched from 1e-9 to 1e-2: the
 trials trained at a learning rate near zero stay at chance accuracy, and they are

@@ -1,4 +1,4 @@
-"""Pruning in a multi-objective study keeps the Pareto front (issue 25 item 2).
+"""Pruning in a multi-objective study keeps the Pareto front.
 
 The same 80 architectures are searched twice (random sampler, one seed): without
 pruning (the reference, whose front is the study's right answer) and with the

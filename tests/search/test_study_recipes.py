@@ -1,4 +1,4 @@
-"""The recipes of ``studies/`` load and hold together: issue 28's pair
+"""The recipes of ``studies/`` load and hold together: the search-vs-hand pair
 (``search-vs-hand.toml`` and ``table41-hand.toml``) compares at the hand models'
 predicted latency, on the same devices, trained the same way."""
 

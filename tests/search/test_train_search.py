@@ -119,7 +119,7 @@ def test_a_trained_trial_measures_its_inference_latency(tmp_path: Path) -> None:
         "measured_inference_latency_s": measured,
         "measured_inference_device": "cpu",
         "measured_inference_batch_size": 1,
-        # the spread over the timed passes (issue 25 item 11)
+        # the spread over the timed passes
         "measured_inference_p25_s": training["measured_inference_p25_s"],
         "measured_inference_p75_s": training["measured_inference_p75_s"],
     }

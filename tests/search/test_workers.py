@@ -240,7 +240,7 @@ def test_the_search_timeout_stops_the_running_trial_too(
         c.with_overrides(timeout=1000.0, epochs=40), evaluator=_SkippingProxy(clock, 100)
     )
     assert result.stopped == "timeout"
-    # stopped as Ctrl-C stops it (issue 25 item 8): FAIL, queued again, never PRUNED
+    # stopped as Ctrl-C stops it: FAIL, queued again, never PRUNED
     assert [t.state for t in result.run_trials] == ["FAIL"]
     reason = result.run_trials[0].reason or ""
     assert reason.startswith("stopped by the search's --timeout 1000 s (after epoch 10)"), reason

@@ -17,6 +17,7 @@ from nasmlcn.specs import MLCNSpec
 from nasmlcn.training import (
     AUGMENTATIONS,
     EpochResult,
+    RunOptions,
     TrainConfig,
     _augment,
     evaluate,
@@ -192,7 +193,9 @@ def _train(
     splits = load_splits("synthetic", train_limit=40, val_limit=25)
     torch.manual_seed(config.seed)
     model = build_model(spec)
-    history = train_epochs(model, spec, splits, config, checkpoint_path=checkpoint, resume=resume)
+    history = train_epochs(
+        model, spec, splits, config, options=RunOptions(checkpoint_path=checkpoint, resume=resume)
+    )
     return model, history, splits
 
 

@@ -1,5 +1,5 @@
 """Run folders written whole (``write_run_folder``) and checked on reading
-(``check_run_files``); issue 25 item 6."""
+(``check_run_files``)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import torch
 from nasmlcn.data import load_splits
 from nasmlcn.models import build_model, capsule_loss, per_lane_tensors
 from nasmlcn.specs import MLCNSpec
-from nasmlcn.training import TrainConfig, make_optimizer, save_checkpoint
+from nasmlcn.training import RunOptions, TrainConfig, make_optimizer, save_checkpoint
 from nasmlcn.training._optimizer_state import restack_optimizer_state
 from nasmlcn.training._step import WARMUP_STEPS, EvalStep, TrainStep, graphs_apply
 from nasmlcn.training._trainer import train_epochs
@@ -190,8 +190,7 @@ def test_per_lane_optimizer_state_resumes_into_the_stacks(tmp_path: Path) -> Non
         SPEC,
         splits,
         replace(config, epochs=2),
-        checkpoint_path=ckpt,
-        resume=True,
+        options=RunOptions(checkpoint_path=ckpt, resume=True),
     )
     assert [h.epoch for h in history] == [1, 2]
 

@@ -16,6 +16,7 @@ from nasmlcn.training import (
     LR_POLICIES,
     Callback,
     EpochResult,
+    RunOptions,
     TrainConfig,
     TrainJob,
     TrainStart,
@@ -310,7 +311,7 @@ def test_a_file_that_is_no_checkpoint_is_refused_in_one_line(tmp_path: Path, con
 def test_should_stop_stops_between_batches_and_keeps_the_last_epoch_s_checkpoint(
     tmp_path: Path,
 ) -> None:
-    """The search's --timeout (issue 25 item 8): a stop within a batch, not at the
+    """The search's --timeout: a stop within a batch, not at the
     epoch's end, raised as an interruption (Ctrl-C's path), the checkpoint of the
     last finished epoch whole, and the run id kept by the resume."""
     from nasmlcn.training._callbacks import TrainingStopped
@@ -333,8 +334,7 @@ def test_should_stop_stops_between_batches_and_keeps_the_last_epoch_s_checkpoint
             splits,
             config,
             callbacks=[recorder],
-            checkpoint_path=checkpoint,
-            should_stop=should_stop,
+            options=RunOptions(checkpoint_path=checkpoint, should_stop=should_stop),
         )
     assert isinstance(stopped.value, KeyboardInterrupt)
     assert str(stopped.value) == "time is up (in epoch 2, batch 2)"
@@ -344,7 +344,11 @@ def test_should_stop_stops_between_batches_and_keeps_the_last_epoch_s_checkpoint
     assert saved["epoch"] == 1
     assert isinstance(saved["run_id"], str)
     history = train_epochs(
-        build_model(spec), spec, splits, config, checkpoint_path=checkpoint, resume=True
+        build_model(spec),
+        spec,
+        splits,
+        config,
+        options=RunOptions(checkpoint_path=checkpoint, resume=True),
     )
     assert [h.epoch for h in history] == [1, 2, 3]
     assert load_checkpoint(checkpoint)["run_id"] == saved["run_id"]

@@ -4,9 +4,10 @@ the epochs, and how well early epochs predict the last (NASCaps Table 2)."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from nasmlcn.dashboard._extract import ReportData
+from nasmlcn.dashboard._extract import ObjectiveHistory, ReportData
 from nasmlcn.dashboard._figures._registry import register_figure
 from nasmlcn.dashboard._figures._style import (
     ACCURACY,
@@ -41,7 +42,6 @@ NASCAPS_FMNIST_PEARSON = {1: 0.83, 5: 0.90, 10: 0.99}
     order=30,
 )
 def plot_optimization_history(data: ReportData, compact: bool = False) -> go.Figure | None:
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     histories = data.histories
@@ -49,82 +49,107 @@ def plot_optimization_history(data: ReportData, compact: bool = False) -> go.Fig
         return None
     fig = make_subplots(rows=len(histories), cols=1, shared_xaxes=True, vertical_spacing=0.06)
     shown: set[str] = set()
-    pinned = False  # any trial that did not learn drawn at the accuracy axis's edge
+    pinned = _accuracy_pinned(histories)
+    for i, h in enumerate(histories):
+        _add_history(fig, data, h, i + 1, pinned, shown)
+    fig.update_xaxes(title_text="trial", row=len(histories), col=1)
+    return layout(fig, "Optimisation history", 80 + 230 * len(histories))
+
+
+def _accuracy_pinned(histories: Sequence[ObjectiveHistory]) -> bool:
+    """Whether any trial that did not learn is drawn at the accuracy axis's edge."""
+    pinned = False
     for h in histories:
         if h.name == ACCURACY and h.learned:
             ok = [v for v, learned in zip(h.values, h.learned, strict=True) if learned]
             idle = [v for v, learned in zip(h.values, h.learned, strict=True) if not learned]
             pinned = any(v < accuracy_range(ok, idle)[0] for v in idle)
-    for i, h in enumerate(histories):
-        row = i + 1
-        learned = h.learned or (True,) * len(h.numbers)
-        groups = {
-            "feasible": [j for j, f in enumerate(h.feasible) if f],
-            "infeasible": [j for j, f in enumerate(h.feasible) if not f and learned[j]],
-            "idle": [j for j, ok in enumerate(learned) if not ok],
-        }
-        values = list(h.values)
-        bounds = None
-        if h.name == ACCURACY:
-            bounds = accuracy_range(
-                [v for v, ok in zip(values, learned, strict=True) if ok],
-                [values[j] for j in groups["idle"]],
-            )
-            fig.update_yaxes(range=list(bounds), row=row, col=1)
-        styles = {
-            "feasible": ("feasible trial", {"color": FEASIBLE_COLOR, "size": 5, "opacity": 0.6}),
-            "infeasible": (
-                "infeasible trial (over a budget)",
-                {"color": INFEASIBLE_COLOR, "symbol": "x", "size": 5},
-            ),
-            "idle": (
-                not_learning_name(data, pinned),
-                {"color": NOT_LEARNING_COLOR, "symbol": "triangle-down", "size": 7},
-            ),
-        }
-        for kind, (name, marker) in styles.items():
-            picked = groups[kind]
-            if not picked:
-                continue
-            ys = [values[j] for j in picked]
-            fig.add_trace(
-                go.Scatter(
-                    x=[h.numbers[j] for j in picked],
-                    y=pin(ys, bounds) if bounds else ys,
-                    customdata=ys,
-                    mode="markers",
-                    marker=marker,
-                    name=name,
-                    legendgroup=kind,
-                    showlegend=kind not in shown,  # one legend entry each, not one per row
-                    cliponaxis=False,
-                    hovertemplate="trial %{x}: %{customdata:.4g}<extra></extra>",
-                ),
-                row=row,
-                col=1,
-            )
-            shown.add(kind)
+    return pinned
+
+
+def _history_styles(data: ReportData, pinned: bool) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Legend name and marker of the feasible, infeasible and not-learning trials."""
+    return {
+        "feasible": ("feasible trial", {"color": FEASIBLE_COLOR, "size": 5, "opacity": 0.6}),
+        "infeasible": (
+            "infeasible trial (over a budget)",
+            {"color": INFEASIBLE_COLOR, "symbol": "x", "size": 5},
+        ),
+        "idle": (
+            not_learning_name(data, pinned),
+            {"color": NOT_LEARNING_COLOR, "symbol": "triangle-down", "size": 7},
+        ),
+    }
+
+
+def _add_history(
+    fig: go.Figure, data: ReportData, h: ObjectiveHistory, row: int, pinned: bool, shown: set[str]
+) -> None:
+    """Draws one objective's trials and best-so-far line in subplot row ``row``."""
+    import plotly.graph_objects as go
+
+    learned = h.learned or (True,) * len(h.numbers)
+    groups = {
+        "feasible": [j for j, f in enumerate(h.feasible) if f],
+        "infeasible": [j for j, f in enumerate(h.feasible) if not f and learned[j]],
+        "idle": [j for j, ok in enumerate(learned) if not ok],
+    }
+    values = list(h.values)
+    bounds = None
+    if h.name == ACCURACY:
+        bounds = accuracy_range(
+            [v for v, ok in zip(values, learned, strict=True) if ok],
+            [values[j] for j in groups["idle"]],
+        )
+        fig.update_yaxes(range=list(bounds), row=row, col=1)
+    for kind, (name, marker) in _history_styles(data, pinned).items():
+        picked = groups[kind]
+        if not picked:
+            continue
+        ys = [values[j] for j in picked]
         fig.add_trace(
             go.Scatter(
-                x=list(h.numbers),
-                y=list(h.best_so_far),
-                mode="lines",
-                line={"shape": "hv", "color": FRONT_COLOR, "width": 2},
-                name="best so far",
-                legendgroup="best",
-                showlegend=i == 0,
-                hovertemplate="best after trial %{x}: %{y:.4g}<extra></extra>",
+                x=[h.numbers[j] for j in picked],
+                y=pin(ys, bounds) if bounds else ys,
+                customdata=ys,
+                mode="markers",
+                marker=marker,
+                name=name,
+                legendgroup=kind,
+                showlegend=kind not in shown,  # one legend entry each, not one per row
+                cliponaxis=False,
+                hovertemplate="trial %{x}: %{customdata:.4g}<extra></extra>",
             ),
             row=row,
             col=1,
         )
-        fig.update_yaxes(
-            title_text=axis_title(h.name, h.direction, data.study.accuracy_is_proxy),
-            row=row,
-            col=1,
-        )
-    fig.update_xaxes(title_text="trial", row=len(histories), col=1)
-    return layout(fig, "Optimisation history", 80 + 230 * len(histories))
+        shown.add(kind)
+    _add_best_so_far(fig, h, row)
+    fig.update_yaxes(
+        title_text=axis_title(h.name, h.direction, data.study.accuracy_is_proxy),
+        row=row,
+        col=1,
+    )
+
+
+def _add_best_so_far(fig: go.Figure, h: ObjectiveHistory, row: int) -> None:
+    """Draws the best feasible value so far as a red step line (one legend entry)."""
+    import plotly.graph_objects as go
+
+    fig.add_trace(
+        go.Scatter(
+            x=list(h.numbers),
+            y=list(h.best_so_far),
+            mode="lines",
+            line={"shape": "hv", "color": FRONT_COLOR, "width": 2},
+            name="best so far",
+            legendgroup="best",
+            showlegend=row == 1,
+            hovertemplate="best after trial %{x}: %{y:.4g}<extra></extra>",
+        ),
+        row=row,
+        col=1,
+    )
 
 
 @register_figure(

@@ -6,9 +6,9 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from nasmlcn.dashboard._extract import HYPERVOLUME_MARGIN, MIB, ReportData, TrialRow
+from nasmlcn.dashboard._extract import HYPERVOLUME_MARGIN, MIB, ReportData, StudyData, TrialRow
 from nasmlcn.dashboard._figures._registry import register_figure
 from nasmlcn.dashboard._figures._style import (
     ACCURACY,
@@ -47,16 +47,14 @@ if TYPE_CHECKING:
     dashboard=True,
 )
 def plot_pareto_front(data: ReportData, compact: bool = False) -> go.Figure | None:
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     study = data.study
     if not study.multi_objective or not study.complete:
         return None
-    names, directions = study.metric_names, study.directions
-    pairs = list(itertools.combinations(range(len(directions)), 2))
+    pairs = list(itertools.combinations(range(len(study.directions)), 2))
     if compact:  # a dashboard cell: the first objective against (at most) two others
-        pairs = pairs[: min(2, len(directions) - 1)]
+        pairs = pairs[: min(2, len(study.directions) - 1)]
     cols = min(3, len(pairs))
     nrows = math.ceil(len(pairs) / cols)
     # room between panels for the next panel's tick labels and axis title (at 0.08 a
@@ -67,6 +65,44 @@ def plot_pareto_front(data: ReportData, compact: bool = False) -> go.Figure | No
         horizontal_spacing=0.16 if compact else 0.1,
         vertical_spacing=0.16,
     )
+    front = _split_trials(study)
+    kinds: list[str] = []
+    for k, (a, b) in enumerate(pairs):
+        _add_panel(
+            fig, data, front, a, b, row=k // cols + 1, col=k % cols + 1, lines=len(pairs) == 1
+        )
+        kinds += ["dominated", "infeasible", "idle", "front"]
+    fig.update_layout(updatemenus=[_visibility_buttons(kinds)])
+    counts = _front_counts(study, front)
+    if compact:  # buttons above, legend below: a half-width cell has no room for both
+        return layout(
+            fig, "Pareto front", DASHBOARD_HEIGHT, counts, top=120, legend=LEGEND_BELOW, bottom=90
+        )
+    return layout(fig, "Pareto front", 150 + 380 * nrows, counts, top=130)
+
+
+class _FrontTrials(NamedTuple):
+    """The completed trials of the Pareto front figure, in groups, and its axes."""
+
+    models: list[TrialRow]
+    front: list[TrialRow]
+    dominated: list[TrialRow]
+    over_budget: list[TrialRow]
+    idle: list[TrialRow]
+    shade: list[int]
+    shade_name: str
+    accuracy: int | None
+    """The accuracy objective's index (None when accuracy is no objective)."""
+    bounds: tuple[float, float] | None
+    pinned: bool
+    """Whether a trial that did not learn is drawn at the accuracy axis's edge."""
+    scales: list[float]
+    labels: list[str]
+
+
+def _split_trials(study: StudyData) -> _FrontTrials:
+    """The study's models grouped (front, dominated, over a budget, did not learn)."""
+    names = study.metric_names
     done = study.models  # each model once
     front = sorted((r for r in done if r.pareto), key=lambda r: r.values or ())
     dominated = [r for r in done if r.feasible and not r.pareto]
@@ -84,140 +120,158 @@ def plot_pareto_front(data: ReportData, compact: bool = False) -> go.Figure | No
     unit = next((r.time_unit for r in done), "s")
     scales = [metric_unit(n, unit)[2] for n in names]
     labels = [metric_label(n, unit) for n in names]
-    kinds: list[str] = []
-    for k, (a, b) in enumerate(pairs):
-        row, col = k // cols + 1, k % cols + 1
-        first = k == 0
+    return _FrontTrials(
+        models=done,
+        front=front,
+        dominated=dominated,
+        over_budget=over_budget,
+        idle=idle,
+        shade=shade,
+        shade_name=shade_name,
+        accuracy=accuracy,
+        bounds=bounds,
+        pinned=pinned,
+        scales=scales,
+        labels=labels,
+    )
 
-        def xy(rows: Sequence[TrialRow], a: int = a, b: int = b) -> dict[str, Any]:
-            xs = [r.values[a] * scales[a] for r in rows if r.values]
-            ys = [r.values[b] * scales[b] for r in rows if r.values]
-            return {
-                "x": pin(xs, bounds) if bounds and a == accuracy else xs,
-                "y": pin(ys, bounds) if bounds and b == accuracy else ys,
-                # the true values: a pinned point's position is not its value
-                "customdata": list(zip(xs, ys, strict=True)),
-                "text": hover_texts(rows),
-                "hovertemplate": f"%{{text}}<br>{labels[a]} %{{customdata[0]:.4g}}"
-                f"<br>{labels[b]} %{{customdata[1]:.4g}}<extra></extra>",
-                "cliponaxis": False,
-            }
 
-        fig.add_trace(
-            go.Scatter(
-                **xy(dominated),
-                mode="markers",
-                name=f"dominated (colour: {shade_name})",
-                legendgroup="dominated",
-                showlegend=first,
-                marker=shade_marker(shade, shade_name, showscale=first),
-            ),
-            row=row,
-            col=col,
-        )
-        fig.add_trace(
-            go.Scatter(
-                **xy(over_budget),
-                mode="markers",
-                name="infeasible (over a budget)",
-                legendgroup="infeasible",
-                showlegend=first and bool(over_budget),
-                marker={"color": INFEASIBLE_COLOR, "symbol": "x", "size": 6},
-            ),
-            row=row,
-            col=col,
-        )
-        fig.add_trace(
-            go.Scatter(
-                **xy(idle),
-                mode="markers",
-                name=not_learning_name(data, pinned),
-                legendgroup="idle",
-                showlegend=first and bool(idle),
-                # pointing off the axis edge they are drawn at: lower accuracies lie there
-                marker={
-                    "color": NOT_LEARNING_COLOR,
-                    "symbol": "triangle-left" if a == accuracy else "triangle-down",
-                    "size": 7,
-                },
-            ),
-            row=row,
-            col=col,
-        )
-        ordered = sorted(front, key=lambda r: r.values[a] if r.values else 0.0)
-        fig.add_trace(
-            go.Scatter(
-                **xy(ordered),
-                mode="lines+markers" if len(pairs) == 1 else "markers",
-                line={"color": FRONT_COLOR, "width": 1, "dash": "dot"},
-                name=f"Pareto front ({len(front)})",
-                legendgroup="front",
-                showlegend=first,
-                marker={
-                    "color": FRONT_COLOR,
-                    "size": 9,
-                    "line": {"color": "black", "width": 0.5},
-                },
-            ),
-            row=row,
-            col=col,
-        )
-        kinds += ["dominated", "infeasible", "idle", "front"]
-        fig.update_xaxes(
-            title_text=axis_title(labels[a], directions[a], study.accuracy_is_proxy),
-            range=list(bounds) if bounds and a == accuracy else None,
-            row=row,
-            col=col,
-        )
-        fig.update_yaxes(
-            title_text=axis_title(labels[b], directions[b], study.accuracy_is_proxy),
-            range=list(bounds) if bounds and b == accuracy else None,
-            row=row,
-            col=col,
-        )
+def _points(f: _FrontTrials, rows: Sequence[TrialRow], a: int, b: int) -> dict[str, Any]:
+    """Scatter arguments of ``rows`` in objectives ``a`` (x) and ``b`` (y)."""
+    xs = [r.values[a] * f.scales[a] for r in rows if r.values]
+    ys = [r.values[b] * f.scales[b] for r in rows if r.values]
+    bounds = f.bounds
+    return {
+        "x": pin(xs, bounds) if bounds and a == f.accuracy else xs,
+        "y": pin(ys, bounds) if bounds and b == f.accuracy else ys,
+        # the true values: a pinned point's position is not its value
+        "customdata": list(zip(xs, ys, strict=True)),
+        "text": hover_texts(rows),
+        "hovertemplate": f"%{{text}}<br>{f.labels[a]} %{{customdata[0]:.4g}}"
+        f"<br>{f.labels[b]} %{{customdata[1]:.4g}}<extra></extra>",
+        "cliponaxis": False,
+    }
+
+
+def _add_panel(
+    fig: go.Figure,
+    data: ReportData,
+    f: _FrontTrials,
+    a: int,
+    b: int,
+    *,
+    row: int,
+    col: int,
+    lines: bool,
+) -> None:
+    """Draws objective ``a`` against ``b``: the four groups of trials and the axes."""
+    first = row == 1 and col == 1
+    for trace in _panel_traces(data, f, a, b, first=first, lines=lines):
+        fig.add_trace(trace, row=row, col=col)
+    study = data.study
+    fig.update_xaxes(
+        title_text=axis_title(f.labels[a], study.directions[a], study.accuracy_is_proxy),
+        range=list(f.bounds) if f.bounds and a == f.accuracy else None,
+        row=row,
+        col=col,
+    )
+    fig.update_yaxes(
+        title_text=axis_title(f.labels[b], study.directions[b], study.accuracy_is_proxy),
+        range=list(f.bounds) if f.bounds and b == f.accuracy else None,
+        row=row,
+        col=col,
+    )
+
+
+def _panel_traces(
+    data: ReportData, f: _FrontTrials, a: int, b: int, *, first: bool, lines: bool
+) -> list[go.Scatter]:
+    """One panel's traces: dominated, infeasible, did not learn, and the front."""
+    import plotly.graph_objects as go
+
+    ordered = sorted(f.front, key=lambda r: r.values[a] if r.values else 0.0)
+    return [
+        go.Scatter(
+            **_points(f, f.dominated, a, b),
+            mode="markers",
+            name=f"dominated (colour: {f.shade_name})",
+            legendgroup="dominated",
+            showlegend=first,
+            marker=shade_marker(f.shade, f.shade_name, showscale=first),
+        ),
+        go.Scatter(
+            **_points(f, f.over_budget, a, b),
+            mode="markers",
+            name="infeasible (over a budget)",
+            legendgroup="infeasible",
+            showlegend=first and bool(f.over_budget),
+            marker={"color": INFEASIBLE_COLOR, "symbol": "x", "size": 6},
+        ),
+        go.Scatter(
+            **_points(f, f.idle, a, b),
+            mode="markers",
+            name=not_learning_name(data, f.pinned),
+            legendgroup="idle",
+            showlegend=first and bool(f.idle),
+            # pointing off the axis edge they are drawn at: lower accuracies lie there
+            marker={
+                "color": NOT_LEARNING_COLOR,
+                "symbol": "triangle-left" if a == f.accuracy else "triangle-down",
+                "size": 7,
+            },
+        ),
+        go.Scatter(
+            **_points(f, ordered, a, b),
+            mode="lines+markers" if lines else "markers",
+            line={"color": FRONT_COLOR, "width": 1, "dash": "dot"},
+            name=f"Pareto front ({len(f.front)})",
+            legendgroup="front",
+            showlegend=first,
+            marker={"color": FRONT_COLOR, "size": 9, "line": {"color": "black", "width": 0.5}},
+        ),
+    ]
+
+
+def _visibility_buttons(kinds: Sequence[str]) -> dict[str, Any]:
+    """The buttons that show or hide dominated and infeasible trials (per trace kind)."""
 
     def visible(*hidden: str) -> list[bool]:
         return [kind not in hidden for kind in kinds]
 
-    fig.update_layout(
-        updatemenus=[
+    return {
+        "type": "buttons",
+        "direction": "right",
+        "x": 0.0,
+        "xanchor": "left",
+        "y": 1.02,
+        "yanchor": "bottom",
+        "pad": {"t": 0, "b": 0},
+        "buttons": [
+            {"label": "all trials", "method": "restyle", "args": [{"visible": visible()}]},
             {
-                "type": "buttons",
-                "direction": "right",
-                "x": 0.0,
-                "xanchor": "left",
-                "y": 1.02,
-                "yanchor": "bottom",
-                "pad": {"t": 0, "b": 0},
-                "buttons": [
-                    {"label": "all trials", "method": "restyle", "args": [{"visible": visible()}]},
-                    {
-                        "label": "hide dominated",
-                        "method": "restyle",
-                        "args": [{"visible": visible("dominated")}],
-                    },
-                    {
-                        "label": "feasible front only",
-                        "method": "restyle",
-                        "args": [{"visible": visible("dominated", "infeasible", "idle")}],
-                    },
-                ],
-            }
-        ]
-    )
-    idle_count = f"{len(idle)} did not learn, " if idle else ""
+                "label": "hide dominated",
+                "method": "restyle",
+                "args": [{"visible": visible("dominated")}],
+            },
+            {
+                "label": "feasible front only",
+                "method": "restyle",
+                "args": [{"visible": visible("dominated", "infeasible", "idle")}],
+            },
+        ],
+    }
+
+
+def _front_counts(study: StudyData, f: _FrontTrials) -> str:
+    """The subtitle: how many trials are complete, over a budget, idle, on the front."""
+    idle_count = f"{len(f.idle)} did not learn, " if f.idle else ""
     # the tables count complete trials; a repeat is its original's point, drawn once
-    repeats = len(study.complete) - len(done)
-    models = f" ({len(done)} models, {repeats} repeats)" if repeats else ""
-    counts = (
-        f"{len(study.complete)} complete trials{models}, {len(over_budget)} over a budget, "
-        f"{idle_count}{len(front)} on the front"
+    repeats = len(study.complete) - len(f.models)
+    models = f" ({len(f.models)} models, {repeats} repeats)" if repeats else ""
+    return (
+        f"{len(study.complete)} complete trials{models}, {len(f.over_budget)} over a budget, "
+        f"{idle_count}{len(f.front)} on the front"
     )
-    if compact:  # buttons above, legend below: a half-width cell has no room for both
-        return layout(
-            fig, "Pareto front", DASHBOARD_HEIGHT, counts, top=120, legend=LEGEND_BELOW, bottom=90
-        )
-    return layout(fig, "Pareto front", 150 + 380 * nrows, counts, top=130)
 
 
 @register_figure(

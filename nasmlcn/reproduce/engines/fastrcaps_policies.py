@@ -40,6 +40,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from nasmlcn._defaults import LEARNING_RATE
 from nasmlcn.reproduce.engines._training_runs import mean_sd, say, settle_args
 
 QUICK = {"epochs": 4, "train_limit": 40, "val_limit": 40, "seeds": 1}
@@ -83,7 +84,7 @@ def time_to_target(history: list[Any], target: float) -> tuple[int | None, float
 
 def train_row(row: Row, arch: Any, splits: Any, args: argparse.Namespace, seed: int) -> Any:
     """One run: the row's model and policies, ``seed``; returns (params, history)."""
-    from nasmlcn.training import TrainConfig, run_job
+    from nasmlcn.training import RunOptions, TrainConfig, run_job
 
     if row.weight_sharing:  # FasTrCaps's WS includes its reduced decoder (Fig. 8)
         arch = replace(arch, weight_sharing=True, decoder="reduced")
@@ -96,7 +97,8 @@ def train_row(row: Row, arch: Any, splits: Any, args: argparse.Namespace, seed: 
         seed=seed,
         device="cpu",
     )
-    run = run_job(arch, splits, config, test=False)  # seeds with config.seed, builds
+    # seeds with config.seed, builds
+    run = run_job(arch, splits, config, options=RunOptions(test=False))
     return run.params, run.history
 
 
@@ -260,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-limit", type=int, default=400)
     parser.add_argument("--val-limit", type=int, default=500)
     parser.add_argument("--batch-size", type=int, default=16, help="FasTrCaps: 16 (= 2^P, P=4)")
-    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--lr", type=float, default=LEARNING_RATE)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rows", choices=sorted(ROWS), default="table")

@@ -158,7 +158,7 @@ def train_variant(
 ) -> dict[str, Any]:
     """Trains one variant with one seed; validation only, the test split stays out."""
     from nasmlcn.data import DataSplits, Split, load_splits
-    from nasmlcn.training import check_training_memory, resolve_device, run_job
+    from nasmlcn.training import RunOptions, check_training_memory, resolve_device, run_job
 
     epochs = variant.epochs or settings.epochs
     config = replace(variant.config, epochs=epochs, seed=seed, device=device)
@@ -180,9 +180,7 @@ def train_variant(
         splits,
         config,
         callbacks=[log],
-        checkpoint_path=checkpoint,
-        resume=True,
-        test=False,
+        options=RunOptions(checkpoint_path=checkpoint, resume=True, test=False),
     )
     return {
         "variant": variant.text,
@@ -303,7 +301,8 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command line: variants, data, epochs, seeds, device and results file."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
         "--variant",
@@ -329,7 +328,51 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="1 epoch on 300/100 images")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _variant_runs(
+    variant: Variant, args: argparse.Namespace, settings: Settings, results: ResultsFile
+) -> tuple[list[dict[str, Any]], int, int]:
+    """``variant``'s run per seed, stored or trained now (and stored), with how many were
+    trained and how many came from the results file."""
+    runs_dir = args.results.parent / "runs"
+    trained = reused = 0
+    runs = []
+    for seed in range(args.seeds):
+        label = f"{variant.text}, seed {seed}"
+        key = settings.key(variant, seed)
+        entry = results.finished(key)
+        if entry is not None:
+            say(f"[{label}] from the results file")
+            reused += 1
+        elif args.finished_only:
+            say(f"[{label}] not in the results file: left out (--finished-only)")
+            continue
+        else:
+            checkpoint = runs_dir / short_hash(key) / "checkpoint.pt"
+            try:
+                entry = train_variant(
+                    variant,
+                    seed,
+                    settings,
+                    data_dir=args.data_dir,
+                    device=args.device,
+                    checkpoint=checkpoint,
+                    log=EpochLog(label, results, key),
+                )
+            except NasmlcnError as err:
+                raise SystemExit(f"[{label}] {err}") from None
+            results.record(key, entry)
+            checkpoint.unlink(missing_ok=True)
+            checkpoint.parent.rmdir()
+            trained += 1
+        runs.append(entry)
+    return runs, trained, reused
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     settle_args(args, QUICK, ("epochs", "seeds", "threads", "train_limit", "val_limit"))
 
     import torch
@@ -341,40 +384,12 @@ def main(argv: list[str] | None = None) -> int:
         args.dataset, args.epochs, args.train_limit, args.val_limit, args.val_fraction
     )
     results = ResultsFile(args.results, "lane-variants")
-    runs_dir = args.results.parent / "runs"
     trained = reused = 0
     summaries = []
     for variant in variants:
-        runs = []
-        for seed in range(args.seeds):
-            label = f"{variant.text}, seed {seed}"
-            key = settings.key(variant, seed)
-            entry = results.finished(key)
-            if entry is not None:
-                say(f"[{label}] from the results file")
-                reused += 1
-            elif args.finished_only:
-                say(f"[{label}] not in the results file: left out (--finished-only)")
-                continue
-            else:
-                checkpoint = runs_dir / short_hash(key) / "checkpoint.pt"
-                try:
-                    entry = train_variant(
-                        variant,
-                        seed,
-                        settings,
-                        data_dir=args.data_dir,
-                        device=args.device,
-                        checkpoint=checkpoint,
-                        log=EpochLog(label, results, key),
-                    )
-                except NasmlcnError as err:
-                    raise SystemExit(f"[{label}] {err}") from None
-                results.record(key, entry)
-                checkpoint.unlink(missing_ok=True)
-                checkpoint.parent.rmdir()
-                trained += 1
-            runs.append(entry)
+        runs, trained_now, reused_now = _variant_runs(variant, args, settings, results)
+        trained += trained_now
+        reused += reused_now
         if runs:
             summaries.append(summarise(variant, runs))
     report = {

@@ -164,6 +164,61 @@ def time_large_greedy(cost_model: str) -> dict[str, Any]:
     }
 
 
+QUALITY_HEADERS = (
+    "lanes",
+    "devices",
+    "random",
+    "greedy",
+    "optimal",
+    "greedy/opt",
+    "max",
+    "random/greedy",
+    "max",
+)
+TIMING_HEADERS = (
+    "lanes",
+    "devices",
+    "proven",
+    "mean gap",
+    "ms random",
+    "ms greedy",
+    "ms optimal",
+    "max",
+    "mem binds",
+    "no fit / opt only",
+)
+
+
+def _scenario_rows(s: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """One scenario's row of the makespan table and of the proofs-and-times table."""
+    pool = s["devices"].replace("1x", "").replace(",", "+")
+    head = [str(s["lanes"]), pool]
+    memory = [str(s["memory_may_bind"]), f"{s['infeasible']} / {s['missed_by_greedy_or_random']}"]
+    if "makespan_greedy" not in s:
+        return [*head, *["-"] * 7], [*head, *["-"] * 6, *memory]
+    quality = [
+        *head,
+        f"{s['makespan_random']:.4g}",
+        f"{s['makespan_greedy']:.4g}",
+        f"{s['makespan_optimal']:.4g}",
+        f"{s['greedy_over_optimal_mean']:.4f}",
+        f"{s['greedy_over_optimal_max']:.4f}",
+        f"{s['random_over_greedy_mean']:.2f}x",
+        f"{s['random_over_greedy_max']:.2f}x",
+    ]
+    timing = [
+        *head,
+        f"{100 * s['optimal_proven_share']:.0f} %",
+        f"{s['optimal_mean_gap']:.1e}",
+        f"{s['ms_random']:.3f}",
+        f"{s['ms_greedy']:.3f}",
+        f"{s['ms_optimal']:.1f}",
+        f"{s['ms_optimal_max']:.1f}",
+        *memory,
+    ]
+    return quality, timing
+
+
 def render(report: dict[str, Any]) -> None:
     """The report as two rich tables on stdout: makespans, then proofs and times."""
     from rich.console import Console
@@ -181,70 +236,13 @@ def render(report: dict[str, Any]) -> None:
     )
     quality = Table(title="Makespan (mean over instances)")
     timing = Table(title="Optimal's proofs and time per plan")
-    for table, headers in (
-        (
-            quality,
-            (
-                "lanes",
-                "devices",
-                "random",
-                "greedy",
-                "optimal",
-                "greedy/opt",
-                "max",
-                "random/greedy",
-                "max",
-            ),
-        ),
-        (
-            timing,
-            (
-                "lanes",
-                "devices",
-                "proven",
-                "mean gap",
-                "ms random",
-                "ms greedy",
-                "ms optimal",
-                "max",
-                "mem binds",
-                "no fit / opt only",
-            ),
-        ),
-    ):
+    for table, headers in ((quality, QUALITY_HEADERS), (timing, TIMING_HEADERS)):
         for h in headers:
             table.add_column(h, justify="right")
     for s in report["scenarios"]:
-        pool = s["devices"].replace("1x", "").replace(",", "+")
-        head = (str(s["lanes"]), pool)
-        memory = (
-            str(s["memory_may_bind"]),
-            f"{s['infeasible']} / {s['missed_by_greedy_or_random']}",
-        )
-        if "makespan_greedy" not in s:
-            quality.add_row(*head, *["-"] * 7)
-            timing.add_row(*head, *["-"] * 6, *memory)
-            continue
-        quality.add_row(
-            *head,
-            f"{s['makespan_random']:.4g}",
-            f"{s['makespan_greedy']:.4g}",
-            f"{s['makespan_optimal']:.4g}",
-            f"{s['greedy_over_optimal_mean']:.4f}",
-            f"{s['greedy_over_optimal_max']:.4f}",
-            f"{s['random_over_greedy_mean']:.2f}x",
-            f"{s['random_over_greedy_max']:.2f}x",
-        )
-        timing.add_row(
-            *head,
-            f"{100 * s['optimal_proven_share']:.0f} %",
-            f"{s['optimal_mean_gap']:.1e}",
-            f"{s['ms_random']:.3f}",
-            f"{s['ms_greedy']:.3f}",
-            f"{s['ms_optimal']:.1f}",
-            f"{s['ms_optimal_max']:.1f}",
-            *memory,
-        )
+        quality_row, timing_row = _scenario_rows(s)
+        quality.add_row(*quality_row)
+        timing.add_row(*timing_row)
     console.print(quality)
     console.print(timing)
     large = report["large_greedy"]

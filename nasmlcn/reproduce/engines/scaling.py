@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -47,168 +46,83 @@ from typing import Any
 import torch
 
 from nasmlcn.hardware import busy_cores, usable_cores
-from nasmlcn.models import MLCN, build_model, capsule_loss
-from nasmlcn.parallel import (
-    AllReduceStats,
-    DistributedMLCN,
-    RankContext,
-    data_parallel,
-    launch,
-    plan_assignment,
-    rank_assignment,
-)
+from nasmlcn.models import MLCN, build_model
+from nasmlcn.parallel import launch, plan_assignment, rank_assignment
+from nasmlcn.reproduce.engines._scaling_ranks import bench_rank, random_batch, stepper
 from nasmlcn.reproduce.engines.common import median
 from nasmlcn.specs import CapsNetSpec, MLCNSpec
 
 DEFAULT_LANES = "8*mlcn2:4x1"
 
 
-def _batch(spec: MLCNSpec | CapsNetSpec, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(0)
-    x = torch.rand(batch, *spec.input_shape, generator=g)  # (B, C, H, W)
-    y = torch.randint(0, spec.num_classes, (batch,), generator=g)  # (B,)
-    return x, y
+def _per_step_ms(rank: dict[str, Any], key: str, steps: int) -> float:
+    """The median over rounds of ``rank``'s ``key`` seconds, per step, in ms."""
+    return round(1000 * median([row[key] for row in rank["rounds"]]) / steps, 2)
 
 
-def _stepper(
-    model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, after_backward: Any = None
-) -> Any:
-    """One training step of ``model`` on ``(x, y)``; ``after_backward()`` runs between
-    the backward pass and the optimizer step (DDP's all-reduce bookkeeping)."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-
-    def step() -> None:
-        out = model(x, y)
-        loss = capsule_loss(out.lengths, out.reconstruction, x, y).total
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if after_backward is not None:
-            after_backward()
-        optimizer.step()
-
-    return step
-
-
-def _ddp_stepper(
-    spec: MLCNSpec | CapsNetSpec,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    world: int,
-    rank: int,
-    stats: AllReduceStats,
-) -> Any:
-    """One DDP training step of ``spec`` on this rank's share of the batch."""
-    torch.manual_seed(0)
-    ddp = data_parallel(build_model(spec), "cpu", stats=stats)
-    shard_x, shard_y = x.tensor_split(world)[rank], y.tensor_split(world)[rank]
-    return _stepper(ddp, shard_x, shard_y, after_backward=stats.end_step)
+def _per_rank(ranks: list[dict[str, Any]], np_: int) -> list[dict[str, Any]]:
+    """Each rank's lanes and per-step split (compute, communication, CPU) of both modes."""
+    per_rank = []
+    for r in ranks:
+        lane_step = _per_step_ms(r, "lane_seconds", np_)
+        lane_comm = _per_step_ms(r, "lane_comm_seconds", np_)
+        ddp_step = _per_step_ms(r, "ddp_seconds", np_)
+        ddp_exposed = _per_step_ms(r, "ddp_exposed_seconds", np_)
+        per_rank.append(
+            {
+                "rank": r["rank"],
+                "lanes": r["owned_lanes"],
+                "lane_parallel": {
+                    "step_ms": lane_step,
+                    "compute_ms": round(lane_step - lane_comm, 2),
+                    "communication_ms": lane_comm,
+                    "cpu_ms": _per_step_ms(r, "lane_cpu_seconds", np_),
+                    "bytes_per_step": int(r["gather_bytes_per_step"]),
+                },
+                "ddp": {
+                    "step_ms": ddp_step,
+                    "compute_ms": round(ddp_step - ddp_exposed, 2),
+                    "communication_ms": ddp_exposed,
+                    "allreduce_busy_ms": _per_step_ms(r, "ddp_busy_seconds", np_),
+                    "cpu_ms": _per_step_ms(r, "ddp_cpu_seconds", np_),
+                    "bytes_per_step": int(median([x["ddp_bytes_per_step"] for x in r["rounds"]])),
+                },
+            }
+        )
+    return per_rank
 
 
-def _timed(step: Any, steps: int) -> float:
-    return _timed_cpu(step, steps)[0]
-
-
-def _timed_cpu(step: Any, steps: int) -> tuple[float, float]:
-    """Wall and CPU seconds of ``steps`` steps (CPU time: every thread of the process)."""
-    c0, t0 = time.process_time(), time.perf_counter()
-    for _ in range(steps):
-        step()
-    return time.perf_counter() - t0, time.process_time() - c0
-
-
-def _bench_rank(ctx: RankContext, cfg: dict[str, Any]) -> dict[str, Any]:
-    """Runs in every rank: all modes, ``cfg['rounds']`` interleaved rounds."""
-    import torch.distributed as dist
-
-    spec = MLCNSpec.from_lanes(cfg["lanes"])
-    batch, world, rank = cfg["batch_size"], ctx.world_size, ctx.rank
-    x, y = _batch(spec, batch)
-
-    torch.manual_seed(0)
-    full = build_model(spec)
-    assert isinstance(full, MLCN)
-    lanes_model = DistributedMLCN(full, cfg["assignment"])
-    lanes_step = _stepper(lanes_model, x, y)
-
-    stats = AllReduceStats()
-    ddp_step = _ddp_stepper(spec, x, y, world, rank, stats)
-    capsnet_stats = AllReduceStats()
-    capsnet_ddp_step = None
-    if cfg.get("capsnet"):
-        cx, cy = _batch(CapsNetSpec(), batch)
-        capsnet_ddp_step = _ddp_stepper(CapsNetSpec(), cx, cy, world, rank, capsnet_stats)
-
-    single_step = capsnet_step = None
-    if rank == 0:
-        torch.manual_seed(0)
-        single_step = _stepper(build_model(spec), x, y)
-        if cfg.get("capsnet"):
-            torch.manual_seed(0)
-            capsnet_step = _stepper(build_model(CapsNetSpec()), cx, cy)
-
-    # Warm-up (allocator, oneDNN primitives) and step counts sized to ~cfg["seconds"].
-    steps = [0, 0]
-    if rank == 0:
-        assert single_step is not None
-        single_step()
-        t = _timed(single_step, 2) / 2
-        steps[0] = max(3, math.ceil(cfg["seconds"] / t))
-        steps[1] = max(3, math.ceil(cfg["seconds"] * world / t))
-    dist.broadcast_object_list(steps, src=0)
-    n_single, n_parallel = steps
-    for _ in range(2):
-        lanes_step()
-        ddp_step()
-        if capsnet_ddp_step is not None:
-            capsnet_ddp_step()
-    if capsnet_step is not None:
-        capsnet_step()
-
-    rows: list[dict[str, Any]] = []
-    for _ in range(cfg["rounds"]):
-        row: dict[str, Any] = {}
-        dist.barrier()
-        if rank == 0:
-            assert single_step is not None
-            row["single_seconds"], row["single_cpu_seconds"] = _timed_cpu(single_step, n_single)
-            torch.set_num_threads(world)
-            single_step()  # warm the multi-threaded kernels
-            row["single_2threads_seconds"] = _timed(single_step, n_single)
-            torch.set_num_threads(1)
-        dist.barrier()
-        lanes_model.comm.reset()
-        row["lane_seconds"], row["lane_cpu_seconds"] = _timed_cpu(lanes_step, n_parallel)
-        row["lane_comm_seconds"] = lanes_model.comm.seconds
-        dist.barrier()
-        stats.reset()
-        row["ddp_seconds"], row["ddp_cpu_seconds"] = _timed_cpu(ddp_step, n_parallel)
-        row["ddp_exposed_seconds"] = stats.exposed_seconds
-        row["ddp_busy_seconds"] = stats.busy_seconds
-        row["ddp_bytes_per_step"] = stats.bytes / n_parallel
-        if capsnet_ddp_step is not None:
-            # CapsNet steps are several times slower: a third of the steps keeps the
-            # round short; the figures are rates.
-            n_caps = max(3, n_parallel // 3)
-            dist.barrier()
-            if rank == 0:
-                assert capsnet_step is not None
-                row["capsnet_single_seconds"] = _timed(capsnet_step, max(3, n_single // 3))
-            dist.barrier()
-            capsnet_stats.reset()
-            row["capsnet_ddp_seconds"] = _timed(capsnet_ddp_step, n_caps)
-        rows.append(row)
+def _capsnet_figures(
+    args: argparse.Namespace,
+    ranks: list[dict[str, Any]],
+    n1: int,
+    np_: int,
+    single: float,
+    ddp: float,
+    lanes: float,
+) -> dict[str, Any]:
+    """CapsNet's rates alone and under DDP, and every mode over CapsNet alone."""
+    b, r0, rounds = args.batch_size, ranks[0], range(args.rounds)
+    n_caps1, n_capsp = max(3, n1 // 3), max(3, np_ // 3)
+    caps1 = median([n_caps1 * b / r0["rounds"][i]["capsnet_single_seconds"] for i in rounds])
+    capsp = median(
+        [n_capsp * b / max(r["rounds"][i]["capsnet_ddp_seconds"] for r in ranks) for i in rounds]
+    )
     return {
-        "rank": rank,
-        "steps_single": n_single,
-        "steps_parallel": n_parallel,
-        "owned_lanes": list(lanes_model.owned),
-        "gather_bytes_per_step": lanes_model.comm.bytes / max(lanes_model.comm.calls, 1),
-        "threads": torch.get_num_threads(),
-        "rounds": rows,
+        "capsnet_single_images_per_second": round(caps1, 1),
+        "capsnet_ddp_images_per_second": round(capsp, 1),
+        # thesis Fig. 4.7: every mode over CapsNet in one process (its "1 K80")
+        "over_capsnet": {
+            "base": round(capsp / caps1, 3),
+            "mlcn": round(single / caps1, 3),
+            "mlcn_data": round(ddp / caps1, 3),
+            "mlcn_model": round(lanes / caps1, 3),
+        },
     }
 
 
 def cpu_figures(args: argparse.Namespace) -> dict[str, Any]:
+    """The multi-process figures: every mode's images/s, speed-ups and per-rank split."""
     spec = MLCNSpec.from_lanes(args.lanes)
     targets, _ = plan_assignment(spec, None, processes=args.processes, batch_size=args.batch_size)
     assignment = rank_assignment(targets, args.processes)
@@ -220,9 +134,7 @@ def cpu_figures(args: argparse.Namespace) -> dict[str, Any]:
         "assignment": assignment,
         "capsnet": args.capsnet,
     }
-    ranks = launch(
-        _bench_rank, args.processes, cfg, device="cpu", threads=1, timeout_s=args.timeout
-    )
+    ranks = launch(bench_rank, args.processes, cfg, device="cpu", threads=1, timeout_s=args.timeout)
     b = args.batch_size
     r0 = ranks[0]
     n1, np_ = r0["steps_single"], r0["steps_parallel"]
@@ -233,58 +145,7 @@ def cpu_figures(args: argparse.Namespace) -> dict[str, Any]:
     single2 = median([n1 * b / r0["rounds"][i]["single_2threads_seconds"] for i in rounds])
     lanes = median(lane_rates)
     ddp = median([np_ * b / max(r["rounds"][i]["ddp_seconds"] for r in ranks) for i in rounds])
-
-    def per_step_ms(rank: dict[str, Any], key: str) -> float:
-        return round(1000 * median([row[key] for row in rank["rounds"]]) / np_, 2)
-
-    per_rank = []
-    for r in ranks:
-        lane_step = per_step_ms(r, "lane_seconds")
-        lane_comm = per_step_ms(r, "lane_comm_seconds")
-        ddp_step = per_step_ms(r, "ddp_seconds")
-        ddp_exposed = per_step_ms(r, "ddp_exposed_seconds")
-        per_rank.append(
-            {
-                "rank": r["rank"],
-                "lanes": r["owned_lanes"],
-                "lane_parallel": {
-                    "step_ms": lane_step,
-                    "compute_ms": round(lane_step - lane_comm, 2),
-                    "communication_ms": lane_comm,
-                    "cpu_ms": per_step_ms(r, "lane_cpu_seconds"),
-                    "bytes_per_step": int(r["gather_bytes_per_step"]),
-                },
-                "ddp": {
-                    "step_ms": ddp_step,
-                    "compute_ms": round(ddp_step - ddp_exposed, 2),
-                    "communication_ms": ddp_exposed,
-                    "allreduce_busy_ms": per_step_ms(r, "ddp_busy_seconds"),
-                    "cpu_ms": per_step_ms(r, "ddp_cpu_seconds"),
-                    "bytes_per_step": int(median([x["ddp_bytes_per_step"] for x in r["rounds"]])),
-                },
-            }
-        )
-    capsnet: dict[str, Any] = {}
-    if args.capsnet:
-        n_caps1, n_capsp = max(3, n1 // 3), max(3, np_ // 3)
-        caps1 = median([n_caps1 * b / r0["rounds"][i]["capsnet_single_seconds"] for i in rounds])
-        capsp = median(
-            [
-                n_capsp * b / max(r["rounds"][i]["capsnet_ddp_seconds"] for r in ranks)
-                for i in rounds
-            ]
-        )
-        capsnet = {
-            "capsnet_single_images_per_second": round(caps1, 1),
-            "capsnet_ddp_images_per_second": round(capsp, 1),
-            # thesis Fig. 4.7: every mode over CapsNet in one process (its "1 K80")
-            "over_capsnet": {
-                "base": round(capsp / caps1, 3),
-                "mlcn": round(single / caps1, 3),
-                "mlcn_data": round(ddp / caps1, 3),
-                "mlcn_model": round(lanes / caps1, 3),
-            },
-        }
+    capsnet = _capsnet_figures(args, ranks, n1, np_, single, ddp, lanes) if args.capsnet else {}
     return {
         "lanes": spec.describe(),
         "batch_size": b,
@@ -311,7 +172,7 @@ def cpu_figures(args: argparse.Namespace) -> dict[str, Any]:
         "ddp_speedup": round(ddp / single, 3),
         "lane_parallel_vs_ddp": round(lanes / ddp, 3),
         "lane_parallel_efficiency": round(lanes / single / args.processes, 3),
-        "per_rank": per_rank,
+        "per_rank": _per_rank(ranks, np_),
         **capsnet,
     }
 
@@ -331,9 +192,9 @@ def cuda_figures(args: argparse.Namespace, device: torch.device) -> dict[str, An
     from nasmlcn.parallel import PlacedMLCN
 
     spec = MLCNSpec.from_lanes(args.lanes)
-    x, y = (t.to(device) for t in _batch(spec, args.batch_size))
+    x, y = (t.to(device) for t in random_batch(spec, args.batch_size))
     capsnet = CapsNetSpec()
-    cx, cy = (t.to(device) for t in _batch(capsnet, args.batch_size))
+    cx, cy = (t.to(device) for t in random_batch(capsnet, args.batch_size))
 
     def mlcn() -> MLCN:
         torch.manual_seed(0)
@@ -343,20 +204,20 @@ def cuda_figures(args: argparse.Namespace, device: torch.device) -> dict[str, An
 
     torch.manual_seed(0)
     steppers: dict[str, Any] = {
-        "mlcn": _stepper(mlcn().to(device), x, y),
-        "lanes_sequential": _stepper(
+        "mlcn": stepper(mlcn().to(device), x, y),
+        "lanes_sequential": stepper(
             PlacedMLCN(mlcn(), [device] * spec.num_lanes, streams=False), x, y
         ),
-        "lanes_concurrent": _stepper(
+        "lanes_concurrent": stepper(
             PlacedMLCN(mlcn(), [device] * spec.num_lanes, streams=True), x, y
         ),
-        "capsnet": _stepper(build_model(capsnet).to(device), cx, cy),
+        "capsnet": stepper(build_model(capsnet).to(device), cx, cy),
     }
     gpus = torch.cuda.device_count() if device.type == "cuda" else 1
     if gpus > 1:
         targets, _ = plan_assignment(spec, None, processes=gpus, batch_size=args.batch_size)
         lane_devices = [f"cuda:{j}" for j in targets]
-        steppers[f"lanes_on_{gpus}_gpus"] = _stepper(
+        steppers[f"lanes_on_{gpus}_gpus"] = stepper(
             PlacedMLCN(mlcn(), lane_devices, head_device="cuda:0"), x, y
         )
     for step in steppers.values():

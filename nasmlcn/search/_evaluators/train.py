@@ -39,6 +39,7 @@ import logging
 import statistics
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.costs import INFERENCE_BATCH_SIZE
@@ -58,8 +59,9 @@ if TYPE_CHECKING:
     import torch
 
     from nasmlcn.data import DataSplits
-    from nasmlcn.measure import InferenceTiming
+    from nasmlcn.measure import InferenceTiming, PeakMemory
     from nasmlcn.search._config.config import SearchConfig
+    from nasmlcn.training import TrainConfig
 
 logger = logging.getLogger(__name__)
 
@@ -177,14 +179,8 @@ class TrainEvaluator:
         """Trains on ``device``, or with each lane on its local device in ``lanes``
         and the head on ``device``."""
         from nasmlcn.measure import PeakMemory
-        from nasmlcn.parallel import PlacedMLCN, placer
-        from nasmlcn.training import (
-            TrainConfig,
-            default_lr_policy,
-            largest_batch_size,
-            resolve_device,
-            run_job,
-        )
+        from nasmlcn.parallel import placer
+        from nasmlcn.training import RunOptions, largest_batch_size, resolve_device, run_job
 
         began = time.perf_counter()
         splits = self.splits()
@@ -195,16 +191,7 @@ class TrainEvaluator:
         check_training_memory(
             request.spec, batch, device, lane_devices=lanes, shared_by=self.shared_by
         )
-        seed = request.training_seed
-        config = TrainConfig(
-            epochs=request.epochs,
-            batch_size=request.batch_size,
-            lr=request.lr,
-            lr_policy=request.lr_policy or default_lr_policy(request.batch_policy),
-            batch_policy=request.batch_policy,
-            seed=seed,
-            device=used[0],
-        )
+        config = _train_config(request, used[0])
         relay = _Relay(on_epoch)
         memory = PeakMemory(used)
         job_began = time.perf_counter()
@@ -214,11 +201,13 @@ class TrainEvaluator:
             config,
             place=None if lanes is None else placer(lanes, device),
             callbacks=[relay],
-            checkpoint_path=request.checkpoint_path,
-            resume=request.resume,
             measure=memory,
-            test=False,
-            should_stop=request.should_stop,
+            options=RunOptions(
+                checkpoint_path=request.checkpoint_path,
+                resume=request.resume,
+                test=False,
+                should_stop=request.should_stop,
+            ),
         )
         job_ended = time.perf_counter()
         if relay.stopped:  # pruned, or the search's time is up: nothing more to measure
@@ -230,30 +219,63 @@ class TrainEvaluator:
                 device=used[0],
                 mode="single-device" if lanes is None else "lane-parallel",
             )
-        extra: dict[str, Any] = {}
-        if lanes is None:
-            where, mode = used[0], "single-device"
-            inference = _measure_inference(run.module, splits, where, used, where)
-        else:
-            placed = run.module
-            assert isinstance(placed, PlacedMLCN)
-            where, mode = ",".join(str(d) for d in placed.devices), "lane-parallel"
-            inference = _measure_inference(
-                placed, splits, placed.input_device, placed.devices, where
-            )
-            extra = {
-                "lane_devices": list(lanes),
-                "head_device": str(placed.head_device),
-                "streams": placed.streams,
-                "peak_memory_bytes_per_device": memory.per_device,
-            }
-        extra["phases"] = trial_phases(
+        measured = _measure_trained(run.module, splits, lanes, used, memory)
+        measured.extra["phases"] = trial_phases(
             run.history, setup=job_began - began, job=job_ended - job_began,
             inference=time.perf_counter() - job_ended,
         )  # fmt: skip
-        return _evaluation(
-            request, run.history, splits, relay, memory.peak_bytes, where, mode, inference, **extra
-        )
+        return _evaluation(request, run.history, splits, relay.started, measured)
+
+
+@dataclass
+class _Measured:
+    """What was measured of a trained model besides its curve."""
+
+    device: str  # where it trained ("cuda:0", or the lanes' devices)
+    mode: str  # single-device or lane-parallel
+    peak_memory_bytes: int
+    inference: InferenceTiming
+    extra: dict[str, Any]
+
+
+def _train_config(request: EvalRequest, device: str) -> TrainConfig:
+    """The trainer's settings for ``request`` on ``device``."""
+    from nasmlcn.training import TrainConfig, default_lr_policy
+
+    return TrainConfig(
+        epochs=request.epochs,
+        batch_size=request.batch_size,
+        lr=request.lr,
+        lr_policy=request.lr_policy or default_lr_policy(request.batch_policy),
+        batch_policy=request.batch_policy,
+        seed=request.training_seed,
+        device=device,
+    )
+
+
+def _measure_trained(
+    module: torch.nn.Module,
+    splits: DataSplits,
+    lanes: tuple[str, ...] | None,
+    used: list[str],
+    memory: PeakMemory,
+) -> _Measured:
+    """The trained model's inference latency, where it ran and its memory."""
+    from nasmlcn.parallel import PlacedMLCN
+
+    if lanes is None:
+        inference = _measure_inference(module, splits, used[0], used, used[0])
+        return _Measured(used[0], "single-device", memory.peak_bytes, inference, {})
+    assert isinstance(module, PlacedMLCN)
+    where = ",".join(str(d) for d in module.devices)
+    inference = _measure_inference(module, splits, module.input_device, module.devices, where)
+    extra = {
+        "lane_devices": list(lanes),
+        "head_device": str(module.head_device),
+        "streams": module.streams,
+        "peak_memory_bytes_per_device": memory.per_device,
+    }
+    return _Measured(where, "lane-parallel", memory.peak_bytes, inference, extra)
 
 
 def trial_phases(
@@ -302,15 +324,12 @@ def _evaluation(
     request: EvalRequest,
     history: list[EpochResult],
     splits: DataSplits,
-    relay: _Relay,
-    peak: int,
-    device: str,
-    mode: str,
-    inference: InferenceTiming,
-    **extra: Any,
+    started: float,
+    measured: _Measured,
 ) -> Evaluation:
     import torch
 
+    inference = measured.inference
     # Step time at the request's batch size (a batch policy trains some epochs at
     # others); every epoch where none did.
     images = len(splits.train)
@@ -321,19 +340,19 @@ def _evaluation(
     return Evaluation(
         accuracy=history[-1].val_accuracy,
         val_accuracy_per_epoch=tuple(h.val_accuracy for h in history),
-        seconds=time.perf_counter() - relay.started,
+        seconds=time.perf_counter() - started,
         step_seconds=step_seconds,
         images_per_second=statistics.fmean(h.images_per_second for h in history),
-        peak_memory_bytes=int(peak),
-        device=device,
-        mode=mode,
+        peak_memory_bytes=int(measured.peak_memory_bytes),
+        device=measured.device,
+        mode=measured.mode,
         extra={
             "per_epoch": [h.to_dict() for h in history],
             "train_images": len(splits.train),
             "val_images": len(splits.val),
             "threads": torch.get_num_threads(),
             "measured_inference": inference.to_dict(),
-            **extra,
+            **measured.extra,
         },
         measured_inference_latency_s=inference.seconds_per_image,
         measured_inference_device=inference.device,

@@ -153,31 +153,29 @@ def start_run(
 def _run_search(
     opened: OpenedSearch, observer: SearchObserver, evaluator: Evaluator | None
 ) -> SearchResult:
+    """The loop: claim a trial, run it, tell the observers, until a stop."""
     started = time.perf_counter()
-    setup, study, resumed, warmed = opened.setup, opened.study, opened.resumed, opened.warmed
+    setup, study = opened.setup, opened.study
     config = setup.config  # with the devices' own cost model
-    storage = storage_of(study)
-    sampler_entry = SAMPLERS.get(config.sampler)
     # trials a warm start added as data do not count toward --trials
     transferred = transferred_count(study)
     target = replace(config, trials=config.trials + transferred)
     done = finished(study, config.count_repeats) - transferred
     if evaluator is None:
         evaluator = EVALUATORS.get(config.evaluator)(config=config, dataset=setup.dataset)
-    result = start_run(config, setup, study, resumed, done, observer)
-    result.warm_start = warmed.to_dict() if warmed is not None else None
+    result = start_run(config, setup, study, opened.resumed, done, observer)
+    result.warm_start = opened.warmed.to_dict() if opened.warmed is not None else None
     distributions = setup.space.distributions()
     deadline = started + config.timeout if config.timeout is not None else None
     pruner = make_pruner(config)
     run = RunContext(setup, study, evaluator, pruner, observer, deadline)
+    workdir = tempfile.TemporaryDirectory(prefix="nasmlcn-trial-")
     store = (
         open_store(artifacts_dir(config.storage, config.artifacts))
         if getattr(evaluator, "checkpoints", False)
         else None
     )
-    workdir = tempfile.TemporaryDirectory(prefix="nasmlcn-trial-")
-    index = 0
-    failed_in_a_row = repeats_in_a_row = 0
+    index = failed_in_a_row = repeats_in_a_row = 0
     pauses = waits(config.poll_seconds)
     while True:
         if deadline is not None and time.perf_counter() >= deadline:
@@ -188,22 +186,9 @@ def _run_search(
             break
         tick = time.perf_counter()
         trial: optuna.Trial | None = None
+        retried = False
         try:
-            # after repeats in a row, a random candidate of the space (search/_trial/repeats.py)
-            fallback = (
-                sampler_entry.random_fallback
-                and not config.count_repeats
-                and repeats_in_a_row >= FALLBACK_AFTER
-            )
-            with random_proposal(study, fallback):
-                taken = claim(
-                    study,
-                    target,
-                    lambda seed: sampler_entry.make(seed, config.trials),
-                    lambda t: sample(study, t, distributions),
-                )
-            if fallback and taken.trial is not None and not taken.retried:
-                write_proposed_by(taken.trial, f"random, after {repeats_in_a_row} repeats")
+            taken = _propose(study, config, target, distributions, repeats_in_a_row)
             if taken.action == "done":
                 result.stopped = "trials"
                 break
@@ -211,29 +196,14 @@ def _run_search(
                 time.sleep(next(pauses))
                 continue
             pauses = waits(config.poll_seconds)  # the next wait starts short again
-            trial = taken.trial
+            trial, retried = taken.trial, taken.retried
             assert trial is not None
             index += 1
-            timings = {"ask": time.perf_counter() - tick}
-            with heartbeat(storage, trial_id_of(trial)):
-                files = TrialFiles(store, trial, Path(workdir.name)) if store else None
-                if files is not None and files.resumed_epoch:
-                    write_resumed(trial, files.resumed_epoch)
-                outcome = TrialRun(run, trial, index, taken.retried, files, timings)()
-            if files is not None:
-                _close_files(study, files, config.keep_weights)
-            outcome = replace(outcome, timings=timings, retry_of=retry_of(trial, taken.retried))
+            outcome = _run_trial(run, trial, index, retried, store, Path(workdir.name), tick)
         except (SearchTimeout, KeyboardInterrupt) as stop:
             # the search's --timeout stops a trial as Ctrl-C does: queued again
             result.stopped = "timeout" if isinstance(stop, SearchTimeout) else "interrupted"
-            with no_interrupts():
-                if trial is None:  # Ctrl-C while sampling: Optuna may have left one RUNNING
-                    if config.storage.startswith("sqlite"):  # one machine: only ours
-                        _fail_running_of_this_run(study)
-                else:
-                    outcome = _stopped(study, trial, taken.retried, stop, config.max_retries)
-                    result.run_trials.append(outcome)
-                    observer.on_trial_end(outcome)
+            _record_stop(run, trial, retried, stop, result)
             break
         failed_in_a_row = failed_in_a_row + 1 if outcome.state == "FAIL" else 0
         repeats_in_a_row = repeats_in_a_row + 1 if outcome.repeat_of is not None else 0
@@ -247,6 +217,74 @@ def _run_search(
     result.seconds = time.perf_counter() - started
     observer.on_end(result)
     return result
+
+
+def _propose(
+    study: optuna.Study,
+    config: SearchConfig,
+    target: SearchConfig,
+    distributions: dict[str, Any],
+    repeats_in_a_row: int,
+) -> Any:
+    """Claims the next trial (or says to wait, or that the target is reached): the
+    study's sampler proposes it, or, after :data:`FALLBACK_AFTER` repeats in a row,
+    a random candidate of the space (:mod:`nasmlcn.search._trial.repeats`)."""
+    entry = SAMPLERS.get(config.sampler)
+    fallback = (
+        entry.random_fallback and not config.count_repeats and repeats_in_a_row >= FALLBACK_AFTER
+    )
+    with random_proposal(study, fallback):
+        taken = claim(
+            study,
+            target,
+            lambda seed: entry.make(seed, config.trials),
+            lambda t: sample(study, t, distributions),
+        )
+    if fallback and taken.trial is not None and not taken.retried:
+        write_proposed_by(taken.trial, f"random, after {repeats_in_a_row} repeats")
+    return taken
+
+
+def _run_trial(
+    run: RunContext,
+    trial: optuna.Trial,
+    index: int,
+    retried: bool,
+    store: Any,
+    workdir: Path,
+    tick: float,
+) -> TrialOutcome:
+    """Runs the claimed ``trial`` under its heartbeat, with its files (in ``store``;
+    none where the evaluator keeps no checkpoints)."""
+    timings = {"ask": time.perf_counter() - tick}
+    with heartbeat(storage_of(run.study), trial_id_of(trial)):
+        files = TrialFiles(store, trial, workdir) if store else None
+        if files is not None and files.resumed_epoch:
+            write_resumed(trial, files.resumed_epoch)
+        outcome = TrialRun(run, trial, index, retried, files, timings)()
+    if files is not None:
+        _close_files(run.study, files, run.config.keep_weights)
+    return replace(outcome, timings=timings, retry_of=retry_of(trial, retried))
+
+
+def _record_stop(
+    run: RunContext,
+    trial: optuna.Trial | None,
+    retried: bool,
+    stop: SearchTimeout | KeyboardInterrupt,
+    result: SearchResult,
+) -> None:
+    """Writes down the trial that Ctrl-C, SIGTERM or the search's time budget
+    stopped (queued again), whatever else arrives meanwhile."""
+    config, study = run.config, run.study
+    with no_interrupts():
+        if trial is None:  # Ctrl-C while sampling: Optuna may have left one RUNNING
+            if config.storage.startswith("sqlite"):  # one machine: only ours
+                _fail_running_of_this_run(study)
+            return
+        outcome = _stopped(study, trial, retried, stop, config.max_retries)
+        result.run_trials.append(outcome)
+        run.observer.on_trial_end(outcome)
 
 
 def _close_files(study: optuna.Study, files: TrialFiles, keep: str) -> None:

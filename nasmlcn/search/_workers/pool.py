@@ -30,7 +30,7 @@ import queue
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -355,6 +355,25 @@ def run_workers(
         config, setup, study, opened.resumed, finished(study, config.count_repeats), observer
     )
     result.warm_start = opened.warmed.to_dict() if opened.warmed is not None else None
+    processes, channel = _start_workers(config, slots, worker_observers)
+    with _sigterm_forwarded_to(processes):
+        stops, errors, interrupted = _listen(observer, processes, channel, result)
+        for process in processes:
+            with contextlib.suppress(KeyboardInterrupt):
+                process.join()
+    _close_result(result, slots, stops, errors, interrupted)
+    summarize_study(study, setup, result)
+    result.seconds = time.perf_counter() - started
+    observer.on_end(result)
+    return result
+
+
+def _start_workers(
+    config: SearchConfig,
+    slots: list[WorkerSlot],
+    worker_observers: Sequence[Callable[[], SearchObserver]],
+) -> tuple[list[Any], Any]:
+    """Starts one spawned process per slot; they report on the returned channel."""
     context = multiprocessing.get_context("spawn")
     channel = context.Queue()
     processes = [
@@ -374,39 +393,35 @@ def run_workers(
     ]
     for process in processes:
         process.start()
+    return processes, channel
 
-    def forward(signum: int, frame: Any) -> None:  # a scheduler stops the parent only
+
+@contextlib.contextmanager
+def _sigterm_forwarded_to(processes: list[Any]) -> Iterator[None]:
+    """While the workers run, a SIGTERM to this process (a scheduler stops the
+    parent only) is sent on to each of them (main thread only)."""
+    import threading
+
+    def forward(signum: int, frame: Any) -> None:
         for process in processes:
             if process.is_alive() and process.pid is not None:
                 with contextlib.suppress(OSError):
                     os.kill(process.pid, signal.SIGTERM)
 
-    import threading
-
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, forward) if main else None
     try:
-        result = _collect(
-            config, observer, slots, processes, channel, setup, study, result, started
-        )
+        yield
     finally:
         if main:
             signal.signal(signal.SIGTERM, previous)
-    observer.on_end(result)
-    return result
 
 
-def _collect(
-    config: SearchConfig,
-    observer: SearchObserver,
-    slots: list[WorkerSlot],
-    processes: list[Any],
-    channel: Any,
-    setup: Any,
-    study: Any,
-    result: SearchResult,
-    started: float,
-) -> SearchResult:
+def _listen(
+    observer: SearchObserver, processes: list[Any], channel: Any, result: SearchResult
+) -> tuple[dict[int, str], list[str], bool]:
+    """Relays the workers' trials and epochs to ``observer`` until every worker has
+    stopped; how each stopped, the errors, and whether Ctrl-C came meanwhile."""
     stops: dict[int, str] = {}
     errors: list[str] = []
     interrupted = False
@@ -437,9 +452,17 @@ def _collect(
         else:
             errors.append(f"worker {index}: {payload}")
             stops[index] = "error"
-    for process in processes:
-        with contextlib.suppress(KeyboardInterrupt):
-            process.join()
+    return stops, errors, interrupted
+
+
+def _close_result(
+    result: SearchResult,
+    slots: list[WorkerSlot],
+    stops: dict[int, str],
+    errors: list[str],
+    interrupted: bool,
+) -> None:
+    """Why the run stopped and how each worker did (every worker failing is an error)."""
     if errors and all(s in ("error",) or s.startswith("exit code") for s in stops.values()):
         raise SearchError("every worker failed: " + "; ".join(errors))
     values = set(stops.values())
@@ -462,6 +485,3 @@ def _collect(
         for s in slots
     ]
     result.errors = errors
-    summarize_study(study, setup, result)
-    result.seconds = time.perf_counter() - started
-    return result

@@ -1,0 +1,282 @@
+"""The options of ``nasmlcn train``, declared once (:mod:`nasmlcn.cli._command_options`):
+each field is an option, in ``--help``'s order, and :class:`TrainOptions` turns
+their values into the library's ``TrainConfig`` and ``TrainJob``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from nasmlcn._defaults import LEARNING_RATE
+from nasmlcn._text import counted
+from nasmlcn.cli._command_options import option
+from nasmlcn.cli._options import ARCH, one_of
+from nasmlcn.placement import PLACERS
+from nasmlcn.specs import DECODERS, DEFAULT_LANES, DEFAULT_VOTE_INIT, ROUTINGS, VOTE_INITS
+from nasmlcn.training import AUGMENTATIONS, BATCH_POLICIES, DEFAULT_LR_POLICY, LR_POLICIES
+
+if TYPE_CHECKING:
+    from nasmlcn.specs import ArchSpec
+    from nasmlcn.training import TrainConfig, TrainJob
+
+
+def _described(registry: Any) -> str:
+    return "; ".join(f"{name}: {registry.get(name).description}" for name in registry)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainOptions:
+    """What ``nasmlcn train`` was given: the architecture (``lanes`` ... ``weight_sharing``),
+    the data, the training (``TrainConfig``), where it runs and what it shows."""
+
+    lanes: str | None = option(
+        typer.Option(
+            None,
+            "--lanes",
+            help="Lanes in the compact syntax, e.g. '8*mlcn2:4x1' or 'mlcn1:4x2,mlcn2:2x1' "
+            f"[default without --arch or --model: {DEFAULT_LANES}].",
+        )
+    )
+    arch: Path | None = option(ARCH)  # noqa: RUF009
+    model: str | None = option(
+        typer.Option(
+            None,
+            "--model",
+            help="A named architecture, e.g. capsnet or mlcn2-8x4 (see 'nasmlcn models').",
+        )
+    )
+    dataset: str = option(
+        typer.Option("fashion-mnist", "--dataset", help="Dataset (see 'nasmlcn data list').")
+    )
+    data_dir: Path | None = option(  # noqa: RUF009
+        typer.Option(
+            None,
+            "--data-dir",
+            help="Dataset directory [default: $NASMLCN_DATA_DIR or ~/.cache/nasmlcn/data].",
+        )
+    )
+    download: bool = option(
+        typer.Option(True, "--download/--no-download", help="Download missing data.")
+    )
+    epochs: int = option(typer.Option(10, "--epochs", min=1, help="Training epochs."))
+    batch_size: int = option(typer.Option(100, "--batch-size", min=1, help="Training batch size."))
+    lr: float = option(typer.Option(LEARNING_RATE, "--lr", help="Initial Adam learning rate."))
+    lr_policy: str | None = option(
+        typer.Option(
+            None,
+            "--lr-policy",
+            help=f"{_described(LR_POLICIES)} (a one-cycle or phase-restarts run resumes but "
+            f"cannot be extended) [default: {DEFAULT_LR_POLICY}; with --batch-policy "
+            "warmadabatch: phase-restarts].",
+        )
+    )
+    batch_policy: str = option(
+        typer.Option(
+            "fixed",
+            "--batch-policy",
+            help=f"Batch size per epoch: {_described(BATCH_POLICIES)}.",
+        )
+    )
+    augment: str = option(
+        typer.Option(
+            "none",
+            "--augment",
+            help=f"Training-batch augmentation: {_described(AUGMENTATIONS)}.",
+        )
+    )
+    routing: str | None = option(
+        typer.Option(None, "--routing", help=f"Lane routing: {one_of(ROUTINGS)}.")
+    )
+    decoder: str | None = option(
+        typer.Option(None, "--decoder", help=f"Decoder: {one_of(DECODERS)}.")
+    )
+    lane_dropout: float | None = option(
+        typer.Option(None, "--lane-dropout", help="Lane dropout probability.")
+    )
+    vote_init: str | None = option(
+        typer.Option(
+            None,
+            "--vote-init",
+            help=f"How an MLCN's vote transforms start: {one_of(VOTE_INITS)} (glorot: the "
+            f"reference code's Keras init) [default: {DEFAULT_VOTE_INIT}, or as in --arch].",
+        )
+    )
+    weight_sharing: bool | None = option(
+        typer.Option(
+            None,
+            "--weight-sharing/--no-weight-sharing",
+            help="Share each capsule channel's vote transform over its positions (FasTrCaps; "
+            "CapsNet 8.2 M -> 6.8 M parameters) [default: off, or as in --arch].",
+        )
+    )
+    train_limit: int | None = option(
+        typer.Option(None, "--train-limit", min=1, help="Use N training images.")
+    )
+    val_limit: int | None = option(
+        typer.Option(None, "--val-limit", min=1, help="Use N validation images.")
+    )
+    test_limit: int | None = option(
+        typer.Option(None, "--test-limit", min=1, help="Use N test images.")
+    )
+    seed: int = option(
+        typer.Option(0, "--seed", min=0, help="Seed for the split, initialisation and shuffling.")
+    )
+    run_on: str = option(
+        typer.Option(
+            "auto",
+            "--run-on",
+            help="Where training runs: auto, cpu, cuda or cuda:N. With --devices also "
+            "cuda:0,cuda:1,... (target device j runs on entry j mod n).",
+        )
+    )
+    devices: str | None = option(
+        typer.Option(
+            None,
+            "--devices",
+            help="Lane-parallel: target devices, as in search, e.g. 2xH100 or 1xK80,1xV100: "
+            "the lanes are placed as for them, and each one's lanes run on a local device "
+            "(--run-on; auto: the matching GPUs). 2xcpu is legal in one process but gives "
+            "no speedup: use --processes for CPU parallelism.",
+        )
+    )
+    placement: str = option(
+        typer.Option("greedy", "--placement", help=f"Lane placement: {one_of(PLACERS)}.")
+    )
+    processes: int = option(
+        typer.Option(
+            1,
+            "--processes",
+            min=1,
+            help="Train with N local processes (gloo on CPU, one GPU each with NCCL); "
+            "for several nodes run 'torchrun ... -m nasmlcn train' instead.",
+        )
+    )
+    parallelism: str = option(
+        typer.Option(
+            "lanes",
+            "--parallelism",
+            help="With several processes: lanes (each owns some lanes) or data (DDP baseline).",
+        )
+    )
+    rank_timeout: float = option(
+        typer.Option(
+            300.0,
+            "--rank-timeout",
+            min=1.0,
+            help="Seconds a multi-process rank waits for its peers before failing.",
+        )
+    )
+    fuse_lanes: bool = option(
+        typer.Option(
+            True,
+            "--fuse-lanes/--no-fuse-lanes",
+            help="Run lanes of one kind as one computation (the same model and checkpoints); "
+            "--no-fuse-lanes runs them one after another, for comparison.",
+        )
+    )
+    cuda_graphs: bool = option(
+        typer.Option(
+            True,
+            "--cuda-graphs/--no-cuda-graphs",
+            help="On a GPU, replay each training and evaluation step from a CUDA graph "
+            "(captured after 2 eager steps of each batch size); --no-cuda-graphs runs eagerly.",
+        )
+    )
+    out_dir: Path | None = option(  # noqa: RUF009
+        typer.Option(
+            None,
+            "--out",
+            help="Output directory for checkpoint.pt, arch.json, result.json "
+            "[default: runs/<time>].",
+        )
+    )
+    resume: bool = option(typer.Option(False, "--resume", help="Continue the checkpoint in --out."))
+    as_json: bool = option(typer.Option(False, "--json", help="Print one JSON object on stdout."))
+    quiet: bool = option(typer.Option(False, "--quiet", "-q", help="No progress display."))
+
+    def arch_spec(self) -> ArchSpec:
+        """The architecture of ``--lanes``, ``--arch`` or ``--model``, fitted to the
+        dataset, with the architecture options applied."""
+        from nasmlcn.data import DATASETS
+        from nasmlcn.training import resolve_arch
+
+        return resolve_arch(
+            DATASETS.get(self.dataset),
+            lanes=self.lanes,
+            arch=self.arch,
+            model=self.model,
+            routing=self.routing,
+            decoder=self.decoder,
+            lane_dropout=self.lane_dropout,
+            weight_sharing=self.weight_sharing,
+            vote_init=self.vote_init,
+        )
+
+    def config(self) -> TrainConfig:
+        """The training's configuration (``--lr-policy`` defaults by ``--batch-policy``)."""
+        from nasmlcn.training import TrainConfig, default_lr_policy
+
+        return TrainConfig(
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            lr=self.lr,
+            lr_policy=self.lr_policy or default_lr_policy(self.batch_policy),
+            batch_policy=self.batch_policy,
+            seed=self.seed,
+            device=self.run_on,
+            augment=self.augment,
+            fuse_lanes=self.fuse_lanes,
+            cuda_graphs=self.cuda_graphs,
+        )
+
+    def job(self) -> TrainJob:
+        """The job: the architecture, the data, the configuration and the output
+        folder (``--out``, else ``runs/train-<time>-<dataset>``)."""
+        from nasmlcn.training import TrainJob
+
+        spec, config = self.arch_spec(), self.config()
+        out_dir = self.out_dir
+        if out_dir is None:
+            out_dir = Path("runs") / time.strftime(f"train-%Y%m%d-%H%M%S-{self.dataset}")
+        return TrainJob(
+            spec,
+            dataset=self.dataset,
+            config=config,
+            data_dir=str(self.data_dir) if self.data_dir else None,
+            download=self.download,
+            train_limit=self.train_limit,
+            val_limit=self.val_limit,
+            test_limit=self.test_limit,
+            out_dir=str(out_dir),
+            resume=self.resume,
+        )
+
+    def parallel(self) -> dict[str, Any]:
+        """Where the job trains: ``nasmlcn.training.train``'s keyword arguments."""
+        return {
+            "devices": self.devices,
+            "placement": self.placement,
+            "processes": self.processes,
+            "parallelism": self.parallelism,
+            "device": self.run_on,
+            "timeout_s": self.rank_timeout,
+        }
+
+
+def title(job: TrainJob) -> str:
+    """The progress display's title: the model, the data, epochs and batch, and a
+    batch policy or an augmentation that is not the default."""
+    config = job.config
+    text = (
+        f"training {job.arch.describe()} on {job.dataset}, {counted(config.epochs, 'epoch')}, "
+        f"batch {config.batch_size}"
+    )
+    if config.batch_policy != "fixed":
+        text += f" ({config.batch_policy}, lr {config.lr_policy})"
+    if config.augment != "none":
+        text += f", augment {config.augment}"
+    return text
