@@ -15,6 +15,7 @@ from nasmlcn.errors import DivergedError, SearchError
 from nasmlcn.search import (
     CorrelationPruner,
     EpochCallback,
+    EpochDecision,
     EpochReport,
     EvalRequest,
     Evaluation,
@@ -524,3 +525,38 @@ def test_without_plotly_the_dashboard_figures_are_one_warning_line(
         "plotly is not installed: the study's dashboard figures were not written"
     ]
     assert all(r.exc_info is None for r in warned)
+
+
+class _Deaf(ProxyEvaluator):
+    """Relays every epoch but drops the trial's decision (a callback of the older
+    shape, which returns None): it trains every epoch whatever was decided."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.epochs_run = 0
+
+    def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
+        def relay(report: EpochReport) -> EpochDecision:
+            self.epochs_run += 1
+            on_epoch(report)
+            return EpochDecision()
+
+        return super().evaluate(job, relay)
+
+
+def test_a_trial_ends_as_decided_even_where_the_evaluator_trains_on(tmp_path: Path) -> None:
+    """The trial keeps the decision it made after an epoch: an evaluator that goes on
+    training regardless does not turn a pruned trial into a completed one."""
+    deaf = _Deaf()
+    result = run_search(_config(tmp_path, trials=2, trial_timeout=1e-9), evaluator=deaf)
+    assert [t.state for t in result.run_trials] == ["PRUNED", "PRUNED"]
+    assert all("--trial-timeout" in (t.reason or "") for t in result.run_trials)
+    assert deaf.epochs_run == 2 * 3  # it trained on; the trial still ended after epoch 1
+    study = load_existing_study(result.study, _config(tmp_path).storage)
+    assert [len(t.intermediate_values) for t in study.trials] == [1, 1]
+
+
+def test_the_search_time_budget_is_not_taken_for_ctrl_c() -> None:
+    from nasmlcn.search._trial.run import SearchTimeout
+
+    assert not issubclass(SearchTimeout, KeyboardInterrupt)

@@ -241,3 +241,17 @@ def test_two_source_trials_that_build_one_model_queue_it_once(
     assert all(f"builds the same model as trial {seed['trial']}" in s for s in warm["skipped"])
     queued = [t for t in _trials(config, "again") if "warm_start" in t.user_attrs]
     assert len(queued) == 1
+
+
+def test_a_pool_of_workers_warm_starts_the_study_once(earlier: SearchConfig) -> None:
+    """With workers, the parent makes the study and warm-starts it before any worker
+    takes a trial: the earlier study's best architectures are the first trials."""
+    config = earlier.with_overrides(
+        study="pooled", devices="4xK80", warm_start="earlier", warm_start_top=2, trials=4
+    )
+    result = run_search(config, workers=2)
+    assert result.errors == []
+    assert result.warm_start is not None
+    assert len(result.warm_start["seeds"]) == 2
+    seeded = [t for t in _trials(config, "pooled") if "warm_start" in t.user_attrs]
+    assert sorted(t.number for t in seeded) == [0, 1]  # queued first, once

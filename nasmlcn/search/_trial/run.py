@@ -313,6 +313,8 @@ class TrialRun:
 
         def on_epoch(report: EpochReport) -> EpochDecision:
             nonlocal decision
+            if not decision.goes_on:  # an evaluator that trains on: the decision stands
+                return decision
             seen.append(report)
             if files is not None:
                 files.saved(report.epoch)  # a retry of this trial resumes from here
