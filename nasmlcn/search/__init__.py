@@ -16,8 +16,9 @@ Where things are, by concern (each a private subpackage):
 - ``_prepare``: from a configuration to an open study (``setup``: everything checked up
   front; ``open_study``: create or load and check its identity, warm start included;
   ``warm``; ``entry``: what a library call adds around a run);
-- ``_loop``: the run (``runner``: claim -> trial -> tell the observers; ``observer``,
-  ``outcome``, ``samplers``, ``waits``);
+- ``_loop``: the run (``search``: :func:`run_search`, here or with workers;
+  ``runner``: claim -> trial -> tell the observers; ``observer``, ``outcome``,
+  ``samplers``, ``waits``);
 - ``_trial``: one trial's life (``run``; ``repeats``: a model trained once;
   ``objectives``, and whether a trial learned);
 - ``_evaluators``: how a candidate is scored (``evaluator``: the protocol; ``train``,
