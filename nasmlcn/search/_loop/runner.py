@@ -85,29 +85,9 @@ def run_in_process(
     *,
     evaluator: Evaluator | None = None,
 ) -> SearchResult:
-    """Runs (or continues) the search of ``config`` in this process
-    (:func:`~nasmlcn.search.run_search` without workers; each worker runs this).
-
-    Writes nothing but the study in ``config.storage`` (and its trials' weights
-    beside it), prints nothing, and keeps Optuna's log lines quiet for the call.
-
-    Args:
-        config: The search (``config.storage`` must name the study storage;
-            ``config.mlflow`` asks for a tracker among ``observers``).
-        observers: What watches the run: a live display, a
-            :class:`ProgressObserver` (a callback after every trial),
-            ``nasmlcn.dashboard.DashboardObserver`` (the dashboard's trial notes and
-            figures), ``nasmlcn.tracking.MlflowObserver(config.mlflow)``.
-        evaluator: Overrides the configured evaluator (tests).
-
-    Returns:
-        What this run did and the study's best trials (or Pareto front).
-
-    Raises:
-        NasmlcnError: Invalid configuration or storage, no storage named, a
-            tracker asked for and not given, or one that cannot start (before
-            anything is written).
-    """
+    """:func:`~nasmlcn.search.run_search` in this process, without workers (each
+    worker of a pool runs this); arguments, result and errors as there, and
+    ``evaluator`` overrides the configured one (tests)."""
 
     require_storage(config)
     require_tracker(config, observers)

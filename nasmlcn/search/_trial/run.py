@@ -300,7 +300,10 @@ class TrialRun:
         run, trial, files = self.run, self.trial, self.files
         config, setup = run.config, run.setup
         request = self._request(candidate, plan)
-        decide = self._decider(request, Pruning.of(run, plan))
+        pruning = Pruning.of(run, plan)
+        if pruning.costs:  # a pruned trial has no values: its costs for later trials' rivals
+            write_pruning_costs(trial, pruning.costs)
+        decide = self._decider(request, pruning)
         single = len(setup.directions) == 1
         seen: list[EpochReport] = []
         decision = CONTINUE
@@ -350,8 +353,6 @@ class TrialRun:
         that do not ask between batches), then ``--trial-timeout``, then the pruner."""
         config = self.run.config
         stop_at, stop_why = trial_deadline(config, self.start)
-        if pruning.costs:  # a pruned trial has no values: its costs for later trials' rivals
-            write_pruning_costs(self.trial, pruning.costs)
 
         def decide(report: EpochReport) -> EpochDecision:
             if report.epoch >= config.epochs:

@@ -379,9 +379,10 @@ def _start_workers(
     processes = [
         context.Process(
             target=_worker,
-            # the workers' trackers come from worker_observers, not the config
+            # the workers' trackers come from worker_observers, not the config; the
+            # study is made and warm-started here: a worker only opens it
             args=(
-                replace(config, mlflow=None),
+                replace(config, mlflow=None, warm_start=None),
                 slot,
                 channel,
                 tuple(worker_observers),
