@@ -12,8 +12,11 @@ A field whose type ruff does not know to be immutable (a ``Path``) says
 ``# noqa: RUF009``: ruff takes :func:`option` for a call made once and shared,
 where it makes a field.
 
-(``nasmlcn search`` makes its options from ``SearchConfig``'s own field metadata
-instead: :mod:`nasmlcn.cli._config_options`.)
+A field may be the option of a configuration's field instead, made from that
+field's metadata (``TrainOptions.epochs`` is ``TrainConfig.epochs``'s option:
+:func:`nasmlcn.cli._config_options.config_option`); ``nasmlcn search`` makes all its
+configuration options from ``SearchConfig``'s field metadata
+(:mod:`nasmlcn.cli._config_options`).
 """
 
 from __future__ import annotations
@@ -31,11 +34,11 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def option(declared: OptionInfo) -> Any:
+def option(declared: OptionInfo, **metadata: Any) -> Any:
     """A dataclass field that is the option ``declared`` (a ``typer.Option(default,
     "--flag", help=...)``); the field's default is the option's, and a required
-    option (``...``) has none."""
-    metadata = {"option": declared}
+    option (``...``) has none. ``metadata`` is added to the field's."""
+    metadata = {**metadata, "option": declared}
     if declared.default is ...:
         return dataclasses.field(metadata=metadata)
     return dataclasses.field(default=declared.default, metadata=metadata)

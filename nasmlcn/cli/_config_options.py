@@ -1,10 +1,15 @@
 """A command's options made from a configuration dataclass: each field made with
-``nasmlcn.search``'s ``setting`` (its help, range and default in the field's
+``setting`` (:mod:`nasmlcn._setting`: its help, range and default in the field's
 metadata) becomes ``--field-name``, so that a field is written once.
 
-Every option defaults to None, "not given": a recipe's value or the field's default
-then holds. The range is stated in ``--help`` and checked by the dataclass, whose
-error names the option (``--epochs must be an integer >= 1, got 0``).
+``nasmlcn search`` takes an option per ``SearchConfig`` field
+(:func:`with_config_options`); ``nasmlcn train`` declares its options as a dataclass
+(:mod:`nasmlcn.cli._command_options`) in which each training setting is the option
+of a ``TrainConfig`` field (:func:`config_option`).
+
+Every such option defaults to None, "not given": a recipe's value or the field's
+default then holds. The range is stated in ``--help`` and checked by the dataclass,
+whose error names the option (``--epochs must be an integer >= 1, got 0``).
 """
 
 from __future__ import annotations
@@ -12,12 +17,14 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
+from typer.models import OptionInfo
 
+from nasmlcn.cli._command_options import option
 from nasmlcn.cli._options import one_of
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -33,7 +40,7 @@ def help_text(item: dataclasses.Field[Any]) -> str:
     meta = item.metadata
     text = meta["help"]
     if meta["choices"] is not None:
-        text = text.format(choices=one_of(meta["choices"]()))
+        text = text.format(**_choices(meta["choices"]()))
     if text.endswith(".") and not text.endswith("..."):
         text = text[:-1]  # the sentence ends after the range and the default
     if meta["range"] is not None:
@@ -42,6 +49,15 @@ def help_text(item: dataclasses.Field[Any]) -> str:
     if shown and "[default" not in text:
         text += f" [default: {shown}]"
     return text + "."
+
+
+def _choices(names: Any) -> dict[str, str]:
+    """What ``{choices}`` and ``{described}`` in a help become."""
+    described = names.items() if isinstance(names, Mapping) else ()
+    return {
+        "choices": one_of(names),
+        "described": "; ".join(f"{name}: {text}" for name, text in described),
+    }
 
 
 def _shown(default: Any) -> str | None:
@@ -61,27 +77,57 @@ def _value_type(hint: Any, path: bool) -> type:
     return kinds[0] if kinds[0] in (bool, int, float) else str
 
 
+def _option_info(item: dataclasses.Field[Any], hint: Any) -> tuple[OptionInfo, type]:
+    """The option of field ``item`` (typed ``hint``), default None, and the type of
+    value it parses."""
+    kind = _value_type(hint, item.metadata["path"])
+    flag = "--" + item.name.replace("_", "-")
+    declared = f"{flag}/--no-{flag[2:]}" if kind is bool else flag
+    info = typer.Option(
+        None,
+        declared,
+        help=help_text(item),
+        metavar=item.metadata["metavar"],
+        show_default=False,
+    )
+    return info, kind
+
+
 def option_parameters(config_class: type) -> list[inspect.Parameter]:
     """One keyword parameter per option field, as Typer reads a command's."""
     hints = typing.get_type_hints(config_class)
     parameters = []
     for item in option_fields(config_class):
-        kind = _value_type(hints[item.name], item.metadata["path"])
-        flag = "--" + item.name.replace("_", "-")
-        declared = f"{flag}/--no-{flag[2:]}" if kind is bool else flag
-        option = typer.Option(
-            None,
-            declared,
-            help=help_text(item),
-            metavar=item.metadata["metavar"],
-            show_default=False,
-        )
+        info, kind = _option_info(item, hints[item.name])
         parameters.append(
             inspect.Parameter(
-                item.name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind | None
+                item.name, inspect.Parameter.KEYWORD_ONLY, default=info, annotation=kind | None
             )
         )
     return parameters
+
+
+def config_option(config_class: type, name: str) -> Any:
+    """A field of a command's options dataclass (made with
+    :func:`~nasmlcn.cli._command_options.option`) that is the option of
+    ``config_class``'s field ``name``: flag, help, range and default from that field,
+    None when not given (:func:`given_settings` leaves it out, so the field's own
+    default holds). The options field is typed as the configuration's, or None."""
+    (item,) = [f for f in option_fields(config_class) if f.name == name]
+    info, _ = _option_info(item, typing.get_type_hints(config_class)[name])
+    return option(info, setting=name)
+
+
+def given_settings(options: Any) -> dict[str, Any]:
+    """The values given to the :func:`config_option` fields of ``options``, by the
+    configuration field each sets (those not given are left out)."""
+    given = {}
+    for item in dataclasses.fields(options):
+        name = item.metadata.get("setting")
+        value = getattr(options, item.name)
+        if name is not None and value is not None:
+            given[name] = value
+    return given
 
 
 def with_config_options(config_class: type) -> Callable[[F], F]:

@@ -1,6 +1,9 @@
 """The options of ``nasmlcn train``, declared once (:mod:`nasmlcn.cli._command_options`):
 each field is an option, in ``--help``'s order, and :class:`TrainOptions` turns
-their values into the library's ``TrainConfig`` and ``TrainJob``."""
+their values into the library's ``TrainConfig`` and ``TrainJob``. The training
+settings (``--epochs`` ... ``--cuda-graphs``) are ``TrainConfig``'s own fields'
+options (:func:`~nasmlcn.cli._config_options.config_option`): their defaults, helps
+and ranges are written in ``TrainConfig``, which checks the values given."""
 
 from __future__ import annotations
 
@@ -11,21 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from nasmlcn._defaults import LEARNING_RATE
 from nasmlcn._text import counted
 from nasmlcn.cli._command_options import option
+from nasmlcn.cli._config_options import config_option, given_settings
 from nasmlcn.cli._options import ARCH, one_of
 from nasmlcn.placement import PLACERS
 from nasmlcn.specs import DECODERS, DEFAULT_LANES, DEFAULT_VOTE_INIT, ROUTINGS, VOTE_INITS
-from nasmlcn.training import AUGMENTATIONS, BATCH_POLICIES, DEFAULT_LR_POLICY, LR_POLICIES
+from nasmlcn.training import TrainConfig
 
 if TYPE_CHECKING:
     from nasmlcn.specs import ArchSpec
-    from nasmlcn.training import TrainConfig, TrainJob
-
-
-def _described(registry: Any) -> str:
-    return "; ".join(f"{name}: {registry.get(name).description}" for name in registry)
+    from nasmlcn.training import TrainJob
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,32 +61,12 @@ class TrainOptions:
     download: bool = option(
         typer.Option(True, "--download/--no-download", help="Download missing data.")
     )
-    epochs: int = option(typer.Option(10, "--epochs", min=1, help="Training epochs."))
-    batch_size: int = option(typer.Option(100, "--batch-size", min=1, help="Training batch size."))
-    lr: float = option(typer.Option(LEARNING_RATE, "--lr", help="Initial Adam learning rate."))
-    lr_policy: str | None = option(
-        typer.Option(
-            None,
-            "--lr-policy",
-            help=f"{_described(LR_POLICIES)} (a one-cycle or phase-restarts run resumes but "
-            f"cannot be extended) [default: {DEFAULT_LR_POLICY}; with --batch-policy "
-            "warmadabatch: phase-restarts].",
-        )
-    )
-    batch_policy: str = option(
-        typer.Option(
-            "fixed",
-            "--batch-policy",
-            help=f"Batch size per epoch: {_described(BATCH_POLICIES)}.",
-        )
-    )
-    augment: str = option(
-        typer.Option(
-            "none",
-            "--augment",
-            help=f"Training-batch augmentation: {_described(AUGMENTATIONS)}.",
-        )
-    )
+    epochs: int | None = config_option(TrainConfig, "epochs")
+    batch_size: int | None = config_option(TrainConfig, "batch_size")
+    lr: float | None = config_option(TrainConfig, "lr")
+    lr_policy: str | None = config_option(TrainConfig, "lr_policy")
+    batch_policy: str | None = config_option(TrainConfig, "batch_policy")
+    augment: str | None = config_option(TrainConfig, "augment")
     routing: str | None = option(
         typer.Option(None, "--routing", help=f"Lane routing: {one_of(ROUTINGS)}.")
     )
@@ -122,9 +101,7 @@ class TrainOptions:
     test_limit: int | None = option(
         typer.Option(None, "--test-limit", min=1, help="Use N test images.")
     )
-    seed: int = option(
-        typer.Option(0, "--seed", min=0, help="Seed for the split, initialisation and shuffling.")
-    )
+    seed: int | None = config_option(TrainConfig, "seed")
     run_on: str = option(
         typer.Option(
             "auto",
@@ -170,22 +147,8 @@ class TrainOptions:
             help="Seconds a multi-process rank waits for its peers before failing.",
         )
     )
-    fuse_lanes: bool = option(
-        typer.Option(
-            True,
-            "--fuse-lanes/--no-fuse-lanes",
-            help="Run lanes of one kind as one computation (the same model and checkpoints); "
-            "--no-fuse-lanes runs them one after another, for comparison.",
-        )
-    )
-    cuda_graphs: bool = option(
-        typer.Option(
-            True,
-            "--cuda-graphs/--no-cuda-graphs",
-            help="On a GPU, replay each training and evaluation step from a CUDA graph "
-            "(captured after 2 eager steps of each batch size); --no-cuda-graphs runs eagerly.",
-        )
-    )
+    fuse_lanes: bool | None = config_option(TrainConfig, "fuse_lanes")
+    cuda_graphs: bool | None = config_option(TrainConfig, "cuda_graphs")
     out_dir: Path | None = option(  # noqa: RUF009
         typer.Option(
             None,
@@ -217,28 +180,17 @@ class TrainOptions:
         )
 
     def config(self) -> TrainConfig:
-        """The training's configuration (``--lr-policy`` defaults by ``--batch-policy``)."""
-        from nasmlcn.training import TrainConfig, default_lr_policy
-
-        return TrainConfig(
-            epochs=self.epochs,
-            batch_size=self.batch_size,
-            lr=self.lr,
-            lr_policy=self.lr_policy or default_lr_policy(self.batch_policy),
-            batch_policy=self.batch_policy,
-            seed=self.seed,
-            device=self.run_on,
-            augment=self.augment,
-            fuse_lanes=self.fuse_lanes,
-            cuda_graphs=self.cuda_graphs,
-        )
+        """The training's configuration: the settings given (the others
+        ``TrainConfig``'s defaults; no ``--lr-policy``: the batch policy's own), run
+        where ``--run-on`` says."""
+        return TrainConfig(device=self.run_on, **given_settings(self))
 
     def job(self) -> TrainJob:
         """The job: the architecture, the data, the configuration and the output
         folder (``--out``, else ``runs/train-<time>-<dataset>``)."""
         from nasmlcn.training import TrainJob
 
-        spec, config = self.arch_spec(), self.config()
+        config, spec = self.config(), self.arch_spec()  # the options' errors first
         out_dir = self.out_dir
         if out_dir is None:
             out_dir = Path("runs") / time.strftime(f"train-%Y%m%d-%H%M%S-{self.dataset}")

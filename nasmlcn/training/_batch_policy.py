@@ -40,7 +40,7 @@ ADABATCH_PHASE_EPOCHS = 5
 
 DEFAULT_LR_POLICY = "one-cycle"
 """The lr policy of a run that names none and whose batch policy has none of its own
-(:attr:`TrainConfig.lr_policy <nasmlcn.training.TrainConfig>`'s default)."""
+(what :class:`~nasmlcn.training.TrainConfig` puts in an ``lr_policy`` not given)."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ def largest_batch_size(batch_policy: str, batch_size: int, epochs: int) -> int:
 
 def default_lr_policy(batch_policy: str) -> str:
     """The lr policy of a run that names none: ``batch_policy``'s own, else
-    :data:`DEFAULT_LR_POLICY`."""
+    :data:`DEFAULT_LR_POLICY` (``TrainConfig`` resolves an ``lr_policy`` not given so)."""
     return BATCH_POLICIES.get(batch_policy).lr_policy or DEFAULT_LR_POLICY
 
 

@@ -2,110 +2,170 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from nasmlcn._defaults import LEARNING_RATE
-from nasmlcn._validate import check_int
-from nasmlcn.errors import SpecError
+from nasmlcn._setting import Range, check_ranges, setting
+from nasmlcn.errors import SpecError, option
+from nasmlcn.training._augment import AUGMENTATIONS
+from nasmlcn.training._batch_policy import BATCH_POLICIES, DEFAULT_LR_POLICY, default_lr_policy
+from nasmlcn.training._schedules import LR_POLICIES
 
 MAX_EPOCHS = 100_000
 """The most epochs a training run may be given: more is no run's plan but a typo, and
 the batch sizes and learning rates of every epoch are laid out before the first."""
 
 
+def _lr_policies() -> dict[str, str]:
+    return {name: LR_POLICIES.get(name).description for name in LR_POLICIES}
+
+
+def _batch_policies() -> dict[str, str]:
+    return {name: BATCH_POLICIES.get(name).description for name in BATCH_POLICIES}
+
+
+def _augmentations() -> dict[str, str]:
+    return {name: AUGMENTATIONS.get(name).description for name in AUGMENTATIONS}
+
+
+def _lr_policy_default() -> str:
+    """``lr_policy``'s default as ``--help`` says it: the usual one, and each batch
+    policy's own (``one-cycle; with --batch-policy warmadabatch: phase-restarts``)."""
+    own = [(name, BATCH_POLICIES.get(name).lr_policy) for name in BATCH_POLICIES]
+    return "; ".join(
+        [DEFAULT_LR_POLICY, *(f"with --batch-policy {b}: {lr}" for b, lr in own if lr)]
+    )
+
+
+class _BatchPolicyOwn:
+    """The ``lr_policy`` field: ``__init__`` takes a name or None (the default: not
+    given), and ``TrainConfig.__post_init__`` puts the batch policy's own
+    (:func:`~nasmlcn.training.default_lr_policy`) in place of None, so that the field
+    always reads as a registered name (a ``str``, to the type checker too).
+
+    The value lives in the instance's ``__dict__``, as a plain field's does: ``repr``,
+    ``asdict``, pickles and saved configs see the name.
+    """
+
+    name = "lr_policy"
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return "<the batch policy's own>"
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _BatchPolicyOwn: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> str: ...
+    def __get__(self, obj: object | None, owner: type | None = None) -> str | _BatchPolicyOwn:
+        if obj is None:
+            return self
+        value: str = obj.__dict__[self.name]
+        return value
+
+    def __set__(self, obj: object, value: str | None) -> None:
+        given: object = value  # the dataclass passes the default itself when not given
+        obj.__dict__[self.name] = None if given is self else value
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """How a model is trained.
 
-    Attributes:
-        epochs: Training epochs.
-        batch_size: Training batch size (100 in the thesis).
-        lr: Initial Adam learning rate (1e-3 in the thesis).
-        lr_policy: A registered policy (see :data:`nasmlcn.training.LR_POLICIES`).
-            ``one-cycle`` by default (FasTrCaps): it beat the thesis's
-            ``exponential`` on Fashion-MNIST (measured figures: docs/results.md). Its
-            schedule is laid out over the run, so a run can be resumed but not
-            extended.
-        lr_decay: Per-epoch factor of the ``exponential`` policy (0.9 in the thesis).
-        reconstruction_weight: Weight of the summed squared reconstruction error
-            (0.0005, Sabour et al.).
-        seed: Seeds initialisation, shuffling and lane dropout.
-        device: ``cpu``, ``cuda``, ``cuda:N`` or ``auto``.
-        eval_batch_size: Batch size for validation and test passes.
-        augment: A registered augmentation of the training batches (``none`` by
-            default; ``shift`` for the 28x28 sets, ``crop-flip`` for CIFAR-10,
-            ``crop`` for SVHN; see :data:`nasmlcn.training.AUGMENTATIONS`).
-        batch_policy: A registered batch-size policy (see
-            :data:`nasmlcn.training.BATCH_POLICIES`): ``fixed`` (``batch_size`` in
-            every epoch, the default), ``adabatch`` or ``warmadabatch`` (FasTrCaps).
-            WarmAdaBatch as the paper trains it also takes ``lr_policy``
-            ``phase-restarts`` (what ``nasmlcn train`` picks for it when no
-            ``--lr-policy`` is given: :func:`~nasmlcn.training.default_lr_policy`).
-        fuse_lanes: Run an MLCN's lanes of one kind as one computation (the
-            default; :mod:`nasmlcn.models._fused`, the same model and the same
-            checkpoints). False runs them one after another, for comparison.
-        cuda_graphs: On a GPU, replay each batch size's training and evaluation
-            step from a CUDA graph (:mod:`nasmlcn.training._step`; the default).
-            False runs every step eagerly. Ignored off a GPU.
+    Each field's default, help and range are written once, in its ``setting(...)``
+    below (``nasmlcn train`` makes its options from them); ``batch_size``, ``lr`` and
+    ``lr_decay`` default to the thesis's values. What one line of help cannot say:
+
+    - ``lr_policy`` not given (None) is the batch policy's own
+      (:func:`~nasmlcn.training.default_lr_policy`): ``phase-restarts`` for
+      ``warmadabatch`` (FasTrCaps), else ``one-cycle``, which beat the thesis's
+      ``exponential`` on Fashion-MNIST (measured figures: docs/results.md). The field
+      then holds that name (``dataclasses.replace`` keeps it). A one-cycle or
+      phase-restarts schedule is laid out over the run: a run can be resumed but
+      not extended.
+    - ``fuse_lanes``: :mod:`nasmlcn.models._fused`; ``cuda_graphs``:
+      :mod:`nasmlcn.training._step` (ignored off a GPU).
     """
 
-    epochs: int = 10
-    batch_size: int = 100
-    lr: float = LEARNING_RATE
-    lr_policy: str = "one-cycle"
-    lr_decay: float = 0.9
-    reconstruction_weight: float = 0.0005
-    seed: int = 0
-    device: str = "cpu"
-    eval_batch_size: int = 500
-    augment: str = "none"
-    batch_policy: str = "fixed"
-    fuse_lanes: bool = True
-    cuda_graphs: bool = True
+    epochs: int = setting(
+        10,
+        "Training epochs",
+        range=Range(1, MAX_EPOCHS, integer=True, why="the thesis trains 10 to 100"),
+    )
+    batch_size: int = setting(100, "Training batch size", range=Range(1, integer=True))
+    lr: float = setting(
+        LEARNING_RATE,
+        "Initial Adam learning rate",
+        range=Range(0.0, low_open=True, finite=True),
+    )
+    lr_policy: _BatchPolicyOwn = setting(  # noqa: RUF009 (a field, made once per class)
+        _BatchPolicyOwn(),
+        "{described} (a one-cycle or phase-restarts run resumes but cannot be extended)",
+        choices=_lr_policies,
+        shown_default=_lr_policy_default(),
+    )
+    lr_decay: float = setting(
+        0.9,
+        "Per-epoch factor of the exponential lr policy",
+        range=Range(0.0, low_open=True, finite=True),
+    )
+    reconstruction_weight: float = setting(
+        0.0005,
+        "Weight of the summed squared reconstruction error (Sabour et al.)",
+        range=Range(0.0),
+    )
+    seed: int = setting(
+        0,
+        "Seed for the split, initialisation, shuffling and lane dropout",
+        range=Range(0, integer=True),
+    )
+    device: str = setting("cpu", "Where it trains: cpu, cuda, cuda:N or auto")
+    eval_batch_size: int = setting(
+        500, "Batch size of the validation and test passes", range=Range(1, integer=True)
+    )
+    augment: str = setting(
+        "none", "Training-batch augmentation: {described}", choices=_augmentations
+    )
+    batch_policy: str = setting(
+        "fixed", "Batch size per epoch: {described}", choices=_batch_policies
+    )
+    fuse_lanes: bool = setting(
+        True,
+        "Run lanes of one kind as one computation (the same model and checkpoints); "
+        "--no-fuse-lanes runs them one after another, for comparison",
+        shown_default="on",
+    )
+    cuda_graphs: bool = setting(
+        True,
+        "On a GPU, replay each training and evaluation step from a CUDA graph (captured "
+        "after 2 eager steps of each batch size); --no-cuda-graphs runs eagerly",
+        shown_default="on",
+    )
 
     def __post_init__(self) -> None:
         for name in ("fuse_lanes", "cuda_graphs"):
             if not isinstance(getattr(self, name), bool):
                 raise SpecError(
-                    f"training {name} must be true or false, got {getattr(self, name)!r}"
+                    f"{option(name)} must be true or false, got {getattr(self, name)!r}"
                 )
-        check_int("training", "epochs", self.epochs, 1)
-        if self.epochs > MAX_EPOCHS:  # a typo: the schedule of every epoch is laid out first
-            raise SpecError(
-                f"training epochs must be at most {MAX_EPOCHS:,} (the thesis trains 10 to "
-                f"100), got {self.epochs:,}"
-            )
-        check_int("training", "batch_size", self.batch_size, 1)
-        check_int("training", "eval_batch_size", self.eval_batch_size, 1)
-        check_int("training", "seed", self.seed, 0)
-        for name in ("lr", "lr_decay"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-                raise SpecError(f"training {name} must be a positive number, got {value!r}")
-        if self.reconstruction_weight < 0:
-            raise SpecError(
-                f"training reconstruction_weight must be >= 0, got {self.reconstruction_weight!r}"
-            )
-        from nasmlcn.training._schedules import LR_POLICIES
-
-        if self.lr_policy not in LR_POLICIES:
-            raise SpecError(f"training lr_policy: {LR_POLICIES.unknown_message(self.lr_policy)}")
-        from nasmlcn.training._batch_policy import BATCH_POLICIES
-
+        check_ranges(self, SpecError)  # every number within the range its field declares
         if self.batch_policy not in BATCH_POLICIES:
             raise SpecError(
-                f"training batch_policy: {BATCH_POLICIES.unknown_message(self.batch_policy)}"
+                f"{option('batch_policy')}: {BATCH_POLICIES.unknown_message(self.batch_policy)}"
             )
-        from nasmlcn.training._augment import AUGMENTATIONS
-
+        if self.__dict__["lr_policy"] is None:  # not given: the batch policy's own
+            object.__setattr__(self, "lr_policy", default_lr_policy(self.batch_policy))
+        if self.lr_policy not in LR_POLICIES:
+            raise SpecError(f"{option('lr_policy')}: {LR_POLICIES.unknown_message(self.lr_policy)}")
         if self.augment not in AUGMENTATIONS:
             raise SpecError(
-                f"training augment: unknown augmentation {self.augment!r}; "
+                f"{option('augment')}: unknown augmentation {self.augment!r}; "
                 f"choose one of: {', '.join(AUGMENTATIONS.names())}"
             )
 

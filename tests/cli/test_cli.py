@@ -160,7 +160,7 @@ def _bad_arch_files(tmp_path: Path) -> dict[str, Path]:
         (("--arch", "{garbage}"), "is not UTF-8 text"),
         (("--arch", "{broken}"), "not valid JSON"),
         (("--arch", "{directory}"), "is a directory"),
-        (("--epochs", "0"), "Invalid value for '--epochs'"),
+        (("--epochs", "0"), "--epochs must be an integer >= 1, got 0"),
         (("--model", "capsnett"), "unknown model 'capsnett'; did you mean 'capsnet'"),
         (("--lr-policy", "cosine"), "unknown learning-rate policy 'cosine'"),
         (

@@ -189,9 +189,7 @@ def test_the_cli_refuses_a_bad_variant_with_one_line(data_dir: Path, tmp_path: P
     assert proc.returncode != 0
     assert proc.stdout == ""
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.strip() == (
-        "--variant 'mlcn1:1x1 lr=-1': training lr must be a positive number, got -1.0"
-    )
+    assert proc.stderr.strip() == "--variant 'mlcn1:1x1 lr=-1': lr must be a number > 0, got -1.0"
 
 
 def test_quick_default_variants(

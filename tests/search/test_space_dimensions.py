@@ -19,6 +19,7 @@ from nasmlcn.search import (
     SearchConfig,
     run_search,
 )
+from nasmlcn.search._trial.repeats import TrialTraining
 from nasmlcn.search.spaces import load_space
 from nasmlcn.specs import arch_from_dict
 from nasmlcn.study import TrialRecord, load_existing_study
@@ -85,7 +86,13 @@ def test_build_puts_the_trials_settings_into_spec_and_costs(tmp_path: Path) -> N
     spec = candidate.spec
     assert (spec.routing, spec.decoder, spec.weight_sharing) == ("vector", "reduced", True)
     assert spec.lane_dropout == 0.25
-    assert candidate.training == {"lr_policy": "fixed", "batch_policy": "warmadabatch"}
+    # the trial trains with the sampled settings, read from its parameters
+    training = TrialTraining.of(params, batch_size=100)
+    assert (training.lr_policy, training.batch_policy, training.batch_size) == (
+        "fixed",
+        "warmadabatch",
+        100,
+    )
     trial_ctx = space.trial_context(params, ctx).cost_context
     assert (trial_ctx.routing, trial_ctx.decoder, trial_ctx.weight_sharing) == (
         "vector",

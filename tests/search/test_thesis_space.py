@@ -19,6 +19,7 @@ from nasmlcn.errors import SearchError
 from nasmlcn.hardware import parse_devices
 from nasmlcn.planning import load_limits, parse_flops, plan_model
 from nasmlcn.planning._buckets import LOAD_TOLERANCE
+from nasmlcn.search._trial.repeats import TrialTraining
 from nasmlcn.search.spaces import SpaceContext, available_spaces, load_space
 from nasmlcn.search.spaces._thesis import ThesisSpace
 from nasmlcn.specs import LaneSpec
@@ -211,10 +212,10 @@ def test_training_dimensions_work_as_in_every_space(tmp_path: Path) -> None:
     path.write_text(path.read_text() + "[training]\nlr = [1e-4, 3e-3]\nbatch_size = [50, 100]\n")
     space = load_space(str(path))
     assert list(space.distributions()) == ["seed", "lr", "batch_size"]
-    candidate = space.build(
-        {"seed": 7, "lr": 1e-3, "batch_size": 50}, _context("2xK80", "12GB", "1x")
-    )
-    assert candidate.training == {"lr": 1e-3, "batch_size": 50}
+    params = {"seed": 7, "lr": 1e-3, "batch_size": 50}
+    space.build(params, _context("2xK80", "12GB", "1x"))
+    training = TrialTraining.of(params, batch_size=100)
+    assert (training.lr, training.batch_size, training.batch_policy) == (1e-3, 50, "fixed")
 
 
 def test_random_search_on_the_thesis_space_end_to_end(tmp_path: Path) -> None:

@@ -229,9 +229,9 @@ def test_every_lr_policy_trains(policy: str) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"epochs": 0}, "training epochs must be an integer >= 1, got 0"),
-        ({"batch_size": -1}, "training batch_size must be an integer >= 1, got -1"),
-        ({"lr": 0.0}, "training lr must be a positive number, got 0.0"),
+        ({"epochs": 0}, "epochs must be an integer >= 1, got 0"),
+        ({"batch_size": -1}, "batch_size must be an integer >= 1, got -1"),
+        ({"lr": 0.0}, "lr must be a number > 0, got 0.0"),
         ({"lr_policy": "cosine"}, "unknown learning-rate policy 'cosine'"),
         (
             {"augment": "flip"},

@@ -1,5 +1,6 @@
-"""A configuration field written once: its default, its help and its range, as
-dataclass field metadata.
+"""A search setting written once: ``SearchConfig``'s fields use the neutral
+:mod:`nasmlcn._setting` (shared with ``TrainConfig``), whose range errors are
+:class:`~nasmlcn.errors.SearchError` here.
 
 ``SearchConfig`` declares every field with :func:`setting`; the same metadata
 checks a value in the library (:func:`check_ranges`, an error that names the
@@ -9,130 +10,17 @@ flag, help text, stated range and default).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, fields
 from typing import Any
 
-from nasmlcn.errors import SearchError, option
+from nasmlcn._setting import Range, setting
+from nasmlcn._setting import check_ranges as check_any_ranges
+from nasmlcn.errors import SearchError
 
-
-@dataclass(frozen=True)
-class Range:
-    """The values a numeric field takes.
-
-    Attributes:
-        low: The least value (None: unbounded below).
-        high: The greatest value (None: unbounded above).
-        low_open: ``low`` itself is refused (``> 0`` rather than ``>= 0``).
-        high_open: ``high`` itself is refused.
-        integer: Only integers (not booleans) are taken; else any number.
-        why: Why ``high`` is where it is, said when a value passes it (a sanity
-            bound rather than a limit of the method).
-    """
-
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-    high_open: bool = False
-    integer: bool = False
-    why: str = ""
-
-    def holds(self, value: Any) -> bool:
-        return self._is_kind(value) and self._above_low(value) and self._below_high(value)
-
-    def _is_kind(self, value: Any) -> bool:
-        kinds = (int,) if self.integer else (int, float)
-        return not isinstance(value, bool) and isinstance(value, kinds)
-
-    def _above_low(self, value: float) -> bool:
-        if self.low is None:
-            return True
-        return value > self.low if self.low_open else value >= self.low
-
-    def _below_high(self, value: float) -> bool:
-        if self.high is None:
-            return True
-        return value < self.high if self.high_open else value <= self.high
-
-    def refusal(self, name: str, value: Any) -> str:
-        """The error for ``value`` of field ``name``, which :meth:`holds` refused."""
-        if self.why and self._is_kind(value) and self._above_low(value):
-            return (
-                f"{option(name)} must be at most {_number(self.high)} ({self.why}), got {value:,}"
-            )
-        kind = "an integer" if self.integer else "a number"
-        return f"{option(name)} must be {kind} {self._bounds()}, got {value!r}"
-
-    def _bounds(self) -> str:
-        """``>= 1``, ``> 0`` or ``in [-1, 1]`` (``why`` bounds are said apart)."""
-        high = None if self.why else self.high
-        if self.low is not None and high is not None:
-            left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
-            return f"in {left}{_number(self.low)}, {_number(high)}{right}"
-        if self.low is not None:
-            return f"{'>' if self.low_open else '>='} {_number(self.low)}"
-        return f"{'<' if self.high_open else '<='} {_number(high)}"
-
-    def stated(self) -> str:
-        """The range as a help text states it: ``>= 1``, ``> 0, < 100``, ``-1 to 1``."""
-        low, high = self.low, self.high
-        if low is not None and high is not None:
-            if not self.low_open and not self.high_open:
-                return f"{_number(low)} to {_number(high)}"
-            return (
-                f"{'>' if self.low_open else '>='} {_number(low)}, "
-                f"{'<' if self.high_open else '<='} {_number(high)}"
-            )
-        return self._bounds()
-
-
-def _number(value: float | None) -> str:
-    assert value is not None
-    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
-
-
-def setting(
-    default: Any,
-    help: str,
-    *,
-    range: Range | None = None,
-    shown_default: str | None = None,
-    choices: Callable[[], Iterable[str]] | None = None,
-    path: bool = False,
-    metavar: str | None = None,
-) -> Any:
-    """A dataclass field with its option's metadata.
-
-    Args:
-        default: The field's default.
-        help: What the option does, for ``--help``. ``{choices}`` in it becomes the
-            names ``choices`` gives; the range and the default are added after it.
-        range: The values a number takes (checked by :func:`check_ranges`).
-        shown_default: The default as ``--help`` says it, where the value itself
-            says little (``all`` for a None limit); else the default's value.
-        choices: The registry's names (called when the help is made, so that the
-            field does not import the registry).
-        path: The option takes a file or folder.
-        metavar: The option's value as ``--help`` names it.
-    """
-    metadata = {
-        "help": help,
-        "range": range,
-        "shown_default": shown_default,
-        "choices": choices,
-        "path": path,
-        "metavar": metavar,
-    }
-    return field(default=default, metadata=metadata)
+__all__ = ["Range", "check_ranges", "setting"]
 
 
 def check_ranges(config: Any) -> None:
-    """Refuses any field of ``config`` outside its :class:`Range` (a None is taken
-    where the field may be None: its default is)."""
-    for item in fields(config):
-        bound = item.metadata.get("range")
-        value = getattr(config, item.name)
-        if bound is None or (value is None and item.default is None):
-            continue
-        if not bound.holds(value):
-            raise SearchError(bound.refusal(item.name, value))
+    """Refuses any field of ``config`` outside its :class:`Range` with a
+    :class:`~nasmlcn.errors.SearchError` (a None is taken where the field may be
+    None: its default is)."""
+    check_any_ranges(config, SearchError)

@@ -240,13 +240,13 @@ class _Measured:
 
 def _train_config(request: EvalRequest, device: str) -> TrainConfig:
     """The trainer's settings for ``request`` on ``device``."""
-    from nasmlcn.training import TrainConfig, default_lr_policy
+    from nasmlcn.training import TrainConfig
 
     return TrainConfig(
         epochs=request.epochs,
         batch_size=request.batch_size,
         lr=request.lr,
-        lr_policy=request.lr_policy or default_lr_policy(request.batch_policy),
+        lr_policy=request.lr_policy,  # None: the batch policy's own (TrainConfig's)
         batch_policy=request.batch_policy,
         seed=request.training_seed,
         device=device,

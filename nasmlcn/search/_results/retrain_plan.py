@@ -236,7 +236,7 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
     from nasmlcn.data import DATASETS
     from nasmlcn.specs import arch_from_dict
     from nasmlcn.study import TrialRecord, study_info
-    from nasmlcn.training import TrainConfig, arch_for_dataset, default_lr_policy, job_outputs
+    from nasmlcn.training import TrainConfig, arch_for_dataset, job_outputs
 
     info = study_info(study)
     config = info.get("config") or {}
@@ -265,7 +265,7 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
             epochs=options.epochs or int(config.get("epochs") or 10),
             batch_size=training.batch_size,
             lr=training.lr,
-            lr_policy=training.lr_policy or default_lr_policy(training.batch_policy),
+            lr_policy=training.lr_policy,  # None: the batch policy's own
             batch_policy=training.batch_policy,
             # by default the search's seed: the same train/validation split
             seed=int(config.get("seed") or 0) if options.seed is None else options.seed,

@@ -22,8 +22,8 @@ beside the code that reads them): a misspelled key is refused with a "did you
 mean", never replaced by its default in silence.
 
 A trial's model settings go into its spec (and the cost context its lanes are
-costed in); its training settings into :attr:`Candidate.training`, which the
-evaluator trains with.
+costed in); its training settings stay the trial's parameters, which
+``TrialTraining.of`` alone reads (``search/_trial/repeats.py``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import itertools
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn._toml import check_keys
@@ -78,8 +78,6 @@ class Candidate:
     Attributes:
         spec: The MLCN.
         assignment: Lane -> device, when the space places lanes itself (buckets).
-        training: Training settings the space searched (``lr``, ``batch_size``,
-            ``lr_policy``, ``batch_policy``).
         repairs: What was changed to make the model fit, in words.
         repaired_lanes: How many of the model's lanes come from a repair (a lane
             outside the sampled parameters, or one changed to fit).
@@ -89,7 +87,6 @@ class Candidate:
 
     spec: MLCNSpec
     assignment: tuple[int, ...] | None = None
-    training: Mapping[str, Any] = field(default_factory=dict)
     repairs: tuple[str, ...] = ()
     repaired_lanes: int = 0
     feasible: bool = True
@@ -224,9 +221,6 @@ class SearchSpace(ABC):
             if key in self.training:
                 out[key] = CategoricalDistribution(self.training[key])
         return out
-
-    def training_values(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: params[k] for k in TRAINING_DIMENSIONS if k in params}
 
     def make_spec(self, lanes: Any, ctx: SpaceContext) -> MLCNSpec:
         """The MLCN of ``lanes`` with ``ctx``'s model settings (the trial's, in

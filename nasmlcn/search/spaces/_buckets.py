@@ -242,7 +242,6 @@ class BucketSpace(SearchSpace):
         return Candidate(
             spec=self.make_spec([cost.lane for cost, _ in placed], ctx),
             assignment=tuple(j for _, j in placed),
-            training=self.training_values(params),
             repairs=tuple(repairs),
             repaired_lanes=topped,
         )

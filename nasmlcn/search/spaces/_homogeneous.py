@@ -65,10 +65,9 @@ class HomogeneousSpace(SearchSpace):
                 error = error or err
                 continue
             repairs = () if n == wanted else (f"{wanted} lanes do not fit; lowered to {n}",)
-            return Candidate(spec, tuple(assignment), self.training_values(params), repairs=repairs)
+            return Candidate(spec, tuple(assignment), repairs=repairs)
         return Candidate(
             self.make_spec([lane], ctx),
-            training=self.training_values(params),
             feasible=False,
             reason=str(error),
         )

@@ -58,7 +58,5 @@ class TableSpace(SearchSpace):
         try:
             assignment = greedy_assignment(placement_problem(costs, ctx.devices))
         except PlacementError as err:
-            return Candidate(
-                spec, training=self.training_values(params), feasible=False, reason=str(err)
-            )
-        return Candidate(spec, tuple(assignment), self.training_values(params))
+            return Candidate(spec, feasible=False, reason=str(err))
+        return Candidate(spec, tuple(assignment))

@@ -141,5 +141,4 @@ class ThesisSpace(SearchSpace):
         return Candidate(
             spec=self.make_spec(lanes, ctx),
             assignment=tuple(assignment),
-            training=self.training_values(params),
         )
