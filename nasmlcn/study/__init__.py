@@ -57,6 +57,7 @@ from nasmlcn.study._identity import (
     write_study_info,
 )
 from nasmlcn.study._lock import hold
+from nasmlcn.study._lookup import count_by_attr, trials_by_attr
 from nasmlcn.study._recovery import fail_stale_trials, retry
 from nasmlcn.study._retrained import (
     RetrainedModel,
@@ -106,6 +107,7 @@ __all__ = [
     "artifacts_dir",
     "claim",
     "count",
+    "count_by_attr",
     "counts",
     "discard_weights",
     "export_trial",
@@ -132,6 +134,7 @@ __all__ = [
     "study_id_of",
     "study_info",
     "trial_id_of",
+    "trials_by_attr",
     "unbuffered",
     "update_study_info",
     "write_ended_early",

@@ -228,6 +228,49 @@ class BufferedStorage(_CachedStorage):
                 .scalar()
             )
 
+    def trial_ids_with_user_attr(
+        self, study_id: int, key: str, value: Any, states: Sequence[TrialState]
+    ) -> list[int]:
+        """The trials of the study in ``states`` whose user attribute ``key`` is
+        ``value``, in number order: one query, where reading the study's trials
+        would build every one of them (a trial's repeat lookups, on every trial)."""
+        import json
+
+        self.flush()
+        models, _create_scoped_session = _rdb.models, _rdb.scoped_session
+        trial, attr = models.TrialModel, models.TrialUserAttributeModel
+        with _create_scoped_session(self._backend.scoped_session) as session:
+            rows = (
+                session.query(trial.trial_id)
+                .join(attr, attr.trial_id == trial.trial_id)
+                .filter(trial.study_id == study_id)
+                .filter(trial.state.in_(list(states)))
+                .filter(attr.key == key)
+                .filter(attr.value_json == json.dumps(value))
+                .order_by(trial.number)
+                .all()
+            )
+        return [int(row[0]) for row in rows]
+
+    def count_with_user_attr(self, study_id: int, key: str, states: Sequence[TrialState]) -> int:
+        """Trials of the study in ``states`` with a user attribute ``key`` that is not
+        null, counted by the database."""
+        self.flush()
+        models, _create_scoped_session = _rdb.models, _rdb.scoped_session
+        from sqlalchemy import func
+
+        trial, attr = models.TrialModel, models.TrialUserAttributeModel
+        with _create_scoped_session(self._backend.scoped_session) as session:
+            return int(
+                session.query(func.count(trial.trial_id))
+                .join(attr, attr.trial_id == trial.trial_id)
+                .filter(trial.study_id == study_id)
+                .filter(trial.state.in_(list(states)))
+                .filter(attr.key == key)
+                .filter(attr.value_json != "null")
+                .scalar()
+            )
+
     def count_by_state(self, study_id: int) -> dict[TrialState, int]:
         """The study's trials per state, in one query (a worker's claim needs them all)."""
         self.flush()
@@ -267,6 +310,16 @@ class BufferedStorage(_CachedStorage):
     def get_trial(self, trial_id: int) -> FrozenTrial:
         self.flush()
         return super().get_trial(trial_id)
+
+    def get_trial_system_attrs(self, trial_id: int) -> dict[str, Any]:
+        """The stored attributes with the buffered ones over them, without writing
+        the buffer first: Optuna reads a trial's system attributes before each
+        ``set_constraint``, and a flush there would cost a transaction each."""
+        with self._buffer_lock:  # the buffer first: a flush meanwhile only stores it
+            pending = [(op[2], op[3]) for op in self._buffer if op[:2] == ("system", trial_id)]
+        attrs = dict(super().get_trial(trial_id).system_attrs)
+        attrs.update(pending)
+        return attrs
 
     def get_all_trials(
         self,

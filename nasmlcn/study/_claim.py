@@ -37,6 +37,7 @@ from nasmlcn._optuna_compat import (
     trial_id_of,
 )
 from nasmlcn.study._lock import hold
+from nasmlcn.study._lookup import count_by_attr
 from nasmlcn.study._recovery import fail_stale_trials
 from nasmlcn.study._trial import TrialRecord, write_claimed
 
@@ -105,8 +106,7 @@ def repeat_count(study: optuna.Study) -> int:
     result or curve (:func:`~nasmlcn.study.write_repeat`) and trained nothing."""
     from optuna.trial import TrialState
 
-    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED))
-    return sum(TrialRecord.of(t).repeat_of is not None for t in trials)
+    return count_by_attr(study, "repeat_of", (TrialState.COMPLETE, TrialState.PRUNED))
 
 
 @dataclass(frozen=True)

@@ -148,11 +148,10 @@ def trained_original(study: optuna.Study, key: str) -> FrozenTrial | None:
     """The first COMPLETE trial of the study that trained model ``key`` itself."""
     from optuna.trial import TrialState
 
-    from nasmlcn.study import TrialRecord
+    from nasmlcn.study import TrialRecord, trials_by_attr
 
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        record = TrialRecord.of(trial)
-        if record.model_key == key and record.repeat_of is None and trial.values:
+    for trial in trials_by_attr(study, "model_key", key, (TrialState.COMPLETE,)):
+        if TrialRecord.of(trial).repeat_of is None and trial.values:
             return trial
     return None
 
@@ -163,13 +162,12 @@ def originals(study: optuna.Study, key: str) -> tuple[FrozenTrial | None, Frozen
     recorded the epochs it ran (its curve goes back to the pruner)."""
     from optuna.trial import TrialState
 
-    from nasmlcn.study import TrialRecord
+    from nasmlcn.study import TrialRecord, trials_by_attr
 
     complete = pruned = None
     states = (TrialState.COMPLETE, TrialState.PRUNED)
-    for trial in study.get_trials(deepcopy=False, states=states):
-        record = TrialRecord.of(trial)
-        if record.model_key != key or record.repeat_of is not None:
+    for trial in trials_by_attr(study, "model_key", key, states):
+        if TrialRecord.of(trial).repeat_of is not None:
             continue
         if trial.state == TrialState.COMPLETE and complete is None and trial.values:
             complete = trial
@@ -232,10 +230,10 @@ def running_twin(study: optuna.Study, key: str, number: int) -> FrozenTrial | No
     """An earlier trial than ``number`` that is training model ``key`` now (RUNNING)."""
     from optuna.trial import TrialState
 
-    from nasmlcn.study import TrialRecord
+    from nasmlcn.study import trials_by_attr
 
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if trial.number < number and TrialRecord.of(trial).model_key == key:
+    for trial in trials_by_attr(study, "model_key", key, (TrialState.RUNNING,)):
+        if trial.number < number:
             return trial
     return None
 
