@@ -89,9 +89,9 @@ SCALES = {
 
 def recipe_config(path: Path, scale: Scale, storage: str, device: str | None) -> Any:
     """The recipe's :class:`~nasmlcn.search.SearchConfig`, at ``scale``."""
-    from nasmlcn.search import SearchConfig, load_recipe
+    from nasmlcn.search import SearchConfig, load_search_recipe
 
-    options, _, _ = load_recipe(path)
+    options, _, _ = load_search_recipe(path)
     config = SearchConfig(**options)
     return config.with_overrides(
         storage=storage,

@@ -21,7 +21,7 @@ from nasmlcn.costs._samples import LaneSample
 from nasmlcn.errors import CalibrationError, DeviceError, NasmlcnError, SearchError
 from nasmlcn.hardware._catalog import read_catalog_file
 from nasmlcn.reproduce import all_recipes, find_recipe
-from nasmlcn.search import SearchConfig, load_recipe
+from nasmlcn.search import SearchConfig, load_search_recipe
 from nasmlcn.search.spaces import SPACE_KINDS, load_space
 from nasmlcn.search.spaces._base import COMMON_KEYS
 from nasmlcn.specs import LaneSpec
@@ -102,7 +102,7 @@ def _builtin(path: Path, extra: str = "") -> Callable[[], str]:
 
 
 def _load_recipe(path: Path) -> Any:
-    return load_recipe(path)
+    return load_search_recipe(path)
 
 
 CASES = [
@@ -308,12 +308,12 @@ def test_check_keys_names_the_key_the_table_and_every_known_key() -> None:
 def test_a_recipe_takes_options_spelled_with_dashes_and_suggests_them(tmp_path: Path) -> None:
     path = tmp_path / "r.toml"
     path.write_text("train-limit = 50\nval_limit = 20\n[sweep]\nprune-threshold = [0.5, 0.9]\n")
-    options, sweep, _ = load_recipe(path)
+    options, sweep, _ = load_search_recipe(path)
     assert options == {"train_limit": 50, "val_limit": 20}
     assert sweep == {"prune_threshold": [0.5, 0.9]}
     path.write_text("trian-limit = 50\n")
     with pytest.raises(SearchError, match="unknown key 'trian-limit'; did you mean 'train_limit'"):
-        load_recipe(path)
+        load_search_recipe(path)
 
 
 class _Recording(Mapping[str, Any]):
@@ -380,9 +380,9 @@ def test_every_built_in_toml_file_loads() -> None:
             assert find_recipe(path.stem).path == path
             readers["reproduce"] += 1
             if find_recipe(path.stem).is_search:
-                load_recipe(path)
+                load_search_recipe(path)
         elif folder == "studies":
-            options, sweep, _ = load_recipe(path)
+            options, sweep, _ = load_search_recipe(path)
             config = SearchConfig(**options)
             for key, values in sweep.items():
                 for value in values:

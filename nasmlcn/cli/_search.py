@@ -52,13 +52,13 @@ def search(
 ) -> int:
     """Search MLCNs that fit the target devices (Optuna study, SQL storage)."""
     from nasmlcn._storage_url import DEFAULT_STORAGE, resolve_storage
-    from nasmlcn.search import expand_sweep, load_recipe
+    from nasmlcn.search import expand_sweep, load_search_recipe
 
     options = {name: str(v) if isinstance(v, Path) else v for name, v in given.items()}
     sweep: dict[str, list[Any]] = {}
     base = SearchConfig()
     if config is not None:
-        recipe, sweep, _ = load_recipe(config)
+        recipe, sweep, _ = load_search_recipe(config)
         base = base.with_overrides(**recipe)
         _refuse_swept(options, sweep, config)
     # --storage, else $NASMLCN_STORAGE, else the recipe's, else the default

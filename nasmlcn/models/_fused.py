@@ -68,7 +68,7 @@ class Patches:
         return self._cache[key]
 
 
-def stack_outputs(
+def fused_outputs(
     kind: LaneKind, params: Params, patches: Patches, by_lane: bool = False
 ) -> torch.Tensor:
     """``(G, B, K)``: the outputs of the ``G`` lanes of ``kind`` whose stacked
@@ -97,21 +97,21 @@ def stack_outputs(
 
 
 def finish(routing: str, outputs: torch.Tensor) -> torch.Tensor:
-    """Lane outputs ``(..., K)`` of :func:`stack_outputs` as the lanes give them: with
+    """Lane outputs ``(..., K)`` of :func:`fused_outputs` as the lanes give them: with
     ``vector`` routing the squash of each lane's summed votes (one op for every
     stack of a model, not one per stack: routing to one capsule is just that)."""
     return squash(outputs) if routing == "vector" else outputs
 
 
 def member_outputs(kind: LaneKind, params: Params, patches: Patches) -> torch.Tensor:
-    """``(G, B, K)`` as :func:`stack_outputs`, computed lane by lane.
+    """``(G, B, K)`` as :func:`fused_outputs`, computed lane by lane.
 
     Each parameter is unbound once (so the backward pass stacks each lane's gradient
     in one copy, instead of adding ``G`` full-size ones)."""
     lanes = {name: p.unbind(0) for name, p in params.items()}
     count = len(next(iter(lanes.values())))
     outs = [
-        stack_outputs(kind, {n: p[i].unsqueeze(0) for n, p in lanes.items()}, patches, True)
+        fused_outputs(kind, {n: p[i].unsqueeze(0) for n, p in lanes.items()}, patches, True)
         for i in range(count)
     ]
     return torch.cat(outs)  # (G, B, K)

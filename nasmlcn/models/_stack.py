@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from nasmlcn.models._fused import Params, Patches, member_outputs, stack_outputs
+from nasmlcn.models._fused import Params, Patches, fused_outputs, member_outputs
 from nasmlcn.models._lane import LaneKind
 from nasmlcn.specs import lane_fuses
 
@@ -55,5 +55,5 @@ class LaneStack(nn.Module):
 
     def forward(self, patches: Patches, fused: bool = True) -> torch.Tensor:
         """``(G, B, K)``: every lane's output, fused or lane by lane."""
-        run = stack_outputs if fused else member_outputs
+        run = fused_outputs if fused else member_outputs
         return run(self.kind, self.named(), patches)

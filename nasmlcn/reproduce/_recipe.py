@@ -409,7 +409,7 @@ def recipe_from_mapping(data: Mapping[str, Any], path: Path) -> Recipe:
     options: dict[str, Any] = {}
     search_keys = [k for k in data if k not in ("reproduce", "description", "schema_version")]
     if engine == SEARCH_ENGINE:
-        from nasmlcn.search import load_recipe as load_search_recipe
+        from nasmlcn.search import load_search_recipe
 
         options, _, _ = load_search_recipe(path)
     elif search_keys:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from nasmlcn._lazy import lazy_exports
 from nasmlcn._storage_url import DEFAULT_STORAGE
 from nasmlcn.search._config.config import IDENTITY_FIELDS, SearchConfig
-from nasmlcn.search._config.recipe import load_recipe
+from nasmlcn.search._config.recipe import load_recipe, load_search_recipe
 from nasmlcn.search._evaluators import (
     proxy,
     train,
@@ -153,6 +153,8 @@ _LAZY = {
     for name in names
 }
 
-__all__ = sorted(["DEFAULT_STORAGE", "IDENTITY_FIELDS", "SearchConfig", "load_recipe", *_LAZY])
+__all__ = sorted(
+    ["DEFAULT_STORAGE", "IDENTITY_FIELDS", "SearchConfig", "load_search_recipe", *_LAZY]
+)
 
 __getattr__ = lazy_exports(__name__, _LAZY)

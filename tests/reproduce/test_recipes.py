@@ -15,7 +15,7 @@ from nasmlcn._toml import read_toml
 from nasmlcn.errors import ReproduceError, SearchError
 from nasmlcn.reproduce import SCALES, all_recipes, engines_dir, find_recipe, studies_dir
 from nasmlcn.reproduce._recipe import recipe_from_mapping
-from nasmlcn.search import load_recipe as load_search_recipe
+from nasmlcn.search import load_search_recipe
 from tests.conftest import ROOT, run_cli
 
 SEED_RESULTS = {

@@ -12,7 +12,7 @@ import pytest
 from nasmlcn._toml import read_toml
 from nasmlcn.errors import SearchError
 from nasmlcn.planning import plan_model
-from nasmlcn.search import SearchConfig, load_recipe, setup_search
+from nasmlcn.search import SearchConfig, load_search_recipe, setup_search
 from nasmlcn.specs import MLCNSpec, create_arch
 from tests.conftest import ROOT
 
@@ -21,7 +21,7 @@ HAND_MODELS = ("mlcn2-2x4", "mlcn2-8x4")
 
 
 def _config(name: str) -> SearchConfig:
-    options, _, _ = load_recipe(STUDIES / name)
+    options, _, _ = load_search_recipe(STUDIES / name)
     return SearchConfig(storage="sqlite:///:memory:", **options)
 
 
@@ -36,9 +36,9 @@ def test_every_recipe_loads_and_checks(path: Path) -> None:
     refused by ``search --config`` (nasmlcn reproduce runs it)."""
     if not _is_search(path):
         with pytest.raises(SearchError, match=f"nasmlcn reproduce {path.stem}"):
-            load_recipe(path)
+            load_search_recipe(path)
         return
-    options, _, description = load_recipe(path)
+    options, _, description = load_search_recipe(path)
     assert description
     setup_search(SearchConfig(storage="sqlite:///:memory:", **options))
 
@@ -63,3 +63,12 @@ def test_the_search_is_held_to_the_hand_models_predicted_latency() -> None:
     space = setup_search(hand).space
     assert set(HAND_MODELS) <= set(space.models)  # type: ignore[attr-defined]
     assert hand.trials == len(HAND_MODELS)
+
+
+def test_the_old_name_reads_the_recipe_and_warns() -> None:
+    import nasmlcn.search
+
+    path = STUDIES / "search-vs-hand.toml"
+    with pytest.warns(DeprecationWarning, match="load_search_recipe"):
+        old = nasmlcn.search.load_recipe(path)
+    assert old == load_search_recipe(path)

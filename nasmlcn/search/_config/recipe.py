@@ -79,7 +79,9 @@ def config_from_mapping(
     return options, sweep
 
 
-def load_recipe(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any], str]:
+def load_search_recipe(
+    path: str | os.PathLike[str],
+) -> tuple[dict[str, Any], dict[str, Any], str]:
     """Reads a study recipe (TOML): its options, its sweep, and its description.
 
     Raises:
@@ -125,3 +127,17 @@ def expand_sweep(
         for config in configs:
             setup_search(config)
     return configs
+
+
+def load_recipe(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """The old name of :func:`load_search_recipe` (``nasmlcn.reproduce.load_recipe``
+    reads a reproduction recipe): kept one release, with a warning."""
+    import warnings
+
+    warnings.warn(
+        "nasmlcn.search.load_recipe is now load_search_recipe "
+        "(nasmlcn.reproduce.load_recipe reads a reproduction recipe)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return load_search_recipe(path)
