@@ -147,19 +147,29 @@ class LaneSet(nn.Module):
         self, x: torch.Tensor, which: Iterable[int] | None = None, by_lane: bool = False
     ) -> list[torch.Tensor]:
         """Each stack's ``(G, B, K)`` outputs on the images ``x`` (B, C, H, W), for the
-        stacks ``which`` (default all), fused where the device's rule says so (a stack
-        of one always: its patch product), or every stack lane by lane (``by_lane``:
-        the first layer a convolution of the image, as a lane alone computes it); with
-        ``vector`` routing not yet squashed (:meth:`class_capsules` does it)."""
+        stacks ``which`` (default all), fused where the device's rule says so
+        (:meth:`_fused`), or every stack lane by lane (``by_lane``: the first layer a
+        convolution of the image, as a lane alone computes it); with ``vector``
+        routing not yet squashed (:meth:`class_capsules` does it)."""
         patches = Patches(channels_last(x))
         device_type = self.fuse_as or x.device.type
         chosen = range(len(self.stacks)) if which is None else which
         outs = []
         for s in chosen:
             stack = cast(LaneStack, self.stacks[s])
-            fused = len(stack) == 1 or (self.fuse and stack.fuses(device_type, x.shape[0]))
+            fused = self._fused(stack, device_type, x.shape[0])
             outs.append(stack(patches, fused and not by_lane))
         return outs
+
+    def _fused(self, stack: LaneStack, device_type: str, batch_size: int) -> bool:
+        """Whether ``stack`` runs as one computation. A lone lane has nothing to
+        batch: on a CPU it runs as its own convolution of the image (oneDNN's 9x9
+        convolution beats the patch product: a step of ``mlcn2:2x2`` alone 44 ->
+        34 ms, one thread, batch 100; docs/results.md), elsewhere as its patch
+        product; a stack of several follows the device's rule."""
+        if len(stack) == 1:
+            return device_type != "cpu"
+        return self.fuse and stack.fuses(device_type, batch_size)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """The class capsules ``(B, K, L)``: lane ``l``'s output is dimension ``l``."""

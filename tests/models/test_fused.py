@@ -328,3 +328,28 @@ def test_train_no_fuse_lanes_reaches_the_model_and_its_checkpoint(tmp_path: Path
         result = run_cli(*common, flag, "--out", str(out))
         assert result.returncode == 0, result.stderr
         assert load_checkpoint(out / "checkpoint.pt")["train_config"]["fuse_lanes"] is fused
+
+
+@pytest.mark.parametrize("batch", [2, 8])
+def test_a_lone_lane_runs_as_its_own_convolution_on_a_cpu(
+    monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    """A lone lane has nothing to batch: on a CPU its patch product is slower than
+    the convolution of the image (and holds the patches); on a GPU it stays fused."""
+    model = build_model(MLCNSpec.from_lanes("4*mlcn2:1x1,mlcn2:2x2"))
+    fused: list[int] = []
+    real = LaneStack.forward
+
+    def spy(stack: LaneStack, patches: object, fuse: bool = True) -> torch.Tensor:
+        if fuse:
+            fused.append(len(stack))
+        return real(stack, patches, fuse)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(LaneStack, "forward", spy)
+    x = torch.rand(batch, 1, 28, 28)
+    out = model(x)
+    assert fused == [4]  # the stack of four fuses; the lone mlcn2:2x2 does not
+    fused.clear()
+    model.lanes.fuse_as = "cuda"
+    torch.testing.assert_close(model(x), out, rtol=1e-5, atol=1e-6)  # the same model
+    assert fused == [4, 1]
