@@ -244,15 +244,7 @@ def test_fusion_is_on_by_default_and_on_a_cpu_only_narrow_kinds_fuse(
     assert not any(lane_fuses(parse_lane(k), shape, "cpu", 5) for k in alone)
     channels = [lane_channels(lane, model.spec.input_shape) for lane in model.spec.lanes]
     assert channels == [8] * 4 + [32] * 3 + [16] * 2
-    fused: list[int] = []
-    real = LaneStack.forward
-
-    def spy(stack: LaneStack, patches: object, fuse: bool = True) -> torch.Tensor:
-        if fuse:
-            fused.append(len(stack))
-        return real(stack, patches, fuse)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(LaneStack, "forward", spy)
+    fused = _fused_stacks(monkeypatch)
     model(torch.rand(8, 1, 28, 28))
     assert fused == [4, 2]  # at batch 8 mlcn1 (32 channels) runs lane by lane on a CPU
     fused.clear()
@@ -337,6 +329,18 @@ def test_a_lone_lane_runs_as_its_own_convolution_on_a_cpu(
     """A lone lane has nothing to batch: on a CPU its patch product is slower than
     the convolution of the image (and holds the patches); on a GPU it stays fused."""
     model = build_model(MLCNSpec.from_lanes("4*mlcn2:1x1,mlcn2:2x2"))
+    fused = _fused_stacks(monkeypatch)
+    x = torch.rand(batch, 1, 28, 28)
+    out = model(x)
+    assert fused == [4]  # the stack of four fuses; the lone mlcn2:2x2 does not
+    fused.clear()
+    model.lanes.fuse_as = "cuda"
+    torch.testing.assert_close(model(x), out, rtol=1e-5, atol=1e-6)  # the same model
+    assert fused == [4, 1]
+
+
+def _fused_stacks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the stacks that run fused, appended as the model runs them."""
     fused: list[int] = []
     real = LaneStack.forward
 
@@ -346,10 +350,4 @@ def test_a_lone_lane_runs_as_its_own_convolution_on_a_cpu(
         return real(stack, patches, fuse)  # type: ignore[arg-type]
 
     monkeypatch.setattr(LaneStack, "forward", spy)
-    x = torch.rand(batch, 1, 28, 28)
-    out = model(x)
-    assert fused == [4]  # the stack of four fuses; the lone mlcn2:2x2 does not
-    fused.clear()
-    model.lanes.fuse_as = "cuda"
-    torch.testing.assert_close(model(x), out, rtol=1e-5, atol=1e-6)  # the same model
-    assert fused == [4, 1]
+    return fused
