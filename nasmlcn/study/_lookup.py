@@ -27,7 +27,8 @@ def trials_by_attr(
     storage = storage_of(study)
     if hasattr(storage, "trial_ids_with_user_attr"):
         ids = storage.trial_ids_with_user_attr(study_id_of(study), key, value, states)
-        return [storage.get_trial(trial_id) for trial_id in ids]
+        found = [storage.get_trial(trial_id) for trial_id in ids]
+        return [t for t in found if t.state in states]  # one may have finished since
     trials = study.get_trials(deepcopy=False, states=tuple(states))
     return [t for t in trials if key in t.user_attrs and t.user_attrs[key] == value]
 
