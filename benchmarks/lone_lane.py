@@ -20,7 +20,7 @@ import json
 import statistics
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -48,7 +48,8 @@ def measure(lane: str, batch: int, repeats: int) -> dict[str, Any]:
     """Median seconds of each path for a model of ``lane`` alone."""
     torch.manual_seed(0)
     model = build_model(MLCNSpec.from_lanes(lane))
-    (stack,) = model.lanes.stacks
+    (only,) = model.lanes.stacks
+    stack = cast(LaneStack, only)
     x = torch.rand(batch, *model.spec.input_shape).contiguous(memory_format=torch.channels_last)
     y = torch.randint(0, 10, (batch,))
     times: dict[str, list[float]] = {name: [] for name in PATHS}
