@@ -11,6 +11,13 @@ rounds (models and paths alternate, so drift hits all alike); the figure is the
 median round, and its ratio to CapsNet's (same batch, same path, same run). On CUDA
 the device is synchronised before every clock reading.
 
+Each model's forward FLOPs per image are counted once (torch's ``FlopCounterMode``,
+as the cost models' conformance tests count them: 2 per multiply-add of convolutions
+and matrix products; one training-mode pass with labels at batch 100 on the meta
+device, so no arithmetic is done), and its FLOP rate (images/s x forward GFLOP per
+image) is set against CapsNet's beside the images/s ratio: a model that does more
+work per image can train fewer images/s and still use the GPU as well.
+
 Then a profile of each model at ``--profile-batch``, both paths, over
 ``--profile-steps`` steps after the warm-up (``_gpu_profile.py``): kernels and
 launches per step, GPU-busy time against wall time, the optimizer's share, the top
@@ -44,13 +51,25 @@ from nasmlcn.training import make_optimizer
 from nasmlcn.training._step import WARMUP_STEPS, TrainStep, graphs_apply
 
 CAPSNET = "capsnet"
+SEEDED_MODELS = {
+    # the first model of default_space_specs(1, seed, devices="8xK80", mem="12GB")
+    # (benchmarks/_space_models.py: the default space, mlcn-buckets, at --flops 1x, as
+    # the main job's search builds it); tests/benchmarks/test_gpu_speed.py checks it
+    1: "48*mlcn2:2x4,8*mlcn2:5x5",
+    3: "20*mlcn1:2x4,20*mlcn2:3x1,16*mlcn1:2x2",
+}
 MODELS = (
     CAPSNET,
-    "8*mlcn2:4x1",  # thesis Table 4.1
+    "8*mlcn2:4x1",  # thesis Table 4.1 (the text's lanes)
+    "8*mlcn2-ref:4x1",  # Table 4.1 in the reference code's lanes: 3.4x CapsNet's FLOPs
     "32*mlcn2:2x1",
     "26*mlcn1:1x2,22*mlcn2:1x4,8*mlcn1:3x4,2*mlcn2:2x4",  # a 58-lane default-space model
+    *SEEDED_MODELS.values(),  # two more default-space models (56 lanes each)
 )
-QUICK_MODELS = (CAPSNET, "4*mlcn2:1x1")
+QUICK_MODELS = (CAPSNET, "4*mlcn2:1x1", "2*mlcn2-ref:1x1")
+FLOP_BATCH = 100
+"""Batch of the pass whose FLOPs are counted (per image: mlcn2's folded 1x1 kernel is
+made once a pass, under 1 % of a model's FLOPs at this batch)."""
 PATHS = ("eager", "graphed")
 WARMUP = WARMUP_STEPS + 2
 """Steps before timing: the graph is captured at step WARMUP_STEPS + 1, replayed after."""
@@ -64,6 +83,55 @@ def spec_of(name: str) -> ArchSpec:
 
 def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", name.replace("*", "x")).strip("-")
+
+
+def forward_gflop(spec: ArchSpec, model: torch.nn.Module, batch: int = FLOP_BATCH) -> float:
+    """Forward GFLOP per image of ``model`` (``spec``'s, moved to the meta device), as
+    torch's ``FlopCounterMode`` counts them (``tests/conformance/test_cost_models.py``
+    holds the analytic cost model's ``forward_flops`` to the same count; it has no
+    CapsNet): one pass in training mode, labels given (the decoder reads them)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = model.to("meta")
+    model.train()
+    x = torch.rand(batch, *spec.input_shape, device="meta")
+    y = torch.randint(0, spec.num_classes, (batch,), device="meta")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(x, y)
+    return counter.get_total_flops() / batch / 1e9
+
+
+def model_facts(name: str) -> dict[str, Any]:
+    """A model's parameters and forward GFLOP per image (None if it cannot be counted)."""
+    spec = spec_of(name)
+    model = build_model(spec)
+    facts: dict[str, Any] = {"model": name, "params": count_parameters(model)}
+    try:
+        facts["forward_gflop_per_image"] = forward_gflop(spec, model)
+    except Exception as err:  # a count that fails loses the FLOP rates only
+        facts["forward_gflop_per_image"] = None
+        log(f"{name}: forward FLOPs not counted: {_error(err)}")
+    return {**facts, "batches": []}
+
+
+def add_flop_rates(models: dict[str, dict[str, Any]]) -> None:
+    """Per timed row and path: the FLOP rate (images/s x forward GFLOP per image) and
+    its ratio to CapsNet's at the same batch and path (None where either is unknown)."""
+    for model in models.values():
+        gflop = model["forward_gflop_per_image"]
+        for row in model["batches"]:
+            for path in (p for p in PATHS if p in row):
+                figures = row[path]
+                rate = None if gflop is None else figures["images_per_second"] * gflop
+                figures["forward_gflop_per_second"] = rate
+    capsnet = {row["batch"]: row for row in models[CAPSNET]["batches"]}
+    for model in models.values():
+        for row in model["batches"]:
+            for path in (p for p in PATHS if p in row):
+                rate = row[path]["forward_gflop_per_second"]
+                base = capsnet[row["batch"]].get(path, {}).get("forward_gflop_per_second")
+                ratio = rate / base if rate is not None and base else None
+                row[path]["flop_rate_ratio_to_capsnet"] = ratio
 
 
 def clock(device: torch.device) -> float:
@@ -221,7 +289,7 @@ def profile_model(
     return figures, "\n".join(text)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--batch", type=int, action="append", help="batch size (repeatable) [default: 100, 500]"
@@ -238,56 +306,70 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--profile-dir", type=Path, help="write profile-<model>.txt files here")
     parser.add_argument(
-        "--quick", action="store_true", help="batch 10, 1 round of 0.2 s, 2 profile steps, 2 models"
+        "--quick", action="store_true", help="batch 10, 1 round of 0.2 s, 2 profile steps, 3 models"
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    device = torch.device(args.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
+    args.device = torch.device(args.device)
+    if args.device.type == "cuda" and not torch.cuda.is_available():
         parser.error(f"--device {args.device}: torch sees no CUDA device here")
-    batches = args.batch or [100, 500]
+    args.batches = args.batch or [100, 500]
     args.min_steps = 3  # timed steps per measurement at least
     names = list(args.model or MODELS)
     if args.quick:
-        batches, args.rounds, args.seconds, args.profile_steps = [10], 1, 0.2, 2
+        args.batches, args.rounds, args.seconds, args.profile_steps = [10], 1, 0.2, 2
         args.min_steps = 1
         args.profile_batch = 10
         names = list(args.model or QUICK_MODELS)
-    names = [CAPSNET] + [n for n in names if n != CAPSNET]  # the reference, always first
+    args.names = [CAPSNET] + [n for n in names if n != CAPSNET]  # the reference, always first
+    return args
+
+
+def profile_batch(
+    models: dict[str, dict[str, Any]],
+    steppers: dict[tuple[str, str], Stepper],
+    batch: int,
+    args: argparse.Namespace,
+) -> None:
+    """Every model built at ``batch`` profiled, its figures (and file) recorded."""
+    for name in args.names:
+        if (name, "eager") not in steppers:
+            continue
+        timed = [r for r in models[name]["batches"] if r["batch"] == batch]
+        figures, text = profile_model(
+            name, steppers, args.profile_steps, args.device, timed[0] if timed else None
+        )
+        log(f"profiled {name} at batch {batch}")
+        models[name]["profile"] = {"batch": batch, **figures}
+        if args.profile_dir is not None:
+            args.profile_dir.mkdir(parents=True, exist_ok=True)
+            file = args.profile_dir / f"profile-{slug(name)}.txt"
+            head = f"{name}: training step at batch {batch} on {args.device}\n\n"
+            file.write_text((head + text)[:MAX_FILE] + "\n")
+            models[name]["profile"]["file"] = file.name
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    device, batches = args.device, args.batches
     keep_freed_memory()  # as training does (nasmlcn/_allocator.py)
-    models: dict[str, dict[str, Any]] = {
-        n: {"model": n, "params": count_parameters(build_model(spec_of(n))), "batches": []}
-        for n in names
-    }
+    models = {n: model_facts(n) for n in args.names}
     profile_at = [args.profile_batch] if args.profile_steps > 0 else []
     for batch in [*batches, *(b for b in profile_at if b not in batches)]:
         if batch in batches:
-            rows, steppers = measure_batch(names, batch, args, device)
+            rows, steppers = measure_batch(args.names, batch, args, device)
             for name, row in rows.items():
                 models[name]["batches"].append(row)
         else:
-            steppers, failed = build(names, batch, device)
+            steppers, failed = build(args.names, batch, device)
             for name, reason in failed.items():
                 models[name]["profile"] = {"batch": batch, "error": reason}
         if batch in profile_at:
-            for name in names:
-                if (name, "eager") not in steppers:
-                    continue
-                timed = [r for r in models[name]["batches"] if r["batch"] == batch]
-                figures, text = profile_model(
-                    name, steppers, args.profile_steps, device, timed[0] if timed else None
-                )
-                log(f"profiled {name} at batch {batch}")
-                models[name]["profile"] = {"batch": batch, **figures}
-                if args.profile_dir is not None:
-                    args.profile_dir.mkdir(parents=True, exist_ok=True)
-                    file = args.profile_dir / f"profile-{slug(name)}.txt"
-                    head = f"{name}: training step at batch {batch} on {device}\n\n"
-                    file.write_text((head + text)[:MAX_FILE] + "\n")
-                    models[name]["profile"]["file"] = file.name
+            profile_batch(models, steppers, batch, args)
         del steppers
         if device.type == "cuda":
             torch.cuda.empty_cache()
+    add_flop_rates(models)
     result = {
         "device": str(device),
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
@@ -297,7 +379,9 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.rounds,
         "seconds": args.seconds,
         "figures": f"images/s: the median of {args.rounds} interleaved round(s) of at least "
-        f"{args.seconds:g} s per model and path; ratios to CapsNet at the same batch and path",
+        f"{args.seconds:g} s per model and path; ratios to CapsNet at the same batch and path "
+        f"(xCaps: images/s; xFLOP: FLOP rate, images/s x forward GFLOP per image counted at "
+        f"batch {FLOP_BATCH}); kernels: per step at the profile's batch",
         "models": list(models.values()),
     }
     if args.json:
@@ -312,18 +396,33 @@ def _cell(path: dict[str, Any] | None, key: str, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
 
+def _kernels(model: dict[str, Any], batch: int) -> str:
+    """Kernels per step of ``model`` at ``batch`` (the eager path's: a graph replays
+    the same kernels), where it was profiled at that batch."""
+    profile = model.get("profile") or {}
+    if profile.get("batch") != batch:
+        return ""
+    for path in PATHS:
+        kernels = (profile.get(path) or {}).get("kernels_per_step")
+        if kernels is not None:
+            return f"{kernels:.0f}"
+    return "n/a"
+
+
 def print_table(result: dict[str, Any]) -> None:
     width = max(len(m["model"]) for m in result["models"])
     print(f"{result['device_name']} ({result['device']}), torch {result['torch']}")
     print(result["figures"])
     print(
-        f"{'model':<{width}} {'params':>10} {'batch':>5} {'eager img/s':>11} {'xCaps':>5} "
-        f"{'graphed img/s':>13} {'xCaps':>5} {'graph x':>7} {'capture s':>9}"
+        f"{'model':<{width}} {'params':>10} {'fwd GFLOP':>9} {'batch':>5} {'eager img/s':>11} "
+        f"{'xCaps':>5} {'xFLOP':>5} {'graphed img/s':>13} {'xCaps':>5} {'xFLOP':>5} "
+        f"{'graph x':>7} {'capture s':>9} {'kernels':>7}"
     )
     for m in result["models"]:
+        gflop = _cell(m, "forward_gflop_per_image", ".3f")
         for row in m["batches"]:
             eager, graphed = row.get("eager"), row.get("graphed")
-            line = f"{m['model']:<{width}} {m['params']:>10,} {row['batch']:>5} "
+            line = f"{m['model']:<{width}} {m['params']:>10,} {gflop:>9} {row['batch']:>5} "
             if "error" in row:
                 print(line + row["error"])
                 continue
@@ -331,10 +430,12 @@ def print_table(result: dict[str, Any]) -> None:
             print(
                 line + f"{_cell(eager, 'images_per_second', '.0f'):>11} "
                 f"{_cell(eager, 'ratio_to_capsnet', '.2f'):>5} "
+                f"{_cell(eager, 'flop_rate_ratio_to_capsnet', '.2f'):>5} "
                 f"{_cell(graphed, 'images_per_second', '.0f'):>13} "
                 f"{_cell(graphed, 'ratio_to_capsnet', '.2f'):>5} "
-                f"{row['graphed_speedup']:>7.2f} {_cell(graphed, 'capture_seconds', '.2f'):>9}"
-                + flag
+                f"{_cell(graphed, 'flop_rate_ratio_to_capsnet', '.2f'):>5} "
+                f"{row['graphed_speedup']:>7.2f} {_cell(graphed, 'capture_seconds', '.2f'):>9} "
+                f"{_kernels(m, row['batch']):>7}" + flag
             )
     for m in result["models"]:
         profile = m.get("profile")

@@ -1,6 +1,6 @@
 """Trials per hour and in-trial training rate of finished searches, read back from
 their study databases (``scripts/gpu_check.sh --part speed`` runs the same search
-with 1 and with 4 workers per GPU, then this).
+with 1, 2, 4 and 8 workers per GPU, then this).
 
 Per database, over its first ``--first`` finished trials (by number) and over all of
 them: the wall seconds from the first one's start to the last one's end, the trials
@@ -10,7 +10,14 @@ durations. With several workers the first trials run side by side, so their tria
 per hour is what the workers reach together. Trials that did not finish (pruned as
 infeasible, failed, stopped by a timeout) are counted, not used.
 
-    python benchmarks/speed_summary.py speed-w1.db speed-w4.db
+Given several databases (the same job packed differently), a last table sets them
+side by side: each job's workers, finished and unfinished trials, wall seconds and
+trials per hour over all its finished trials, and that rate over the first
+database's. (The wall time runs from the first trial's start to the last one's end:
+the processes' start-up, more of it with more workers, is in the calling step's
+seconds, not here.)
+
+    python benchmarks/speed_summary.py speed-w1.db speed-w2.db speed-w4.db speed-w8.db
     python benchmarks/speed_summary.py --first 4 --json sqlite:///speed-w1.db
 """
 
@@ -101,6 +108,33 @@ def lines(name: str, data: dict[str, Any], first: int) -> list[str]:
     return out
 
 
+def packing_lines(result: dict[str, dict[str, Any]]) -> list[str]:
+    """The databases side by side: wall time and trials per hour of all finished
+    trials of each, and its trials per hour over the first database's."""
+    names = {text: Path(text).name for text in result}
+    width = max(len("job"), *(len(n) for n in names.values()))
+    out = [
+        "packing (all finished trials of each job; x first: trials/h over the first job's):",
+        f"  {'job':<{width}} {'workers':>7} {'done':>4} {'unfinished':>10} {'wall s':>8} "
+        f"{'trials/h':>9} {'x first':>7}",
+    ]
+    base = next(iter(result.values())).get("all", {}).get("trials_per_hour")
+    for text, data in result.items():
+        if "error" in data:
+            out.append(f"  {names[text]:<{width}} {data['error'][:100]}")
+            continue
+        f = data["all"]
+        rate = f.get("trials_per_hour")
+        unfinished = sum(data["states"].values()) - f["trials"]
+        ratio = rate / base if rate is not None and base else None
+        out.append(
+            f"  {names[text]:<{width}} {data['workers']:>7} {f['trials']:>4} {unfinished:>10} "
+            f"{_num(f.get('wall_seconds'), '.1f'):>8} {_num(rate, '.0f'):>9} "
+            f"{_num(ratio, '.2f'):>7}"
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("storage", nargs="+", help="study database file or storage URL")
@@ -122,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for text, data in result.items():
         print("\n".join(lines(Path(text).name, data, args.first)))
+    if len(result) > 1:
+        print("\n".join(["", *packing_lines(result)]))
     return 0
 
 

@@ -19,7 +19,15 @@ Printed: the median of each phase over the trials, its share of the median trial
 the time outside training (the trial's wall time less ``training``) and the job's
 wall time, on the named device, over ``--runs`` runs (fresh study each).
 
+With ``--storage`` (one run) the study is kept there, so that
+``benchmarks/speed_summary.py`` reads its trials per hour: ``scripts/gpu_check.sh
+--part speed`` runs the one-worker main job this way, beside the same job with 2, 4
+and 8 workers per GPU. ``--timeout`` stops it as ``search --timeout`` does (the
+running trial FAIL, the database whole); ``--val-limit`` and ``--keep-weights`` as
+in ``search``.
+
     python benchmarks/trial_time.py [--trials 16] [--runs 2] [--run-on auto] [--json]
+    python benchmarks/trial_time.py --runs 1 --storage sqlite:///w1.db --timeout 45 --json
 """
 
 from __future__ import annotations
@@ -38,77 +46,111 @@ from nasmlcn.reproduce.engines.common import exit_with, say
 PHASES = ("ask", "build", "setup", "training", "validation", "job_other", "inference", "tell")
 
 
-def _run(args: argparse.Namespace) -> dict[str, Any]:
+def _run(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+    """One main job: its wall seconds, why it stopped and its finished trials' phases;
+    the study in ``args.storage`` or, without it, in ``folder`` (as the artifacts, but
+    for ``args.artifacts``)."""
     from nasmlcn.search import SearchConfig, run_search
     from nasmlcn.study import load_existing_study
 
-    with tempfile.TemporaryDirectory() as folder:
-        config = SearchConfig(
-            devices="8xK80",
-            mem="12GB",
-            epochs=1,
-            train_limit=args.train_limit,
-            trials=args.trials,
-            prune=False,
-            evaluator="train",
-            run_on=args.run_on,
-            storage=f"sqlite:///{Path(folder) / 's.db'}",
-            study="s",
-            seed=args.seed,
-        )
-        tick = time.perf_counter()
-        result = run_search(config)
-        wall = time.perf_counter() - tick
-        trials = {t.number: t for t in load_existing_study("s", config.storage).trials}
-        rows = []
-        for outcome in result.run_trials:
-            if outcome.state != "COMPLETE" or outcome.repeat_of is not None:
-                continue
-            training = trials[outcome.number].user_attrs.get("training") or {}
-            phases = (training.get("extra") or {}).get("phases") or {}
-            timings = outcome.timings
-            row: dict[str, Any] = {
-                "ask": timings.get("ask", 0.0),
-                "build": timings.get("build", 0.0) + timings.get("record", 0.0),
-                "tell": timings.get("tell", 0.0),
-                **{k: float(phases.get(k, 0.0)) for k in PHASES[2:7]},
-                "wall": outcome.seconds + timings.get("ask", 0.0),
-                "device": training.get("device"),
-            }
-            row["rest"] = max(row["wall"] - sum(row[k] for k in PHASES), 0.0)
-            rows.append(row)
-        return {"wall": wall, "trials": rows}
+    config = SearchConfig(
+        devices="8xK80",
+        mem="12GB",
+        dataset=args.dataset,
+        epochs=1,
+        train_limit=args.train_limit,
+        val_limit=args.val_limit,
+        trials=args.trials,
+        timeout=args.timeout,
+        prune=False,
+        evaluator="train",
+        run_on=args.run_on,
+        storage=args.storage or f"sqlite:///{folder / 's.db'}",
+        artifacts=args.artifacts or str(folder / "artifacts"),
+        keep_weights=args.keep_weights,
+        study="s",
+        seed=args.seed,
+    )
+    tick = time.perf_counter()
+    result = run_search(config)
+    wall = time.perf_counter() - tick
+    trials = {t.number: t for t in load_existing_study("s", config.storage).trials}
+    rows = []
+    for outcome in result.run_trials:
+        if outcome.state != "COMPLETE" or outcome.repeat_of is not None:
+            continue
+        training = trials[outcome.number].user_attrs.get("training") or {}
+        phases = (training.get("extra") or {}).get("phases") or {}
+        timings = outcome.timings
+        row: dict[str, Any] = {
+            "ask": timings.get("ask", 0.0),
+            "build": timings.get("build", 0.0) + timings.get("record", 0.0),
+            "tell": timings.get("tell", 0.0),
+            **{k: float(phases.get(k, 0.0)) for k in PHASES[2:7]},
+            "wall": outcome.seconds + timings.get("ask", 0.0),
+            "device": training.get("device"),
+        }
+        row["rest"] = max(row["wall"] - sum(row[k] for k in PHASES), 0.0)
+        rows.append(row)
+    return {"wall": wall, "stopped": result.stopped, "trials": rows}
 
 
 def _median(rows: Sequence[dict[str, Any]], key: str) -> float:
     return statistics.median(r[key] for r in rows)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=16)
     parser.add_argument("--train-limit", type=int, default=10_000)
+    parser.add_argument("--val-limit", type=int, help="[default: all held out]")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--run-on", default="auto")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=float, help="seconds a run may take, as search's")
+    parser.add_argument("--keep-weights", default="all", help="as search's [default: all]")
+    parser.add_argument(
+        "--storage", help="keep the study here (one run) [default: a temporary file]"
+    )
+    parser.add_argument("--artifacts", help="trial weights here [default: a temporary folder]")
+    parser.add_argument("--dataset", default="fashion-mnist", help="synthetic for a dry run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.storage and args.runs != 1:
+        parser.error("--storage keeps one run's study: give --runs 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     runs = []
     for i in range(args.runs):
-        run = _run(args)
-        say(f"run {i + 1}: {run['wall']:.1f} s for {args.trials} trials")
+        with tempfile.TemporaryDirectory() as folder:
+            run = _run(args, Path(folder))
+        say(
+            f"run {i + 1}: {run['wall']:.1f} s for {args.trials} trials (stopped: {run['stopped']})"
+        )
         runs.append(run)
     rows = [r for run in runs for r in run["trials"]]
-    device = rows[0]["device"] if rows else "?"
+    if not rows:
+        say("no trial finished: no phases to split")
+        return 1
+    device = rows[0]["device"]
     summary = {k: _median(rows, k) for k in (*PHASES, "rest", "wall")}
     outside = statistics.median(r["wall"] - r["training"] for r in rows)
-    walls = [run["wall"] for run in runs]
     if args.json:
-        print(json.dumps({"device": device, "median": summary, "outside_training": outside,
-                          "job_seconds": walls, "trials": len(rows)}, indent=1))  # fmt: skip
+        result = {
+            "device": device,
+            "median": summary,
+            "outside_training": outside,
+            "job_seconds": [run["wall"] for run in runs],
+            "stopped": [run["stopped"] for run in runs],
+            "trials": len(rows),
+        }
+        print(json.dumps(result, indent=1))
         return 0
     print(
         f"main job ({args.trials} one-epoch default-space trials, {args.train_limit:,} images), "
@@ -120,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{key:12} {summary[key]:9.3f} {share:6.1%}")
     print(f"{'trial':12} {summary['wall']:9.3f}")
     print(f"outside training per trial (median): {outside:.3f} s")
-    print("job wall time: " + ", ".join(f"{w:.1f} s" for w in walls))
+    print("job wall time: " + ", ".join(f"{r['wall']:.1f} s ({r['stopped']})" for r in runs))
     return 0
 
 

@@ -2,8 +2,9 @@
 and ``scripts/gpu_check.sh`` parse, every flag gpu_check.sh passes to a benchmark or
 a ``nasmlcn`` command is one that command's ``--help`` lists (the device machine is
 lent for minutes: a typo there costs a whole call), ``--part speed`` runs its steps
-within 8 minutes, and ``benchmarks/fused_lanes.py``'s ``--compile`` path runs, or is
-skipped with its reason, on a CPU."""
+(the main job with 1, 2, 4 and 8 workers a GPU among them) within 8 minutes, and
+``benchmarks/fused_lanes.py``'s ``--compile`` path runs, or is skipped with its
+reason, on a CPU."""
 
 from __future__ import annotations
 
@@ -86,10 +87,11 @@ def test_part_speed_is_accepted_and_fits_eight_minutes(tmp_path: Path) -> None:
         for step in (
             "setup",
             "environment",
-            "pytest_gpu",
             "gpu_speed",
             "speed-w1",
+            "speed-w2",
             "speed-w4",
+            "speed-w8",
             "speed-summary",
         )
     ]
@@ -98,10 +100,41 @@ def test_part_speed_is_accepted_and_fits_eight_minutes(tmp_path: Path) -> None:
     body = text[text.index("speed_part() {") :]
     body = body[: body.index("\n}\n")]
     limits = dict(re.findall(r"^\s*step ([\w-]+) \w+ (\d+) ", body, re.M))
-    assert len(limits) == 5
+    assert len(limits) == 6
     assert re.search(r"\$PART == speed[^\n]*\]\] && SETUP_LIMIT=60 ENV_LIMIT=40", text)
     assert 60 + 40 + sum(int(n) for n in limits.values()) <= 480
     assert re.search(r"\[\[ \$PART == speed \]\] && BUDGET=480", text)
+
+
+def test_part_speed_packs_the_main_job_one_two_four_and_eight_workers_a_gpu() -> None:
+    text = CHECK.read_text()
+    body = text[text.index("speed_part() {") :]
+    body = body[: body.index("\n}\n")]
+    found = re.findall(r"^\s*step (speed-w\d+) json (\d+) (.*)$", body, re.M)
+    jobs = {name: (int(limit), command) for name, limit, command in found}
+    assert sorted(jobs) == ["speed-w1", "speed-w2", "speed-w4", "speed-w8"]
+    # K = 1 is trial_time.py's run (its phases), its study kept where the summary reads it
+    assert "benchmarks/trial_time.py --runs 1 " in jobs["speed-w1"][1]
+    timeouts = [int(n) for n in re.findall(r"SPEED_TIMEOUT=(\d+)", text)]
+    assert len(timeouts) == 2  # --quick's and the full run's
+    for name, (limit, command) in jobs.items():
+        k = name.removeprefix("speed-w")
+        assert f'--storage "sqlite:///$OUT/{name}.db"' in command
+        assert '--trials "$SPEED_TRIALS"' in command
+        assert "--train-limit 10000 --val-limit 2000" in command
+        if k == "1":
+            assert "--workers-per-gpu" not in command
+        else:
+            assert f"--workers-per-gpu {k} " in command
+        # --timeout ends each job with time left to close its database
+        assert '--timeout "$SPEED_TIMEOUT"' in command
+        assert max(timeouts) + 15 <= limit
+    assert re.search(r"SPEED_TRIALS=16 SPEED_TIMEOUT=\d+$", text, re.M)
+    summary = re.search(r"step speed-summary txt \d+ (.*)$", body, re.M)
+    assert summary is not None
+    assert all(f'"$OUT/{name}.db"' in summary[1] for name in jobs)
+    # issue 49's goals are at batch 100: the speed step measures there
+    assert re.search(r"step gpu_speed json \d+ .*--batch 100 ", body)
 
 
 def test_part_accuracy_runs_a_seed_a_step_within_nine_minutes(tmp_path: Path) -> None:
@@ -180,6 +213,7 @@ def test_benchmark_flags_exist(
         "gpu_speed",
         "speed_summary",
         "thesis_table",
+        "trial_time",
     }
     unknown = {}
     for name, flags in used.items():
@@ -194,6 +228,7 @@ def test_benchmark_flags_exist(
     assert {"--device", "--compile", "--compile-mode"} <= used["fused_lanes"]
     assert {"--device", "--batch", "--profile-dir", "--json"} <= used["gpu_speed"]
     assert "--first" in used["speed_summary"]
+    assert {"--runs", "--storage", "--timeout", "--val-limit"} <= used["trial_time"]
     assert {"--seeds", "--seed", "--rows", "--results"} <= used["thesis_table"]
 
 
