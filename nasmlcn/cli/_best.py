@@ -11,7 +11,7 @@ import typer
 
 from nasmlcn._storage_url import redact_url, resolve_storage
 from nasmlcn.cli._console import out
-from nasmlcn.cli._options import STORAGE, STUDY
+from nasmlcn.cli._options import JSON, STORAGE, STUDY
 from nasmlcn.cli._trials_table import PROXY_NOTE, print_measured, why_none_feasible
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def best(
         help="The search's artifact folder [default: artifacts/ beside a SQLite study "
         "file, else studies/artifacts].",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    as_json: bool = JSON,
 ) -> None:
     """The best trials of a study (single objective) or its Pareto front."""
     found = _read(study, resolve_storage(storage), top)

@@ -11,6 +11,7 @@ import typer
 
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import err, out
+from nasmlcn.cli._options import JSON, QUIET
 
 if TYPE_CHECKING:
     from nasmlcn.measure import CalibrationRequest
@@ -87,8 +88,8 @@ class CalibrateOptions:
             "step time; 0: none (lane sums are used).",
         )
     )
-    as_json: bool = option(typer.Option(False, "--json", help="Print one JSON object on stdout."))
-    quiet: bool = option(typer.Option(False, "--quiet", "-q", help="No progress display."))
+    as_json: bool = option(JSON)
+    quiet: bool = option(QUIET)
 
     def request(self) -> CalibrationRequest:
         """The measurement these options ask for."""

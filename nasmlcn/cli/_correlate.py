@@ -9,7 +9,7 @@ import typer
 
 from nasmlcn._storage_url import resolve_storage
 from nasmlcn.cli._console import out
-from nasmlcn.cli._options import STORAGE, STUDY
+from nasmlcn.cli._options import JSON, STORAGE, STUDY
 
 
 def correlate(
@@ -18,7 +18,7 @@ def correlate(
     threshold: float = typer.Option(
         0.9, "--threshold", help="Report the first epoch whose Spearman rho reaches this."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    as_json: bool = JSON,
 ) -> None:
     """Early-epoch correlation (NASCaps Table 2): per epoch n, Pearson and Spearman
     between accuracy after n epochs and after the last, over completed trials; and,

@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import typer
-
 from nasmlcn.cli._console import out
-from nasmlcn.cli._options import DEVICE_FILE
+from nasmlcn.cli._options import DEVICE_FILE, JSON
 
 
 def devices(
     device_file: Path | None = DEVICE_FILE,
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    as_json: bool = JSON,
 ) -> None:
     """The device catalog (for --devices) and the devices detected on this machine."""
     from nasmlcn.hardware import detect_devices, format_bytes, format_flops, load_catalog

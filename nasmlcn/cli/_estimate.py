@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from nasmlcn.cli._console import out
-from nasmlcn.cli._options import ARCH, one_of
+from nasmlcn.cli._options import ARCH, JSON, one_of
 from nasmlcn.costs import TARGETS
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def estimate(
         help="Dataset whose image shape and classes the model gets (see 'nasmlcn data list') "
         "[default: fashion-mnist; with --arch: the file's].",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    as_json: bool = JSON,
 ) -> None:
     """Latency, energy and memory of one inference on an accelerator, per layer
     (CapsAcc: NASCaps sec. 3.2)."""

@@ -11,7 +11,7 @@ import typer
 
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import out, phase_status
-from nasmlcn.cli._options import DATA_DIR, INFERENCE_BATCH, RUN, RUN_DATASET, RUN_ON
+from nasmlcn.cli._options import DATA_DIR, INFERENCE_BATCH, JSON, QUIET, RUN, RUN_DATASET, RUN_ON
 
 PASSES = typer.Option(10, "--passes", min=1, help="Timed inference passes (the median counts).")
 
@@ -35,8 +35,8 @@ class EvaluateOptions:
     run_on: str = option(RUN_ON)
     inference_batch: int = option(INFERENCE_BATCH)
     passes: int = option(PASSES)
-    as_json: bool = option(typer.Option(False, "--json", help="Print one JSON object on stdout."))
-    quiet: bool = option(typer.Option(False, "--quiet", "-q", help="No progress display."))
+    as_json: bool = option(JSON)
+    quiet: bool = option(QUIET)
 
 
 @takes(EvaluateOptions)

@@ -9,7 +9,7 @@ import typer
 
 from nasmlcn._storage_url import resolve_storage
 from nasmlcn.cli._console import err, out
-from nasmlcn.cli._options import STORAGE, STUDY
+from nasmlcn.cli._options import JSON, STORAGE, STUDY
 
 
 def export(
@@ -27,7 +27,7 @@ def export(
     scale: float = typer.Option(
         1.0, "--scale", min=0.25, max=8.0, help="Pixel scale of PNGs (1: 1000 px wide)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    as_json: bool = JSON,
 ) -> None:
     """Export a study: an offline HTML report, PNG/SVG figures, CSV/JSON of all trials."""
     from nasmlcn.dashboard import export_study, parse_formats

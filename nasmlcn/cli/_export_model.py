@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from nasmlcn.cli._console import out, phase_status
-from nasmlcn.cli._options import RUN
+from nasmlcn.cli._options import JSON, QUIET, RUN
 from nasmlcn.runs import EXPORT_FORMATS
 
 
@@ -24,8 +24,8 @@ def export_model(
         "--out",
         help="The file to write [default: RUN/model.torchscript.pt or RUN/model.onnx].",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress display."),
+    as_json: bool = JSON,
+    quiet: bool = QUIET,
 ) -> None:
     """Export a trained run for inference: images (batch, C, H, W) in, class
     probabilities (batch, K) and class capsules (batch, K, D) out, no decoder. The

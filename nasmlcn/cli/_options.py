@@ -80,6 +80,8 @@ RUN_ON = typer.Option(
 )
 """Where the work runs on this machine: one word in every command (``search``'s
 ``--run-on`` is SearchConfig.run_on)."""
+JSON = typer.Option(False, "--json", help="Print one JSON object on stdout.")
+QUIET = typer.Option(False, "--quiet", "-q", help="No progress display.")
 INFERENCE_BATCH = typer.Option(
     100, "--inference-batch", min=1, help="Images per timed inference pass."
 )

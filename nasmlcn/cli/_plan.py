@@ -11,7 +11,15 @@ import typer
 
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import out
-from nasmlcn.cli._options import ARCH, CALIBRATION, COST_MODEL, DEVICE_FILE, format_time, one_of
+from nasmlcn.cli._options import (
+    ARCH,
+    CALIBRATION,
+    COST_MODEL,
+    DEVICE_FILE,
+    JSON,
+    format_time,
+    one_of,
+)
 from nasmlcn.placement import PLACERS
 
 if TYPE_CHECKING:
@@ -47,7 +55,7 @@ class PlanOptions:
     )
     seed: int = option(typer.Option(0, "--seed", min=0, help="Seed of the random strategy."))
     device_file: Path | None = option(DEVICE_FILE)  # noqa: RUF009
-    as_json: bool = option(typer.Option(False, "--json", help="Print one JSON object on stdout."))
+    as_json: bool = option(JSON)
 
 
 @takes(PlanOptions)

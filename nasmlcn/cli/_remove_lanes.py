@@ -13,7 +13,7 @@ import typer
 
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import err, out
-from nasmlcn.cli._options import DATA_DIR, INFERENCE_BATCH, RUN, RUN_DATASET, RUN_ON
+from nasmlcn.cli._options import DATA_DIR, INFERENCE_BATCH, JSON, QUIET, RUN, RUN_DATASET, RUN_ON
 from nasmlcn.cli._progress import MeasureProgress
 
 if TYPE_CHECKING:
@@ -73,8 +73,8 @@ class RemoveLanesOptions:
             5, "--passes", min=1, help="Timed inference passes per step (the median counts)."
         )
     )
-    as_json: bool = option(typer.Option(False, "--json", help="Print one JSON object on stdout."))
-    quiet: bool = option(typer.Option(False, "--quiet", "-q", help="No progress display."))
+    as_json: bool = option(JSON)
+    quiet: bool = option(QUIET)
 
 
 @takes(RemoveLanesOptions)

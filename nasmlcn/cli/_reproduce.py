@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from nasmlcn.cli._console import err, out
+from nasmlcn.cli._options import JSON
 from nasmlcn.errors import ReproduceError
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def reproduce(
         help="Run the engine again even if a finished run is there (it still continues"
         " from its own state, such as a search's study: delete the folder to start over).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    as_json: bool = JSON,
 ) -> None:
     """Run a seed paper's result (thesis, NASCaps, FasTrCaps) and report it beside the
     paper's numbers: OUT/NAME/SCALE/report.html, .png, .csv and OUT/index.html."""

@@ -13,7 +13,7 @@ import typer
 
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import err, out
-from nasmlcn.cli._options import INFERENCE_BATCH, RUN_ON, STORAGE, STUDY
+from nasmlcn.cli._options import INFERENCE_BATCH, JSON, QUIET, RUN_ON, STORAGE, STUDY
 
 if TYPE_CHECKING:
     from nasmlcn.search import RetrainOptions, RetrainReport
@@ -116,8 +116,8 @@ class RetrainCommandOptions:
             "analytic stand-in, not measured; refused without this).",
         )
     )
-    as_json: bool = option(typer.Option(False, "--json", help="Print one JSON object on stdout."))
-    quiet: bool = option(typer.Option(False, "--quiet", "-q", help="No progress display."))
+    as_json: bool = option(JSON)
+    quiet: bool = option(QUIET)
 
     def retrain_options(self) -> RetrainOptions:
         """The library's options of the retraining (``--out`` defaults to

@@ -10,6 +10,7 @@ import typer
 
 from nasmlcn.cli._config_options import with_config_options
 from nasmlcn.cli._console import err
+from nasmlcn.cli._options import JSON
 from nasmlcn.cli._search_report import print_result, print_sweep, result_json
 from nasmlcn.errors import SearchError, option
 from nasmlcn.search import SearchConfig
@@ -46,7 +47,7 @@ def search(
         "worker i trains on GPU i // K, and each trial's model must fit 1/K of the GPU's "
         "memory; refused up front if the search's largest model cannot fit K times.",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    as_json: bool = JSON,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No live display."),
     **given: Any,
 ) -> int:

@@ -17,7 +17,7 @@ import typer
 from nasmlcn._text import counted
 from nasmlcn.cli._command_options import option
 from nasmlcn.cli._config_options import config_option, given_settings
-from nasmlcn.cli._options import ARCH, one_of
+from nasmlcn.cli._options import ARCH, JSON, QUIET, one_of
 from nasmlcn.placement import PLACERS
 from nasmlcn.specs import DECODERS, DEFAULT_LANES, DEFAULT_VOTE_INIT, ROUTINGS, VOTE_INITS
 from nasmlcn.training import TrainConfig
@@ -158,8 +158,8 @@ class TrainOptions:
         )
     )
     resume: bool = option(typer.Option(False, "--resume", help="Continue the checkpoint in --out."))
-    as_json: bool = option(typer.Option(False, "--json", help="Print one JSON object on stdout."))
-    quiet: bool = option(typer.Option(False, "--quiet", "-q", help="No progress display."))
+    as_json: bool = option(JSON)
+    quiet: bool = option(QUIET)
 
     def arch_spec(self) -> ArchSpec:
         """The architecture of ``--lanes``, ``--arch`` or ``--model``, fitted to the

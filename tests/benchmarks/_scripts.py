@@ -66,3 +66,12 @@ def run_script(
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
+
+
+def every_key(data: Any) -> set[str]:
+    """Every key of every object in ``data`` (a script's JSON output)."""
+    if isinstance(data, dict):
+        return set(data) | {k for v in data.values() for k in every_key(v)}
+    if isinstance(data, list):
+        return {k for v in data for k in every_key(v)}
+    return set()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.benchmarks._scripts import command, load_script, run_json
+from tests.benchmarks._scripts import command, every_key, load_script, run_json
 from tests.conftest import ROOT
 
 ENGINE = command("lane_variants")
@@ -39,15 +39,6 @@ def run(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def script(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """The script as a module, run in this process (no torch import per run)."""
     return load_script("lane_variants", data_dir, monkeypatch)
-
-
-def _keys(data: Any) -> set[str]:
-    """Every key of every object in ``data``."""
-    if isinstance(data, dict):
-        return set(data) | {k for v in data.values() for k in _keys(v)}
-    if isinstance(data, list):
-        return {k for v in data for k in _keys(v)}
-    return set()
 
 
 def test_variants_seeds_and_a_rerun_that_trains_nothing(
@@ -82,7 +73,7 @@ def test_variants_seeds_and_a_rerun_that_trains_nothing(
     # The key holds the model's size (counted on the meta device): that of the trained model.
     assert all(json.loads(k)["params"] == r["params"] for k, r in stored["runs"].items())
     # Selection happens on validation: no test figure in the report or the stored runs.
-    assert not any("test" in k for k in _keys(first) | _keys(stored))
+    assert not any("test" in k for k in every_key(first) | every_key(stored))
     # The second variant against the first, seed by seed, checked on the stored runs.
     run_of = {(bool(r["overrides"]), r["seed"]): r for r in stored["runs"].values()}
     for v, shift in zip(first["variants"], (False, True), strict=True):

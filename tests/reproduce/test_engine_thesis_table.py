@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.benchmarks._scripts import command, load_script, run_json
+from tests.benchmarks._scripts import command, every_key, load_script, run_json
 from tests.conftest import ROOT
 
 ENGINE = command("thesis_table")
@@ -29,15 +29,6 @@ def script(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     return load_script("thesis_table", data_dir, monkeypatch)
 
 
-def _keys(data: Any) -> set[str]:
-    """Every key of every object in ``data``."""
-    if isinstance(data, dict):
-        return set(data) | {k for v in data.values() for k in _keys(v)}
-    if isinstance(data, list):
-        return {k for v in data for k in _keys(v)}
-    return set()
-
-
 def _first_best(values: list[float]) -> int:
     """The 1-based epoch of the best value, the first one on a tie."""
     return values.index(max(values)) + 1
@@ -47,7 +38,7 @@ def check_protocol(report: dict[str, Any], results: Path) -> None:
     """Every row is the mean of its runs' best-validation-epoch test accuracies, and
     nothing reports (or stores) a test accuracy picked by the test set."""
     for data in (report, json.loads(results.read_text())):
-        keys = _keys(data)
+        keys = every_key(data)
         assert not [k for k in keys if "max_test" in k], keys
         assert not {"test_accuracy_per_epoch", "test_accuracy_at_best_val"} & keys
     for row in report["rows"]:
