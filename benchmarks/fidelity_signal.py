@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from nasmlcn.data import load_splits
     from nasmlcn.specs import format_lanes
     from nasmlcn.stats import spearman
-    from nasmlcn.training import RunOptions, TrainConfig, run_job
+    from nasmlcn.training import InMemoryJob, RunOptions, TrainConfig, train
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--archs", type=int, default=10)
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 config = TrainConfig(epochs=epochs, batch_size=100, seed=seed)
                 start = time.perf_counter()
-                run = run_job(spec, splits, config, options=RunOptions(test=False))
+                run = train(InMemoryJob(spec, splits, config, RunOptions(test=False)))
                 seconds[name] += time.perf_counter() - start
                 acc[name][a].append(run.history[-1].val_accuracy)
             say(

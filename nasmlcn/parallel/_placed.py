@@ -45,7 +45,7 @@ class PlacedMLCN(nn.Module):
             is on CUDA). False runs a device's lanes one after another.
 
     Parameter names equal :class:`~nasmlcn.models.MLCN`'s, so checkpoints of the
-    two are interchangeable. :func:`nasmlcn.training.run_job` sees
+    two are interchangeable. :func:`nasmlcn.training.train` sees
     :attr:`input_device` and leaves the placement alone.
 
     Raises:

@@ -1,15 +1,15 @@
 """Training: configuration, the loop, callbacks, checkpoints and whole jobs.
 
-:func:`train` is the one verb that trains a :class:`TrainJob`, wherever it runs:
-one device, lanes placed on several local devices, local ranks, ``torchrun``
-ranks, DDP (the models and processes of the parallel paths are
-:mod:`nasmlcn.parallel`'s, which imports nothing of this package). :func:`run_job`
-is the step under every path (seed, build, place, train, test), for the packages
-that hold their data and their model's placement themselves: the search's trials
-and the reproduce engines.
+:func:`train` is the one verb that trains a model, wherever it runs: a
+:class:`TrainJob` on one device, lanes placed on several local devices, local ranks,
+``torchrun`` ranks, DDP (the models and processes of the parallel paths are
+:mod:`nasmlcn.parallel`'s, which imports nothing of this package); an
+:class:`InMemoryJob` for the packages that hold their data and their model's
+placement themselves (the search's trials and the reproduce engines), which returns
+a :class:`JobRun` with the trained module.
 
 ``TrainConfig``, ``EpochResult``, ``Callback`` and the registries of LR policies
-and augmentations are pure Python; the training itself (``train``, ``run_job``,
+and augmentations are pure Python; the training itself (``train``,
 ``evaluate``, checkpoints) and the augmentations' code import torch when first
 used.
 """
@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.training._job import (
         FIXED_EPOCHS_PROTOCOL,
         PROTOCOL,
+        InMemoryJob,
         TrainJob,
         TrainReport,
         arch_for_dataset,
@@ -48,7 +49,7 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.training._memory import check_training_memory
     from nasmlcn.training._optimizer import make_optimizer
     from nasmlcn.training._report import ParallelReport
-    from nasmlcn.training._run import JobRun, run_job
+    from nasmlcn.training._run import JobRun
     from nasmlcn.training._run_folder import (
         ARCH_NAME,
         CHECKPOINT_NAME,
@@ -60,6 +61,7 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
         write_run_folder,
     )
     from nasmlcn.training._selection import Selection, selected_weights
+    from nasmlcn.training._train import run_job as run_job  # the old name, not in __all__
     from nasmlcn.training._train import train
     from nasmlcn.training._trainer import evaluate, resolve_device
 
@@ -79,6 +81,7 @@ __all__ = [
     "Callback",
     "CallbackList",
     "EpochResult",
+    "InMemoryJob",
     "JobRun",
     "LRPolicy",
     "ParallelReport",
@@ -107,7 +110,6 @@ __all__ = [
     "random_shift",
     "resolve_arch",
     "resolve_device",
-    "run_job",
     "save_checkpoint",
     "selected_weights",
     "step_batch_size",
@@ -130,7 +132,8 @@ _LAZY = {
     "resolve_arch": "_job",
     "step_batch_size": "_job",
     "check_training_memory": "_memory",
-    "run_job": "_run",
+    "InMemoryJob": "_job",
+    "run_job": "_train",  # the old name of train(InMemoryJob(...)), not in __all__
     "ParallelReport": "_report",
     "check_out_dir": "_run_folder",
     "write_result": "_run_folder",

@@ -211,7 +211,7 @@ class RunOptions:
     """What a training run keeps, resumes from, tests and writes, beside how it trains.
 
     :func:`~nasmlcn.training._trainer.train_epochs` reads the checkpoint fields and
-    ``should_stop``; :func:`~nasmlcn.training.run_job` also ``test``, ``select``
+    ``should_stop``; :func:`~nasmlcn.training.train` also ``test``, ``select``
     and ``out_dir``.
 
     Attributes:

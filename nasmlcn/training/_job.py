@@ -7,13 +7,21 @@ import logging
 import platform
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nasmlcn.data import DATASETS, DatasetInfo, normalization_record
 from nasmlcn.errors import CheckpointError, SpecError
 from nasmlcn.specs import DEFAULT_LANES, ArchSpec, CapsNetSpec, MLCNSpec, create_arch, load_arch
-from nasmlcn.training._config import EpochResult, TrainConfig
+from nasmlcn.training._config import EpochResult, RunOptions, TrainConfig
 from nasmlcn.training._run_folder import CHECKPOINT_NAME, check_out_dir, check_run_files
+
+if TYPE_CHECKING:
+    import contextlib
+    from collections.abc import Callable
+
+    from torch import nn
+
+    from nasmlcn.data import DataSplits
 
 logger = logging.getLogger(__name__)
 
@@ -137,12 +145,45 @@ class TrainJob:
     refit: bool = False
 
 
+@dataclass(frozen=True)
+class InMemoryJob:
+    """A job whose data the caller holds and whose model it places: what the
+    search's trials and the reproduce engines train. :func:`~nasmlcn.training.train`
+    seeds, builds, places, trains (resuming) and tests it, and returns a
+    :class:`~nasmlcn.training.JobRun` (the trained module included); it loads and
+    writes nothing the ``options`` do not name.
+
+    Attributes:
+        arch: The architecture (fitted to the data).
+        splits: Training, validation and test data.
+        config: How to train; ``config.seed`` also seeds the initial weights.
+        options: The checkpoint and resuming, the stop, the test and the folder
+            ``arch.json`` goes to (:class:`~nasmlcn.training.RunOptions`; its
+            defaults: tested, nothing written).
+        place: Puts the built model where it trains and returns what to train
+            (a :class:`~nasmlcn.parallel.PlacedMLCN`, a rank's share); None: the
+            model itself, on ``config.device``. A module with an ``input_device``
+            trains and tests there, and the checkpoint says so.
+        measure: Entered around placing and training (peak memory).
+        device_label: What callbacks are told the model trains on, where the
+            trainer's own device would describe one rank only.
+    """
+
+    arch: ArchSpec
+    splits: DataSplits
+    config: TrainConfig = field(default_factory=TrainConfig)
+    options: RunOptions = field(default_factory=RunOptions)
+    place: Callable[[nn.Module], nn.Module] | None = None
+    measure: contextlib.AbstractContextManager[Any] | None = None
+    device_label: str | None = None
+
+
 PROTOCOL = "test at the best-validation epoch"
 """How a run's test figure is chosen (:mod:`nasmlcn.training._selection`); every
 report says so."""
 
 FIXED_EPOCHS_PROTOCOL = "test after the last epoch (epochs fixed beforehand)"
-"""The protocol of a run that selects no epoch (``run_job(..., select=False)``)."""
+"""The protocol of a run that selects no epoch (``RunOptions(select=False)``)."""
 
 
 @dataclass(frozen=True)

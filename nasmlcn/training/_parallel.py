@@ -28,6 +28,7 @@ from nasmlcn.specs import ArchSpec, MLCNSpec
 from nasmlcn.training._callbacks import Callback, CallbackList
 from nasmlcn.training._config import RunOptions
 from nasmlcn.training._job import (
+    InMemoryJob,
     TrainJob,
     arch_for_dataset,
     job_outputs,
@@ -97,7 +98,7 @@ def train_placed(
         NasmlcnError: Missing data, an existing checkpoint, a bad device.
     """
     from nasmlcn.parallel import PlacedMLCN, placer
-    from nasmlcn.training._run import run_job
+    from nasmlcn.training._run import run_in_memory
     from nasmlcn.training._trainer import resolve_device
 
     arch = lane_parallel_arch(job)
@@ -109,18 +110,21 @@ def train_placed(
     check_training_memory(
         arch, step_batch_size(job), head_device or lane_devices[0], lane_devices=lane_devices
     )
-    run = run_job(
-        arch,
-        load_job_splits(job),
-        job.config,  # its device is the placed model's input device
-        place=placer(lane_devices, head_device, streams=streams),
-        callbacks=callbacks,
-        options=RunOptions(
-            checkpoint_path=checkpoint,
-            resume=job.resume,
-            out_dir=out,
-            select=not job.refit,  # a refit validates on nothing
+    options = RunOptions(
+        checkpoint_path=checkpoint,
+        resume=job.resume,
+        out_dir=out,
+        select=not job.refit,  # a refit validates on nothing
+    )
+    run = run_in_memory(
+        InMemoryJob(
+            arch,
+            load_job_splits(job),
+            job.config,  # its device is the placed model's input device
+            options,
+            place=placer(lane_devices, head_device, streams=streams),
         ),
+        callbacks,
     )
     placed = run.module
     assert isinstance(placed, PlacedMLCN)
@@ -166,7 +170,7 @@ def train_rank(
 
     from nasmlcn.data import DataSplits
     from nasmlcn.parallel import ShardedSplit
-    from nasmlcn.training._run import run_job
+    from nasmlcn.training._run import run_in_memory
 
     check_parallelism(parallelism)
     if parallelism == "lanes":
@@ -184,17 +188,20 @@ def train_rank(
     rank0 = ctx.rank == 0
     # No per-epoch checkpoint: each rank holds only its lanes, and gathering them
     # is a collective; the whole model is saved once, after the last epoch.
-    run = run_job(
-        arch,
-        splits,
-        config,
-        place=_rank_placer(ctx, assignment, parallelism),
-        callbacks=callbacks if rank0 else (),
-        device_label=label,
-        options=RunOptions(
-            out_dir=out if rank0 else None,
-            select=not job.refit,  # a refit validates on nothing
+    options = RunOptions(
+        out_dir=out if rank0 else None,
+        select=not job.refit,  # a refit validates on nothing
+    )
+    run = run_in_memory(
+        InMemoryJob(
+            arch,
+            splits,
+            config,
+            options,
+            place=_rank_placer(ctx, assignment, parallelism),
+            device_label=label,
         ),
+        callbacks if rank0 else (),
     )
     extra: dict[str, Any] = {"backend": ctx.backend, "threads": torch.get_num_threads()}
     writes = _gather_and_save(ctx, run, splits, config, checkpoint)

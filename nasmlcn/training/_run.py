@@ -1,9 +1,10 @@
 """One training job: seed, build, place, train (resuming), test.
 
-Every way nasmlcn trains a model runs :func:`run_job`: every path of
-:func:`~nasmlcn.training.train` (one device here, :func:`train_on_one_device`;
-lanes placed on local devices and each rank of a multi-process job in ``_parallel``),
-the search's ``train`` evaluator and the reproduce engines that hold their data.
+Every way nasmlcn trains a model runs :func:`run_in_memory`, under
+:func:`~nasmlcn.training.train`: a :class:`~nasmlcn.training.TrainJob` on one device
+(here, :func:`train_on_one_device`), lanes placed on local devices and each rank of
+a multi-process job (``_parallel``), and an :class:`~nasmlcn.training.InMemoryJob`
+(the search's ``train`` evaluator and the reproduce engines that hold their data).
 They differ only in where the model runs (``place``), who watches (``callbacks``,
 ``measure``) and where the results go (``out_dir``, the checkpoint, and what each
 makes of the :class:`JobRun`).
@@ -12,10 +13,9 @@ makes of the :class:`JobRun`).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
@@ -28,6 +28,7 @@ from nasmlcn.training._config import EpochResult, RunOptions, TrainConfig
 from nasmlcn.training._job import (
     FIXED_EPOCHS_PROTOCOL,
     PROTOCOL,
+    InMemoryJob,
     TrainJob,
     TrainReport,
     arch_for_dataset,
@@ -42,7 +43,8 @@ from nasmlcn.training._trainer import evaluate, resolve_device, train_epochs
 
 @dataclass(frozen=True)
 class JobRun:
-    """What :func:`run_job` did.
+    """What :func:`~nasmlcn.training.train` did with an
+    :class:`~nasmlcn.training.InMemoryJob`.
 
     Attributes:
         arch: The architecture.
@@ -77,8 +79,8 @@ class JobRun:
 
     def report(self, dataset: str, device: str, out_dir: Path | None) -> TrainReport:
         """The job's report; ``device`` says where it trained."""
-        assert self.test is not None, "a report needs run_job(..., test=True)"
-        assert self.test_last is not None, "a report needs run_job(..., test=True)"
+        assert self.test is not None, "a report needs RunOptions(test=True)"
+        assert self.test_last is not None, "a report needs RunOptions(test=True)"
         assert self.selection is not None, "a tested run selects an epoch"
         return TrainReport(
             arch=self.arch,
@@ -113,40 +115,17 @@ class _WholeJob(CallbackList):
         )
 
 
-def run_job(
-    arch: ArchSpec,
-    splits: DataSplits,
-    config: TrainConfig,
-    *,
-    place: Callable[[nn.Module], nn.Module] | None = None,
-    callbacks: Sequence[Callback] = (),
-    device_label: str | None = None,
-    measure: contextlib.AbstractContextManager[Any] | None = None,
-    options: RunOptions | None = None,
-) -> JobRun:
-    """Seeds, builds ``arch``, places it, trains it (resuming) and tests it.
-
-    Args:
-        arch: The architecture.
-        splits: Training, validation and test data.
-        config: How to train; ``config.seed`` also seeds the initial weights.
-        place: Puts the built model where it trains and returns what to train
-            (a :class:`~nasmlcn.parallel.PlacedMLCN`, a rank's share); None: the
-            model itself, on ``config.device``. A module with an
-            ``input_device`` trains and tests there, and the checkpoint says so.
-        callbacks: Receive progress; ``on_epoch_end`` may raise to stop.
-        device_label: What callbacks are told the model trains on, where the
-            trainer's own device would describe one rank only.
-        measure: Entered around placing and training (peak memory).
-        options: The checkpoint and resuming, the stop, the test and the folder
-            ``arch.json`` goes to (:class:`~nasmlcn.training.RunOptions`); None:
-            its defaults (tested, nothing written).
+def run_in_memory(job: InMemoryJob, callbacks: Sequence[Callback] = ()) -> JobRun:
+    """Seeds, builds ``job.arch``, places it, trains it (resuming) and tests it: what
+    :func:`~nasmlcn.training.train` does with an :class:`InMemoryJob`, and each path
+    of a :class:`~nasmlcn.training.TrainJob` once its data is loaded.
 
     Raises:
         TrainingError: The loss became NaN or infinite.
         CheckpointError: ``resume`` and the checkpoint belongs to another model.
     """
-    options = options or RunOptions()
+    arch, splits, config, options = job.arch, job.splits, job.config, job.options
+    place, measure = job.place, job.measure
     torch.manual_seed(config.seed)
     selection = Selection() if options.test and options.select else None
     model = build_model(arch)
@@ -165,7 +144,7 @@ def run_job(
             arch,
             splits,
             config,
-            callbacks=[_WholeJob(callbacks, params, device_label)],
+            callbacks=[_WholeJob(callbacks, params, job.device_label)],
             options=options,
             selection=selection,
         )
@@ -227,17 +206,14 @@ def train_on_one_device(job: TrainJob, callbacks: list[Callback] | None = None) 
     device = str(resolve_device(job.config.device))
     out, checkpoint = job_outputs(job)
     check_training_memory(arch, step_batch_size(job), device)
-    run = run_job(
-        arch,
-        load_job_splits(job),
-        job.config,
-        callbacks=callbacks or (),
-        options=RunOptions(
-            checkpoint_path=checkpoint,
-            resume=job.resume,
-            out_dir=out,
-            select=not job.refit,  # a refit validates on nothing
-        ),
+    options = RunOptions(
+        checkpoint_path=checkpoint,
+        resume=job.resume,
+        out_dir=out,
+        select=not job.refit,  # a refit validates on nothing
+    )
+    run = run_in_memory(
+        InMemoryJob(arch, load_job_splits(job), job.config, options), callbacks or ()
     )
     report = run.report(job.dataset, device, out)
     write_result(out, report.to_dict())

@@ -1,10 +1,13 @@
-"""The one verb that trains a :class:`~nasmlcn.training.TrainJob`, wherever it runs:
-on one device in this process, with lanes placed on several local devices, with N
-local processes (lane-parallel or DDP), or as one rank that ``torchrun`` started.
+"""The one verb that trains a model, wherever it runs: a
+:class:`~nasmlcn.training.TrainJob` on one device in this process, with lanes placed
+on several local devices, with N local processes (lane-parallel or DDP), or as one
+rank that ``torchrun`` started; an :class:`~nasmlcn.training.InMemoryJob` (data held
+by the caller, the model placed by it) where its ``place`` puts it.
 
-``nasmlcn train`` is a thin wrapper over :func:`train`; so is a retrain. The ways
-it dispatches to live in ``_run`` (one device) and ``_parallel`` (the rest), which
-use :mod:`nasmlcn.parallel` for the models spread over devices and processes.
+``nasmlcn train`` is a thin wrapper over :func:`train`; so are a retrain, the
+search's trials and the reproduce engines. The ways it dispatches to live in
+``_run`` (one device, in-memory jobs) and ``_parallel`` (the rest), which use
+:mod:`nasmlcn.parallel` for the models spread over devices and processes.
 """
 
 from __future__ import annotations
@@ -12,19 +15,21 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from nasmlcn.errors import DeviceError, SpecError
 from nasmlcn.training._callbacks import Callback
-from nasmlcn.training._job import TrainJob
+from nasmlcn.training._job import InMemoryJob, TrainJob
 
 if TYPE_CHECKING:
     from nasmlcn.training._job import TrainReport
     from nasmlcn.training._report import ParallelReport
+    from nasmlcn.training._run import JobRun
 
 logger = logging.getLogger(__name__)
 
 
+@overload
 def train(
     job: TrainJob,
     callbacks: Sequence[Callback] = (),
@@ -35,10 +40,30 @@ def train(
     parallelism: str = "lanes",
     device: str = "auto",
     timeout_s: float | None = None,
-) -> TrainReport:
+) -> TrainReport: ...
+
+
+@overload
+def train(job: InMemoryJob, callbacks: Sequence[Callback] = ()) -> JobRun: ...
+
+
+def train(
+    job: TrainJob | InMemoryJob,
+    callbacks: Sequence[Callback] = (),
+    *,
+    devices: str | None = None,
+    placement: str = "greedy",
+    processes: int = 1,
+    parallelism: str = "lanes",
+    device: str = "auto",
+    timeout_s: float | None = None,
+) -> TrainReport | JobRun:
     """Loads the data, builds and trains the model, tests it and writes the files.
 
-    Where it trains:
+    An :class:`~nasmlcn.training.InMemoryJob` (data held by the caller) trains where
+    its ``place`` puts it, tests and writes as its ``options`` say, and returns a
+    :class:`~nasmlcn.training.JobRun` with the trained module; the options below
+    are a ``TrainJob``'s. Where a ``TrainJob`` trains:
 
     - By default, on ``job.config.device`` in this process.
     - Started by ``torchrun`` (more than one rank): this process is one rank; rank
@@ -75,6 +100,8 @@ def train(
     from nasmlcn.parallel import under_torchrun
 
     parallel = devices is not None or processes > 1 or parallelism != "lanes"
+    if isinstance(job, InMemoryJob):
+        return _train_in_memory(job, callbacks, parallel or timeout_s is not None)
     if not parallel and not under_torchrun():
         from nasmlcn.training._run import train_on_one_device
 
@@ -89,6 +116,32 @@ def train(
         timeout_s=timeout_s,
         callbacks=callbacks,
     )
+
+
+def _train_in_memory(job: InMemoryJob, callbacks: Sequence[Callback], parallel: bool) -> JobRun:
+    if parallel:
+        raise SpecError(
+            "an InMemoryJob trains where its place puts it: devices, processes, "
+            "parallelism and timeout_s are a TrainJob's"
+        )
+    from nasmlcn.training._run import run_in_memory
+
+    return run_in_memory(job, callbacks)
+
+
+def run_job(arch: Any, splits: Any, config: Any, **options: Any) -> JobRun:
+    """The old name of ``train(InMemoryJob(...))``: kept one release, with a warning.
+    ``callbacks`` go to :func:`train`, the other keywords to the job."""
+    import warnings
+
+    warnings.warn(
+        "nasmlcn.training.run_job(arch, splits, config, ...) is now "
+        "train(InMemoryJob(arch, splits, config, ...), callbacks)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    callbacks = options.pop("callbacks", ())
+    return train(InMemoryJob(arch, splits, config, **options), callbacks)
 
 
 def _train_parallel(

@@ -222,8 +222,8 @@ def train_epochs(
         callbacks: Receive progress; ``on_epoch_end`` may return a reason to stop
             after that epoch.
         options: Its ``checkpoint_path`` (written after every epoch), ``resume``,
-            ``run_id`` and ``should_stop`` (see :class:`RunOptions`); the rest is
-            :func:`~nasmlcn.training.run_job`'s. None: no checkpoint, no stop.
+            ``run_id`` and ``should_stop`` (see :class:`RunOptions`; the rest is
+            for :func:`~nasmlcn.training.train`). None: no checkpoint, no stop.
         selection: Follows the best-validation epoch and keeps its weights (and the
             checkpoints carry them, and a resumed run takes them up); None: no
             epoch is selected (a search trial's figure is its last epoch's).

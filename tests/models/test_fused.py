@@ -273,7 +273,7 @@ def test_a_per_lane_checkpoint_resumes_fused_and_fused_weights_load_per_lane(
     """One checkpoint format: a run trained lane by lane (as every checkpoint before
     fusion was) resumes fused, and lands where an all-per-lane run lands."""
     from nasmlcn.data import load_splits
-    from nasmlcn.training import RunOptions, TrainConfig, run_job
+    from nasmlcn.training import InMemoryJob, RunOptions, TrainConfig, train
 
     spec = MLCNSpec.from_lanes("3*mlcn2:1x1", decoder="none")
     splits = load_splits("synthetic", train_limit=40, val_limit=20, test_limit=20)
@@ -281,16 +281,14 @@ def test_a_per_lane_checkpoint_resumes_fused_and_fused_weights_load_per_lane(
         epochs=1, batch_size=20, seed=1, lr_policy="exponential", fuse_lanes=False
     )
     ckpt = tmp_path / "checkpoint.pt"
-    first = run_job(spec, splits, per_lane, options=RunOptions(checkpoint_path=ckpt, test=False))
+    untested = RunOptions(checkpoint_path=ckpt, test=False)
+    first = train(InMemoryJob(spec, splits, per_lane, untested))
     assert not cast(MLCN, first.model).fuse_lanes
-    resumed = run_job(
-        spec,
-        splits,
-        replace(per_lane, epochs=2, fuse_lanes=True),
-        options=RunOptions(checkpoint_path=ckpt, resume=True),
-    )
+    fused = replace(per_lane, epochs=2, fuse_lanes=True)
+    resumed = train(InMemoryJob(spec, splits, fused, RunOptions(checkpoint_path=ckpt, resume=True)))
     assert cast(MLCN, resumed.model).fuse_lanes
-    reference = run_job(spec, splits, replace(per_lane, epochs=2), options=RunOptions(test=False))
+    unfused = replace(per_lane, epochs=2)
+    reference = train(InMemoryJob(spec, splits, unfused, RunOptions(test=False)))
     assert [e.epoch for e in resumed.history] == [1, 2]
     assert resumed.history[-1].train_loss == pytest.approx(
         reference.history[-1].train_loss, rel=1e-4

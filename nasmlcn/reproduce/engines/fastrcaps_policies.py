@@ -84,7 +84,7 @@ def time_to_target(history: list[Any], target: float) -> tuple[int | None, float
 
 def train_row(row: Row, arch: Any, splits: Any, args: argparse.Namespace, seed: int) -> Any:
     """One run: the row's model and policies, ``seed``; returns (params, history)."""
-    from nasmlcn.training import RunOptions, TrainConfig, run_job
+    from nasmlcn.training import InMemoryJob, RunOptions, TrainConfig, train
 
     if row.weight_sharing:  # FasTrCaps's WS includes its reduced decoder (Fig. 8)
         arch = replace(arch, weight_sharing=True, decoder="reduced")
@@ -98,7 +98,7 @@ def train_row(row: Row, arch: Any, splits: Any, args: argparse.Namespace, seed: 
         device="cpu",
     )
     # seeds with config.seed, builds
-    run = run_job(arch, splits, config, options=RunOptions(test=False))
+    run = train(InMemoryJob(arch, splits, config, RunOptions(test=False)))
     return run.params, run.history
 
 

@@ -158,7 +158,13 @@ def train_variant(
 ) -> dict[str, Any]:
     """Trains one variant with one seed; validation only, the test split stays out."""
     from nasmlcn.data import DataSplits, Split, load_splits
-    from nasmlcn.training import RunOptions, check_training_memory, resolve_device, run_job
+    from nasmlcn.training import (
+        InMemoryJob,
+        RunOptions,
+        check_training_memory,
+        resolve_device,
+        train,
+    )
 
     epochs = variant.epochs or settings.epochs
     config = replace(variant.config, epochs=epochs, seed=seed, device=device)
@@ -175,13 +181,9 @@ def train_variant(
     empty = Split(loaded.val.images[:0], loaded.val.labels[:0])
     splits = DataSplits(loaded.train, loaded.val, empty)
     check_training_memory(variant.arch, min(config.batch_size, len(splits.train)), where)
-    run = run_job(  # seeds with config.seed, builds, trains; no test
-        variant.arch,
-        splits,
-        config,
-        callbacks=[log],
-        options=RunOptions(checkpoint_path=checkpoint, resume=True, test=False),
-    )
+    options = RunOptions(checkpoint_path=checkpoint, resume=True, test=False)
+    # seeds with config.seed, builds, trains; no test
+    run = train(InMemoryJob(variant.arch, splits, config, options), [log])
     return {
         "variant": variant.text,
         "seed": seed,

@@ -180,7 +180,13 @@ class TrainEvaluator:
         and the head on ``device``."""
         from nasmlcn.measure import PeakMemory
         from nasmlcn.parallel import placer
-        from nasmlcn.training import RunOptions, largest_batch_size, resolve_device, run_job
+        from nasmlcn.training import (
+            InMemoryJob,
+            RunOptions,
+            largest_batch_size,
+            resolve_device,
+            train,
+        )
 
         began = time.perf_counter()
         splits = self.splits()
@@ -195,20 +201,15 @@ class TrainEvaluator:
         relay = _Relay(on_epoch)
         memory = PeakMemory(used)
         job_began = time.perf_counter()
-        run = run_job(
-            request.spec,
-            splits,
-            config,
-            place=None if lanes is None else placer(lanes, device),
-            callbacks=[relay],
-            measure=memory,
-            options=RunOptions(
-                checkpoint_path=request.checkpoint_path,
-                resume=request.resume,
-                test=False,
-                should_stop=request.should_stop,
-            ),
+        options = RunOptions(
+            checkpoint_path=request.checkpoint_path,
+            resume=request.resume,
+            test=False,
+            should_stop=request.should_stop,
         )
+        place = None if lanes is None else placer(lanes, device)
+        job = InMemoryJob(request.spec, splits, config, options, place, memory)
+        run = train(job, [relay])
         job_ended = time.perf_counter()
         if relay.stopped:  # pruned, or the search's time is up: nothing more to measure
             curve = tuple(h.val_accuracy for h in run.history)
