@@ -66,11 +66,31 @@ class RankContext:
     backend: str
     launcher: str = "spawn"
     _queue: Any = field(default=None, repr=False)
+    _answers: Any = field(default=None, repr=False)
+    _timeout_s: float = field(default=DEFAULT_TIMEOUT_S, repr=False)
 
     def emit(self, event: Any) -> None:
         """Sends ``event`` to the parent's ``on_event`` (ignored under torchrun)."""
         if self._queue is not None:
             self._queue.put(("event", self.rank, _dumps(event), None))
+
+    def ask(self, event: Any) -> Any:
+        """Sends ``event`` to the parent's ``on_event`` and returns what it returned
+        (rank 0 of a :func:`launch`; None elsewhere, and under torchrun).
+
+        Raises:
+            DistributedError: No answer within the job's collective timeout.
+        """
+        if self._queue is None or self._answers is None:
+            return None
+        self._queue.put(("ask", self.rank, _dumps(event), None))
+        try:
+            return pickle.loads(self._answers.get(timeout=self._timeout_s))
+        except queue_module.Empty:
+            raise DistributedError(
+                f"the launching process did not answer rank {self.rank} "
+                f"within {self._timeout_s:g} s"
+            ) from None
 
 
 def under_torchrun(environ: Mapping[str, str] | None = None) -> bool:
@@ -203,7 +223,7 @@ class _Spawn:
     threads: int | None
 
 
-def _entry(local_rank: int, spawn: _Spawn, result_queue: Any) -> None:
+def _entry(local_rank: int, spawn: _Spawn, result_queue: Any, answers: Any) -> None:
     """Body of a spawned rank (module level so that spawn can import it)."""
     import torch
     import torch.distributed as dist
@@ -213,7 +233,15 @@ def _entry(local_rank: int, spawn: _Spawn, result_queue: Any) -> None:
     try:
         device, backend = _pick_device(spawn.prefer, local_rank)
         ctx = RankContext(
-            local_rank, spawn.world_size, local_rank, device, backend, "spawn", result_queue
+            local_rank,
+            spawn.world_size,
+            local_rank,
+            device,
+            backend,
+            "spawn",
+            result_queue,
+            answers if local_rank == 0 else None,  # only rank 0 asks the launcher
+            spawn.timeout_s,
         )
         store = dist.TCPStore(
             "127.0.0.1",
@@ -240,7 +268,7 @@ def launch(
     device: str = "cpu",
     timeout_s: float = DEFAULT_TIMEOUT_S,
     threads: int | None = None,
-    on_event: Callable[[Any], None] | None = None,
+    on_event: Callable[[Any], Any] | None = None,
 ) -> list[Any]:
     """Runs ``fn(ctx, *args)`` in ``world_size`` new local processes.
 
@@ -252,7 +280,9 @@ def launch(
             (``cuda`` when there are enough GPUs).
         timeout_s: Rendezvous and per-collective timeout.
         threads: ``torch.set_num_threads`` in every rank (None: torch's default).
-        on_event: Receives what rank 0 emits, in this process, as it arrives.
+        on_event: Receives what rank 0 emits, in this process, as it arrives;
+            what it returns for an event rank 0 asks with
+            :meth:`RankContext.ask` is sent back to rank 0.
 
     Returns:
         Each rank's return value, in rank order.
@@ -268,6 +298,7 @@ def launch(
         raise DistributedError(f"need at least one process, got {world_size}")
     spawn = mp.get_context("spawn")
     result_queue = spawn.Queue()
+    answers = spawn.Queue()  # this process's answers to rank 0's questions
     # This process serves the rendezvous on a free port, so ranks never race for one.
     store = dist.TCPStore(
         "127.0.0.1",
@@ -280,12 +311,12 @@ def launch(
     given = _Spawn(fn, args, store.port, world_size, device, timeout_s, threads)
     context = mp.start_processes(
         _entry,
-        args=(given, result_queue),
+        args=(given, result_queue, answers),
         nprocs=world_size,
         join=False,
         start_method="spawn",
     )
-    collected = _Collected(result_queue, on_event)
+    collected = _Collected(result_queue, answers, on_event)
     try:
         _wait_for_ranks(context, collected, world_size)
     finally:
@@ -295,6 +326,7 @@ def launch(
         for process in context.processes:
             process.join(5)
         result_queue.close()
+        answers.close()
         del store  # stops the rendezvous server
     results = collected.results
     missing = [r for r in range(world_size) if r not in results]
@@ -305,10 +337,13 @@ def launch(
 
 class _Collected:
     """What the ranks put on the result queue: their results and errors; rank 0's
-    events go to ``on_event`` as they arrive."""
+    events go to ``on_event`` as they arrive, and its questions' answers back to it."""
 
-    def __init__(self, result_queue: Any, on_event: Callable[[Any], None] | None) -> None:
+    def __init__(
+        self, result_queue: Any, answers: Any, on_event: Callable[[Any], Any] | None
+    ) -> None:
         self.queue = result_queue
+        self.answers = answers
         self.on_event = on_event
         self.results: dict[int, Any] = {}
         self.errors: dict[int, tuple[BaseException | None, str]] = {}
@@ -322,9 +357,12 @@ class _Collected:
                 return
             wait = 0.0
             payload = pickle.loads(data)
-            if kind == "event":
+            if kind in ("event", "ask"):
+                answer = None
                 if self.on_event is not None and rank == 0:
-                    self.on_event(payload)
+                    answer = self.on_event(payload)
+                if kind == "ask":  # rank 0 waits for it
+                    self.answers.put(_dumps(answer))
             elif kind == "result":
                 self.results[rank] = payload
             else:

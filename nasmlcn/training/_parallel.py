@@ -36,7 +36,7 @@ from nasmlcn.training._job import (
     step_batch_size,
 )
 from nasmlcn.training._memory import check_training_memory
-from nasmlcn.training._relay import Emit, replay
+from nasmlcn.training._relay import Agreed, Emit, replay
 from nasmlcn.training._report import ParallelReport
 from nasmlcn.training._run_folder import write_result
 
@@ -156,7 +156,8 @@ def train_rank(
         job: The job; ``job.config.device`` is replaced by ``ctx.device``.
         assignment: Lane -> rank (``lanes``; ignored for ``data``).
         parallelism: ``lanes`` or ``data``.
-        callbacks: Progress callbacks, called on rank 0 only.
+        callbacks: Progress callbacks, called on rank 0 only; a reason to stop
+            that one returns after an epoch stops every rank there.
 
     Returns:
         The job's report, on every rank (they validated and tested the same model on
@@ -201,7 +202,7 @@ def train_rank(
             place=_rank_placer(ctx, assignment, parallelism),
             device_label=label,
         ),
-        callbacks if rank0 else (),
+        [Agreed(ctx, callbacks if rank0 else ())],  # every rank stops where rank 0 does
     )
     extra: dict[str, Any] = {"backend": ctx.backend, "threads": torch.get_num_threads()}
     writes = _gather_and_save(ctx, run, splits, config, checkpoint)
@@ -318,7 +319,9 @@ def train_processes(
             :data:`~nasmlcn.parallel.DEFAULT_TIMEOUT_S`).
         threads: Torch threads per rank (default: this machine's cores shared
             evenly, at least 1).
-        callbacks: Progress callbacks, run in this process with rank 0's events.
+        callbacks: Progress callbacks, run in this process with rank 0's events;
+            a reason to stop that one returns after an epoch stops every rank there
+            (rank 0 waits for their answer at each epoch's end).
 
     Raises:
         DistributedError: A rank failed, died or timed out.

@@ -1,13 +1,16 @@
 """The relay of rank 0's training callbacks to the process that launched the ranks:
 rank 0's :class:`Emit` turns every hook call into a small event, the launcher's
-:func:`replay` calls its own callbacks (the display) with it."""
+:func:`replay` calls its own callbacks (the display) with it. An epoch's end is a
+question: the launcher's callbacks may answer with a reason to stop, and
+:class:`Agreed` makes every rank stop at that epoch."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from nasmlcn.training._callbacks import Callback, TrainStart
+from nasmlcn.training._callbacks import Callback, CallbackList, TrainStart
 from nasmlcn.training._config import EpochResult
 
 if TYPE_CHECKING:
@@ -62,12 +65,36 @@ class Emit(Callback):
     def on_eval_start(self, epoch: int) -> None:
         self.ctx.emit(EvalStart(epoch))
 
-    def on_epoch_end(self, result: EpochResult) -> None:
-        self.ctx.emit(result)
+    def on_epoch_end(self, result: EpochResult) -> str | None:
+        # the launcher's callbacks may stop the job: rank 0 waits for their answer
+        answer = self.ctx.ask(result)
+        return answer if isinstance(answer, str) else None
 
 
-def replay(event: Event, callbacks: Callback) -> None:
-    """The launcher's end of the relay: the hook call that ``event`` stands for."""
+class Agreed(CallbackList):
+    """Every rank's callbacks (rank 0's own, none elsewhere), with one decision per
+    epoch for the whole job: rank 0's reason to stop, sent to every rank, so that
+    all stop after the same epoch (a rank that trained on alone would wait for its
+    peers until the job timed out)."""
+
+    def __init__(self, ctx: RankContext, callbacks: Sequence[Callback]) -> None:
+        super().__init__(callbacks)
+        self.ctx = ctx
+
+    def on_epoch_end(self, result: EpochResult) -> str | None:
+        import torch.distributed as dist
+
+        reason = super().on_epoch_end(result)
+        if self.ctx.world_size == 1 or not dist.is_initialized():
+            return reason
+        decided = [reason]
+        dist.broadcast_object_list(decided, src=0)
+        return decided[0]
+
+
+def replay(event: Event, callbacks: Callback) -> str | None:
+    """The launcher's end of the relay: the hook call that ``event`` stands for, and
+    at an epoch's end its callbacks' reason to stop (None: go on)."""
     if isinstance(event, TrainStart):
         callbacks.on_train_start(event)
     elif isinstance(event, EpochStart):
@@ -77,4 +104,5 @@ def replay(event: Event, callbacks: Callback) -> None:
     elif isinstance(event, EvalStart):
         callbacks.on_eval_start(event.epoch)
     else:
-        callbacks.on_epoch_end(event)
+        return callbacks.on_epoch_end(event)
+    return None

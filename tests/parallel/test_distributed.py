@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from nasmlcn.models import build_model, per_lane_tensors
 from nasmlcn.parallel import DistributedError, launch
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.training import (
+    Callback,
     EpochResult,
     ParallelReport,
     TrainConfig,
@@ -128,6 +130,32 @@ def test_rank0_events_reach_the_launcher(two_ranks: dict[str, Any]) -> None:
     assert isinstance(start, TrainStart)
     assert start.params == two_ranks["ranks"][0]["report"].params
     assert isinstance(events[-1], EpochResult)
+
+
+class _StopAfter(Callback):
+    """A launcher-side callback that stops the job after ``epoch``."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.heard: list[int] = []
+
+    def on_epoch_end(self, result: EpochResult) -> str | None:
+        self.heard.append(result.epoch)
+        return "enough" if result.epoch >= self.epoch else None
+
+
+def test_a_launcher_callback_stops_every_rank_after_its_epoch(tmp_path: Path) -> None:
+    """A reason to stop from a callback in the launching process reaches the ranks:
+    all of them stop after that epoch (none trains on alone until the timeout)."""
+    job = replace(_job(tmp_path / "run"), config=TrainConfig(epochs=3, batch_size=32, seed=3))
+    stop = _StopAfter(1)
+    start = time.perf_counter()
+    report = train(job, [stop], processes=2, device="cpu", timeout_s=60)
+    assert stop.heard == [1]
+    assert [h.epoch for h in report.history] == [1]
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["epochs"] == 1
+    assert time.perf_counter() - start < 60  # not a rank waiting out the timeout
 
 
 def test_a_dead_rank_ends_the_job_with_a_clear_error() -> None:
