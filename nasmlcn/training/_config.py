@@ -41,6 +41,15 @@ def _lr_policy_default() -> str:
     )
 
 
+class _OwnPolicy(str):
+    """The value ``lr_policy`` holds when it was not given: the batch policy's own
+    name, a ``str`` equal to it (saved, printed and compared as the name).
+    ``dataclasses.replace`` hands it back to ``__init__``, which then takes the new
+    batch policy's own, as if it had not been given."""
+
+    __slots__ = ()
+
+
 class _BatchPolicyOwn:
     """The ``lr_policy`` field: ``__init__`` takes a name or None (the default: not
     given), and ``TrainConfig.__post_init__`` puts the batch policy's own
@@ -71,7 +80,8 @@ class _BatchPolicyOwn:
 
     def __set__(self, obj: object, value: str | None) -> None:
         given: object = value  # the dataclass passes the default itself when not given
-        obj.__dict__[self.name] = None if given is self else value
+        not_given = given is self or isinstance(value, _OwnPolicy)  # the latter: replace()
+        obj.__dict__[self.name] = None if not_given else value
 
 
 @dataclass(frozen=True)
@@ -86,7 +96,8 @@ class TrainConfig:
       (:func:`~nasmlcn.training.default_lr_policy`): ``phase-restarts`` for
       ``warmadabatch`` (FasTrCaps), else ``one-cycle``, which beat the thesis's
       ``exponential`` on Fashion-MNIST (measured figures: docs/results.md). The field
-      then holds that name (``dataclasses.replace`` keeps it). A one-cycle or
+      then holds that name, still as not given: ``dataclasses.replace`` with another
+      ``batch_policy`` takes that one's own (a given name is kept). A one-cycle or
       phase-restarts schedule is laid out over the run: a run can be resumed but
       not extended.
     - ``fuse_lanes``: :mod:`nasmlcn.models._fused`; ``cuda_graphs``:
@@ -160,7 +171,7 @@ class TrainConfig:
                 f"{option('batch_policy')}: {BATCH_POLICIES.unknown_message(self.batch_policy)}"
             )
         if self.__dict__["lr_policy"] is None:  # not given: the batch policy's own
-            object.__setattr__(self, "lr_policy", default_lr_policy(self.batch_policy))
+            self.__dict__["lr_policy"] = _OwnPolicy(default_lr_policy(self.batch_policy))
         if self.lr_policy not in LR_POLICIES:
             raise SpecError(f"{option('lr_policy')}: {LR_POLICIES.unknown_message(self.lr_policy)}")
         if self.augment not in AUGMENTATIONS:

@@ -5,6 +5,7 @@ none decided in one place, the config itself (the batch policy's own)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import pickle
 from typing import Any
 
@@ -42,8 +43,24 @@ def test_a_config_reads_back_as_it_was_stored() -> None:
         "one-cycle"
     )
     assert "lr_policy='phase-restarts'" in repr(config)
+    assert json.loads(json.dumps(config.to_dict()))["lr_policy"] == "phase-restarts"
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.lr_policy = "fixed"  # type: ignore[misc]
+
+
+def test_replace_with_another_batch_policy_takes_its_own_lr_policy() -> None:
+    """A policy that was not given follows the batch policy through ``replace``; one
+    that was given stays."""
+    own = TrainConfig(batch_policy="warmadabatch")
+    assert dataclasses.replace(own, batch_policy="fixed").lr_policy == "one-cycle"
+    back = dataclasses.replace(
+        dataclasses.replace(own, batch_policy="fixed"), batch_policy="warmadabatch"
+    )
+    assert back.lr_policy == "phase-restarts"
+    assert pickle.loads(pickle.dumps(own)).lr_policy == "phase-restarts"
+    given = TrainConfig(batch_policy="warmadabatch", lr_policy="phase-restarts")
+    assert dataclasses.replace(given, batch_policy="fixed").lr_policy == "phase-restarts"
+    assert given == own  # the same training: equal, whichever way the name came
 
 
 @pytest.mark.parametrize(
