@@ -25,14 +25,21 @@ kernels; with ``--profile-dir``, a short text file per model there. A model that
 fails (out of memory...) is reported with its reason and the others go on; progress
 goes to stderr, so a run cut short still leaves its figures so far.
 
+``--layer-path``: how the MLCNs run their stacks' later conv layers (``MLCN.layer_path``:
+``grouped`` convolutions, the default, or ``bmm``, batched matrix products); ``both``:
+each MLCN under each (``<model>@grouped``, ``<model>@bmm``; the order alternating
+round by round), bmm's images/s and kernels per step set against grouped's.
+
     python benchmarks/gpu_speed.py --device cuda:0
     python benchmarks/gpu_speed.py --device cuda:0 --rounds 3 --seconds 1 --profile-dir prof --json
+    python benchmarks/gpu_speed.py --device cuda:0 --batch 100 --layer-path both
     python benchmarks/gpu_speed.py --quick --device cpu --json    # a dry run (tests)
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import statistics
@@ -43,9 +50,10 @@ from typing import Any
 
 import torch
 from _gpu_profile import describe, profile_steps
+from layer_paths import LAYER_PATHS, compare_layer_paths, print_layer_paths, round_order, split
 
 from nasmlcn._allocator import keep_freed_memory
-from nasmlcn.models import build_model, count_parameters
+from nasmlcn.models import MLCN, build_model, count_parameters
 from nasmlcn.specs import ArchSpec, CapsNetSpec, MLCNSpec
 from nasmlcn.training import make_optimizer
 from nasmlcn.training._step import WARMUP_STEPS, TrainStep, graphs_apply
@@ -77,7 +85,8 @@ MAX_FILE = 19_000
 """Characters of a profile file at most."""
 
 
-def spec_of(name: str) -> ArchSpec:
+def spec_of(label: str) -> ArchSpec:
+    name = split(label)[0]
     return CapsNetSpec() if name == CAPSNET else MLCNSpec.from_lanes(name)
 
 
@@ -101,17 +110,22 @@ def forward_gflop(spec: ArchSpec, model: torch.nn.Module, batch: int = FLOP_BATC
     return counter.get_total_flops() / batch / 1e9
 
 
-def model_facts(name: str) -> dict[str, Any]:
+def model_facts(label: str) -> dict[str, Any]:
     """A model's parameters and forward GFLOP per image (None if it cannot be counted)."""
+    name, layer_path = split(label)
+    facts: dict[str, Any] = {"model": name, "params": count_parameters(build_model(spec_of(name)))}
+    facts["forward_gflop_per_image"] = counted_gflop(name)  # whatever the layer path
+    return {**facts, "label": label, "layer_path": layer_path, "batches": []}
+
+
+@functools.cache
+def counted_gflop(name: str) -> float | None:
     spec = spec_of(name)
-    model = build_model(spec)
-    facts: dict[str, Any] = {"model": name, "params": count_parameters(model)}
     try:
-        facts["forward_gflop_per_image"] = forward_gflop(spec, model)
+        return forward_gflop(spec, build_model(spec))
     except Exception as err:  # a count that fails loses the FLOP rates only
-        facts["forward_gflop_per_image"] = None
         log(f"{name}: forward FLOPs not counted: {_error(err)}")
-    return {**facts, "batches": []}
+        return None
 
 
 def add_flop_rates(models: dict[str, dict[str, Any]]) -> None:
@@ -142,11 +156,15 @@ def clock(device: torch.device) -> float:
 
 
 class Stepper:
-    """One model on one path: its optimizer, step and fixed batch."""
+    """One model (by label: with its layer path) on one path: its optimizer, step and
+    fixed batch."""
 
-    def __init__(self, spec: ArchSpec, batch: int, device: torch.device, graphs: bool) -> None:
+    def __init__(self, label: str, batch: int, device: torch.device, graphs: bool) -> None:
         torch.manual_seed(0)
+        spec, layer_path = spec_of(label), split(label)[1]
         model = build_model(spec).to(device)
+        if isinstance(model, MLCN) and layer_path is not None:
+            model.layer_path = layer_path  # a plain attribute: the same parameters
         model.train()
         self.params = count_parameters(model)
         optimizer = make_optimizer(model.parameters(), 1e-3, device.type)
@@ -196,7 +214,7 @@ def build(
         try:
             for path in PATHS:
                 start = time.perf_counter()
-                stepper = Stepper(spec_of(name), batch, device, graphs=path == "graphed")
+                stepper = Stepper(name, batch, device, graphs=path == "graphed")
                 stepper.warm_up()
                 steppers[name, path] = stepper
                 log(
@@ -221,7 +239,7 @@ def measure_batch(
     steppers, failed = build(names, batch, device)
     rates: dict[tuple[str, str], list[float]] = {key: [] for key in steppers}
     for r in range(args.rounds):
-        for name in names:
+        for name in round_order(names, r):
             for path in PATHS if r % 2 == 0 else PATHS[::-1]:
                 if (name, path) in steppers:
                     rate = steppers[name, path].images_per_second(args.seconds, args.min_steps)
@@ -308,6 +326,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--quick", action="store_true", help="batch 10, 1 round of 0.2 s, 2 profile steps, 3 models"
     )
+    parser.add_argument(
+        "--layer-path",
+        choices=[*LAYER_PATHS, "both"],
+        default="grouped",
+        help="how the MLCNs' later conv layers run; both: each model under each [grouped]",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     args.device = torch.device(args.device)
@@ -321,7 +345,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.min_steps = 1
         args.profile_batch = 10
         names = list(args.model or QUICK_MODELS)
-    args.names = [CAPSNET] + [n for n in names if n != CAPSNET]  # the reference, always first
+    paths = LAYER_PATHS if args.layer_path == "both" else [args.layer_path]
+    args.names = [CAPSNET] + [  # the reference, always first (it has no lane stacks)
+        n if paths == ["grouped"] else f"{n}@{p}" for n in names if n != CAPSNET for p in paths
+    ]
     return args
 
 
@@ -351,7 +378,7 @@ def profile_batch(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    device, batches = args.device, args.batches
+    device, batches, cuda = args.device, args.batches, torch.backends.cuda
     keep_freed_memory()  # as training does (nasmlcn/_allocator.py)
     models = {n: model_facts(n) for n in args.names}
     profile_at = [args.profile_batch] if args.profile_steps > 0 else []
@@ -375,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
+        "tf32": {"matmul": cuda.matmul.allow_tf32, "cudnn": torch.backends.cudnn.allow_tf32},
         "batches": batches,
         "rounds": args.rounds,
         "seconds": args.seconds,
@@ -382,7 +410,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.seconds:g} s per model and path; ratios to CapsNet at the same batch and path "
         f"(xCaps: images/s; xFLOP: FLOP rate, images/s x forward GFLOP per image counted at "
         f"batch {FLOP_BATCH}); kernels: per step at the profile's batch",
+        "layer_path": args.layer_path,
         "models": list(models.values()),
+        "layer_paths": compare_layer_paths(models, kernels_per_step),
     }
     if args.json:
         print(json.dumps(result, indent=2))
@@ -396,21 +426,27 @@ def _cell(path: dict[str, Any] | None, key: str, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def _kernels(model: dict[str, Any], batch: int) -> str:
-    """Kernels per step of ``model`` at ``batch`` (the eager path's: a graph replays
-    the same kernels), where it was profiled at that batch."""
+def kernels_per_step(model: dict[str, Any]) -> float | None:
+    """Kernels per step of ``model`` where it was profiled (the eager path's: a graph
+    replays the same kernels); None without CUDA events."""
     profile = model.get("profile") or {}
-    if profile.get("batch") != batch:
-        return ""
     for path in PATHS:
         kernels = (profile.get(path) or {}).get("kernels_per_step")
         if kernels is not None:
-            return f"{kernels:.0f}"
-    return "n/a"
+            return float(kernels)
+    return None
+
+
+def _kernels(model: dict[str, Any], batch: int) -> str:
+    """Kernels per step of ``model`` at ``batch``, where it was profiled at that batch."""
+    if (model.get("profile") or {}).get("batch") != batch:
+        return ""
+    kernels = kernels_per_step(model)
+    return "n/a" if kernels is None else f"{kernels:.0f}"
 
 
 def print_table(result: dict[str, Any]) -> None:
-    width = max(len(m["model"]) for m in result["models"])
+    width = max(len(m["label"]) for m in result["models"])
     print(f"{result['device_name']} ({result['device']}), torch {result['torch']}")
     print(result["figures"])
     print(
@@ -422,7 +458,7 @@ def print_table(result: dict[str, Any]) -> None:
         gflop = _cell(m, "forward_gflop_per_image", ".3f")
         for row in m["batches"]:
             eager, graphed = row.get("eager"), row.get("graphed")
-            line = f"{m['model']:<{width}} {m['params']:>10,} {gflop:>9} {row['batch']:>5} "
+            line = f"{m['label']:<{width}} {m['params']:>10,} {gflop:>9} {row['batch']:>5} "
             if "error" in row:
                 print(line + row["error"])
                 continue
@@ -437,11 +473,12 @@ def print_table(result: dict[str, Any]) -> None:
                 f"{row['graphed_speedup']:>7.2f} {_cell(graphed, 'capture_seconds', '.2f'):>9} "
                 f"{_kernels(m, row['batch']):>7}" + flag
             )
+    print_layer_paths(result.get("layer_paths", []))
     for m in result["models"]:
         profile = m.get("profile")
         if not profile:
             continue
-        print(f"\nprofile of {m['model']} at batch {profile['batch']}:")
+        print(f"\nprofile of {m['label']} at batch {profile['batch']}:")
         if "error" in profile:
             print(f"  {profile['error']}")
         for path in PATHS:

@@ -169,6 +169,7 @@ step environment txt "$ENV_LIMIT" environment
 
 # The figures: small with --quick, those the standing checks ask for otherwise
 DEFAULT_48='20*mlcn1:2x1,20*mlcn2:2x4,8*mlcn1:2x2'  # a 48-lane model of the default space
+DEFAULT_58='26*mlcn1:1x2,22*mlcn2:1x4,8*mlcn1:3x4,2*mlcn2:2x4'  # issue 49's 58-lane model
 if ((QUICK)); then
   TP_ROUNDS=1 TP_SECONDS=1 FUSED_REPEATS=3 WHOLE_MODELS=20 WHOLE_STEPS=2
   CAL_LANES=20 CAL_ROUNDS=1 TRIALS=1 EPOCHS=1 TRAIN_LIMIT=2000 VAL_LIMIT=1000 SEARCH_TIMEOUT=60
@@ -236,6 +237,12 @@ part1() {
 }
 
 part2() {
+  # (0, issue 49) the stacks' later conv layers as grouped convolutions (the default) or as an
+  # unfold and one batched matrix product (bmm, 3-9x slower on a 2-core CPU), on the
+  # 58-lane model and 8*mlcn2-ref:4x1, alternating in each round: bmm's images/s and
+  # kernels against grouped's, to choose between them. Apart from --part speed (whose
+  # 8 minutes it would overrun), first here: 2 models x 2 layer paths x 2 paths x 2 rounds x 0.5 s
+  step gpu_layer_paths json 60 "$PY" benchmarks/gpu_speed.py --device "$DEVICE" --batch 100 --rounds 2 --seconds 0.5 --profile-steps 2 --model "$DEFAULT_58" --model "8*mlcn2-ref:4x1" --layer-path both --json
   # (4) calibrate on the GPU: Pearson r of predicted vs measured step time and memory
   step calibrate json 120 "$PY" -m nasmlcn calibrate --run-on "$DEVICE" --lanes "$CAL_LANES" --rounds "$CAL_ROUNDS" --out "$OUT/calibration.json" --json -q
   # (5) a real search, default space, on the GPU

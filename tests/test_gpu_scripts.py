@@ -197,7 +197,14 @@ def test_pack_leaves_one_archive_and_the_summary(tmp_path: Path) -> None:
     skipped = (out / "summary.txt").read_text().split("\n")[1:]
     assert [line.split()[:2] for line in skipped if line] == [
         [step, "skip"]
-        for step in ("setup", "environment", "calibrate", "search", "whole_model_cost")
+        for step in (
+            "setup",
+            "environment",
+            "gpu_layer_paths",
+            "calibrate",
+            "search",
+            "whole_model_cost",
+        )
     ]
 
 

@@ -11,9 +11,13 @@ tensor with a leading lane dimension ``(G, ...)``. So a group of ``G`` lanes run
   once per step, for the whole batch in one copy (shared by every stack with that
   first-layer geometry), and one matrix product with the stack's kernels gives every
   lane's first maps;
-- every later layer reads only its own lane's channels: one grouped convolution
-  (``groups = G`` times the layer's own groups), the stacked kernel viewed as
-  ``(G*O, C, k, k)`` with no copy;
+- every later layer reads only its own lane's channels: by default one grouped
+  convolution (``groups = G`` times the layer's own groups), the stacked kernel viewed
+  as ``(G*O, C, k, k)`` with no copy; or, the ``bmm`` layer path
+  (:data:`LAYER_PATHS`, chosen per model: ``MLCN.layer_path``), the maps' patches cut
+  once and one batched matrix product with the lanes as its batch
+  (:mod:`nasmlcn.models._bmm_conv`: cuDNN runs a grouped convolution's backward one
+  group at a time);
 - primary capsules, votes and routing are batched over the stack's lanes (routing
   treats the stack as more batch: lanes never mix).
 
@@ -27,13 +31,14 @@ the reference lane of the tests (``tests/models/reference_lane.py``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from nasmlcn.models._bmm_conv import stacked_conv_bmm
 from nasmlcn.models._capsules import dynamic_routing, squash
 from nasmlcn.models._conv import FoldedConv2d, fold_kernels
 from nasmlcn.models._lane import LaneKind
@@ -41,13 +46,27 @@ from nasmlcn.models._lane import LaneKind
 Params = Mapping[str, torch.Tensor]
 """A stack's parameters by the lane's own names, each ``(G, *lane's shape)``."""
 
+Kernels = tuple[torch.Tensor, torch.Tensor | None]
+"""A conv layer's stacked kernel ``(G, O, C/g, k, k)`` and bias ``(G, O)`` (or None)."""
+
+DEFAULT_LAYER_PATH = "grouped"
+"""How a stack's later conv layers run unless a model says otherwise (see
+:data:`LAYER_PATHS`)."""
+
 
 class Patches:
     """The image's patches (im2col) for each first-layer geometry, cut once per step
-    and shared by every stack whose first layer has that geometry."""
+    and shared by every stack whose first layer has that geometry.
 
-    def __init__(self, x: torch.Tensor) -> None:
+    Also what the step's stacks share besides: ``layer_path``, how their later conv
+    layers run (a name of :data:`LAYER_PATHS`).
+    """
+
+    def __init__(self, x: torch.Tensor, layer_path: str = DEFAULT_LAYER_PATH) -> None:
+        if layer_path not in LAYER_PATHS:
+            raise ValueError(f"layer_path must be one of {sorted(LAYER_PATHS)}, got {layer_path!r}")
         self.x = x  # (B, C, H, W)
+        self.layer_path = layer_path
         self._cache: dict[tuple[int, int, int], tuple[torch.Tensor, int, int]] = {}
 
     def of(self, kernel: int, stride: int, padding: int) -> tuple[torch.Tensor, int, int]:
@@ -88,11 +107,12 @@ def fused_outputs(
         h = torch.relu_(h) if first_relu else h
     else:
         h = _first_layer(convs[0], kernels, patches, first_relu)
+    later = LAYER_PATHS[patches.layer_path]
     for i in range(2 if first_relu else 1, len(convs)):
         if isinstance(convs[i], nn.ReLU):
             h = torch.relu_(h)  # no layer needs its output kept: conv backward reads inputs
         else:
-            h = _grouped_conv(convs[i], _kernels(convs[i], params, f"convs.{i}."), h)
+            h = later(convs[i], _kernels(convs[i], params, f"convs.{i}."), h)
     return _capsules(kind, params["weight"], h)
 
 
@@ -117,9 +137,7 @@ def member_outputs(kind: LaneKind, params: Params, patches: Patches) -> torch.Te
     return torch.cat(outs)  # (G, B, K)
 
 
-def _kernels(
-    layer: nn.Module, params: Params, prefix: str
-) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _kernels(layer: nn.Module, params: Params, prefix: str) -> Kernels:
     """A conv layer's stacked kernel ``(G, O, C/g, k, k)`` and bias ``(G, O)``."""
     if isinstance(layer, FoldedConv2d):
         parts = ("pointwise.weight", "pointwise.bias", "conv.weight", "conv.bias")
@@ -133,12 +151,7 @@ def _geometry(layer: nn.Module) -> nn.Conv2d:
     return layer.conv if isinstance(layer, FoldedConv2d) else cast(nn.Conv2d, layer)
 
 
-def _first_layer(
-    layer: nn.Module,
-    kernels: tuple[torch.Tensor, torch.Tensor | None],
-    patches: Patches,
-    relu: bool,
-) -> torch.Tensor:
+def _first_layer(layer: nn.Module, kernels: Kernels, patches: Patches, relu: bool) -> torch.Tensor:
     """The first conv layer of every lane of a stack (and its ReLU when ``relu``):
     one matrix product of the image's patches with the stacked kernels,
     ``(B, G*O, H', W')`` in channels-last memory order."""
@@ -157,9 +170,7 @@ def _padding(conv: nn.Conv2d) -> int:
     return cast(tuple[int, int], conv.padding)[0]  # nasmlcn's layers pad by numbers
 
 
-def _grouped_conv(
-    layer: nn.Module, kernels: tuple[torch.Tensor, torch.Tensor | None], h: torch.Tensor
-) -> torch.Tensor:
+def _grouped_conv(layer: nn.Module, kernels: Kernels, h: torch.Tensor) -> torch.Tensor:
     """A later conv layer of every lane of a stack on the stack's features
     ``(B, G*C, H, W)``: one grouped convolution, the stacked kernel viewed whole."""
     conv = _geometry(layer)
@@ -178,6 +189,38 @@ def _grouped_conv(
         conv.dilation,
         conv.groups * count,
     )
+
+
+def _bmm_conv(layer: nn.Module, kernels: Kernels, h: torch.Tensor) -> torch.Tensor:
+    """What :func:`_grouped_conv` computes, as the features' patches and one batched
+    matrix product, the stack's lanes (and the layer's groups) as its batch
+    (:func:`~nasmlcn.models._bmm_conv.stacked_conv_bmm`). A layer padded by name
+    (``"same"``) runs as the grouped convolution: nasmlcn's layers pad by numbers."""
+    conv = _geometry(layer)
+    if isinstance(conv.padding, str):
+        return _grouped_conv(layer, kernels, h)
+    weight, bias = kernels  # (G, O, C/g, k, k), (G, O)
+    return stacked_conv_bmm(
+        h,
+        weight,
+        bias,
+        cast(tuple[int, int], conv.stride),
+        cast(tuple[int, int], conv.padding),
+        cast(tuple[int, int], conv.dilation),
+        conv.groups,
+    )
+
+
+LayerPath = Callable[[nn.Module, Kernels, torch.Tensor], torch.Tensor]
+"""A stack's later conv layer on the stack's features ``(B, G*C, H, W)``: the conv
+layer (its geometry), its stacked kernels, the features -> ``(B, G*O, H', W')`` in
+channels-last memory order."""
+
+LAYER_PATHS: dict[str, LayerPath] = {"grouped": _grouped_conv, "bmm": _bmm_conv}
+"""How a stack's later conv layers can run, by name (the same results within
+rounding; checkpoints do not depend on it): ``grouped``, one grouped convolution per
+layer; ``bmm``, one unfold and one batched matrix product per layer. A model
+chooses with ``MLCN.layer_path`` (``LaneSet.layer_path``)."""
 
 
 def _capsules(kind: LaneKind, weight: torch.Tensor, h: torch.Tensor) -> torch.Tensor:

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from nasmlcn.models._conv import channels_last
-from nasmlcn.models._fused import Patches, finish, stack_tensors
+from nasmlcn.models._fused import DEFAULT_LAYER_PATH, Patches, finish, stack_tensors
 from nasmlcn.models._lane import LaneKind
 from nasmlcn.models._stack import LaneStack
 
@@ -44,6 +44,10 @@ class LaneSet(nn.Module):
         fuse_as: The device type whose rule decides which stacks fuse (None: the
             input's); ``"cuda"`` counts a GPU's work on a CPU
             (``benchmarks/step_ops.py``).
+        layer_path: How the stacks' later conv layers run, a name of
+            :data:`nasmlcn.models._fused.LAYER_PATHS` (``grouped``: one grouped
+            convolution a layer; ``bmm``: one batched matrix product). Not saved:
+            checkpoints are the same either way.
     """
 
     def __init__(
@@ -61,6 +65,7 @@ class LaneSet(nn.Module):
             raise ValueError(f"stacks hold lanes {held}, kinds given for {sorted(self.kinds)}")
         self.fuse = True
         self.fuse_as: str | None = None
+        self.layer_path = DEFAULT_LAYER_PATH
         self._order_index: dict[torch.device, torch.Tensor] = {}  # see _lane_order
         self.register_state_dict_post_hook(_lanes_state)
         self.register_load_state_dict_pre_hook(_stack_state)
@@ -141,6 +146,7 @@ class LaneSet(nn.Module):
             [self.members[s] for s in chosen],
         )
         subset.fuse, subset.fuse_as = self.fuse, self.fuse_as
+        subset.layer_path = self.layer_path
         return subset
 
     def stack_outputs(
@@ -151,7 +157,7 @@ class LaneSet(nn.Module):
         (:meth:`_fused`), or every stack lane by lane (``by_lane``: the first layer a
         convolution of the image, as a lane alone computes it); with ``vector``
         routing not yet squashed (:meth:`class_capsules` does it)."""
-        patches = Patches(channels_last(x))
+        patches = Patches(channels_last(x), self.layer_path)
         device_type = self.fuse_as or x.device.type
         chosen = range(len(self.stacks)) if which is None else which
         outs = []

@@ -25,6 +25,7 @@ import math
 import torch
 from torch import nn
 
+from nasmlcn.models._fused import LAYER_PATHS
 from nasmlcn.models._head import CapsuleHead, CapsuleOutput
 from nasmlcn.models._lane import LaneKind
 from nasmlcn.models._lanes import LaneSet
@@ -69,6 +70,20 @@ class MLCN(nn.Module):
     @fuse_lanes.setter
     def fuse_lanes(self, value: bool) -> None:
         self.lanes.fuse = bool(value)
+
+    @property
+    def layer_path(self) -> str:
+        """How the lane stacks' later conv layers run: ``grouped`` (one grouped
+        convolution a layer, the default) or ``bmm`` (one batched matrix product a
+        layer, the lanes as its batch); the same results within rounding, the same
+        parameters and checkpoints (:data:`nasmlcn.models._fused.LAYER_PATHS`)."""
+        return self.lanes.layer_path
+
+    @layer_path.setter
+    def layer_path(self, value: str) -> None:
+        if value not in LAYER_PATHS:
+            raise ValueError(f"layer_path must be one of {sorted(LAYER_PATHS)}, got {value!r}")
+        self.lanes.layer_path = value
 
     def lane_outputs(self, x: torch.Tensor) -> list[torch.Tensor]:
         """Each lane's ``(B, K)`` output, in lane order."""

@@ -1,7 +1,8 @@
 """``benchmarks/gpu_speed.py`` as a dry run on the CPU (both paths timed, the graphed
-one eager and saying so, FLOP rates beside images/s, the profile's CPU figures), its
-models (issue 49's), the profile reader's GPU figures on made-up events, and
-``benchmarks/speed_summary.py`` on a real small search."""
+one eager and saying so, FLOP rates beside images/s, the profile's CPU figures; each
+MLCN under both layer paths with ``--layer-path both``), its models (issue 49's), the
+profile reader's GPU figures on made-up events, and ``benchmarks/speed_summary.py`` on
+a real small search."""
 
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ def test_quick_dry_run_on_the_cpu(
     assert data["rounds"] == 1
     assert "median of 1 interleaved round" in data["figures"]
     assert [m["model"] for m in data["models"]] == ["capsnet", "4*mlcn2:1x1", "2*mlcn2-ref:1x1"]
+    assert [m["label"] for m in data["models"]] == ["capsnet", "4*mlcn2:1x1", "2*mlcn2-ref:1x1"]
+    assert data["layer_path"] == "grouped"
+    assert data["layer_paths"] == []  # nothing to set side by side
     for model in data["models"]:
         assert model["params"] > 0
         assert model["forward_gflop_per_image"] > 0
@@ -83,6 +87,52 @@ def test_quick_dry_run_on_the_cpu(
     [ref] = [line for line in table if line.startswith("2*mlcn2-ref:1x1 ")]
     assert "0.025" in ref.split()  # forward GFLOP per image
     assert "(eager: no CUDA graphs here)" in ref
+
+
+def test_both_layer_paths_dry_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--layer-path both``: each MLCN timed and profiled under each layer path (CapsNet
+    once), the two side by side (their order alternating round by round), bmm's
+    images/s over grouped's per path, and kernels per step (None off a GPU)."""
+    script = load_script("gpu_speed", tmp_path, monkeypatch)
+    lanes = "2*mlcn2-ref:1x1"
+    args = ["--quick", "--device", "cpu", "--layer-path", "both", "--model", lanes]
+    data, err = run_json(script, capsys, *args, "--profile-dir", str(tmp_path / "p"))
+    assert data["layer_path"] == "both"
+    assert set(data["tf32"]) == {"matmul", "cudnn"}
+    models = {m["label"]: m for m in data["models"]}
+    assert list(models) == ["capsnet", f"{lanes}@grouped", f"{lanes}@bmm"]
+    assert [m["layer_path"] for m in models.values()] == [None, "grouped", "bmm"]
+    grouped, bmm = models[f"{lanes}@grouped"], models[f"{lanes}@bmm"]
+    assert grouped["model"] == bmm["model"] == lanes
+    assert grouped["params"] == bmm["params"]
+    assert grouped["forward_gflop_per_image"] == bmm["forward_gflop_per_image"] > 0
+    [compared] = data["layer_paths"]
+    assert compared["model"] == lanes
+    assert compared["kernels_per_step"] == {"grouped": None, "bmm": None}  # no CUDA events
+    [row] = compared["batches"]
+    for path in ("eager", "graphed"):
+        rate = bmm["batches"][0][path]["images_per_second"]
+        assert row["bmm_over_grouped"][path] == pytest.approx(
+            rate / grouped["batches"][0][path]["images_per_second"]
+        )
+        assert bmm["profile"][path]["steps"] == 2
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == [
+        "profile-2xmlcn2-ref-1x1-bmm.txt",
+        "profile-2xmlcn2-ref-1x1-grouped.txt",
+        "profile-capsnet.txt",
+    ]
+    assert f"{lanes}@bmm eager" in err
+    script.print_table(data)
+    out = capsys.readouterr().out
+    assert f"{lanes}@bmm " in out
+    assert f"  {lanes} batch 10: eager " in out
+    assert "kernels n/a -> n/a" in out
+    # the order of a round: a model's layer paths side by side, reversed in odd rounds
+    labels = ["capsnet", "a@grouped", "a@bmm", "b@grouped", "b@bmm"]
+    assert script.round_order(labels, 0) == labels
+    assert script.round_order(labels, 1) == ["capsnet", "a@bmm", "a@grouped", "b@bmm", "b@grouped"]
 
 
 def _check_flop_rates(data: dict[str, Any]) -> None:
