@@ -23,7 +23,9 @@ Then a profile of each model at ``--profile-batch``, both paths, over
 launches per step, GPU-busy time against wall time, the optimizer's share, the top
 kernels; with ``--profile-dir``, a short text file per model there. A model that
 fails (out of memory...) is reported with its reason and the others go on; progress
-goes to stderr, so a run cut short still leaves its figures so far.
+goes to stderr, so a run cut short still leaves its figures so far. A SIGTERM (what
+``timeout`` sends at a step's limit) ends the run with the rounds measured until then
+(``"stopped"`` says so; exit 1), not with nothing.
 
 ``--layer-path``: how the MLCNs run their stacks' later conv layers (``MLCN.layer_path``:
 ``grouped`` convolutions, the default, or ``bmm``, batched matrix products); ``both``:
@@ -42,6 +44,7 @@ import argparse
 import functools
 import json
 import re
+import signal
 import statistics
 import sys
 import time
@@ -50,7 +53,8 @@ from typing import Any
 
 import torch
 from _gpu_profile import describe, profile_steps
-from layer_paths import LAYER_PATHS, compare_layer_paths, print_layer_paths, round_order, split
+from _speed_table import PATHS, kernels_per_step, print_table
+from layer_paths import LAYER_PATHS, compare_layer_paths, round_order, split
 
 from nasmlcn._allocator import keep_freed_memory
 from nasmlcn.models import MLCN, build_model, count_parameters
@@ -78,7 +82,6 @@ QUICK_MODELS = (CAPSNET, "4*mlcn2:1x1", "2*mlcn2-ref:1x1")
 FLOP_BATCH = 100
 """Batch of the pass whose FLOPs are counted (per image: mlcn2's folded 1x1 kernel is
 made once a pass, under 1 % of a model's FLOPs at this batch)."""
-PATHS = ("eager", "graphed")
 WARMUP = WARMUP_STEPS + 2
 """Steps before timing: the graph is captured at step WARMUP_STEPS + 1, replayed after."""
 MAX_FILE = 19_000
@@ -238,19 +241,24 @@ def measure_batch(
     steppers, for a profile."""
     steppers, failed = build(names, batch, device)
     rates: dict[tuple[str, str], list[float]] = {key: [] for key in steppers}
-    for r in range(args.rounds):
-        for name in round_order(names, r):
-            for path in PATHS if r % 2 == 0 else PATHS[::-1]:
-                if (name, path) in steppers:
-                    rate = steppers[name, path].images_per_second(args.seconds, args.min_steps)
-                    rates[name, path].append(rate)
-                    log(
-                        f"batch {batch} round {r + 1}/{args.rounds}: {name} {path} {rate:.0f} img/s"
-                    )
+    try:
+        for r in range(args.rounds):
+            for name in round_order(names, r):
+                for path in PATHS if r % 2 == 0 else PATHS[::-1]:
+                    if (name, path) in steppers:
+                        stepper = steppers[name, path]
+                        rate = stepper.images_per_second(args.seconds, args.min_steps)
+                        rates[name, path].append(rate)
+                        log(
+                            f"batch {batch} round {r + 1}/{args.rounds}: {name} {path} {rate:.0f} img/s"
+                        )
+    except TimeUp as up:  # the rounds so far are the figures
+        args.stopped = str(up)
     rows: dict[str, dict[str, Any]] = {}
     for name in names:
-        if name in failed:
-            rows[name] = {"batch": batch, "error": failed[name]}
+        untimed = [p for p in PATHS if (name, p) in rates and not rates[name, p]]
+        if name in failed or untimed:
+            rows[name] = {"batch": batch, "error": failed.get(name, f"not timed: {args.stopped}")}
             continue
         row: dict[str, Any] = {"batch": batch}
         for path in PATHS:
@@ -376,26 +384,60 @@ def profile_batch(
             models[name]["profile"]["file"] = file.name
 
 
+class TimeUp(BaseException):
+    """SIGTERM, as ``timeout`` sends at a step's limit: the run stops measuring and
+    reports what it measured (``"stopped"``), instead of dying with nothing. Not an
+    ``Exception``: a model's own failure handling must not take it for one."""
+
+
+def _raise_time_up(signum: int, frame: Any) -> None:
+    raise TimeUp("stopped by SIGTERM (a time limit): the figures measured until then")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    device, batches, cuda = args.device, args.batches, torch.backends.cuda
+    args.stopped = None
+    before = signal.signal(signal.SIGTERM, _raise_time_up)
+    try:
+        models = measure(args)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    report(args, models)
+    return 0 if args.stopped is None else 1
+
+
+def measure(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Every model's facts, figures per batch and profile; a SIGTERM ends it early
+    (``args.stopped`` says so) with what was measured."""
+    device, batches = args.device, args.batches
     keep_freed_memory()  # as training does (nasmlcn/_allocator.py)
     models = {n: model_facts(n) for n in args.names}
     profile_at = [args.profile_batch] if args.profile_steps > 0 else []
-    for batch in [*batches, *(b for b in profile_at if b not in batches)]:
-        if batch in batches:
-            rows, steppers = measure_batch(args.names, batch, args, device)
-            for name, row in rows.items():
-                models[name]["batches"].append(row)
-        else:
-            steppers, failed = build(args.names, batch, device)
-            for name, reason in failed.items():
-                models[name]["profile"] = {"batch": batch, "error": reason}
-        if batch in profile_at:
-            profile_batch(models, steppers, batch, args)
-        del steppers
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
+    try:
+        for batch in [*batches, *(b for b in profile_at if b not in batches)]:
+            if batch in batches:
+                rows, steppers = measure_batch(args.names, batch, args, device)
+                for name, row in rows.items():
+                    models[name]["batches"].append(row)
+                if args.stopped:
+                    break
+            else:
+                steppers, failed = build(args.names, batch, device)
+                for name, reason in failed.items():
+                    models[name]["profile"] = {"batch": batch, "error": reason}
+            if batch in profile_at:
+                profile_batch(models, steppers, batch, args)
+            del steppers
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+    except TimeUp as up:  # building or profiling: what is recorded stays
+        args.stopped = str(up)
+    return models
+
+
+def report(args: argparse.Namespace, models: dict[str, dict[str, Any]]) -> None:
+    """Prints the result: JSON with ``--json``, else the table."""
+    device, batches, cuda = args.device, args.batches, torch.backends.cuda
     add_flop_rates(models)
     result = {
         "device": str(device),
@@ -413,83 +455,12 @@ def main(argv: list[str] | None = None) -> int:
         "layer_path": args.layer_path,
         "models": list(models.values()),
         "layer_paths": compare_layer_paths(models, kernels_per_step),
+        "stopped": args.stopped,
     }
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print_table(result)
-    return 0
-
-
-def _cell(path: dict[str, Any] | None, key: str, spec: str) -> str:
-    value = (path or {}).get(key)
-    return "n/a" if value is None else format(value, spec)
-
-
-def kernels_per_step(model: dict[str, Any]) -> float | None:
-    """Kernels per step of ``model`` where it was profiled (the eager path's: a graph
-    replays the same kernels); None without CUDA events."""
-    profile = model.get("profile") or {}
-    for path in PATHS:
-        kernels = (profile.get(path) or {}).get("kernels_per_step")
-        if kernels is not None:
-            return float(kernels)
-    return None
-
-
-def _kernels(model: dict[str, Any], batch: int) -> str:
-    """Kernels per step of ``model`` at ``batch``, where it was profiled at that batch."""
-    if (model.get("profile") or {}).get("batch") != batch:
-        return ""
-    kernels = kernels_per_step(model)
-    return "n/a" if kernels is None else f"{kernels:.0f}"
-
-
-def print_table(result: dict[str, Any]) -> None:
-    width = max(len(m["label"]) for m in result["models"])
-    print(f"{result['device_name']} ({result['device']}), torch {result['torch']}")
-    print(result["figures"])
-    print(
-        f"{'model':<{width}} {'params':>10} {'fwd GFLOP':>9} {'batch':>5} {'eager img/s':>11} "
-        f"{'xCaps':>5} {'xFLOP':>5} {'graphed img/s':>13} {'xCaps':>5} {'xFLOP':>5} "
-        f"{'graph x':>7} {'capture s':>9} {'kernels':>7}"
-    )
-    for m in result["models"]:
-        gflop = _cell(m, "forward_gflop_per_image", ".3f")
-        for row in m["batches"]:
-            eager, graphed = row.get("eager"), row.get("graphed")
-            line = f"{m['label']:<{width}} {m['params']:>10,} {gflop:>9} {row['batch']:>5} "
-            if "error" in row:
-                print(line + row["error"])
-                continue
-            flag = "" if graphed and graphed["graphed"] else " (eager: no CUDA graphs here)"
-            print(
-                line + f"{_cell(eager, 'images_per_second', '.0f'):>11} "
-                f"{_cell(eager, 'ratio_to_capsnet', '.2f'):>5} "
-                f"{_cell(eager, 'flop_rate_ratio_to_capsnet', '.2f'):>5} "
-                f"{_cell(graphed, 'images_per_second', '.0f'):>13} "
-                f"{_cell(graphed, 'ratio_to_capsnet', '.2f'):>5} "
-                f"{_cell(graphed, 'flop_rate_ratio_to_capsnet', '.2f'):>5} "
-                f"{row['graphed_speedup']:>7.2f} {_cell(graphed, 'capture_seconds', '.2f'):>9} "
-                f"{_kernels(m, row['batch']):>7}" + flag
-            )
-    print_layer_paths(result.get("layer_paths", []))
-    for m in result["models"]:
-        profile = m.get("profile")
-        if not profile:
-            continue
-        print(f"\nprofile of {m['label']} at batch {profile['batch']}:")
-        if "error" in profile:
-            print(f"  {profile['error']}")
-        for path in PATHS:
-            if path in profile:
-                figures = profile[path]
-                lines = (
-                    [f"{path}: {figures['error']}"]
-                    if "error" in figures
-                    else describe(path, figures)
-                )
-                print("\n".join("  " + line for line in lines))
 
 
 if __name__ == "__main__":

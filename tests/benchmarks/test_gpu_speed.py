@@ -6,13 +6,15 @@ a real small search."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from tests.benchmarks._scripts import load_script, run_json
+from tests.benchmarks._scripts import command, load_script, run_json
 from tests.conftest import small_search
 
 
@@ -269,3 +271,34 @@ def test_speed_summary_reads_trials_per_hour_and_rates(
     for row in rows[:2]:
         assert row[1:] == ["1", str(done), str(unfinished), wall, rate, "1.00"]
     assert rows[2][1] == "StorageError:"
+
+
+def test_a_sigterm_reports_the_rounds_measured_so_far(tmp_path: Path) -> None:
+    """``timeout`` at a step's limit: the figures measured until then come out as JSON
+    (the GPU check's one call is not lost to a slow model)."""
+    import signal
+    import subprocess
+
+    args = ["--device", "cpu", "--batch", "10", "--rounds", "60", "--seconds", "0.2"]
+    args += ["--model", "4*mlcn2:1x1", "--profile-steps", "0", "--json"]
+    proc = subprocess.Popen(
+        [*command("gpu_speed"), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NASMLCN_DATA_DIR": str(tmp_path)},
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:  # two whole rounds timed, then the signal
+        if "round 3/60" in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    data = json.loads(out)
+    assert data["stopped"].startswith("stopped by SIGTERM")
+    for model in data["models"]:
+        [row] = model["batches"]
+        for path in ("eager", "graphed"):
+            assert 2 <= row[path]["rounds"] < 60
+            assert row[path]["images_per_second"] > 0
