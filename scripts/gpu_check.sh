@@ -169,7 +169,7 @@ step environment txt "$ENV_LIMIT" environment
 
 # The figures: small with --quick, those the standing checks ask for otherwise
 DEFAULT_48='20*mlcn1:2x1,20*mlcn2:2x4,8*mlcn1:2x2'  # a 48-lane model of the default space
-DEFAULT_58='26*mlcn1:1x2,22*mlcn2:1x4,8*mlcn1:3x4,2*mlcn2:2x4'  # issue 49's 58-lane model
+DEFAULT_58='26*mlcn1:1x2,22*mlcn2:1x4,8*mlcn1:3x4,2*mlcn2:2x4'  # the 58-lane default-space model of docs/hardware.md
 if ((QUICK)); then
   TP_ROUNDS=1 TP_SECONDS=1 FUSED_REPEATS=3 WHOLE_MODELS=20 WHOLE_STEPS=2
   CAL_LANES=20 CAL_ROUNDS=1 TRIALS=1 EPOCHS=1 TRAIN_LIMIT=2000 VAL_LIMIT=1000 SEARCH_TIMEOUT=60
@@ -237,7 +237,7 @@ part1() {
 }
 
 part2() {
-  # (0, issue 49) the stacks' later conv layers as grouped convolutions (the default) or as an
+  # (0) the stacks' later conv layers as grouped convolutions (the default) or as an
   # unfold and one batched matrix product (bmm, 3-9x slower on a 2-core CPU), on the
   # 58-lane model and 8*mlcn2-ref:4x1, alternating in each round: bmm's images/s and
   # kernels against grouped's, to choose between them. Apart from --part speed (whose

@@ -133,7 +133,7 @@ def test_part_speed_packs_the_main_job_one_two_four_and_eight_workers_a_gpu() ->
     summary = re.search(r"step speed-summary txt \d+ (.*)$", body, re.M)
     assert summary is not None
     assert all(f'"$OUT/{name}.db"' in summary[1] for name in jobs)
-    # issue 49's goals are at batch 100: the speed step measures there
+    # the speed goals are at batch 100 (docs/hardware.md): the speed step measures there
     assert re.search(r"step gpu_speed json \d+ .*--batch 100 ", body)
 
 

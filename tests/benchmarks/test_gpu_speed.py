@@ -1,6 +1,6 @@
 """``benchmarks/gpu_speed.py`` as a dry run on the CPU (both paths timed, the graphed
 one eager and saying so, FLOP rates beside images/s, the profile's CPU figures; each
-MLCN under both layer paths with ``--layer-path both``), its models (issue 49's), the
+MLCN under both layer paths with ``--layer-path both``), its models (the speed goals'), the
 profile reader's GPU figures on made-up events, and ``benchmarks/speed_summary.py`` on
 a real small search."""
 
@@ -143,7 +143,9 @@ def _check_flop_rates(data: dict[str, Any]) -> None:
     from nasmlcn.specs import MLCNSpec
 
     capsnet = data["models"][0]
-    assert capsnet["forward_gflop_per_image"] == pytest.approx(0.4064, rel=1e-3)  # issue 49
+    assert capsnet["forward_gflop_per_image"] == pytest.approx(
+        0.4064, rel=1e-3
+    )  # CapsNet's forward GFLOP per image
     base = capsnet["batches"][0]
     for model in data["models"]:
         gflop = model["forward_gflop_per_image"]
@@ -167,14 +169,16 @@ def _check_flop_rates(data: dict[str, Any]) -> None:
     assert base["eager"]["flop_rate_ratio_to_capsnet"] == 1.0
 
 
-def test_the_models_are_issue_49s(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_models_are_the_speed_goals_models(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     script = load_script("gpu_speed", tmp_path, monkeypatch)
     assert script.MODELS[0] == "capsnet"
     assert "26*mlcn1:1x2,22*mlcn2:1x4,8*mlcn1:3x4,2*mlcn2:2x4" in script.MODELS
     assert "8*mlcn2-ref:4x1" in script.MODELS
     assert set(script.SEEDED_MODELS.values()) <= set(script.MODELS)
     assert len(set(script.MODELS)) == len(script.MODELS) == 7
-    # the reference code's lanes do 3.4x CapsNet's work per image (issue 49: 1.378 GFLOP)
+    # the reference code's lanes do 3.4x CapsNet's work per image (1.378 GFLOP, docs/hardware.md)
     ref = script.model_facts("8*mlcn2-ref:4x1")
     assert ref["forward_gflop_per_image"] == pytest.approx(1.378, abs=5e-4)
     # the seeded default-space models are what their seeds draw (the comment says how)

@@ -1,4 +1,4 @@
-"""CI's guard on what a training step costs a GPU's host (the GPU-speed issue): the
+"""CI's guard on what a training step costs a GPU's host (launches and host work per step): the
 aten ops of a step with lanes grouped as on a GPU stay within the bounds, whatever
 the number of lanes of a kind, and the benchmark that prints them runs."""
 

@@ -1,6 +1,6 @@
 """The whole-model cost model: its features follow the model as it runs (the FLOPs
 torch counts, the groups the torch model fuses), its fit recovers a known model,
-and the random calibration models span what the issue asks (1-64 lanes, mixed)."""
+and the random calibration models span the models a search draws (1-64 lanes, mixed)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The recipes of ``nasmlcn reproduce`` (``studies/*.toml`` with ``[reproduce]``): every
-seed result the issue names has one, each is valid and names an engine that exists,
+seed result in SEED_RESULTS (the papers' figures) has one, each is valid and names an engine that exists,
 and a user's mistake in one is a one-line error."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _minimal(**overrides: Any) -> dict[str, Any]:
     return {"reproduce": table}
 
 
-def test_every_seed_result_of_the_issue_has_a_recipe() -> None:
+def test_every_seed_result_has_a_recipe() -> None:
     recipes = {r.name: r for r in all_recipes()}
     for name, (paper, result) in SEED_RESULTS.items():
         assert name in recipes, name

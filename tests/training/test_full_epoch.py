@@ -12,7 +12,7 @@ from nasmlcn.training import TrainConfig, TrainJob, train
 
 @pytest.mark.slow
 def test_default_mlcn_reaches_80_percent_after_one_epoch(data_dir: Path) -> None:
-    """The issue's figure: 2 lanes of width 4, full training set, >= 80 % on the test set."""
+    """A full epoch learns: 2 lanes of width 4, full training set, >= 80 % on the test set."""
     job = TrainJob(
         MLCNSpec.from_lanes(DEFAULT_LANES),
         dataset="fashion-mnist",
