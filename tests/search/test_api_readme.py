@@ -57,6 +57,7 @@ def test_the_python_blocks_run(
     out = capsys.readouterr().out
     assert "on the Pareto front" in out
     assert "study hooks target 3" in out
+    assert "test at the best-validation epoch" in out  # the training block's report
     # the calls wrote only the storage named (and its SQLite side files), the
     # recipe and the architecture the blocks wrote themselves, and the folder the
     # reproduce block names
