@@ -245,6 +245,16 @@ class TrainReport:
         }
 
 
+def job_run_options(job: TrainJob, out: Path | None, checkpoint: Path | None) -> RunOptions:
+    """How a job of one process trains and what it keeps (its :func:`job_outputs`):
+    the checkpoint after every epoch, resumed where ``job.resume`` says, ``out``'s
+    files, and the test at the epoch validation selects (a refit validates on
+    nothing: its last epoch)."""
+    return RunOptions(
+        checkpoint_path=checkpoint, resume=job.resume, out_dir=out, select=not job.refit
+    )
+
+
 def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None, Path | None]:
     """The output folder and checkpoint path of ``job``, checked before any work.
 

@@ -32,6 +32,7 @@ from nasmlcn.training._job import (
     TrainJob,
     arch_for_dataset,
     job_outputs,
+    job_run_options,
     load_job_splits,
     step_batch_size,
 )
@@ -110,18 +111,12 @@ def train_placed(
     check_training_memory(
         arch, step_batch_size(job), head_device or lane_devices[0], lane_devices=lane_devices
     )
-    options = RunOptions(
-        checkpoint_path=checkpoint,
-        resume=job.resume,
-        out_dir=out,
-        select=not job.refit,  # a refit validates on nothing
-    )
     run = run_in_memory(
         InMemoryJob(
             arch,
             load_job_splits(job),
             job.config,  # its device is the placed model's input device
-            options,
+            job_run_options(job, out, checkpoint),
             place=placer(lane_devices, head_device, streams=streams),
         ),
         callbacks,

@@ -24,7 +24,7 @@ from nasmlcn.data import DataSplits
 from nasmlcn.models import MLCN, build_model, count_parameters
 from nasmlcn.specs import ArchSpec, save_arch
 from nasmlcn.training._callbacks import Callback, CallbackList, TrainStart
-from nasmlcn.training._config import EpochResult, RunOptions, TrainConfig
+from nasmlcn.training._config import EpochResult, TrainConfig
 from nasmlcn.training._job import (
     FIXED_EPOCHS_PROTOCOL,
     PROTOCOL,
@@ -33,6 +33,7 @@ from nasmlcn.training._job import (
     TrainReport,
     arch_for_dataset,
     job_outputs,
+    job_run_options,
     load_job_splits,
     step_batch_size,
 )
@@ -206,12 +207,7 @@ def train_on_one_device(job: TrainJob, callbacks: list[Callback] | None = None) 
     device = str(resolve_device(job.config.device))
     out, checkpoint = job_outputs(job)
     check_training_memory(arch, step_batch_size(job), device)
-    options = RunOptions(
-        checkpoint_path=checkpoint,
-        resume=job.resume,
-        out_dir=out,
-        select=not job.refit,  # a refit validates on nothing
-    )
+    options = job_run_options(job, out, checkpoint)
     run = run_in_memory(
         InMemoryJob(arch, load_job_splits(job), job.config, options), callbacks or ()
     )
