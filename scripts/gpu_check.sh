@@ -23,7 +23,10 @@
 # brings back 8 files at most). --part accuracy: --seeds "0 1 2" (one step a seed,
 # seed after seed), --rows (nasmlcn/reproduce/engines/thesis_table.py's; default
 # capsnet,mlcn2-8x4,mlcn2-8x4-text), --results-from FILE (the results.json an earlier call brought back: its finished
-# runs are not trained again, so the seeds of one table can span several calls).
+# runs are not trained again, so the seeds of one table can span several calls),
+# --variants "augment=shift;lr_policy=exponential" (a recipe study: the rows trained
+# under each variant's thesis_table.py --train overrides, seed after seed, without
+# CapsNet; e.g. --rows mlcn2-8x4-text: 20 epochs take about 16 s on an H200).
 #
 # Every step runs under `timeout`, writes $OUT/<step>.json (stdout; its stderr to
 # <step>.log) or $OUT/<step>.txt, and never stops the script: its exit code and
@@ -42,6 +45,7 @@ BUDGET=
 RECIPES=thesis-table4.1:full
 ACC_SEEDS="0 1 2"
 ACC_ROWS=capsnet,mlcn2-8x4,mlcn2-8x4-text
+ACC_VARIANTS=
 RESULTS_FROM=
 while (($#)); do
   case $1 in
@@ -53,6 +57,7 @@ while (($#)); do
     --recipes) RECIPES=${2:?--recipes needs "NAME:SCALE ..."}; shift 2 ;;
     --seeds) ACC_SEEDS=${2:?--seeds needs "0 1 2"}; shift 2 ;;
     --rows) ACC_ROWS=${2:?--rows needs thesis_table.py rows}; shift 2 ;;
+    --variants) ACC_VARIANTS=${2:?--variants needs "KEY=VALUE ...;KEY=VALUE ..."}; shift 2 ;;
     --results-from) RESULTS_FROM=${2:?--results-from needs a results.json}; shift 2 ;;
     -h | --help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "gpu_check.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -282,9 +287,28 @@ accuracy_part() {
   local results=$OUT/accuracy/results.json seed
   mkdir -p "$OUT/accuracy"
   if [[ -n $RESULTS_FROM ]]; then cp "$RESULTS_FROM" "$results"; fi
+  if [[ -n $ACC_VARIANTS ]]; then
+    accuracy_variants "$results"
+    return
+  fi
   for seed in $ACC_SEEDS; do
     # shellcheck disable=SC2086
     step "accuracy_seed$seed" json 430 "$PY" -m nasmlcn.reproduce.engines.thesis_table --device "$DEVICE" --rows "$ACC_ROWS" $TABLE_ARGS --seed "$seed" --seeds 1 --results "$results" --json
+  done
+}
+
+accuracy_variants() {
+  # --variants: each variant's runs, one step a seed (variant after variant), into the
+  # same results file; the runs of --results-from without overrides are the baseline
+  local results=$1 variant seed index=0
+  local -a variants
+  IFS=';' read -ra variants <<<"$ACC_VARIANTS"
+  for variant in "${variants[@]}"; do
+    index=$((index + 1))
+    for seed in $ACC_SEEDS; do
+      # shellcheck disable=SC2086
+      step "accuracy_v${index}_seed$seed" json 200 "$PY" -m nasmlcn.reproduce.engines.thesis_table --device "$DEVICE" --rows "$ACC_ROWS" $TABLE_ARGS --seed "$seed" --seeds 1 --no-capsnet --train "$variant" --results "$results" --json
+    done
   done
 }
 

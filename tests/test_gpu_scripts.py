@@ -304,3 +304,26 @@ def test_a_compiler_that_fails_skips_its_path_with_the_reason(
     assert row["compile_skipped"].startswith("InvalidBackend: ")
     assert "no-such-backend" in row["compile_skipped"]
     assert "compiled_speedup" not in row
+
+
+def test_accuracy_variants_are_one_step_a_variant_and_seed(tmp_path: Path) -> None:
+    """``--variants``: a recipe study in one call, variant after variant, whole seeds."""
+    out = tmp_path / "out"
+    args = ["--part", "accuracy", "--budget", "1", "--device", "cpu", "--seeds", "0 1"]
+    result = subprocess.run(
+        ["bash", str(CHECK), *args, "--variants", "augment=shift;lr=0.002 batch_size=50"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "OUT": str(out)},
+    )
+    assert result.returncode == 0, result.stderr
+    skipped = (out / "summary.txt").read_text().split("\n")[1:]
+    assert [line.split()[0] for line in skipped if line] == [
+        "setup",
+        "environment",
+        "accuracy_v1_seed0",
+        "accuracy_v1_seed1",
+        "accuracy_v2_seed0",
+        "accuracy_v2_seed1",
+    ]

@@ -210,6 +210,24 @@ def test_the_thesis_rows_are_built_from_the_reference_codes_lanes(script: Any) -
     }
 
 
+def test_a_recipe_study_plans_no_capsnet_and_its_overrides_key_new_runs(script: Any) -> None:
+    """``--no-capsnet``: the rows alone (a recipe study spends no time on CapsNet); a
+    variant's runs have keys of their own, the baseline's stay where they were."""
+    base = script.parse_args(base_args())
+    planned = script.plan_runs(base)
+    assert [(p.row.name, p.seed) for p in planned] == [("mlcn2-8x4-text", 0), ("mlcn2-8x4-text", 1)]
+    with_capsnet = script.plan_runs(script.parse_args(["--rows", "mlcn2-8x4-text", "--seeds", "2"]))
+    assert [p.key for p in with_capsnet if p.row.name != "capsnet"] == [p.key for p in planned]
+    shifted = script.parse_args([*base_args(), "--train", "augment=shift"])
+    variant = script.plan_runs(shifted)
+    assert [p.config.augment for p in variant] == ["shift", "shift"]
+    assert not {p.key for p in variant} & {p.key for p in planned}
+
+
+def base_args() -> list[str]:
+    return ["--rows", "mlcn2-8x4-text", "--seeds", "2", "--no-capsnet"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -33,7 +33,8 @@ runs): parameters, test accuracy, seconds per training epoch (each run's median
 epoch, averaged over the seeds) and the speed ratio to CapsNet (CapsNet's s/epoch
 / the row's). Our ratio uses the CapsNet runs with the same settings from the
 results file, which should be measured on the same machine and threads (the table
-prints where each row trained).
+prints where each row trained); ``--no-capsnet`` trains none (a recipe study of the
+MLCN rows, ``--train``'s overrides applied to them alone), and the ratio is left out.
 
 Resumable: every finished run (row x seed) is stored in ``--results`` (default
 ``~/.cache/nasmlcn/thesis-table/results.json``) as soon as it finishes, and a rerun
@@ -171,10 +172,12 @@ def row_model(
 
 
 def plan_runs(args: argparse.Namespace) -> list[Planned]:
-    """Every run of the selected rows and of CapsNet (the ratio needs its keys), seed
-    after seed; no training."""
+    """Every run of the selected rows and of CapsNet (the ratio needs its keys; not
+    with ``--no-capsnet``), seed after seed; no training."""
     overrides = parse_overrides(shlex.split(args.train), f"--train {args.train!r}")
-    rows = [r for r in ROWS if r.name in args.selected or r.thesis is CAPSNET]
+    rows = [
+        r for r in ROWS if r.name in args.selected or (r.thesis is CAPSNET and not args.no_capsnet)
+    ]
     models = {row: row_model(row, args, overrides) for row in rows}
     data = {
         "dataset": "fashion-mnist",
@@ -378,6 +381,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--mlcn1-type", default="mlcn1-ref", help="Mlcn1 rows' lanes")
     parser.add_argument("--mlcn2-type", default="mlcn2-ref", help="Mlcn2 rows' lanes")
     parser.add_argument("--train", default="", help="overrides, e.g. 'augment=shift lr=2e-3'")
+    parser.add_argument(
+        "--no-capsnet",
+        action="store_true",
+        help="no CapsNet runs beside the rows (no speed ratio): a recipe study of MLCN rows",
+    )
     parser.add_argument("--seed", type=int, default=0, help="the first seed")
     parser.add_argument(
         "--seeds",
