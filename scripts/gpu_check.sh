@@ -26,7 +26,8 @@
 # runs are not trained again, so the seeds of one table can span several calls),
 # --variants "augment=shift;lr_policy=exponential" (a recipe study: the rows trained
 # under each variant's thesis_table.py --train overrides, seed after seed, without
-# CapsNet; e.g. --rows mlcn2-8x4-text: 20 epochs take about 16 s on an H200).
+# CapsNet, against the runs without overrides; --seeds then a run such as "0 1 2";
+# e.g. --rows mlcn2-8x4-text: 20 epochs take about 16 s on an H200).
 #
 # Every step runs under `timeout`, writes $OUT/<step>.json (stdout; its stderr to
 # <step>.log) or $OUT/<step>.txt, and never stops the script: its exit code and
@@ -299,15 +300,20 @@ accuracy_part() {
 
 accuracy_variants() {
   # --variants: each variant's runs, one step a seed (variant after variant), into the
-  # same results file; the runs of --results-from without overrides are the baseline
-  local results=$1 variant seed index=0
-  local -a variants
+  # same results file; the runs of --results-from without overrides are the baseline.
+  # A step reports every seed so far (the earlier ones come from the file), so its
+  # JSON sets the variant against the baseline, paired by seed (the seeds: a run)
+  local results=$1 variant seed index=0 count
+  local -a variants seeds
   IFS=';' read -ra variants <<<"$ACC_VARIANTS"
+  read -ra seeds <<<"$ACC_SEEDS"
   for variant in "${variants[@]}"; do
     index=$((index + 1))
-    for seed in $ACC_SEEDS; do
+    count=0
+    for seed in "${seeds[@]}"; do
+      count=$((count + 1))
       # shellcheck disable=SC2086
-      step "accuracy_v${index}_seed$seed" json 200 "$PY" -m nasmlcn.reproduce.engines.thesis_table --device "$DEVICE" --rows "$ACC_ROWS" $TABLE_ARGS --seed "$seed" --seeds 1 --no-capsnet --train "$variant" --results "$results" --json
+      step "accuracy_v${index}_seed$seed" json 200 "$PY" -m nasmlcn.reproduce.engines.thesis_table --device "$DEVICE" --rows "$ACC_ROWS" $TABLE_ARGS --seed "${seeds[0]}" --seeds "$count" --no-capsnet --train "$variant" --results "$results" --json
     done
   done
 }

@@ -179,6 +179,43 @@ def paired_by_seed(
     )
 
 
+COMPARED = ("best_val_accuracy", "test_accuracy")
+"""What a variant is compared on against its baseline: the selection figure
+(validation) first, then the test accuracy of the selected epoch."""
+
+
+def versus_baseline(
+    baseline: Iterable[Mapping[str, Any]], variant: Iterable[Mapping[str, Any]]
+) -> dict[str, Any] | None:
+    """``variant - baseline`` paired by seed, per :data:`COMPARED` figure: the mean
+    difference, its 95 % t interval and the verdict (a tie where the interval holds
+    0); None with fewer than 2 seeds in common (no interval)."""
+    from nasmlcn.stats import paired_interval
+
+    pairs = paired_by_seed(baseline, variant)
+    if len(pairs) < 2:
+        return None
+    out: dict[str, Any] = {"seeds": [b["seed"] for b, _ in pairs]}
+    for name in COMPARED:
+        interval = paired_interval([v[name] for _, v in pairs], [b[name] for b, _ in pairs])
+        out[name] = interval.to_dict()
+    return out
+
+
+def versus_lines(compared: Mapping[str, Any] | None) -> list[str]:
+    """:func:`versus_baseline`'s figures as text: points, the interval, the verdict."""
+    if compared is None:
+        return ["vs no overrides: fewer than 2 seeds of both in the results file"]
+    lines = [f"vs no overrides, seeds {compared['seeds']} (paired 95 % t):"]
+    for name in COMPARED:
+        i = compared[name]
+        lines.append(
+            f"  {name} {100 * i['mean']:+.2f} points "
+            f"[{100 * i['low']:+.2f}, {100 * i['high']:+.2f}]: {i['verdict']}"
+        )
+    return lines
+
+
 def run_facts(device: str) -> dict[str, Any]:
     """Where and when a run trained (stored with its result; timings depend on it)."""
     import torch

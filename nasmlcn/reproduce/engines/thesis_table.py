@@ -77,6 +77,8 @@ from nasmlcn.reproduce.engines._training_runs import (
     say,
     settle_args,
     short_hash,
+    versus_baseline,
+    versus_lines,
 )
 from nasmlcn.reproduce.engines.common import fraction
 from nasmlcn.specs import ArchSpec, CapsNetSpec, MLCNSpec
@@ -288,15 +290,21 @@ def devices(runs: list[dict[str, Any]]) -> list[str]:
     return sorted({f"{r['device']} ({r['threads']} threads, {r['host']})" for r in runs})
 
 
+def finished_runs(planned: list[Planned], results: ResultsFile) -> dict[str, list[dict[str, Any]]]:
+    """The finished runs of ``planned`` per row, seed after seed."""
+    finished: dict[str, list[dict[str, Any]]] = {}
+    for p in planned:
+        entry = results.finished(p.key)
+        if entry is not None:
+            finished.setdefault(p.row.name, []).append(entry)
+    return finished
+
+
 def table_rows(
     planned: list[Planned], results: ResultsFile, names: list[str]
 ) -> list[dict[str, Any]]:
     """The selected rows with at least one finished run, ours beside the thesis's."""
-    finished: dict[str, list[dict[str, Any]]] = {}
-    for p in planned:  # seed after seed
-        entry = results.finished(p.key)
-        if entry is not None:
-            finished.setdefault(p.row.name, []).append(entry)
+    finished = finished_runs(planned, results)
     capsnet = finished.get(CAPSNET.name, [])
     capsnet_speed = mean_sd([r["seconds_per_epoch"] for r in capsnet])[0] if capsnet else None
     rows = []
@@ -344,6 +352,7 @@ def render(report: dict[str, Any]) -> str:
         lines.append(f"--train {report['train_overrides']}; applied per row:")
         for r in report["rows"]:
             lines.append(f"  {r['row']}: {format_overrides(r['overrides']) or '(none)'}")
+            lines += [f"    {line}" for line in versus_lines(r.get("vs_baseline"))]
     return "\n".join(lines + notes(report))
 
 
@@ -441,6 +450,10 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"[{p.label}] {err}") from None
         trained += 1
     rows = table_rows(planned, results, args.selected)
+    if args.train:  # a variant against the same rows and seeds without overrides
+        base = finished_runs(plan_runs(argparse.Namespace(**{**vars(args), "train": ""})), results)
+        for row in rows:
+            row["vs_baseline"] = versus_baseline(base.get(row["row"], []), row["per_seed"])
     first = rows[0] if rows else {}
     report = {
         "settings": {
