@@ -72,16 +72,7 @@ def test_gpu_check_help_names_the_speed_part_first() -> None:
 
 def test_part_speed_is_accepted_and_fits_eight_minutes(tmp_path: Path) -> None:
     # a spent budget skips every step: the part's steps, in order, in a second
-    out = tmp_path / "out"
-    result = subprocess.run(
-        ["bash", str(CHECK), "--part", "speed", "--budget", "1", "--device", "cuda:0"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "OUT": str(out)},
-    )
-    assert result.returncode == 0, result.stderr
-    skipped = (out / "summary.txt").read_text().split("\n")[1:]
+    skipped = _spent_budget_run(tmp_path / "out", "--part", "speed", "--device", "cuda:0")
     assert [line.split()[:2] for line in skipped if line] == [
         [step, "skip"]
         for step in (
@@ -178,14 +169,7 @@ def test_pack_leaves_one_archive_and_the_summary(tmp_path: Path) -> None:
     # the device tool brings back 8 files at most; with a spent budget every step is
     # skipped, so this runs in a second, on any machine
     out = tmp_path / "out"
-    result = subprocess.run(
-        ["bash", str(CHECK), "--part", "2", "--budget", "1", "--pack", "--device", "cpu"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "OUT": str(out)},
-    )
-    assert result.returncode == 0, result.stderr
+    skipped = _spent_budget_run(out, "--part", "2", "--pack", "--device", "cpu")
     assert sorted(p.name for p in out.iterdir()) == ["gpu-check-part2.tar.gz", "summary.txt"]
     listing = subprocess.run(
         ["tar", "-tzf", str(out / "gpu-check-part2.tar.gz")],
@@ -194,7 +178,6 @@ def test_pack_leaves_one_archive_and_the_summary(tmp_path: Path) -> None:
         check=True,
     ).stdout.split()
     assert "./summary.txt" not in listing
-    skipped = (out / "summary.txt").read_text().split("\n")[1:]
     assert [line.split()[:2] for line in skipped if line] == [
         [step, "skip"]
         for step in (
@@ -308,17 +291,9 @@ def test_a_compiler_that_fails_skips_its_path_with_the_reason(
 
 def test_accuracy_variants_are_one_step_a_variant_and_seed(tmp_path: Path) -> None:
     """``--variants``: a recipe study in one call, variant after variant, whole seeds."""
-    out = tmp_path / "out"
-    args = ["--part", "accuracy", "--budget", "1", "--device", "cpu", "--seeds", "0 1"]
-    result = subprocess.run(
-        ["bash", str(CHECK), *args, "--variants", "augment=shift;lr=0.002 batch_size=50"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"PATH": "/usr/bin:/bin", "OUT": str(out)},
-    )
-    assert result.returncode == 0, result.stderr
-    skipped = (out / "summary.txt").read_text().split("\n")[1:]
+    args = ["--part", "accuracy", "--device", "cpu", "--seeds", "0 1"]
+    variants = ["--variants", "augment=shift;lr=0.002 batch_size=50"]
+    skipped = _spent_budget_run(tmp_path / "out", *args, *variants)
     assert [line.split()[0] for line in skipped if line] == [
         "setup",
         "environment",
@@ -327,3 +302,17 @@ def test_accuracy_variants_are_one_step_a_variant_and_seed(tmp_path: Path) -> No
         "accuracy_v2_seed0",
         "accuracy_v2_seed1",
     ]
+
+
+def _spent_budget_run(out: Path, *args: str) -> list[str]:
+    """The summary's step lines of a run with a spent budget: every step skipped, in
+    order, in a second on any machine."""
+    result = subprocess.run(
+        ["bash", str(CHECK), *args, "--budget", "1"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "OUT": str(out)},
+    )
+    assert result.returncode == 0, result.stderr
+    return (out / "summary.txt").read_text().split("\n")[1:]

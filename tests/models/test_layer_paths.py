@@ -21,7 +21,7 @@ from torch import nn
 
 from nasmlcn.models import MLCN, build_model, per_lane_tensors, stack_tensors
 from nasmlcn.models._bmm_conv import stacked_conv_bmm
-from nasmlcn.models._conv import FoldedConv2d
+from nasmlcn.models._conv import FoldedConv2d, conv_layers
 from nasmlcn.models._fused import LAYER_PATHS, Kernels, _bmm_conv, _grouped_conv, _kernels
 from nasmlcn.specs import ConvSpec, MLCNSpec
 
@@ -139,18 +139,8 @@ def _stacked_layer(
 ) -> tuple[nn.Module, dict[str, torch.Tensor]]:
     """A layer of ``conv``'s geometry (a folded pair, after ``folded_from``) and
     ``count`` lanes' random parameters, stacked as a lane stack keeps them."""
-    if folded_from is not None:
-        layer: nn.Module = FoldedConv2d(folded_from, conv)
-    else:
-        layer = nn.Conv2d(
-            conv.in_channels,
-            conv.out_channels,
-            conv.kernel,
-            conv.stride,
-            conv.padding,
-            groups=conv.groups,
-            bias=conv.bias,
-        )
+    layer = conv_layers([conv] if folded_from is None else [folded_from, conv])[0]
+    assert folded_from is None or isinstance(layer, FoldedConv2d)  # the pair folds
     params = {
         name: stack_tensors([torch.randn(p.shape, dtype=torch.float64) for _ in range(count)])
         for name, p in layer.named_parameters()
