@@ -23,7 +23,7 @@ from nasmlcn.hardware._catalog import read_catalog_file
 from nasmlcn.reproduce import all_recipes, find_recipe
 from nasmlcn.search import SearchConfig, load_search_recipe
 from nasmlcn.search.spaces import SPACE_KINDS, load_space
-from nasmlcn.search.spaces._base import COMMON_KEYS
+from nasmlcn.search.spaces._values import COMMON_KEYS
 from nasmlcn.specs import LaneSpec
 from tests.conftest import ROOT
 

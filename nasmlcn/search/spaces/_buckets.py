@@ -74,15 +74,17 @@ from nasmlcn.costs import LaneCost
 from nasmlcn.errors import SearchError
 from nasmlcn.planning import Bucket
 from nasmlcn.search.spaces._base import (
-    LANE_RANGE_KEYS,
     SPACE_KINDS,
     Candidate,
     SearchSpace,
     SpaceContext,
+    space_buckets,
+)
+from nasmlcn.search.spaces._values import (
+    LANE_RANGE_KEYS,
     lane_ranges,
     lanes_in_ranges,
     positive_int,
-    space_buckets,
 )
 from nasmlcn.specs import LaneSpec, parse_lanes
 

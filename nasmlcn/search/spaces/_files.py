@@ -20,7 +20,8 @@ from pathlib import Path
 from nasmlcn._toml import check_keys, read_toml
 from nasmlcn.errors import SearchError
 from nasmlcn.registry import did_you_mean
-from nasmlcn.search.spaces._base import COMMON_KEYS, SPACE_KINDS, SearchSpace
+from nasmlcn.search.spaces._base import SPACE_KINDS, SearchSpace
+from nasmlcn.search.spaces._values import COMMON_KEYS
 
 SPACES_ENV = "NASMLCN_SPACES"
 BUILTIN_SPACES_PACKAGE = "nasmlcn.search_spaces"

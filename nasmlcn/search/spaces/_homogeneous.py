@@ -14,15 +14,8 @@ from typing import TYPE_CHECKING, Any
 from nasmlcn.errors import PlacementError
 from nasmlcn.placement import greedy_assignment
 from nasmlcn.planning import placement_problem
-from nasmlcn.search.spaces._base import (
-    LANE_RANGE_KEYS,
-    SPACE_KINDS,
-    Candidate,
-    SearchSpace,
-    SpaceContext,
-    int_range,
-    lane_ranges,
-)
+from nasmlcn.search.spaces._base import SPACE_KINDS, Candidate, SearchSpace, SpaceContext
+from nasmlcn.search.spaces._values import LANE_RANGE_KEYS, int_range, lane_ranges
 from nasmlcn.specs import LaneSpec
 
 if TYPE_CHECKING:

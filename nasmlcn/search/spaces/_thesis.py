@@ -65,15 +65,17 @@ from typing import TYPE_CHECKING, Any
 
 from nasmlcn.errors import SearchError
 from nasmlcn.search.spaces._base import (
-    LANE_RANGE_KEYS,
     SPACE_KINDS,
     Candidate,
     SearchSpace,
     SpaceContext,
+    space_buckets,
+)
+from nasmlcn.search.spaces._values import (
+    LANE_RANGE_KEYS,
     lane_ranges,
     lanes_in_ranges,
     positive_int,
-    space_buckets,
 )
 from nasmlcn.specs import LaneSpec
 
