@@ -208,7 +208,7 @@ class TrainEvaluator:
             should_stop=request.should_stop,
         )
         place = None if lanes is None else placer(lanes, device)
-        job = InMemoryJob(request.spec, splits, config, options, place, memory)
+        job = InMemoryJob(request.spec, splits, config, options, place=place, measure=memory)
         run = train(job, [relay])
         job_ended = time.perf_counter()
         if relay.stopped:  # pruned, or the search's time is up: nothing more to measure
