@@ -99,9 +99,12 @@ def train(
     """
     from nasmlcn.parallel import under_torchrun
 
-    parallel = devices is not None or processes > 1 or parallelism != "lanes"
     if isinstance(job, InMemoryJob):
-        return _train_in_memory(job, callbacks, parallel or timeout_s is not None)
+        given: dict[str, Any] = {"devices": devices, "processes": processes}
+        given |= {"parallelism": parallelism, "placement": placement}
+        given |= {"device": device, "timeout_s": timeout_s}
+        return _train_in_memory(job, callbacks, [k for k, v in given.items() if v != _DEFAULTS[k]])
+    parallel = devices is not None or processes > 1 or parallelism != "lanes"
     if not parallel and not under_torchrun():
         from nasmlcn.training._run import train_on_one_device
 
@@ -118,11 +121,22 @@ def train(
     )
 
 
-def _train_in_memory(job: InMemoryJob, callbacks: Sequence[Callback], parallel: bool) -> JobRun:
-    if parallel:
+_DEFAULTS: dict[str, Any] = {
+    "devices": None,
+    "processes": 1,
+    "parallelism": "lanes",
+    "placement": "greedy",
+    "device": "auto",
+    "timeout_s": None,
+}
+"""``train``'s options for a ``TrainJob``, at their defaults (an ``InMemoryJob`` takes
+none of them)."""
+
+
+def _train_in_memory(job: InMemoryJob, callbacks: Sequence[Callback], given: list[str]) -> JobRun:
+    if given:
         raise SpecError(
-            "an InMemoryJob trains where its place puts it: devices, processes, "
-            "parallelism and timeout_s are a TrainJob's"
+            f"an InMemoryJob trains where its place puts it; {', '.join(given)} apply to a TrainJob"
         )
     from nasmlcn.training._run import run_in_memory
 

@@ -73,10 +73,21 @@ def test_an_untested_in_memory_job_leaves_the_test_split_alone(splits) -> None: 
 
 
 @pytest.mark.parametrize(
-    "option", [{"devices": "2xK80"}, {"processes": 2}, {"parallelism": "data"}, {"timeout_s": 5}]
+    "option",
+    [
+        {"devices": "2xK80"},
+        {"processes": 2},
+        {"parallelism": "data"},
+        {"timeout_s": 5},
+        {"placement": "optimal"},
+        {"device": "cpu"},
+    ],
 )
 def test_a_train_job_option_on_an_in_memory_job_is_refused(splits, option) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(SpecError, match="an InMemoryJob trains where its place puts it"):
+    with pytest.raises(
+        SpecError,
+        match=f"an InMemoryJob trains where its place puts it; {next(iter(option))} apply",
+    ):
         train(InMemoryJob(SPEC, splits, CONFIG), **option)
 
 
