@@ -25,7 +25,7 @@
 # capsnet,mlcn2-8x4,mlcn2-8x4-text), --results-from FILE (the results.json an earlier call brought back: its finished
 # runs are not trained again, so the seeds of one table can span several calls),
 # --variants "augment=shift;lr_policy=exponential" (a recipe study: the rows trained
-# under each variant's thesis_table.py --train overrides, seed after seed, without
+# under each variant's thesis_table.py --train overrides, one step a variant, without
 # CapsNet, against the runs without overrides; --seeds then a run such as "0 1 2";
 # e.g. --rows mlcn2-8x4-text: 20 epochs take about 16 s on an H200).
 #
@@ -299,22 +299,19 @@ accuracy_part() {
 }
 
 accuracy_variants() {
-  # --variants: each variant's runs, one step a seed (variant after variant), into the
-  # same results file; the runs of --results-from without overrides are the baseline.
-  # A step reports every seed so far (the earlier ones come from the file), so its
-  # JSON sets the variant against the baseline, paired by seed (the seeds: a run)
-  local results=$1 variant seed index=0 count
+  # --variants: one step a variant (variant after variant; one process for its seeds,
+  # not one a seed: a process's start-up is a seed's training time here), into the
+  # same results file, which keeps each run as it finishes (a step cut short loses only
+  # the run in progress). The runs of --results-from without overrides are the
+  # baseline: each step's JSON sets its variant against it, paired by seed
+  local results=$1 variant index=0
   local -a variants seeds
   IFS=';' read -ra variants <<<"$ACC_VARIANTS"
   read -ra seeds <<<"$ACC_SEEDS"
   for variant in "${variants[@]}"; do
     index=$((index + 1))
-    count=0
-    for seed in "${seeds[@]}"; do
-      count=$((count + 1))
-      # shellcheck disable=SC2086
-      step "accuracy_v${index}_seed$seed" json 200 "$PY" -m nasmlcn.reproduce.engines.thesis_table --device "$DEVICE" --rows "$ACC_ROWS" $TABLE_ARGS --seed "${seeds[0]}" --seeds "$count" --no-capsnet --train "$variant" --results "$results" --json
-    done
+    # shellcheck disable=SC2086
+    step "accuracy_v$index" json 240 "$PY" -m nasmlcn.reproduce.engines.thesis_table --device "$DEVICE" --rows "$ACC_ROWS" $TABLE_ARGS --seed "${seeds[0]}" --seeds "${#seeds[@]}" --no-capsnet --train "$variant" --results "$results" --json
   done
 }
 
