@@ -54,7 +54,7 @@ from typing import Any
 import torch
 from _gpu_profile import describe, profile_steps
 from _speed_table import PATHS, kernels_per_step, print_table
-from layer_paths import LAYER_PATHS, compare_layer_paths, round_order, split
+from layer_paths import LAYER_PATHS, clock, compare_layer_paths, round_order, split
 
 from nasmlcn._allocator import keep_freed_memory
 from nasmlcn.models import MLCN, build_model, count_parameters
@@ -149,13 +149,6 @@ def add_flop_rates(models: dict[str, dict[str, Any]]) -> None:
                 base = capsnet[row["batch"]].get(path, {}).get("forward_gflop_per_second")
                 ratio = rate / base if rate is not None and base else None
                 row[path]["flop_rate_ratio_to_capsnet"] = ratio
-
-
-def clock(device: torch.device) -> float:
-    """``time.perf_counter()`` once everything queued on ``device`` has run."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return time.perf_counter()
 
 
 class Stepper:

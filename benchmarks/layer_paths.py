@@ -48,7 +48,8 @@ LAYER_PATHS = ("grouped", "bmm")
 """An MLCN's ways of running its stacks' later conv layers (``MLCN.layer_path``)."""
 
 
-def _clock(device: torch.device) -> float:
+def clock(device: torch.device) -> float:
+    """``time.perf_counter()`` once everything queued on ``device`` has run."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     return time.perf_counter()
@@ -56,11 +57,11 @@ def _clock(device: torch.device) -> float:
 
 def _pass(model: MLCN, x: torch.Tensor, y: torch.Tensor) -> float:
     """Seconds of one forward and backward pass."""
-    began = _clock(x.device)
+    began = clock(x.device)
     out = model(x, y)
     loss = capsule_loss(out.lengths, out.reconstruction, x, y).total
     loss.backward()
-    return _clock(x.device) - began
+    return clock(x.device) - began
 
 
 def measure(lanes: str, args: argparse.Namespace) -> dict[str, Any]:

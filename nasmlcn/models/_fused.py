@@ -63,8 +63,6 @@ class Patches:
     """
 
     def __init__(self, x: torch.Tensor, layer_path: str = DEFAULT_LAYER_PATH) -> None:
-        if layer_path not in LAYER_PATHS:
-            raise ValueError(f"layer_path must be one of {sorted(LAYER_PATHS)}, got {layer_path!r}")
         self.x = x  # (B, C, H, W)
         self.layer_path = layer_path
         self._cache: dict[tuple[int, int, int], tuple[torch.Tensor, int, int]] = {}

@@ -100,10 +100,16 @@ def train(
     from nasmlcn.parallel import under_torchrun
 
     if isinstance(job, InMemoryJob):
-        given: dict[str, Any] = {"devices": devices, "processes": processes}
-        given |= {"parallelism": parallelism, "placement": placement}
-        given |= {"device": device, "timeout_s": timeout_s}
-        return _train_in_memory(job, callbacks, [k for k, v in given.items() if v != _DEFAULTS[k]])
+        given: dict[str, Any] = dict(
+            devices=devices,
+            processes=processes,
+            parallelism=parallelism,
+            placement=placement,
+            device=device,
+            timeout_s=timeout_s,
+        )
+        defaults = train.__kwdefaults__ or {}  # the TrainJob options' own defaults
+        return _train_in_memory(job, callbacks, [k for k, v in given.items() if v != defaults[k]])
     parallel = devices is not None or processes > 1 or parallelism != "lanes"
     if not parallel and not under_torchrun():
         from nasmlcn.training._run import train_on_one_device
@@ -119,18 +125,6 @@ def train(
         timeout_s=timeout_s,
         callbacks=callbacks,
     )
-
-
-_DEFAULTS: dict[str, Any] = {
-    "devices": None,
-    "processes": 1,
-    "parallelism": "lanes",
-    "placement": "greedy",
-    "device": "auto",
-    "timeout_s": None,
-}
-"""``train``'s options for a ``TrainJob``, at their defaults (an ``InMemoryJob`` takes
-none of them)."""
 
 
 def _train_in_memory(job: InMemoryJob, callbacks: Sequence[Callback], given: list[str]) -> JobRun:
