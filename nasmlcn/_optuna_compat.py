@@ -113,6 +113,27 @@ def stale_trial_ids(storage: Any, study_id: int, grace: float) -> list[int]:
     return sorted(set(stale))
 
 
+def record_trial_artifact(trial: Any, artifact_id: str, filename: str) -> None:
+    """Records a file already in the trial's artifact store under ``artifact_id`` as
+    one of the trial's artifacts, as :func:`optuna.artifacts.upload_artifact` records
+    the files it copies in (optuna-dashboard lists it; the store holds one copy)."""
+    import json
+    import mimetypes
+
+    from optuna.artifacts._upload import ARTIFACTS_ATTR_PREFIX, DEFAULT_MIME_TYPE
+
+    mimetype, encoding = mimetypes.guess_type(filename)
+    meta = {
+        "artifact_id": artifact_id,
+        "filename": filename,
+        "mimetype": mimetype or DEFAULT_MIME_TYPE,
+        "encoding": encoding,
+    }
+    trial.storage.set_trial_system_attr(
+        trial_id_of(trial), ARTIFACTS_ATTR_PREFIX + artifact_id, json.dumps(meta)
+    )
+
+
 def forget_trial_artifact(storage: Any, trial_id: int, artifact_id: str) -> None:
     """Deletes the record of artifact ``artifact_id`` from a finished trial (whose
     attributes Optuna no longer lets anyone change), after its file was removed, so

@@ -15,7 +15,7 @@ from functools import cached_property
 import torch
 from torch import nn
 
-from nasmlcn.models._conv import conv_layers
+from nasmlcn.models._conv import conv_layers, initial_conv_tensors
 from nasmlcn.specs import LaneLayout, LaneSpec
 
 ROUTINGS = ("vector", "classwise")
@@ -89,7 +89,7 @@ class LaneKind:
         """A new lane's parameters, in the order of :attr:`names`: the conv layers'
         default initialisation, then the vote transforms (:func:`vote_weights`), drawn
         in that order (so a seed gives the weights it always gave)."""
-        convs = conv_layers(self.layout.convs)
+        convs = initial_conv_tensors(self.layout.convs)
         # One (d x K) transform per primary capsule; both routings use the same
         # weights, only how the K outputs are grouped into capsules differs. With
         # weight sharing, one per capsule channel (C/d of them), shared by the
@@ -97,7 +97,7 @@ class LaneKind:
         transforms = self.channels if self.weight_sharing else self.num_primary
         shape = (transforms, self.capsule_dim, self.num_classes)
         weight = vote_weights(shape, self.num_primary, vote_init)
-        return [weight, *(p.detach() for p in convs.parameters())]
+        return [weight, *convs]
 
 
 def vote_weights(shape: tuple[int, int, int], num_primary: int, init: str) -> torch.Tensor:

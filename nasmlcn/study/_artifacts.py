@@ -28,7 +28,12 @@ from collections.abc import Container
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nasmlcn._optuna_compat import forget_trial_artifact, storage_of, trial_id_of
+from nasmlcn._optuna_compat import (
+    forget_trial_artifact,
+    record_trial_artifact,
+    storage_of,
+    trial_id_of,
+)
 from nasmlcn.errors import SearchError
 from nasmlcn.study._storage import sqlite_path
 from nasmlcn.study._trial import TrialRecord, write_checkpoint, write_weights
@@ -97,6 +102,7 @@ class TrialFiles:
         self.path = workdir / f"trial-{trial.number}.pt"
         previous = trial.user_attrs.get("checkpoint")
         self._current: str | None = previous.get("artifact_id") if previous else None
+        self._stored: tuple[int, int, int] | None = None  # the file _current copied
         self.resumed_epoch = 0
         if previous:
             self.resumed_epoch = self._download(previous)
@@ -120,7 +126,10 @@ class TrialFiles:
         """Copies the checkpoint of ``epoch`` into the store (called after every epoch)."""
         if not self.path.is_file():
             return
-        artifact_id = f"checkpoint-{uuid.uuid4()}"
+        # a bare UUID, as Optuna names artifacts: optuna-dashboard serves only those,
+        # and the last epoch's copy becomes the weights (keep)
+        artifact_id = str(uuid.uuid4())
+        stamp = _stamp(self.path)
         with self.path.open("rb") as body:
             self.store.write(artifact_id, body)
         write_checkpoint(self.trial, artifact_id, epoch)
@@ -128,18 +137,24 @@ class TrialFiles:
         if hasattr(storage, "flush"):
             storage.flush()  # recorded before the older copy goes
         self._drop(self._current)
-        self._current = artifact_id
+        self._current, self._stored = artifact_id, stamp
 
     def keep(self) -> str | None:
-        """Uploads the final checkpoint as the trial's weights (before it is told);
-        the artifact id, or None when nothing was trained."""
+        """Keeps the final checkpoint as the trial's weights (before it is told); the
+        artifact id, or None when nothing was trained. The copy the last epoch stored
+        becomes the weights where the file has not changed since (no second copy of
+        the model and its optimizer is written); otherwise the file is uploaded."""
         from optuna.artifacts import upload_artifact
 
         if not self.path.is_file():
             return None
-        artifact_id = upload_artifact(
-            artifact_store=self.store, file_path=str(self.path), study_or_trial=self.trial
-        )
+        if self._current is not None and self._stored == _stamp(self.path):
+            artifact_id, self._current = self._current, None  # close() keeps it
+            record_trial_artifact(self.trial, artifact_id, self.path.name)
+        else:
+            artifact_id = upload_artifact(
+                artifact_store=self.store, file_path=str(self.path), study_or_trial=self.trial
+            )
         write_weights(self.trial, artifact_id, self.path.name)
         return artifact_id
 
@@ -155,6 +170,13 @@ class TrialFiles:
             return
         with contextlib.suppress(Exception):
             self.store.remove(artifact_id)
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    """A file's inode, size and modification time: whether it was rewritten since
+    (a checkpoint is written to a new file that replaces the old)."""
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def discard_weights(study: optuna.Study, store: ArtifactStore, kept: Container[int]) -> list[int]:

@@ -349,3 +349,26 @@ def _fused_stacks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(LaneStack, "forward", spy)
     return fused
+
+
+@pytest.mark.parametrize(("width", "depth"), [(1, 1), (4, 1), (3, 2), (2, 3)])
+@pytest.mark.parametrize("lane_type", LANE_TYPES.names())
+def test_initial_tensors_are_the_conv_layers_own_draws(
+    lane_type: str, width: int, depth: int
+) -> None:
+    """A lane's conv parameters are drawn without building its layers, yet are the
+    values (and shapes) ``nn.Conv2d``'s initialisation gives under the same seed."""
+    from nasmlcn.models._conv import conv_layers, initial_conv_tensors
+
+    kind = LaneKind(LaneSpec(lane_type, width, depth), (1, 28, 28), 10, "vector", 3)
+    convs = kind.layout.convs
+    torch.manual_seed(7)
+    want = [p.detach() for p in conv_layers(convs).parameters()]
+    torch.manual_seed(7)
+    got = initial_conv_tensors(convs)
+    after = torch.rand(3)  # as many draws: the vote weights that follow are the same
+    assert [t.shape for t in got] == [t.shape for t in want]
+    assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+    torch.manual_seed(7)
+    conv_layers(convs)
+    assert torch.equal(after, torch.rand(3))

@@ -113,6 +113,45 @@ def test_a_stopped_trial_resumes_from_its_checkpoint_with_identical_results(
     assert files == {done.user_attrs["weights"]["artifact_id"]}
     metas = get_all_artifact_meta(done, storage=load_existing_study("s", cut.storage)._storage)
     assert [m.artifact_id for m in metas] == [done.user_attrs["weights"]["artifact_id"]]
+    assert metas[0].filename == f"trial-{done.number}.pt"
+    # the last epoch's stored checkpoint became the weights: no second copy written
+    assert done.user_attrs["checkpoint"] == {
+        "artifact_id": done.user_attrs["weights"]["artifact_id"],
+        "epoch": 3,
+    }
+
+
+def test_weights_are_uploaded_anew_when_the_file_changed_after_the_last_epoch(
+    tmp_path: Path,
+) -> None:
+    """The stored copy of the last epoch stands for the weights only while the
+    working file is the one it copied; a file written since is uploaded itself."""
+    import optuna
+
+    from nasmlcn.study import open_store
+    from nasmlcn.study._artifacts import TrialFiles
+
+    study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}")
+    store = open_store(tmp_path / "artifacts")
+    for rewrite in (False, True):
+        trial = study.ask()
+        files = TrialFiles(store, trial, tmp_path)
+        files.path.write_bytes(b"epoch 1")
+        files.saved(1)
+        stored = trial.user_attrs["checkpoint"]["artifact_id"]
+        if rewrite:
+            files.path.unlink()
+            files.path.write_bytes(b"epoch 1, then more")
+        weights = files.keep()
+        files.close()
+        assert (weights == stored) is not rewrite
+        assert weights is not None
+        assert (tmp_path / "artifacts" / weights).read_bytes() == (
+            b"epoch 1, then more" if rewrite else b"epoch 1"
+        )
+        assert (tmp_path / "artifacts" / stored).exists() is not rewrite  # no stray copy
+        metas = get_all_artifact_meta(trial, storage=study._storage)
+        assert [m.artifact_id for m in metas] == [weights]
 
 
 def _dataset() -> Any:

@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn._heap import frozen_heap
 from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config.config import SearchConfig
@@ -93,7 +94,9 @@ def run_in_process(
     require_tracker(config, observers)
     with quiet_optuna(), sigterm_as_interrupt():
         every = Observers(observers)
-        return _run_search(open_search(setup_search(config), every), every, evaluator)
+        opened = open_search(setup_search(config), every)
+        with frozen_heap():  # a trial's collections walk its own objects only
+            return _run_search(opened, every, evaluator)
 
 
 def start_run(
