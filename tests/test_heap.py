@@ -7,7 +7,7 @@ import gc
 from pathlib import Path
 from typing import Any
 
-from nasmlcn._heap import frozen_heap
+from nasmlcn._heap import frozen_heap, settle
 from nasmlcn.search import SearchConfig, SearchObserver, run_search
 
 
@@ -15,10 +15,32 @@ def test_objects_alive_on_entry_are_frozen_inside_and_thawed_after() -> None:
     assert gc.get_freeze_count() == 0
     with frozen_heap():
         frozen = gc.get_freeze_count()
-        made = [{} for _ in range(10_000)]  # made inside: collected as usual
+        made: list[list[int]] = [[] for _ in range(10_000)]  # made inside: collected as usual
         assert frozen > 10_000  # the modules, classes and functions alive on entry
         assert gc.get_freeze_count() <= frozen  # the loop's own objects stay out
         del made
+    assert gc.get_freeze_count() == 0
+
+
+def test_settle_collects_a_trial_s_garbage_and_freezes_what_survived() -> None:
+    import weakref
+
+    class Cycle:
+        pass
+
+    settle()  # outside a frozen heap: nothing
+    assert gc.get_freeze_count() == 0
+    with frozen_heap():
+        kept: list[list[int]] = [[] for _ in range(10_000)]  # what outlives a trial (data, imports)
+        garbage = Cycle()
+        garbage.me = garbage  # type: ignore[attr-defined]
+        gone = weakref.ref(garbage)
+        del garbage
+        before = gc.get_freeze_count()
+        settle()
+        assert gone() is None  # collected before the freeze, never frozen
+        assert gc.get_freeze_count() >= before + len(kept)
+        del kept
     assert gc.get_freeze_count() == 0
 
 
@@ -26,7 +48,9 @@ def test_a_heap_frozen_by_someone_else_is_left_as_it_is() -> None:
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()  # it shrinks as frozen objects are freed
-        made = [{} for _ in range(10_000)]  # tracked, made after the caller's freeze
+        made: list[list[int]] = [
+            [] for _ in range(10_000)
+        ]  # tracked, made after the caller's freeze
         with frozen_heap():
             assert gc.get_freeze_count() < frozen + len(made)  # not frozen again
         assert gc.get_freeze_count() > frozen // 2  # not thawed by us

@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nasmlcn._heap import frozen_heap
+from nasmlcn._heap import frozen_heap, settle
 from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config.config import SearchConfig
@@ -192,6 +192,7 @@ def _run_search(
         repeats_in_a_row = repeats_in_a_row + 1 if outcome.repeat_of is not None else 0
         result.run_trials.append(outcome)
         observer.on_trial_end(outcome)
+        settle()  # the next trial's collections skip what this one left alive
         if repeats_in_a_row >= REPEATS_IN_A_ROW:  # nothing new to propose: say so, stop
             result.stopped = "repeats"
             break
