@@ -93,21 +93,23 @@ def _builders(lanes: str) -> tuple[Callable[[], Any], Callable[[], Any]]:
     from nasmlcn.models._lane import LaneKind
     from nasmlcn.specs import parse_lanes
 
-    kinds = [LaneKind(s, (1, 28, 28), 10, "vector", 3) for s in parse_lanes(lanes)]
+    specs = parse_lanes(lanes)
+
+    def kinds() -> list[LaneKind]:  # new ones each time, as a model build makes them
+        return [LaneKind(s, (1, 28, 28), 10, "vector", 3) for s in specs]
 
     def layers() -> list[list[torch.Tensor]]:
-        return [[p.detach() for p in conv_layers(k.layout.convs).parameters()] for k in kinds]
+        return [[p.detach() for p in conv_layers(k.layout.convs).parameters()] for k in kinds()]
 
     def draws() -> list[list[torch.Tensor]]:
         from nasmlcn.models._conv import initial_conv_tensors
 
-        return [initial_conv_tensors(k.layout.convs) for k in kinds]
+        return [initial_conv_tensors(k.convs) for k in kinds()]
 
-    for build in (layers, draws):  # equal draws, or the comparison means nothing
-        torch.manual_seed(0)
-        got = [t for lane in build() for t in lane]
-        if build is layers:
-            want = got
+    torch.manual_seed(0)
+    want = [t for lane in layers() for t in lane]
+    torch.manual_seed(0)
+    got = [t for lane in draws() for t in lane]  # equal, or the comparison means nothing
     assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
     return layers, draws
 

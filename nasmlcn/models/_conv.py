@@ -7,6 +7,7 @@ and cuDNN prefers it too.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -113,40 +114,39 @@ def conv_layers(convs: tuple[ConvSpec, ...] | list[ConvSpec]) -> nn.Sequential:
     return nn.Sequential(*layers).to(memory_format=torch.channels_last)
 
 
-def initial_conv_tensors(convs: tuple[ConvSpec, ...] | list[ConvSpec]) -> list[torch.Tensor]:
-    """The parameters :func:`conv_layers` would start ``convs`` with, in its parameter
-    order and from the same random numbers (``nn.Conv2d``'s initialisation, layer by
-    layer, weight then bias), without building the layers: a default-space model's
-    few hundred small ``nn.Conv2d`` cost a search 0.1-0.2 s a trial to build."""
-    out: list[torch.Tensor] = []
-    i = 0
-    while i < len(convs):
-        conv = convs[i]
-        if i + 1 < len(convs) and can_fold(conv, convs[i + 1]):
-            second = convs[i + 1]  # FoldedConv2d: both layers with a bias
-            out += _conv2d_init(conv.in_channels, conv.out_channels, 1, 1, True)
-            out += _conv2d_init(conv.out_channels, second.out_channels, second.kernel, 1, True)
-            i += 2
-        else:
-            out += _conv2d_init(
-                conv.in_channels, conv.out_channels, conv.kernel, conv.groups, conv.bias
-            )
-            i += 1
+@functools.lru_cache(maxsize=256)
+def meta_conv_layers(convs: tuple[ConvSpec, ...]) -> nn.Sequential:
+    """:func:`conv_layers` on the ``meta`` device: geometry and parameter names, never
+    values (building them draws no random numbers). One per layout in a process, shared
+    read-only by every lane of that layout (a 58-lane model has a handful of layouts;
+    building them lane by lane cost more than drawing the weights)."""
+    with torch.device("meta"):
+        return conv_layers(convs)
+
+
+def initial_conv_tensors(layers: nn.Module) -> list[torch.Tensor]:
+    """The parameters ``layers`` (built by :func:`conv_layers`, on any device: the
+    ``meta`` device's carry only shapes) start with when built on the CPU, in their
+    order and from the same random numbers (each ``nn.Conv2d``'s initialisation,
+    layer by layer, weight then bias), drawn without building the layers again: a
+    default-space model's few hundred small ``nn.Conv2d`` cost a search 0.1-0.2 s a
+    trial to build."""
+    out = [t for m in layers.modules() if isinstance(m, nn.Conv2d) for t in _conv2d_init(m)]
+    assert len(out) == len(list(layers.parameters())), "a parameter not of a Conv2d"
     return out
 
 
-def _conv2d_init(
-    in_channels: int, out_channels: int, kernel: int, groups: int, bias: bool
-) -> list[torch.Tensor]:
-    """``nn.Conv2d(...).reset_parameters()``'s draws: Kaiming-uniform weight (``a =
-    sqrt(5)``, torch's own function), bias uniform in ``+-1/sqrt(fan_in)``."""
-    weight = torch.empty(out_channels, in_channels // groups, kernel, kernel)
+def _conv2d_init(conv: nn.Conv2d) -> list[torch.Tensor]:
+    """``conv.reset_parameters()``'s draws for fresh CPU tensors of its shapes:
+    Kaiming-uniform weight (``a = sqrt(5)``, torch's own function), bias uniform in
+    ``+-1/sqrt(fan_in)``."""
+    weight = torch.empty(conv.weight.shape)
     nn.init.kaiming_uniform_(weight, a=math.sqrt(5))
-    if not bias:
+    if conv.bias is None:
         return [weight]
-    fan_in = weight.shape[1] * kernel * kernel
+    fan_in = weight[0].numel()
     bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-    return [weight, nn.init.uniform_(torch.empty(out_channels), -bound, bound)]
+    return [weight, nn.init.uniform_(torch.empty(conv.bias.shape), -bound, bound)]
 
 
 def channels_last(x: torch.Tensor) -> torch.Tensor:

@@ -15,7 +15,7 @@ from functools import cached_property
 import torch
 from torch import nn
 
-from nasmlcn.models._conv import conv_layers, initial_conv_tensors
+from nasmlcn.models._conv import initial_conv_tensors, meta_conv_layers
 from nasmlcn.specs import LaneLayout, LaneSpec
 
 ROUTINGS = ("vector", "classwise")
@@ -76,8 +76,7 @@ class LaneKind:
     def convs(self) -> nn.Sequential:
         """The lane's conv layers on the ``meta`` device: geometry and parameter
         names, never values (building them draws no random numbers)."""
-        with torch.device("meta"):
-            return conv_layers(self.layout.convs)
+        return meta_conv_layers(self.layout.convs)
 
     @cached_property
     def names(self) -> tuple[str, ...]:
@@ -89,7 +88,7 @@ class LaneKind:
         """A new lane's parameters, in the order of :attr:`names`: the conv layers'
         default initialisation, then the vote transforms (:func:`vote_weights`), drawn
         in that order (so a seed gives the weights it always gave)."""
-        convs = initial_conv_tensors(self.layout.convs)
+        convs = initial_conv_tensors(self.convs)  # the meta layers' shapes, drawn anew
         # One (d x K) transform per primary capsule; both routings use the same
         # weights, only how the K outputs are grouped into capsules differs. With
         # weight sharing, one per capsule channel (C/d of them), shared by the

@@ -365,7 +365,7 @@ def test_initial_tensors_are_the_conv_layers_own_draws(
     torch.manual_seed(7)
     want = [p.detach() for p in conv_layers(convs).parameters()]
     torch.manual_seed(7)
-    got = initial_conv_tensors(convs)
+    got = initial_conv_tensors(kind.convs)  # from the meta device's layers
     after = torch.rand(3)  # as many draws: the vote weights that follow are the same
     assert [t.shape for t in got] == [t.shape for t in want]
     assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
