@@ -72,6 +72,23 @@ def test_a_step_trains_as_forward_loss_backward_adam() -> None:
         torch.testing.assert_close(state[name], value)
 
 
+def test_adam_is_fused_on_a_cpu_and_a_checkpoint_keeps_the_optimizer_it_was_saved_with() -> None:
+    model = build_model(SPEC)
+    assert make_optimizer(model.parameters(), 1e-3, "cpu").defaults["fused"] is True
+    assert make_optimizer(model.parameters(), 1e-3, "cuda").defaults["fused"] is True
+    assert make_optimizer(model.parameters(), 1e-3, "meta").defaults["fused"] is None
+    # a run saved before training fused on a CPU resumes with the loop it started with
+    loop = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = _batches(1)[0]
+    out = model(x, y)
+    capsule_loss(out.lengths, out.reconstruction, x, y).total.backward()
+    loop.step()
+    resumed = make_optimizer(model.parameters(), 1e-3, "cpu")
+    resumed.load_state_dict(loop.state_dict())
+    assert resumed.param_groups[0]["fused"] is None
+    resumed.step()  # and steps
+
+
 def test_graphs_apply_only_to_a_model_on_one_gpu() -> None:
     model = build_model(SPEC)
     assert not graphs_apply(model, torch.device("cpu"), True)
