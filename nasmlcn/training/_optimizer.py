@@ -19,8 +19,8 @@ def make_optimizer(
     once. On a GPU it is one kernel launch where the per-tensor loop launched a
     dozen per parameter tensor (13.6 ms of a 49.7 ms step for a 58-lane model on an
     H100). On a CPU it is one vectorised pass per tensor: a step of ``2*mlcn2:4x1``'s
-    Adam takes 3.1 ms where the loop took 11.2 ms (1 thread,
-    ``benchmarks/optimizer_step.py``). The two agree to float32 rounding (a few
+    Adam takes 2.98 ms where the loop took 9.65 ms (1 thread,
+    ``benchmarks/optimizer_step.py``; docs/results.md). The two agree to float32 rounding (a few
     elements in ten thousand differ by an ulp after 50 steps). A checkpoint resumes
     with the optimizer it was saved with (torch restores the ``fused`` flag).
     """
