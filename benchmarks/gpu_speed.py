@@ -325,7 +325,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--profile-dir", type=Path, help="write profile-<model>.txt files here")
     parser.add_argument(
-        "--quick", action="store_true", help="batch 10, 1 round of 0.2 s, 2 profile steps, 3 models"
+        "--quick", action="store_true", help="batch 2, 1 round of 0.2 s, 2 profile steps, 3 models"
     )
     parser.add_argument(
         "--layer-path",
@@ -342,9 +342,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.min_steps = 3  # timed steps per measurement at least
     names = list(args.model or MODELS)
     if args.quick:
-        args.batches, args.rounds, args.seconds, args.profile_steps = [10], 1, 0.2, 2
+        args.batches, args.rounds, args.seconds, args.profile_steps = [2], 1, 0.2, 2
         args.min_steps = 1
-        args.profile_batch = 10
+        args.profile_batch = 2
         names = list(args.model or QUICK_MODELS)
     paths = LAYER_PATHS if args.layer_path == "both" else [args.layer_path]
     args.names = [CAPSNET] + [  # the reference, always first (it has no lane stacks)

@@ -27,7 +27,7 @@ def test_quick_dry_run_on_the_cpu(
         script, capsys, "--quick", "--device", "cpu", "--profile-dir", str(profiles)
     )
     assert data["device"] == "cpu"
-    assert data["batches"] == [10]
+    assert data["batches"] == [2]
     assert data["rounds"] == 1
     assert "median of 1 interleaved round" in data["figures"]
     assert [m["model"] for m in data["models"]] == ["capsnet", "4*mlcn2:1x1", "2*mlcn2-ref:1x1"]
@@ -38,7 +38,7 @@ def test_quick_dry_run_on_the_cpu(
         assert model["params"] > 0
         assert model["forward_gflop_per_image"] > 0
         [row] = model["batches"]
-        assert row["batch"] == 10
+        assert row["batch"] == 2
         for path in ("eager", "graphed"):
             figures = row[path]
             assert figures["images_per_second"] > 0
@@ -49,7 +49,7 @@ def test_quick_dry_run_on_the_cpu(
             row["graphed"]["images_per_second"] / row["eager"]["images_per_second"]
         )
         profile = model["profile"]
-        assert profile["batch"] == 10
+        assert profile["batch"] == 2
         for path in ("eager", "graphed"):
             figures = profile[path]
             assert figures["steps"] == 2
@@ -59,7 +59,7 @@ def test_quick_dry_run_on_the_cpu(
             assert figures["gpu_busy_ms_per_step"] is None
             assert figures["top_kernels"] is None
             assert figures["unprofiled_ms_per_step"] == pytest.approx(
-                1e3 * 10 / row[path]["images_per_second"]
+                1e3 * 2 / row[path]["images_per_second"]
             )
             assert figures["gpu_busy_share_unprofiled"] is None
         file = profiles / profile["file"]
@@ -129,7 +129,7 @@ def test_both_layer_paths_dry_run(
     script.print_table(data)
     out = capsys.readouterr().out
     assert f"{lanes}@bmm " in out
-    assert f"  {lanes} batch 10: eager " in out
+    assert f"  {lanes} batch 2: eager " in out
     assert "kernels n/a -> n/a" in out
     # the order of a round: a model's layer paths side by side, reversed in odd rounds
     labels = ["capsnet", "a@grouped", "a@bmm", "b@grouped", "b@bmm"]
@@ -283,7 +283,7 @@ def test_a_sigterm_reports_the_rounds_measured_so_far(tmp_path: Path) -> None:
     import signal
     import subprocess
 
-    args = ["--device", "cpu", "--batch", "10", "--rounds", "60", "--seconds", "0.05"]
+    args = ["--device", "cpu", "--batch", "2", "--rounds", "60", "--seconds", "0.05"]
     args += ["--model", "4*mlcn2:1x1", "--profile-steps", "0", "--json"]
     proc = subprocess.Popen(
         [*command("gpu_speed"), *args],
