@@ -48,6 +48,7 @@ def test_the_benchmark_prints_every_model_and_its_ratio(
 ) -> None:
     script = load_script("step_ops", tmp_path, monkeypatch)
     report, _ = run_json(script, capsys, "--quick")
+    assert report["batch"] == BATCH
     rows = {row["model"]: row for row in report["models"]}
     assert list(rows) == ["capsnet", "8*mlcn2:4x1", "32*mlcn2:2x1"]
     assert rows["capsnet"]["vs_capsnet"] == 1.0
