@@ -98,10 +98,15 @@ def _alternate(make: Callable[[bool | None], Callable[[], None]], args: Any) -> 
     times: dict[str, list[float]] = {side: [] for side in SIDES}
     for i in range(args.repeats):
         order = list(SIDES.items()) if i % 2 == 0 else list(SIDES.items())[::-1]
-        for side, fused in order:
-            times[side].append(_median_ms(make(fused), args.steps))
+        for side, flag in order:
+            times[side].append(_median_ms(make(flag), args.steps))
     loop, fused = statistics.median(times["loop"]), statistics.median(times["fused"])
-    row = {"loop_ms": loop, "fused_ms": fused, "ratio": fused / loop, "runs": args.repeats}
+    row: dict[str, Any] = {
+        "loop_ms": loop,
+        "fused_ms": fused,
+        "ratio": fused / loop,
+        "runs": args.repeats,
+    }
     if args.repeats > 1:  # loop - fused, paired by run: what fused saves a step
         row["saved_ms"] = paired(times["loop"], times["fused"])
     return row
