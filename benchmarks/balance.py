@@ -121,12 +121,13 @@ def balance_rank(
     from nasmlcn._allocator import keep_freed_memory
     from nasmlcn.models import build_model, capsule_loss
     from nasmlcn.parallel import DistributedMLCN
+    from nasmlcn.training import make_optimizer
 
     keep_freed_memory()
     torch.manual_seed(0)
     model = build_model(MLCNSpec.from_lanes(lanes))
     distributed = DistributedMLCN(model, assignment)
-    optimizer = torch.optim.Adam(distributed.parameters(), lr=1e-3)
+    optimizer = make_optimizer(distributed.parameters(), 1e-3, "cpu")  # as CPU training
     x = torch.rand(batch, 1, 28, 28)
     y = torch.randint(0, 10, (batch,))
     compute, wall = [], []

@@ -15,6 +15,7 @@ from nasmlcn._defaults import LEARNING_RATE
 from nasmlcn.models import MLCN, build_model, capsule_loss
 from nasmlcn.parallel import AllReduceStats, DistributedMLCN, RankContext, data_parallel
 from nasmlcn.specs import CapsNetSpec, MLCNSpec
+from nasmlcn.training import make_optimizer
 
 
 def random_batch(spec: MLCNSpec | CapsNetSpec, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -29,8 +30,9 @@ def stepper(
     model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, after_backward: Any = None
 ) -> Any:
     """One training step of ``model`` on ``(x, y)``; ``after_backward()`` runs between
-    the backward pass and the optimizer step (DDP's all-reduce bookkeeping)."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
+    the backward pass and the optimizer step (DDP's all-reduce bookkeeping). Adam is
+    the one CPU training builds."""
+    optimizer = make_optimizer(model.parameters(), LEARNING_RATE, "cpu")
 
     def step() -> None:
         out = model(x, y)
