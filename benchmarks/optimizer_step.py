@@ -7,8 +7,8 @@ For each ``--model``, on 1 thread, the two optimizers over the same model altern
 - **Adam step**: ``optimizer.step()`` alone, on fixed random gradients, the median of
   ``--steps`` steps;
 - **training step**: forward, margin and reconstruction loss, backward and Adam on a
-  fixed random batch of ``--batch`` 28x28 images (what ``nasmlcn train`` runs on a
-  CPU, eagerly), the median of ``--steps`` steps.
+  fixed random batch of ``--batch`` 28x28 images (the trainer's own step, as
+  ``nasmlcn train`` runs it on a CPU), the median of ``--steps`` steps.
 
 Each figure is the median over the repeats, with the ratio fused / loop (below 1:
 fused is faster) and what fused saves a step, loop - fused paired by run, with its
@@ -30,9 +30,10 @@ from typing import Any
 
 import torch
 
-from nasmlcn.models import build_model, capsule_loss
+from nasmlcn.models import build_model
 from nasmlcn.reproduce.engines.common import exit_with, paired, say
 from nasmlcn.specs import MLCNSpec
+from nasmlcn.training._step import TrainStep
 
 MODELS = (
     "2*mlcn2:4x1",  # the quickstart's model
@@ -48,23 +49,16 @@ def _model(lanes: str) -> torch.nn.Module:
     return build_model(MLCNSpec.from_lanes(lanes)).train()
 
 
-def _train_step(model: torch.nn.Module, fused: bool | None, batch: int) -> Callable[[], None]:
+def _train_step(model: torch.nn.Module, fused: bool | None, batch: int) -> Callable[[], object]:
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, fused=fused)
     generator = torch.Generator().manual_seed(1)
     x = torch.rand(batch, 1, 28, 28, generator=generator)
     y = torch.randint(0, 10, (batch,), generator=generator)
-
-    def step() -> None:
-        out = model(x, y)
-        loss = capsule_loss(out.lengths, out.reconstruction, x, y).total
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-
-    return step
+    step = TrainStep(model, optimizer, inputs=lambda images: images, reconstruction_weight=5e-4)
+    return lambda: step(x, y)
 
 
-def _adam_step(model: torch.nn.Module, fused: bool | None) -> Callable[[], None]:
+def _adam_step(model: torch.nn.Module, fused: bool | None) -> Callable[[], object]:
     params = list(model.parameters())
     generator = torch.Generator().manual_seed(2)
     for p in params:
@@ -84,7 +78,7 @@ def largest_difference(lanes: str, batch: int, steps: int = 5) -> float:
     return max(float((a - b).abs().max()) for a, b in zip(*trained, strict=True))
 
 
-def _median_ms(fn: Callable[[], None], steps: int) -> float:
+def _median_ms(fn: Callable[[], object], steps: int) -> float:
     fn()  # the first call allocates the optimizer's state
     times = []
     for _ in range(steps):
@@ -94,7 +88,7 @@ def _median_ms(fn: Callable[[], None], steps: int) -> float:
     return 1e3 * statistics.median(times)
 
 
-def _alternate(make: Callable[[bool | None], Callable[[], None]], args: Any) -> dict[str, Any]:
+def _alternate(make: Callable[[bool | None], Callable[[], object]], args: Any) -> dict[str, Any]:
     times: dict[str, list[float]] = {side: [] for side in SIDES}
     for i in range(args.repeats):
         order = list(SIDES.items()) if i % 2 == 0 else list(SIDES.items())[::-1]
