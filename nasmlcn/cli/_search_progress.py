@@ -143,12 +143,7 @@ class SearchProgress(ProgressDisplay, SearchObserver):
                 else "not retried"
             )
             line = f"{name}: FAIL — {outcome.reason}; {after} (not counted toward --trials)"
-        elif outcome.repeat_of is not None:  # the reason is the stored trial's to read
-            line = (
-                f"{name}: {outcome.state} — its model's curve (trial #{outcome.repeat_of}) "
-                "replayed to the pruner, stopped again"
-            )
-        else:
+        else:  # PRUNED, and why (a repeat: its original's curve replayed, or it does not fit)
             line = f"{name}: {outcome.state} — {outcome.reason}"
         if outcome.repeat_of is not None:  # its original's result: nothing trained
             counted = "counted" if self._start.count_repeats else "not counted"

@@ -156,12 +156,15 @@ def _print_pruning(result: SearchResult, config: SearchConfig) -> None:
     if not config.prune:
         out.print("pruning off (--no-prune)")
         return
-    pruned = result.pruned_in_study()
+    in_study = result.pruned_in_study()
+    pruned = [p for p in in_study if p.get("fits", True)]  # the rest: models too big to train
     replayed = sum(p.get("repeat_of") is not None for p in pruned)
     again = f" ({replayed} of them a pruned model's curve replayed)" if replayed else ""
+    unfit = len(in_study) - len(pruned)
     saved = (
         f"{len(pruned)} pruned trial(s){again} saved about "
         f"{sum(p['seconds_saved'] for p in pruned):.0f} s of training"
+        + (f"; {unfit} trial(s) proposed a model that does not fit the devices" if unfit else "")
     )
     if config.pruner == "halving":
         rate = config.halving_rate

@@ -14,12 +14,17 @@ from nasmlcn.placement._base import PLACERS, Placer
 from nasmlcn.placement._problem import Placement, PlacementProblem
 
 
-def greedy_assignment(problem: PlacementProblem) -> list[int]:
-    """The greedy assignment; raises PlacementError when a lane fits nowhere."""
+def greedy_assignment(problem: PlacementProblem, *, memory_limits: bool = True) -> list[int]:
+    """The greedy assignment; raises PlacementError when a lane fits nowhere.
+
+    ``memory_limits=False`` places by time alone, past the devices' memory (never
+    raises): where a model that does not fit is recorded, with its overflow, as an
+    infeasible trial.
+    """
     costs, memory, speeds = problem.costs, problem.memory, problem.speeds
     m = problem.num_devices
     loads = [0.0] * m
-    free = list(problem.capacities)
+    free = list(problem.capacities) if memory_limits else [sum(memory)] * m
     inverse = [1.0 / s for s in speeds]
     assignment = [0] * problem.num_lanes
     order = sorted(range(problem.num_lanes), key=lambda i: (-costs[i], -memory[i], i))

@@ -286,6 +286,7 @@ def plan_model(
     time_limit: float | None = None,
     compare: bool = False,
     assignment: Sequence[int] | None = None,
+    over_memory: bool = False,
 ) -> Plan:
     """Places ``spec``'s lanes on ``devices`` and predicts per-device time and memory.
 
@@ -300,6 +301,8 @@ def plan_model(
         compare: Also run every other strategy (``random`` as a mean of seeded draws).
         assignment: A placement made elsewhere (a bucket-filling search space);
             ``strategy`` then only names it. It is checked against memory.
+        over_memory: ``assignment`` may hold more than the devices' memory (a model
+            that does not fit, planned to record its overflow): not checked.
 
     Raises:
         PlacementError: A lane fits on no device (the message names it and the
@@ -312,7 +315,8 @@ def plan_model(
     costs = model.costs(spec.lanes, ctx)
     problem = placement_problem(costs, devices)
     if assignment is not None:
-        problem.check(assignment)
+        if not over_memory:
+            problem.check(assignment)
         placement = Placement(tuple(assignment), problem.makespan(assignment), strategy)
     else:
         placement = get_placer(strategy, time_limit=time_limit).place(problem, seed=seed)

@@ -84,3 +84,31 @@ def test_sampled_parameters_build_models_that_fit(
             assert device.memory_bytes <= device.memory_limit, (params, plan.to_dict())
     assert feasible, f"no sampled model of {space} fits {devices}"
     assert s.distributions() == distributions  # building changes no distribution
+
+
+@pytest.mark.parametrize("space", SPACES)
+def test_a_model_that_does_not_fit_is_planned_with_its_overflow(space: str) -> None:
+    """On a device too small for many models, the trial's plan of every candidate is
+    made (the trial records it): a feasible one within the memory, an infeasible one
+    (kinds that cannot repair) with every lane placed and a device over its memory,
+    the overflow its memory constraint records for the sampler."""
+    from nasmlcn.search._trial.run import build_and_place
+
+    setup = setup_search(
+        SearchConfig(
+            space=space, devices="1xK80", mem="0.1GB", evaluator="proxy",
+            storage="sqlite:///unused.db",
+        )
+    )  # fmt: skip
+    distributions = setup.space.distributions()
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    unfit = 0
+    for _ in range(SAMPLES):
+        params = study.ask(distributions).params
+        candidate, plan = build_and_place(setup, params)
+        over = [d for d in plan.per_device if d.memory_bytes > d.memory_limit]
+        assert bool(over) != candidate.feasible, (params, candidate.reason)
+        assert len(plan.placement.assignment) == candidate.spec.num_lanes
+        unfit += not candidate.feasible
+    if setup.space.kind in ("table", "homogeneous"):  # no repair makes these fit
+        assert unfit, f"{space}: every sampled model fits 0.1 GB"

@@ -126,5 +126,43 @@ def test_the_live_display_says_a_repeat_is_one_and_does_not_count_it(tmp_path: P
     for r in records:
         if r.repeat_of is not None:
             assert f"(a repeat of #{r.repeat_of}: nothing trained, not counted)" in shown
-            if r.state == "PRUNED":
-                assert f"its model's curve (trial #{r.repeat_of}) replayed" in shown
+            if r.state == "PRUNED":  # the stored reason: whose curve stopped it again
+                assert f"(trial {r.repeat_of}'s curve of this model, replayed)" in (
+                    r.prune_reason or ""
+                )
+                assert f"trial {r.number}: PRUNED — {r.prune_reason}  (a repeat of" in shown
+
+
+def test_a_model_that_does_not_fit_is_pruned_untrained_once_and_counted_once(
+    tmp_path: Path,
+) -> None:
+    """The thesis's 8 fixed models on a device too small for half of them: each that
+    does not fit is PRUNED untrained with its memory overflow recorded (the
+    constraint a sampler learns from), never FAIL; proposed again, it is a repeat of
+    its first trial, so ``--trials`` counts each model once, fitting or not."""
+    config = _config(
+        tmp_path, space="mlcn-table", devices="1xK80", mem="0.3GB", sampler="random", trials=6
+    )
+    result = run_search(config)
+    trials = load_existing_study("s", config.storage).trials
+    records = [TrialRecord.of(t) for t in trials]
+    assert not [r for r in records if r.state == "FAIL"]
+    unfit = [r for r in records if r.constraints.get("memory", 0.0) > 0]
+    assert unfit, "this device holds only some of the table's models"
+    for r in unfit:
+        assert r.state == "PRUNED"
+        assert (r.prune_reason or "").startswith("does not fit the devices: ")
+        assert not r.accuracy_per_epoch  # nothing trained
+        plan = trials[r.number].user_attrs["plan"]
+        assert any(d["memory_bytes"] > d["memory_limit_bytes"] for d in plan["devices"])
+    originals = [r for r in unfit if r.repeat_of is None]
+    assert len({r.model_key for r in originals}) == len(originals)  # each model once
+    repeats = [r for r in unfit if r.repeat_of is not None]
+    assert repeats, "random draws of 8 models repeat some"
+    for r in repeats:
+        assert records[r.repeat_of].model_key == r.model_key  # type: ignore[index]
+    models = [r for r in records if r.repeat_of is None]
+    assert len(models) == len({r.model_key for r in models}) == 6
+    assert result.stopped == "trials"
+    pruned = {p["number"]: p for p in result.to_dict()["pruned"]}
+    assert {n for n, p in pruned.items() if not p["fits"]} == {r.number for r in unfit}

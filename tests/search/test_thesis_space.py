@@ -203,6 +203,8 @@ def test_a_space_that_fits_no_device_is_one_line_error(tmp_path: Path) -> None:
     assert "\n" not in str(err.value)
     # the library names the configuration fields, the CLI the options that set them
     assert "raise --mem or --flops" in err.value.for_cli()
+    with pytest.raises(SearchError, match="fits any device"):  # refused before any trial
+        space.prepare(_context("2xK80", "12GB", "0.001x"))
     with pytest.raises(SearchError, match="max_lanes_per_device"):
         load_space(str(_write_space(tmp_path, max_lanes_per_device=0)))
 

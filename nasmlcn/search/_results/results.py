@@ -266,7 +266,8 @@ def trial_counts(study: optuna.Study) -> dict[str, int]:
 
 def pruned_records(study: optuna.Study) -> list[dict[str, Any]]:
     """Every pruned trial of the study (not only a run's): its number, why it was
-    pruned and the training time that saved, as ``search --json`` lists them."""
+    pruned, the training time that saved and whether its model fits the devices (one
+    that does not is PRUNED untrained), as ``search --json`` lists them."""
     from optuna.trial import TrialState
 
     from nasmlcn.study import TrialRecord
@@ -279,8 +280,10 @@ def pruned_records(study: optuna.Study) -> list[dict[str, Any]]:
                 "number": trial.number,
                 "reason": record.prune_reason,
                 "seconds_saved": record.seconds_saved or 0.0,
-                # a repeat: its model's stored curve, replayed to the pruner (search/_trial/repeats.py)
+                # a repeat: its model's stored curve, replayed to the pruner, or a model
+                # an earlier trial found not to fit (search/_trial/repeats.py)
                 "repeat_of": record.repeat_of,
+                "fits": record.constraints.get("memory", 0.0) <= 0,
             }
         )
     return records

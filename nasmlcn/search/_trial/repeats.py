@@ -176,6 +176,20 @@ def originals(study: optuna.Study, key: str) -> tuple[FrozenTrial | None, Frozen
     return complete, pruned
 
 
+def unfit_original(study: optuna.Study, key: str) -> FrozenTrial | None:
+    """The first PRUNED trial of model ``key`` that found it does not fit the devices
+    (not a repeat): a later proposal of that model is a repeat of it."""
+    from optuna.trial import TrialState
+
+    from nasmlcn.study import TrialRecord, trials_by_attr
+
+    for trial in trials_by_attr(study, "model_key", key, (TrialState.PRUNED,)):
+        record = TrialRecord.of(trial)
+        if record.repeat_of is None and record.constraints.get("memory", 0.0) > 0:
+            return trial
+    return None
+
+
 def pruned_curve(trial: FrozenTrial) -> list[float]:
     """The validation accuracy of every epoch a pruned trial ran."""
     from nasmlcn.study import TrialRecord

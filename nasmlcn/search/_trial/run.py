@@ -6,9 +6,8 @@ places it (predicted latency and memory), the trial's attributes and constraints
 are written (:mod:`nasmlcn.study._trial`), the evaluator trains it with per-epoch
 reporting, the correlation-gated pruner and the time limits, and the objectives
 are told. Every early end (cannot be built, does not fit, pruned, failed, values
-not finite) goes through :class:`Ended` to one place that records it, with the
-reason in one line a table can show
-(:func:`~nasmlcn.search._loop.outcome.failure_reason`).
+not finite) goes through :class:`Ended` to one place that records it, with the reason
+in one line a table can show (:func:`~nasmlcn.search._loop.outcome.failure_reason`).
 """
 
 from __future__ import annotations
@@ -46,6 +45,7 @@ from nasmlcn.search._trial.repeats import (
     running_twin,
     trained_original,
     training_seed,
+    unfit_original,
     wait_for_twin,
 )
 from nasmlcn.search.spaces import Candidate
@@ -105,10 +105,12 @@ class Ended(Exception):
         *,
         seen: Sequence[EpochReport] | None = None,
         saved: float = 0.0,
+        repeat_of: int | None = None,
     ) -> None:
         super().__init__(reason)
         self.state, self.reason, self.saved = state, reason, saved
         self.seen = seen  # the epochs reported before an evaluation ended (None: none ran)
+        self.repeat_of = repeat_of  # a model an earlier trial found not to fit
 
 
 @dataclass
@@ -150,14 +152,15 @@ class TrialRun:
             write_candidate(trial, setup, candidate, plan)
             self.timings["record"] = time.perf_counter() - tick
             self.run.observer.on_trial_start(trial.number, self.index, self.lanes, plan)
-            if not candidate.feasible:
-                raise Ended("PRUNED", f"does not fit the devices: {candidate.reason}")
-            evaluation: Evaluation | None = None
             if setup.needs_training:
                 training = self.training.key_settings(self.run.config)
                 self.key = model_key(candidate.spec, training, candidate.assignment)
                 self.seed_key = model_key(candidate.spec, training)
                 write_model_key(trial, self.key)
+            if not candidate.feasible:
+                raise self._unfit(candidate)
+            evaluation: Evaluation | None = None
+            if self.key is not None:
                 complete, pruned = originals(study, self.key)
                 original = complete or self._wait_for_twin()
                 if original is not None:
@@ -237,6 +240,15 @@ class TrialRun:
             time.perf_counter() - self.start,
             repeat_of=original.number,
         )
+
+    def _unfit(self, candidate: Candidate) -> Ended:
+        """PRUNED, nothing trained: the model does not fit the devices; a repeat of the
+        trial that found so first (``--trials`` counts each model once, fitting or not)."""
+        earlier = unfit_original(self.run.study, self.key) if self.key is not None else None
+        if earlier is not None:
+            write_repeat(self.trial, earlier)
+        why = f"does not fit the devices: {candidate.reason}"
+        return Ended("PRUNED", why, repeat_of=earlier.number if earlier else None)
 
     def _replay(self, original: FrozenTrial, plan: Plan) -> TrialOutcome | None:
         """The pruned ``original``'s curve told to the pruner as it stands now: a
@@ -411,6 +423,7 @@ class TrialRun:
             ended.reason,
             time.perf_counter() - self.start,
             ended.saved,
+            repeat_of=ended.repeat_of,
         )
 
 
@@ -429,6 +442,7 @@ def build_and_place(setup: SearchSetup, params: Mapping[str, Any]) -> tuple[Cand
         batch_size=batch_size,
         assignment=candidate.assignment,
         strategy=setup.space.placement,
+        over_memory=not candidate.feasible,  # planned to record by how much
     )
     return candidate, plan
 

@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING, Any
 
 from nasmlcn._toml import check_keys
 from nasmlcn.costs import CostContext, CostModel
-from nasmlcn.errors import SearchError
+from nasmlcn.errors import PlacementError, SearchError
 from nasmlcn.hardware import DeviceSpec
-from nasmlcn.planning import Bucket, FlopsLimit, make_buckets
+from nasmlcn.placement import greedy_assignment
+from nasmlcn.planning import Bucket, FlopsLimit, make_buckets, placement_problem
 from nasmlcn.registry import Registry
 from nasmlcn.search.spaces._values import (
     COMMON_KEYS,
@@ -259,3 +260,16 @@ def space_buckets(ctx: SpaceContext) -> list[Bucket]:
         ctx.cost_context,
         reserved_memory=ctx.reserved_memory,
     )
+
+
+def placed(spec: MLCNSpec, ctx: SpaceContext) -> Candidate:
+    """``spec`` placed greedily on the devices (thesis Algorithm 3). A model that does
+    not fit is infeasible, with the reason, and placed by time alone, past the
+    memory, so that its trial records by how much it overflows (the memory
+    constraint) and a sampler learns to avoid it."""
+    problem = placement_problem(ctx.cost_model.costs(spec.lanes, ctx.cost_context), ctx.devices)
+    try:
+        return Candidate(spec, tuple(greedy_assignment(problem)))
+    except PlacementError as err:
+        over = greedy_assignment(problem, memory_limits=False)
+        return Candidate(spec, tuple(over), feasible=False, reason=str(err))

@@ -9,12 +9,10 @@ one lane fits is reported infeasible and not trained.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from nasmlcn.errors import PlacementError
-from nasmlcn.placement import greedy_assignment
-from nasmlcn.planning import placement_problem
-from nasmlcn.search.spaces._base import SPACE_KINDS, Candidate, SearchSpace, SpaceContext
+from nasmlcn.search.spaces._base import SPACE_KINDS, Candidate, SearchSpace, SpaceContext, placed
 from nasmlcn.search.spaces._values import LANE_RANGE_KEYS, int_range, lane_ranges
 from nasmlcn.specs import LaneSpec
 
@@ -48,19 +46,10 @@ class HomogeneousSpace(SearchSpace):
     def build_candidate(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
         lane = LaneSpec(params["type"], params["width"], params["depth"])
         wanted = int(params["lanes"])
-        error: PlacementError | None = None
         for n in range(wanted, 0, -1):
-            spec = self.make_spec([lane] * n, ctx)
-            costs = ctx.cost_model.costs(spec.lanes, ctx.cost_context)
-            try:
-                assignment = greedy_assignment(placement_problem(costs, ctx.devices))
-            except PlacementError as err:
-                error = error or err
-                continue
-            repairs = () if n == wanted else (f"{wanted} lanes do not fit; lowered to {n}",)
-            return Candidate(spec, tuple(assignment), repairs=repairs)
-        return Candidate(
-            self.make_spec([lane], ctx),
-            feasible=False,
-            reason=str(error),
-        )
+            candidate = placed(self.make_spec([lane] * n, ctx), ctx)
+            if candidate.feasible:
+                if n == wanted:
+                    return candidate
+                return replace(candidate, repairs=(f"{wanted} lanes do not fit; lowered to {n}",))
+        return candidate  # not even one lane fits: infeasible, with the reason

@@ -10,10 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from nasmlcn.errors import PlacementError, SearchError
-from nasmlcn.placement import greedy_assignment
-from nasmlcn.planning import placement_problem
-from nasmlcn.search.spaces._base import SPACE_KINDS, Candidate, SearchSpace, SpaceContext
+from nasmlcn.errors import SearchError
+from nasmlcn.search.spaces._base import SPACE_KINDS, Candidate, SearchSpace, SpaceContext, placed
 from nasmlcn.specs import ARCHITECTURES, MLCNSpec, create_arch, in_mix_order
 
 if TYPE_CHECKING:
@@ -53,10 +51,4 @@ class TableSpace(SearchSpace):
         assert isinstance(named, MLCNSpec)
         # placed in canonical order, so a named model and a reordering of its lanes
         # are one model on the devices too (Candidate.canonical)
-        spec = self.make_spec(in_mix_order(named.lanes), ctx)
-        costs = ctx.cost_model.costs(spec.lanes, ctx.cost_context)
-        try:
-            assignment = greedy_assignment(placement_problem(costs, ctx.devices))
-        except PlacementError as err:
-            return Candidate(spec, feasible=False, reason=str(err))
-        return Candidate(spec, tuple(assignment))
+        return placed(self.make_spec(in_mix_order(named.lanes), ctx), ctx)

@@ -82,6 +82,9 @@ from nasmlcn.specs import LaneSpec
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
 
+    from nasmlcn.costs import LaneCost
+    from nasmlcn.planning import Bucket
+
 SEED_PARAM = "seed"
 SEED_MAX = 2**31 - 1
 
@@ -110,20 +113,33 @@ class ThesisSpace(SearchSpace):
         """Every lane of the space's ranges, in a fixed order."""
         return lanes_in_ranges(self.lane_types, self.width, self.depth)
 
-    def build_candidate(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
-        model, c = ctx.cost_model, ctx.cost_context
-        rng = random.Random(int(params[SEED_PARAM]))
-        costs = [model.lane_cost(lane, c) for lane in self.all_lanes]
+    def prepare(self, ctx: SpaceContext) -> None:
+        self._open_devices(ctx)  # devices no lane fits are refused before any trial
+
+    def _open_devices(self, ctx: SpaceContext) -> tuple[list[LaneCost], list[Bucket], list[int]]:
+        """The lanes' costs, the devices' buckets and the devices to fill (Algorithm 5,
+        line 5: one that fits nothing is full already).
+
+        Raises:
+            SearchError: No lane fits any device (one line: raise ``--mem`` or ``--flops``).
+        """
+        costs = [ctx.cost_model.lane_cost(lane, ctx.cost_context) for lane in self.all_lanes]
         buckets = space_buckets(ctx)
-        # Algorithm 5, line 5: the devices to fill (one that fits nothing is full already).
         open_devices = [j for j, b in enumerate(buckets) if not b.is_full(costs)]
         if not open_devices:
+            from nasmlcn.hardware import format_bytes
+
             smallest = min(costs, key=lambda x: (x.time, x.memory_bytes))
             raise SearchError(
-                f"no lane of space {self.name!r} fits any device (the smallest needs "
-                f"{smallest.memory_bytes} bytes and load {smallest.time:.3g}); "
-                "raise ‹mem› or ‹flops›"
+                f"no lane of space {self.name!r} fits any device (the smallest, "
+                f"{smallest.lane}, needs {format_bytes(smallest.memory_bytes)} and load "
+                f"{smallest.time:.3g}); raise ‹mem› or ‹flops›"
             )
+        return costs, buckets, open_devices
+
+    def build_candidate(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
+        rng = random.Random(int(params[SEED_PARAM]))
+        costs, buckets, open_devices = self._open_devices(ctx)
         slowest = min(b.device.speed for b in buckets)
         caps = [
             max(1, round(self.max_lanes_per_device * b.device.speed / slowest)) for b in buckets
