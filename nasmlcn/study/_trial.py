@@ -53,6 +53,8 @@ CONSTRAINT_PREFIX = "constraints:"
 ARTIFACT_PREFIX = "artifacts:"
 """Optuna keeps each uploaded artifact's metadata as this system attribute."""
 LEARNING_CONSTRAINT = "learning"
+MEMORY_CONSTRAINT = "memory"
+"""The constraint of the trial's planned memory against the devices' (:func:`write_plan`)."""
 """The constraint of a trained trial's accuracy against chance (:mod:`nasmlcn.search._trial.objectives`)."""
 FAILURE_ATTRS = ("fail_reason", "failure", "traceback", "prune_reason")
 """The attributes of how a trial ended (a retry's copy starts without them)."""
@@ -163,6 +165,12 @@ class TrialRecord:
         return all(v <= 0 for v in self.constraints.values())
 
     @property
+    def fits(self) -> bool:
+        """Whether the trial's model fits the devices' memory (one that does not is
+        PRUNED untrained; True for a trial planned before nasmlcn recorded it)."""
+        return self.constraints.get(MEMORY_CONSTRAINT, 0.0) <= 0
+
+    @property
     def learned(self) -> bool:
         """Whether the trial's accuracy beat chance by a clear margin (True when it
         was not trained, or trained before nasmlcn checked; see
@@ -268,7 +276,7 @@ def write_plan(
     memory = max((d.memory_bytes - d.memory_limit) / d.memory_limit for d in plan.per_device)
     if not fits:
         memory = max(memory, 1e-9)
-    set_constraint(trial, "memory", memory)
+    set_constraint(trial, MEMORY_CONSTRAINT, memory)
     if latency_budget is not None:
         set_constraint(trial, "latency", plan.makespan - latency_budget)
 

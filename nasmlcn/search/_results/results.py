@@ -283,7 +283,7 @@ def pruned_records(study: optuna.Study) -> list[dict[str, Any]]:
                 # a repeat: its model's stored curve, replayed to the pruner, or a model
                 # an earlier trial found not to fit (search/_trial/repeats.py)
                 "repeat_of": record.repeat_of,
-                "fits": record.constraints.get("memory", 0.0) <= 0,
+                "fits": record.fits,
             }
         )
     return records

@@ -185,7 +185,7 @@ def unfit_original(study: optuna.Study, key: str) -> FrozenTrial | None:
 
     for trial in trials_by_attr(study, "model_key", key, (TrialState.PRUNED,)):
         record = TrialRecord.of(trial)
-        if record.repeat_of is None and record.constraints.get("memory", 0.0) > 0:
+        if record.repeat_of is None and not record.fits:
             return trial
     return None
 
