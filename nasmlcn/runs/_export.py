@@ -95,6 +95,7 @@ def export_run(
         raise ExportError(
             f"--out {str(target)!r}: the folder {str(target.parent)!r} does not exist"
         )
+    _check_not_a_run_file(run, target, fmt)
     model = classifier(run.model.cpu(), run.arch)
     shape = run.arch.input_shape
     if images is None:
@@ -120,6 +121,20 @@ def export_run(
         checked_images=len(checked),
         max_abs_difference=difference,
     )
+
+
+def _check_not_a_run_file(run: LoadedRun, target: Path, fmt: str) -> None:
+    """Refuses a ``target`` that would overwrite a run's own files (its checkpoint,
+    ``arch.json`` or ``result.json``, this run's or another's)."""
+    from nasmlcn.training import ARCH_NAME, CHECKPOINT_NAME, RESULT_NAME
+
+    names = (CHECKPOINT_NAME, ARCH_NAME, RESULT_NAME)
+    own = {(run.path / name).resolve() for name in names}
+    if target.resolve() in own or (target.name in names and target.exists()):
+        raise ExportError(
+            f"--out {str(target)!r} is a run's {target.name}, which the export would "
+            f"overwrite; give another file (default: {default_export_path(run, fmt)})"
+        )
 
 
 def compare_outputs(expected: Outputs, got: Outputs) -> float:

@@ -161,18 +161,67 @@ def check_same_arch(path: str | os.PathLike[str], saved: ArchSpec, arch: ArchSpe
         )
 
 
-def check_same_schedule(
-    path: str | os.PathLike[str], saved: Mapping[str, Any], config: TrainConfig
+RESUMED_SETTINGS = ("lr", "lr_decay", "reconstruction_weight", "augment")
+"""Training settings a resumed run keeps: each shapes what the epochs left learn (a
+changed lr would be silently overridden by the checkpoint's optimizer and scheduler
+state). Where it trains (device, fused lanes, CUDA graphs, evaluation batch) may
+change."""
+
+RESUMED_DATA = ("dataset", "val_fraction", "train_limit", "val_limit", "refit")
+"""What a resumed run trains and validates on, as :class:`~nasmlcn.training.TrainJob`
+names it, with the seed that draws its split (the test data may change: it is used
+once, after the last epoch). A search trial's checkpoint records none of it: its seed
+is the trial's training seed, and the search's own seed drew the split."""
+
+
+def check_same_training(
+    path: str | os.PathLike[str],
+    saved: Mapping[str, Any],
+    config: TrainConfig,
+    data: Mapping[str, Any] | None = None,
 ) -> None:
-    """Refuses to resume a checkpoint under another learning-rate schedule.
+    """Refuses to resume a checkpoint under other training settings or on other data.
 
     A checkpoint's scheduler state only means something under its own policy, and a
-    planned policy (one-cycle) was laid out for the run's epochs and batch size.
-    Checkpoints that predate ``train_config`` are not checked.
+    planned policy (one-cycle) was laid out for the run's epochs and batch size; the
+    rest of :data:`RESUMED_SETTINGS` and, given ``data`` and a checkpoint that records
+    its own (``saved["data"]``), :data:`RESUMED_DATA` and the seed must be the
+    checkpoint's, or the epochs before and after the resume would be two runs' mixed.
+    A setting a checkpoint predates is not checked.
 
     Raises:
-        CheckpointError: The policy, or a planned policy's length, differs.
+        CheckpointError: A setting or the data differs, in one line that names it.
     """
+    _check_same_schedule(path, saved, config)
+    now = {name: getattr(config, name) for name in RESUMED_SETTINGS}
+    then = {name: saved[name] for name in RESUMED_SETTINGS if name in saved}
+    if data is not None and isinstance(saved.get("data"), Mapping):
+        now.update({name: data[name] for name in RESUMED_DATA}, seed=config.seed)
+        then.update({name: saved["data"][name] for name in RESUMED_DATA if name in saved["data"]})
+        then.update({"seed": saved["seed"]} if "seed" in saved else {})
+    for name, value in then.items():
+        if value != now[name]:
+            raise CheckpointError(
+                f"checkpoint {str(path)!r} was trained {_setting(name, value)}, not "
+                f"{_setting(name, now[name])}; resume {_setting(name, value)}, or train "
+                "anew in another --out"
+            )
+
+
+def _setting(name: str, value: Any) -> str:
+    """``with --seed 0``, ``without --train-limit``, ``with refit`` as a message says it."""
+    flag = "--" + name.replace("_", "-")
+    if value is None:
+        return f"without {flag}"
+    if isinstance(value, bool):
+        return f"with {name.replace('_', ' ')} {'on' if value else 'off'}"
+    return f"with {flag} {value}"
+
+
+def _check_same_schedule(
+    path: str | os.PathLike[str], saved: Mapping[str, Any], config: TrainConfig
+) -> None:
+    """The policy and, for a planned one, its length (see :func:`check_same_training`)."""
     policy = saved.get("lr_policy")
     if policy is not None and policy != config.lr_policy:
         raise CheckpointError(

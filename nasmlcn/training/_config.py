@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, overload
@@ -241,6 +241,9 @@ class RunOptions:
             selected one: for a run whose epochs were chosen beforehand (a refit on
             training + validation data, with nothing held out to select on).
         out_dir: ``arch.json`` is written here once the model is built.
+        data: What the run trains and validates on (a :class:`TrainJob`'s dataset,
+            split and limits), kept in its checkpoint: a resume on other data is
+            refused. None: not recorded (the caller holds the data).
     """
 
     checkpoint_path: str | os.PathLike[str] | None = None
@@ -250,3 +253,4 @@ class RunOptions:
     test: bool = True
     select: bool = True
     out_dir: Path | None = None
+    data: Mapping[str, Any] | None = None

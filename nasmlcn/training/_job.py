@@ -251,8 +251,20 @@ def job_run_options(job: TrainJob, out: Path | None, checkpoint: Path | None) ->
     files, and the test at the epoch validation selects (a refit validates on
     nothing: its last epoch)."""
     return RunOptions(
-        checkpoint_path=checkpoint, resume=job.resume, out_dir=out, select=not job.refit
+        checkpoint_path=checkpoint,
+        resume=job.resume,
+        out_dir=out,
+        select=not job.refit,
+        data=job_data(job),
     )
+
+
+def job_data(job: TrainJob) -> dict[str, Any]:
+    """What ``job`` trains and validates on, as its checkpoint records it (a resume on
+    other data is refused: :func:`~nasmlcn.training._checkpoint.check_same_training`)."""
+    from nasmlcn.training._checkpoint import RESUMED_DATA
+
+    return {name: getattr(job, name) for name in RESUMED_DATA}
 
 
 def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None, Path | None]:
@@ -284,14 +296,14 @@ def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None,
         from nasmlcn.training._batch_policy import check_same_batch_policy
         from nasmlcn.training._checkpoint import (
             check_same_arch,
-            check_same_schedule,
+            check_same_training,
             load_checkpoint,
         )
 
         payload = load_checkpoint(checkpoint)
         check_same_arch(checkpoint, payload["arch"], job.arch)
         check_run_files(checkpoint.parent, payload)  # a result.json of another run
-        check_same_schedule(checkpoint, payload["train_config"], job.config)
+        check_same_training(checkpoint, payload["train_config"], job.config, job_data(job))
         check_same_batch_policy(checkpoint, payload["train_config"], job.config.batch_policy)
     return out, checkpoint
 

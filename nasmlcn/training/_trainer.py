@@ -24,7 +24,7 @@ from nasmlcn.training._batch_policy import check_same_batch_policy, epoch_batch_
 from nasmlcn.training._callbacks import Callback, CallbackList, TrainingStopped, TrainStart
 from nasmlcn.training._checkpoint import (
     check_same_arch,
-    check_same_schedule,
+    check_same_training,
     load_checkpoint,
     new_run_id,
     save_checkpoint,
@@ -328,7 +328,7 @@ def _resume(
         return [], 1, options.run_id
     payload = load_checkpoint(path, map_location=str(device))
     check_same_arch(path, payload["arch"], arch)
-    check_same_schedule(path, payload.get("train_config") or {}, config)
+    check_same_training(path, payload.get("train_config") or {}, config, options.data)
     check_same_batch_policy(path, payload.get("train_config") or {}, config.batch_policy)
     model.load_state_dict(payload["model"])
     if "optimizer" in payload:
@@ -493,6 +493,7 @@ class _EpochLoop:
             train_config={
                 **self.config.to_dict(),
                 "normalization": normalization_record(self.splits.train.normalization),
+                **({"data": dict(self.options.data)} if self.options.data is not None else {}),
             },
             run_id=self.options.run_id,
             selected=selection.to_checkpoint() if selection is not None else None,

@@ -116,6 +116,24 @@ def test_a_wrong_export_is_refused(tmp_path: Path) -> None:
         compare_outputs(model(images), wrong(images))
 
 
+@pytest.mark.parametrize("name", ["checkpoint.pt", "arch.json", "result.json"])
+def test_an_export_over_a_run_s_own_files_is_refused_and_they_stay(
+    tmp_path: Path, name: str
+) -> None:
+    write_run(tmp_path / "run", MODELS["mlcn-grey"])
+    write_run(tmp_path / "other", MODELS["mlcn-grey"])
+    files = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert (tmp_path / "run" / name) in files
+    for target in (tmp_path / "run" / name, tmp_path / "other" / name):
+        done = run_cli("export-model", "--run", str(tmp_path / "run"), "--out", str(target))
+        assert done.returncode == 2
+        assert done.stderr.strip().splitlines() == [
+            f"error: --out {str(target)!r} is a run's {name}, which the export would "
+            f"overwrite; give another file (default: {tmp_path / 'run'}/model.torchscript.pt)"
+        ]
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == files
+
+
 def test_cli_export_model_json(tmp_path: Path) -> None:
     write_run(tmp_path / "run", MODELS["capsnet-grey"], dataset=None)
     target = tmp_path / "caps.pt"

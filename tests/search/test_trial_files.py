@@ -202,7 +202,9 @@ def test_best_export_writes_arch_and_weights_that_train_resume_tests(
     # the printed command continues the checkpoint (nothing left to train) and tests it
     command = shlex.split(exported["command"])[1:]
     assert command[:3] == ["train", "--arch", str(folder / "arch.json")]
-    # the search's image limits are part of it (train_limit 200, val_limit 200)
+    # the search's split and image limits are part of it (seed 5, train_limit 200,
+    # val_limit 200): it validates on the images the search validated on
+    assert command[command.index("--seed") + 1] == "5"
     assert command[command.index("--train-limit") + 1] == "200"
     assert command[command.index("--val-limit") + 1] == "200"
     limits = ["--data-dir", str(data_dir), "--test-limit", "200", "-q", "--json"]

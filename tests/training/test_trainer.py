@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +153,36 @@ def test_a_one_cycle_run_resumes_exactly_but_only_at_its_planned_length(tmp_path
     a = load_checkpoint(tmp_path / "a" / "checkpoint.pt")["model"]
     b = load_checkpoint(tmp_path / "b" / "checkpoint.pt")["model"]
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize(
+    ("changed", "message"),
+    [
+        ({"seed": 8}, "trained with --seed 7, not with --seed 8; resume with --seed 7"),
+        ({"lr": 0.05}, "trained with --lr 0.001, not with --lr 0.05"),
+        ({"augment": "shift"}, "trained with --augment none, not with --augment shift"),
+        ({"train_limit": 150}, "trained with --train-limit 200, not with --train-limit 150"),
+        ({"val_limit": None}, "with --val-limit 50, not without --val-limit; resume with"),
+        ({"dataset": "fashion-mnist"}, "--dataset synthetic, not with --dataset fashion-mnist"),
+    ],
+)
+def test_a_resume_under_other_settings_or_on_other_data_is_refused(
+    tmp_path: Path, changed: dict[str, Any], message: str
+) -> None:
+    # The epochs after a resume would otherwise train (or select) on other data, or
+    # with a learning rate the checkpoint's optimizer state silently overrides.
+    with pytest.raises(KeyboardInterrupt):
+        train(_tiny_job(tmp_path, epochs=2, lr_policy="exponential"), [_StopAfter(1)])
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    job = _tiny_job(tmp_path, epochs=2, resume=True, lr_policy="exponential")
+    data = {k: v for k, v in changed.items() if hasattr(job, k) and k != "config"}
+    config = replace(job.config, **{k: v for k, v in changed.items() if k not in data})
+    with pytest.raises(CheckpointError, match=re.escape(message)):
+        train(replace(job, config=config, **data))
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    # Where it trains may change: a resume with another evaluation batch goes on.
+    resumed = train(replace(job, config=replace(job.config, eval_batch_size=25)))
+    assert [h.epoch for h in resumed.history] == [1, 2]
 
 
 def test_existing_checkpoint_is_never_overwritten_without_resume(tmp_path: Path) -> None:

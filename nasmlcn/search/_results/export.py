@@ -101,6 +101,8 @@ def _train_command(
         "--dataset",
         str(config.get("dataset", "fashion-mnist")),
     ]
+    if config.get("seed") is not None:  # the seed that drew the search's split
+        command += ["--seed", str(int(config["seed"]))]
     for key in ("train_limit", "val_limit"):  # the images the search trained on
         if config.get(key) is not None:
             command += [f"--{key.replace('_', '-')}", str(int(config[key]))]
