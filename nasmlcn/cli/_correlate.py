@@ -7,16 +7,21 @@ import json
 
 import typer
 
+from nasmlcn._setting import Range
 from nasmlcn._storage_url import resolve_storage
 from nasmlcn.cli._console import out
 from nasmlcn.cli._options import JSON, STORAGE, STUDY
+from nasmlcn.errors import SearchError
+
+RHO = Range(-1.0, 1.0)
+"""The values a Spearman rho (``--threshold``) can take."""
 
 
 def correlate(
     study: str | None = STUDY,
     storage: str | None = STORAGE,
     threshold: float = typer.Option(
-        0.9, "--threshold", help="Report the first epoch whose Spearman rho reaches this."
+        0.9, "--threshold", help="Report the first epoch whose Spearman rho reaches this (-1 to 1)."
     ),
     as_json: bool = JSON,
 ) -> None:
@@ -26,6 +31,8 @@ def correlate(
     from nasmlcn.search import correlation_report, first_epoch_reaching
     from nasmlcn.study import load_existing_study
 
+    if not RHO.holds(threshold):
+        raise SearchError(RHO.refusal("threshold", threshold))
     loaded = load_existing_study(study, resolve_storage(storage))
     report = correlation_report(loaded)
     rows = list(report.correlations)
@@ -87,7 +94,9 @@ def correlate(
     elif first is not None:
         out.print(f"first epoch with Spearman rho >= {threshold:g}: {first}")
     else:
-        out.print(f"no epoch reaches Spearman rho >= {threshold:g} (need >= 3 completed trials)")
+        trials = rows[0].trials if rows else 0
+        need = " (need >= 3 completed trials)" if trials < 3 else ""
+        out.print(f"no epoch reaches Spearman rho >= {threshold:g}{need}")
     if pruned:
         out.print(f"{pruned} pruned trial(s) saved about {saved:.0f} s of training")
 

@@ -51,7 +51,9 @@ class PlanOptions:
     calibration: Path | None = option(CALIBRATION)  # noqa: RUF009
     batch_size: int = option(typer.Option(100, "--batch-size", min=1, help="Training batch size."))
     time_limit: float = option(
-        typer.Option(10.0, "--time-limit", min=0.0, help="Seconds the optimal strategy may search.")
+        typer.Option(
+            10.0, "--time-limit", help="Seconds (more than 0) the optimal strategy may search."
+        )
     )
     seed: int = option(typer.Option(0, "--seed", min=0, help="Seed of the random strategy."))
     device_file: Path | None = option(DEVICE_FILE)  # noqa: RUF009

@@ -48,7 +48,7 @@ import math
 import time
 from collections.abc import Sequence
 
-from nasmlcn.errors import PlacementError
+from nasmlcn.errors import PlacementError, option
 from nasmlcn.placement._base import PLACERS, Placer
 from nasmlcn.placement._greedy import greedy_assignment
 from nasmlcn.placement._packing import (
@@ -212,7 +212,9 @@ class OptimalPlacer(Placer):
     def __init__(self, time_limit: float | None = DEFAULT_TIME_LIMIT) -> None:
         limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
         if not limit > 0:
-            raise ValueError(f"time_limit must be > 0 seconds, got {time_limit!r}")
+            raise PlacementError(
+                f"{option('time_limit')} must be more than 0 seconds, got {time_limit!r}"
+            )
         super().__init__(limit)
         self.limit = limit
 

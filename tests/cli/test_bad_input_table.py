@@ -325,6 +325,35 @@ CASES = [
         ("export-model", "--run", "{run}", "--out", "{file}/model.pt"),
         "the folder '{file}' does not exist",
     ),
+    Case(
+        "export-model",
+        OUTPUT,
+        ("export-model", "--run", "{run}", "--out", "{run}/checkpoint.pt"),
+        "is a run's checkpoint.pt, which the export would overwrite",
+    ),
+    # plan, correlate
+    Case(
+        "plan",
+        RANGE,
+        (
+            "plan",
+            "--devices",
+            "2xK80",
+            "--lanes",
+            LANES,
+            "--strategy",
+            "optimal",
+            "--time-limit",
+            "0",
+        ),
+        "--time-limit must be more than 0 seconds, got 0.0",
+    ),
+    Case(
+        "correlate",
+        RANGE,
+        ("correlate", "--storage", "{proxy}", "--threshold", "2"),
+        "--threshold must be a number in [-1, 1], got 2.0",
+    ),
     # estimate
     Case("estimate", FORMAT, ("estimate", "--arch", "{not_json}"), "not valid JSON"),
     Case("estimate", RANGE, ("estimate", "--lanes", "mlcn1:0x1"), "lane width must be"),
@@ -376,6 +405,12 @@ CASES = [
         (*RESUME, "--out", "{file}/run"),
         "is inside the file",
     ),
+    Case(
+        "train --resume",
+        MIXED,
+        (*RESUME, "--out", "{run}", "--seed", "5"),
+        "was trained with --seed 0, not with --seed 5; resume with --seed 0",
+    ),
 ]
 
 _RETRAIN_FOLDERS = {CHECKPOINT: "retrain_truncated", ARCH: "retrain_other"}
@@ -412,6 +447,8 @@ def test_every_command_and_every_kind_has_a_row() -> None:
         "remove-lanes",
         "export-model",
         "estimate",
+        "plan",
+        "correlate",
         "calibrate",
         "dashboard",
         "train --resume",
