@@ -138,11 +138,15 @@ def setting(
 
 
 def check_ranges(config: Any, error: Callable[[str], Exception]) -> None:
-    """Refuses any field of ``config`` outside its :class:`Range` with ``error(message)``
-    (a None is taken where the field may be None: its default is)."""
+    """Refuses any field of ``config`` outside its :class:`Range`, and any switch (a
+    field whose default is True or False) that is not a bool, with ``error(message)``
+    (a None is taken where the field may be None: its default is). A recipe's
+    ``prune = "false"`` would otherwise switch pruning on."""
     for item in fields(config):
         bound = item.metadata.get("range")
         value = getattr(config, item.name)
+        if isinstance(item.default, bool) and not isinstance(value, bool):
+            raise error(f"{option(item.name)} must be true or false, got {value!r}")
         if bound is None or (value is None and item.default is None):
             continue
         if not bound.holds(value):

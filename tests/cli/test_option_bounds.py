@@ -112,3 +112,27 @@ def test_a_range_s_words() -> None:
     )
     not_a_number = bounds["prune_threshold"].refusal("prune_threshold", "x")
     assert not_a_number.endswith("must be a number in [-1, 1], got 'x'")
+
+
+def test_a_number_without_an_upper_bound_refuses_infinity() -> None:
+    # --timeout inf would be written into search --json as Infinity (not JSON), and
+    # --grace inf failed deep inside as an OverflowError
+    unbounded = [n for n, f in FIELDS.items() if (r := f.metadata.get("range")) and r.high is None]
+    floats = [n for n in unbounded if not FIELDS[n].metadata["range"].integer]
+    assert set(floats) == {"timeout", "trial_timeout", "grace", "latency_budget"}
+    for name in floats:
+        infinite: dict[str, Any] = {name: float("inf")}
+        with pytest.raises(SearchError, match=f"{name} must be a finite number"):
+            SearchConfig(**infinite)
+
+
+@pytest.mark.parametrize("name", [n for n, f in FIELDS.items() if isinstance(f.default, bool)])
+def test_a_switch_takes_only_true_or_false(name: str) -> None:
+    # a recipe's prune = "false" is a non-empty string: it used to switch pruning on
+    for value in ("false", 0, "no"):
+        wrong: dict[str, Any] = {name: value}
+        with pytest.raises(SearchError, match=f"{name} must be true or false, got {value!r}"):
+            SearchConfig(**wrong)
+    for switch in (True, False):
+        right: dict[str, Any] = {name: switch}
+        assert getattr(SearchConfig(**right), name) is switch

@@ -89,6 +89,29 @@ def test_same_name_with_another_configuration_is_refused(tmp_path: Path) -> None
     assert run_search(config.with_overrides(sampler="random", trials=3)).n_trials == 3
 
 
+def test_an_edited_device_file_or_another_seed_is_refused(tmp_path: Path) -> None:
+    devices = tmp_path / "devices.toml"
+    entry = '[MYGPU]\nmemory = "12GiB"\npeak_flops = 4e12\nbandwidth = 2e11\nspeed = {}\n'
+    devices.write_text(entry.format(1.0))
+    config = _config(
+        tmp_path, devices="2xMYGPU", device_file=str(devices), study="d", trials=2
+    ).with_overrides(objectives=("accuracy", "latency"))
+    run_search(config)
+    devices.write_text(entry.format(50.0))  # every latency would be 50x smaller
+    with pytest.raises(SearchError) as info:
+        run_search(config.with_overrides(trials=4))
+    assert str(info.value) == (
+        "study 'd' was made with other devices: MYGPU:0 speed 1.0 (now 50.0); MYGPU:1 "
+        f"speed 1.0 (now 50.0). Restore the device file {str(devices)!r} to continue it, "
+        "or use another study"
+    )
+    devices.write_text(entry.format(1.0))
+    with pytest.raises(SearchError, match=r"made with seed 0 \(now 7\): the seed draws"):
+        run_search(config.with_overrides(trials=4, seed=7))
+    assert len(load_existing_study("d", config.storage).trials) == 2  # nothing added
+    assert run_search(config.with_overrides(trials=3)).n_trials == 3  # as it was: goes on
+
+
 class _Flaky:
     """Fails in the ways training can, by trial number."""
 
@@ -560,3 +583,12 @@ def test_the_search_time_budget_is_not_taken_for_ctrl_c() -> None:
     from nasmlcn.search._trial.run import SearchTimeout
 
     assert not issubclass(SearchTimeout, KeyboardInterrupt)
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:"])
+def test_an_in_memory_sqlite_storage_is_refused(tmp_path: Path, url: str) -> None:
+    # its study would be gone when the run ends, and each worker would keep its own
+    for workers in (1, 2):
+        with pytest.raises(SearchError, match="is an in-memory SQLite database"):
+            run_search(_config(tmp_path, storage=url, trials=1), workers=workers)
+    assert list(tmp_path.iterdir()) == []

@@ -138,19 +138,19 @@ class SearchConfig:
         None,
         "Stop the search after this many seconds: no new trial, and the running one stops "
         "within a batch, as Ctrl-C stops it (FAIL, queued again; a re-run resumes it)",
-        range=Range(0.0, low_open=True),
+        range=Range(0.0, low_open=True, finite=True),
     )
     trial_timeout: float | None = setting(
         None,
         "Stop a trial at the first epoch boundary after this many seconds: PRUNED, with the "
         "reason; its epochs are kept",
-        range=Range(0.0, low_open=True),
+        range=Range(0.0, low_open=True, finite=True),
     )
     grace: float = setting(
         120.0,
         "Seconds without a heartbeat after which a running trial's worker counts as dead: "
         "its trial is failed and queued again",
-        range=Range(1.0),
+        range=Range(1.0, finite=True),
     )
     max_retries: int = setting(
         3,
@@ -212,7 +212,7 @@ class SearchConfig:
     latency_budget: float | None = setting(
         None,
         "Constraint: predicted step time <= this many seconds",
-        range=Range(0.0, low_open=True),
+        range=Range(0.0, low_open=True, finite=True),
     )
     device_file: str | None = setting(None, "Extra device catalog (TOML)", path=True)
     calibration: str | None = setting(

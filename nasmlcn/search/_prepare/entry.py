@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -78,13 +79,25 @@ def require_storage(config: SearchConfig) -> None:
     """Refuses a config that names no storage (before anything is written).
 
     Raises:
-        SearchError: ``config.storage`` is empty.
+        SearchError: ``config.storage`` is empty, or an in-memory SQLite database (the
+            study would be gone when the search ends, and each worker would keep its
+            own).
     """
     if not config.storage.strip():
         raise SearchError(
             "SearchConfig.storage is not set: name the study's storage, e.g. "
             "storage='sqlite:///studies/nasmlcn.db' (what nasmlcn search uses by default)"
         )
+    if _IN_MEMORY.match(config.storage.strip()):
+        raise SearchError(
+            f"{option('storage')} {config.storage!r} is an in-memory SQLite database: the "
+            "study would be gone when the search ends (and each worker would keep its own); "
+            "give a file, e.g. sqlite:///studies/nasmlcn.db"
+        )
+
+
+_IN_MEMORY = re.compile(r"sqlite(\+\w+)?://(/(:memory:)?)?(\?.*)?$")
+"""An SQLite URL with no file (``sqlite://``, ``sqlite:///``, ``sqlite:///:memory:``)."""
 
 
 def require_tracker(config: SearchConfig, observers: Sequence[SearchObserver]) -> None:

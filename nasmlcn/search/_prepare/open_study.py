@@ -55,6 +55,7 @@ def open_study(
                 + "; ".join(differing)
                 + ". Use the same options to continue it, or another ‹study›"
             )
+        _check_same_devices_and_seed(name, stored, setup)
         # The space file's content is part of the identity: an edited range would
         # mix two spaces in one study (or break the sampler on a changed choice).
         changed = space_changes(stored.get("space"), setup.space.describe())
@@ -95,6 +96,39 @@ def open_study(
         },
     )
     return study, False
+
+
+def _check_same_devices_and_seed(name: str, stored: dict[str, Any], setup: SearchSetup) -> None:
+    """A study goes on with the devices it was made for (a device file edited since
+    would change every prediction, and the space's choices) and with its seed (it
+    draws the train/validation split and each model's training seed).
+
+    Raises:
+        SearchError: A device's figures or the seed differ, naming them.
+    """
+    then = stored.get("devices")
+    now = [d.to_dict() for d in setup.devices]
+    if isinstance(then, list) and len(then) == len(now):
+        differing = [
+            f"{b.get('name', b.get('kind'))} {key} {a[key]!r} (now {b[key]!r})"
+            for a, b in zip(then, now, strict=True)
+            for key in b
+            if key in a and a[key] != b[key]
+        ]
+        if differing:
+            source = f"the device file {str(setup.config.device_file)!r}"
+            raise SearchError(
+                f"study {name!r} was made with other devices: {'; '.join(differing[:4])}. "
+                f"Restore {source if setup.config.device_file else 'the catalog'} to "
+                "continue it, or use another ‹study›"
+            )
+    seed = stored.get("config", {}).get("seed")
+    if seed is not None and seed != setup.config.seed:
+        raise SearchError(
+            f"study {name!r} was made with ‹seed› {seed} (now {setup.config.seed}): the seed "
+            f"draws the train/validation split and each model's training seed. Continue "
+            f"with ‹seed› {seed}, or use another ‹study›"
+        )
 
 
 @dataclass(frozen=True)
