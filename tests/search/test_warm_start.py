@@ -151,6 +151,19 @@ def test_other_training_gives_seeds_but_no_data(earlier: SearchConfig) -> None:
     assert all("builds the same model" in why for why in warm["skipped"])
 
 
+def test_seeds_past_trials_are_not_queued(earlier: SearchConfig) -> None:
+    # a queued trial always runs: five seeds used to run past --trials 2
+    config = earlier.with_overrides(study="two", devices="4xK80", warm_start="earlier", trials=2)
+    result = run_search(config)
+    assert result.warm_start is not None
+    assert len(result.warm_start["seeds"]) == 2
+    past = [why for why in result.warm_start["skipped"] if "past the 2 trial(s) asked for" in why]
+    assert len(past) == 3
+    trials = _trials(config, "two")
+    assert sum("repeat_of" not in t.user_attrs for t in trials) == 2
+    assert all(t.state != TrialState.WAITING for t in trials)
+
+
 def test_continuing_the_study_does_not_warm_start_again(earlier: SearchConfig) -> None:
     config = earlier.with_overrides(study="again", devices="4xK80", warm_start="earlier", trials=6)
     run_search(config)

@@ -197,6 +197,13 @@ def warm_start(
                 "proposed": 1,  # source trials whose parameters build this model
             }
         )
+    # a queued trial always runs: seeds past --trials would overshoot the run's budget
+    trials = setup.config.trials
+    skipped += [
+        f"trial {seed['trial']}: past the {trials} trial(s) asked for (more trials train it too)"
+        for seed in seeds[trials:]
+    ]
+    seeds = seeds[:trials]
     # data first: a trial added with ask/tell would otherwise take a queued seed
     for trial, candidate, plan, values in transfer:
         _add_transferred(study, setup, name, trial, candidate, plan, values, distributions)
