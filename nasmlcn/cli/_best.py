@@ -86,12 +86,13 @@ class _Found(NamedTuple):
     rows: list[dict[str, Any]]
     retrained: dict[int, RetrainedModel]
     config: dict[str, Any]
+    idle: list[dict[str, Any]]  # the completed trials that did not learn
 
 
 def _read(study: str | None, storage: str, top: int) -> _Found:
     """The ``top`` best trials (or the Pareto front) of ``study`` in ``storage``, as
     table rows, with their retrained models and the search's configuration."""
-    from nasmlcn.search import best_trials, proposals, summarize
+    from nasmlcn.search import best_trials, not_learning, proposals, summarize
     from nasmlcn.study import load_existing_study, metric_names, retrained_by_trial, study_info
 
     loaded = load_existing_study(study, storage)
@@ -104,7 +105,7 @@ def _read(study: str | None, storage: str, top: int) -> _Found:
         for t in trials
     ]
     config = study_info(loaded).get("config") or {}
-    return _Found(loaded, storage, names, trials, rows, retrained, config)
+    return _Found(loaded, storage, names, trials, rows, retrained, config, not_learning(loaded))
 
 
 def _export_arch(found: _Found, path: Path) -> None:
@@ -137,6 +138,7 @@ def _as_json(
         "evaluator": config.get("evaluator"),
         "accuracy_is_proxy": config.get("evaluator") == "proxy",
         "best": found.rows,
+        "not_learning": found.idle,
         "exported_arch": str(export_arch) if export_arch else None,
         "exported": exported,
         "retrained": [m.to_dict() for m in retrained_models(study_info(loaded))],
@@ -156,7 +158,8 @@ def _print_found(found: _Found) -> None:
         from optuna.trial import TrialState
 
         completed = len(loaded.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
-        out.print(why_none_feasible(completed, config.get("latency_budget")), highlight=False)
+        why = why_none_feasible(completed, config.get("latency_budget"), len(found.idle))
+        out.print(why, highlight=False)
     others = sorted(set(retrained) - {r["number"] for r in rows})
     if others:
         from nasmlcn.cli._trials_table import retrained_text

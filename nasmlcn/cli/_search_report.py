@@ -65,7 +65,8 @@ def print_result(result: SearchResult, config: SearchConfig) -> None:
     if config.evaluator == "proxy":
         out.print(PROXY_NOTE, highlight=False)
     if not result.best:
-        out.print(why_none_feasible(result.completed, config.latency_budget), highlight=False)
+        why = why_none_feasible(result.completed, config.latency_budget, len(result.not_learning))
+        out.print(why, highlight=False)
     if any(b["measured"] for b in result.best):
         print_measured(result.best, config.devices)
     if result.workers:

@@ -169,9 +169,16 @@ PROXY_NOTE = (
 """What every table of a proxy study says under it."""
 
 
-def why_none_feasible(completed: int, latency_budget: float | None) -> str:
-    """Why a study lists no trial: none of its ``completed`` trials yet, or the latency
-    budget (``--latency-budget``) excludes every one."""
+def why_none_feasible(completed: int, latency_budget: float | None, idle: int = 0) -> str:
+    """Why a study lists no trial: none of its ``completed`` trials yet, none learned
+    (``idle`` of them did not), or the latency budget (``--latency-budget``) excludes
+    every one."""
+    if completed and idle == completed:
+        return (
+            f"none of the {completed} completed trials learned (accuracy near chance; kept "
+            "in the study, never on the front): train longer (--epochs) or on more images "
+            "(--train-limit)"
+        )
     if not completed or latency_budget is None:
         return "no completed feasible trials yet"
     return (

@@ -84,6 +84,7 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
         correlation_report,
         describe_counts,
         is_feasible,
+        not_learning,
         proposals,
         summarize,
     )
@@ -137,6 +138,7 @@ _LAZY = {
             "correlation_report",
             "describe_counts",
             "is_feasible",
+            "not_learning",
             "proposals",
             "summarize",
         ),

@@ -9,6 +9,7 @@ latency Pareto front (as the trial at 0.098 on Fashion-MNIST did).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +20,7 @@ from nasmlcn.search._trial.objectives import (
     learning_threshold,
 )
 from nasmlcn.study import LEARNING_CONSTRAINT, TrialRecord, load_existing_study
-from tests.conftest import lr_space, run_cli, small_search
+from tests.conftest import ROOT, lr_space, run_cli, small_search
 
 
 def test_the_threshold_is_chance_plus_a_tenth_of_the_way_to_perfect() -> None:
@@ -99,3 +100,21 @@ def test_the_search_result_lists_them(searched: SearchConfig) -> None:
     assert result.to_dict()["not_learning"] == [
         {"number": t.number, "accuracy": t.values[0]} for t in idle
     ]
+
+
+def test_best_says_why_no_trial_is_listed_when_none_learned(tmp_path: Path) -> None:
+    space = tmp_path / "still.toml"  # a learning rate too small to learn anything
+    space.write_text(
+        (ROOT / "search_spaces" / "mlcn-buckets.toml").read_text()
+        + "\n[training]\nlr = [1e-9, 1e-8]\n"
+    )
+    config = small_search(
+        tmp_path, evaluator="train", trials=2, epochs=1, train_limit=100, space=str(space)
+    )
+    best = run_cli("best", "--storage", config.storage, "--study", "s", "--json")
+    assert best.returncode == 0, best.stderr
+    printed = json.loads(best.stdout)
+    assert printed["best"] == []
+    assert [t["number"] for t in printed["not_learning"]] == [0, 1]
+    text = run_cli("best", "--storage", config.storage, "--study", "s")
+    assert "none of the 2 completed trials learned (accuracy near chance" in text.stdout
