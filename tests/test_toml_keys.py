@@ -314,6 +314,12 @@ def test_a_recipe_takes_options_spelled_with_dashes_and_suggests_them(tmp_path: 
     path.write_text("trian-limit = 50\n")
     with pytest.raises(SearchError, match="unknown key 'trian-limit'; did you mean 'train_limit'"):
         load_search_recipe(path)
+    path.write_text("train_limit = 10\ntrain-limit = 20\n")  # one would silently win
+    with pytest.raises(SearchError, match="'train_limit' and 'train-limit' are one option"):
+        load_search_recipe(path)
+    path.write_text("description = 5\n")
+    with pytest.raises(SearchError, match="description must be text, got 5"):
+        load_search_recipe(path)
 
 
 class _Recording(Mapping[str, Any]):

@@ -28,6 +28,7 @@ def search(
         1,
         "--workers",
         min=1,
+        max=1024,
         help="Worker processes on this machine, sharing the study (with --gpus-per-trial "
         "and no --workers: GPUs / K; with --workers-per-gpu: GPUs x K; on CPU they split "
         "the cores).",

@@ -109,11 +109,11 @@ def parse_devices(
             raise DeviceError(
                 f"invalid device {part.strip()!r}: the count must be >= 1, got {count}"
             )
+        if len(devices) + count > _MAX_DEVICES:  # before a typo's billion are built
+            raise DeviceError(f"too many devices in {text!r}: at most {_MAX_DEVICES}")
         kind = catalog[match["name"]]
         for _ in range(count):
             devices.append(DeviceSpec.of(kind, len(devices), memory))
-        if len(devices) > _MAX_DEVICES:
-            raise DeviceError(f"too many devices in {text!r}: at most {_MAX_DEVICES}")
     return tuple(devices)
 
 

@@ -352,3 +352,33 @@ def test_a_one_epoch_study_s_correlation_says_one_epoch_cannot_tell(tmp_path: Pa
     assert "one epoch per trial: its accuracy is the last" in " ".join(shown.stdout.split())
     data = json.loads(run_cli("correlate", "--storage", f"sqlite:///{db}", "--json").stdout)
     assert data["first_epoch_reaching_threshold"] is None
+
+
+@pytest.mark.parametrize("name", [".", "..", "a/b", "../../x", "a\tb"])
+def test_a_study_name_no_folder_can_take_is_refused(tmp_path: Path, name: str) -> None:
+    # its export goes to dashboards/exports/NAME/: '.' wrote into exports/ itself
+    db = tmp_path / "s.db"
+    result = run_cli(
+        *("search", "--evaluator", "proxy", "--trials", "1", "--study", name),
+        *("--storage", f"sqlite:///{db}", "-q"),
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: study name {name!r} is not a name a folder can take")
+    assert not db.exists()
+
+
+def test_a_sweep_over_space_files_names_each_study_by_the_file(tmp_path: Path) -> None:
+    spaces = tmp_path / "spaces"
+    spaces.mkdir()
+    for name in ("a", "b"):
+        (spaces / f"{name}.toml").write_text(
+            (ROOT / "search_spaces" / "mlcn-buckets.toml").read_text()
+        )
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(f'study = "s"\n[sweep]\nspace = ["{spaces}/a.toml", "{spaces}/b.toml"]\n')
+    result = run_cli(
+        *("search", "--config", str(recipe), "--evaluator", "proxy", "--trials", "1"),
+        *("--storage", f"sqlite:///{tmp_path / 's.db'}", "--json", "-q"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert [r["study"] for r in json.loads(result.stdout)["sweep"]] == ["s-space-a", "s-space-b"]

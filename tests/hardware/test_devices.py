@@ -95,6 +95,9 @@ def test_device_specs() -> None:
         ("", None, "no devices given"),
         ("8xK80", "12XB", "unknown unit"),
         ("8xK80", "0GB", "more than 0 bytes"),
+        # refused before the devices are built (a billion took minutes and gigabytes)
+        ("999999999xK80", None, "too many devices in '999999999xK80': at most 4096"),
+        ("4000xK80,100xV100", None, "at most 4096"),
     ],
 )
 def test_bad_device_specs(text: str, mem: str | None, message: str) -> None:

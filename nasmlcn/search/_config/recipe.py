@@ -51,6 +51,9 @@ def config_from_mapping(
     options: dict[str, Any] = {}
     sweep: dict[str, Any] = {}
     check_keys(data, _RECIPE_KEYS, origin, SearchError, fold=_option_name)
+    _check_one_spelling(data, origin)
+    if not isinstance(data.get("description", ""), str):
+        raise SearchError(f"{origin}: description must be text, got {data['description']!r}")
     for key, value in data.items():
         name = _option_name(key)
         if name == "sweep":
@@ -77,6 +80,22 @@ def config_from_mapping(
             value = tuple(value)
         options[name] = value
     return options, sweep
+
+
+def _label(value: Any) -> str:
+    """A swept value as a study name takes it (a space file's path without its folders)."""
+    text = str(value)
+    return Path(text).stem if "/" in text or "\\" in text else text
+
+
+def _check_one_spelling(data: Mapping[str, Any], origin: str) -> None:
+    """Refuses an option given twice (``train_limit`` and ``train-limit``): one
+    would silently win."""
+    seen: dict[str, str] = {}
+    for key in data:
+        first = seen.setdefault(_option_name(key), key)
+        if first != key:
+            raise SearchError(f"{origin}: {first!r} and {key!r} are one option; keep one")
 
 
 def load_search_recipe(
@@ -119,7 +138,7 @@ def expand_sweep(
     ((name, values),) = sweep.items()
     configs = [
         base.with_overrides(
-            **{name: value, "study": f"{base.study}-{name}-{value}" if base.study else None}
+            **{name: value, "study": f"{base.study}-{name}-{_label(value)}" if base.study else None}
         )
         for value in values
     ]
