@@ -16,7 +16,11 @@ def devices(
     """The device catalog (for --devices) and the devices detected on this machine."""
     from nasmlcn.hardware import detect_devices, format_bytes, format_flops, load_catalog
 
+    from nasmlcn.costs import devices_cost_model
+
     catalog = load_catalog(device_file)
+    for kind in catalog:  # a kind's cost_model must name one (checked as a search would)
+        devices_cost_model(f"1x{kind}", "analytic", str(device_file) if device_file else None)
     local = detect_devices(catalog)
     if as_json:
         print(

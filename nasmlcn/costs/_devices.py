@@ -40,6 +40,7 @@ def devices_cost_model(devices: str, cost_model: str, device_file: str | None = 
             f"devices {devices!r} mix cost models: {listed}; a search's devices must share one"
         )
     model = declared.pop()
+    check_declared(model, next(iter(kinds)), device_file)
     if not model or cost_model == model:
         return cost_model
     if cost_model == DEFAULT:
@@ -48,3 +49,16 @@ def devices_cost_model(devices: str, cost_model: str, device_file: str | None = 
         f"devices {devices!r} use cost model {model!r}; --cost-model {cost_model!r} "
         "does not apply to them (leave it out)"
     )
+
+
+def check_declared(model: str, kind: str, device_file: str | None) -> None:
+    """Refuses a device kind's ``cost_model`` that names no cost model.
+
+    Raises:
+        SearchError: ``model`` is set and unknown, naming the kind and its file.
+    """
+    from nasmlcn.costs._base import COST_MODELS
+
+    if model and model not in COST_MODELS:
+        where = f"device file {device_file!r}" if device_file else "the device catalog"
+        raise SearchError(f"{where}: [{kind}] cost_model: {COST_MODELS.unknown_message(model)}")

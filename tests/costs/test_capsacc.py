@@ -207,3 +207,28 @@ def test_proxy_search_on_capsacc_devices_is_nascaps_style(tmp_path: Path) -> Non
         assert values["latency_s"] == pytest.approx(est.latency_s * config.batch_size, rel=1e-9)
         assert values["memory_MiB"] == pytest.approx(est.memory_bytes / 2**20, rel=1e-9)
         assert trial["predicted"]["cost_model"] == "capsacc"
+
+
+def test_a_device_file_s_unknown_cost_model_is_refused_where_it_is_read(tmp_path: Path) -> None:
+    # it used to be listed by 'devices' and fail later without naming the file
+    from tests.conftest import run_cli
+
+    path = tmp_path / "d.toml"
+    path.write_text(
+        '[X1]\nmemory = "12GiB"\npeak_flops = 4e12\nbandwidth = 2e11\nspeed = 1.0\n'
+        'cost_model = "foo"\n'
+    )
+    expected = (
+        f"error: device file {str(path)!r}: [X1] cost_model: unknown cost model 'foo'; "
+        "choose one of: analytic, calibrated, capsacc, thesis"
+    )
+    for args in (
+        ("devices", "--device-file", str(path)),
+        ("plan", "--devices", "2xX1", "--device-file", str(path), "--lanes", "mlcn2:1x1"),
+        ("search", "--devices", "2xX1", "--device-file", str(path), "--evaluator", "proxy",
+         "--storage", f"sqlite:///{tmp_path / 's.db'}"),
+    ):  # fmt: skip
+        done = run_cli(*args)
+        assert done.returncode == 2
+        assert done.stderr.strip().splitlines() == [expected]
+    assert not (tmp_path / "s.db").exists()
