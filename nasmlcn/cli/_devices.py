@@ -14,9 +14,8 @@ def devices(
     as_json: bool = JSON,
 ) -> None:
     """The device catalog (for --devices) and the devices detected on this machine."""
-    from nasmlcn.hardware import detect_devices, format_bytes, format_flops, load_catalog
-
     from nasmlcn.costs import devices_cost_model
+    from nasmlcn.hardware import detect_devices, format_bytes, format_flops, load_catalog
 
     catalog = load_catalog(device_file)
     for kind in catalog:  # a kind's cost_model must name one (checked as a search would)
