@@ -46,6 +46,12 @@ def best(
     as_json: bool = JSON,
 ) -> None:
     """The best trials of a study (single objective) or its Pareto front."""
+    if trial_number is not None and export is None:
+        from nasmlcn.errors import SearchError
+
+        raise SearchError(
+            f"--trial {trial_number} picks the trial --export writes; give --export DIR"
+        )
     found = _read(study, resolve_storage(storage), top)
     if export_arch is not None:
         _export_arch(found, export_arch)

@@ -331,6 +331,12 @@ CASES = [
         ("export-model", "--run", "{run}", "--out", "{run}/checkpoint.pt"),
         "is a run's checkpoint.pt, which the export would overwrite",
     ),
+    Case(
+        "best --export",
+        RANGE,
+        ("best", "--storage", "{trained}", "--trial", "0"),  # --trial without --export
+        "--trial 0 picks the trial --export writes; give --export DIR",
+    ),
     # plan, correlate
     Case(
         "plan",
