@@ -82,6 +82,7 @@ def test_device_specs() -> None:
     assert all(d.memory_bytes == 512 * 2**20 for d in cpus)
     assert all(d.memory_bytes == 12 * 10**9 for d in parse_devices("2xK80,2xV100", mem="12GB"))
     assert format_devices(parse_devices("2xK80,V100,3xcpu")) == "2xK80,1xV100,3xcpu"
+    assert format_devices(parse_devices("8XK80")) == "8xK80"  # as 8xk80 is
 
 
 @pytest.mark.parametrize(
