@@ -107,14 +107,16 @@ def reproduce(
     from nasmlcn.reproduce import SCALES, all_recipes, find_recipe
     from nasmlcn.reproduce import reproduce as run
 
-    if list_:
-        _print_list(all_recipes(), as_json)
-        return
-    if name is None:
+    if name is None and not list_:
         raise ReproduceError("name a result to run (see 'nasmlcn reproduce --list'), or 'all'")
     if scale not in SCALES:
         raise ReproduceError(f"unknown --scale {scale!r} (scales: {', '.join(SCALES)})")
-    recipes = all_recipes() if name == ALL else [find_recipe(name)]
+    # Checked with --list too: a misspelt name or scale is refused, never ignored.
+    named = None if name is None or name == ALL else find_recipe(name)
+    if list_:
+        _print_list(all_recipes(), as_json)
+        return
+    recipes = all_recipes() if named is None else [named]
     from nasmlcn._io import probe_folder
 
     problem = probe_folder(out_dir)

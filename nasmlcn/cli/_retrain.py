@@ -212,12 +212,8 @@ def _print_report(report: RetrainReport) -> None:
     out.print(_protocol_line(report), highlight=False)
     for note in report.notes:
         out.print(note, highlight=False)
-    from nasmlcn.search import retrained_caveats
-
-    for m in report.models:
-        caveats = retrained_caveats(m)
-        if caveats:
-            out.print(f"[yellow]trial {m.number}: {'; '.join(caveats)}[/]", highlight=False)
+    for caveat in report.caveats:  # --json's notes hold these lines too
+        out.print(caveat, style="yellow", highlight=False, markup=False)
     out.print(
         f"weights: {report.out_dir}/{report.run_folders}/checkpoint.pt (load: nasmlcn.training."
         f"load_model); stored on study {report.study}: see 'nasmlcn best', 'nasmlcn "

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from nasmlcn.cli._command_options import takes
 from nasmlcn.cli._console import err, out
 from nasmlcn.cli._train_options import TrainOptions, title
+
+if TYPE_CHECKING:
+    from nasmlcn.training import TrainJob
 
 RENAMED = {"--timeout": "--rank-timeout", "--device": "--run-on"}
 """Old spellings still read (:mod:`nasmlcn.cli._renamed`): ``search --timeout`` is
@@ -30,10 +34,15 @@ def train(options: TrainOptions) -> None:
 
     job = options.job()
     reporting = reports_here()
-    with contextlib.ExitStack() as stack:
-        show = reporting and not options.quiet
-        callbacks = [stack.enter_context(TrainProgress(err, title(job)))] if show else []
-        report = train_job(job, callbacks=callbacks, **options.parallel())
+    try:
+        with contextlib.ExitStack() as stack:
+            show = reporting and not options.quiet
+            callbacks = [stack.enter_context(TrainProgress(err, title(job)))] if show else []
+            report = train_job(job, callbacks=callbacks, **options.parallel())
+    except KeyboardInterrupt:  # Ctrl-C: exit 130, nothing on stdout, what is kept on stderr
+        if reporting:
+            err.print(_interrupted(options, job), style="yellow", markup=False, soft_wrap=True)
+        raise
     if report is None or not reporting:
         return
     result = report.to_dict()
@@ -41,6 +50,32 @@ def train(options: TrainOptions) -> None:
         print(json.dumps(result))
         return
     _print_summary(result)
+
+
+def _interrupted(options: TrainOptions, job: TrainJob) -> str:
+    """What an interrupted run kept in its folder, and how to continue it."""
+    from nasmlcn.errors import NasmlcnError
+    from nasmlcn.parallel import under_torchrun
+    from nasmlcn.training import CHECKPOINT_NAME, load_checkpoint
+
+    if not job.out_dir or not (Path(job.out_dir) / CHECKPOINT_NAME).is_file():
+        where = f" in {job.out_dir}" if job.out_dir else ""
+        return f"interrupted before an epoch ended: nothing was kept{where}"
+    out_dir = Path(job.out_dir)
+    checkpoint = out_dir / CHECKPOINT_NAME
+    try:
+        kept = f"the checkpoint after epoch {load_checkpoint(checkpoint)['epoch']}"
+    except NasmlcnError:  # unreadable now (it is written atomically): say what is there
+        kept = "a checkpoint"
+    if options.processes > 1 or under_torchrun():  # several processes cannot resume
+        how = "run the command in one process with --resume"
+    elif options.resume:
+        how = "run the same command again"
+    elif options.out_dir is None:  # the default folder is named by the time: name it
+        how = f"run the same command with --out {out_dir} --resume"
+    else:
+        how = "run the same command with --resume"
+    return f"interrupted: {kept} is kept in {out_dir}; {how} to continue it"
 
 
 def _test_line(result: dict[str, Any]) -> str:

@@ -88,15 +88,16 @@ def parse_devices(
 
     Args:
         text: ``8xK80``, ``K80``, ``1xK80,1xM40,1xP100,1xV100``, ``4xcpu``.
-        mem: Overrides every device's memory (``12GB``, ``512MiB``, bytes).
+        mem: Overrides every device's memory, with a unit (``12GB``, ``512MiB``,
+            ``4096B``): a bare number is refused, not read as bytes.
         catalog: Device kinds (default: the built-in catalog).
 
     Raises:
         DeviceError: Malformed part, unknown device (with "did you mean"), a count
-            below 1, or a bad memory size.
+            below 1, or a bad memory size (or one without a unit).
     """
     catalog = catalog if catalog is not None else load_catalog()
-    memory = parse_size(mem, what="--mem") if mem is not None else None
+    memory = parse_size(mem, what="--mem", unit_required=True) if mem is not None else None
     if not isinstance(text, str) or not text.strip():
         raise DeviceError(f"no devices given ({text!r}); expected {DEVICE_SYNTAX}")
     devices: list[DeviceSpec] = []

@@ -25,17 +25,21 @@ _SIZE = re.compile(
 ACCEPTED_UNITS = "B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024)"
 
 
-def parse_size(text: str | int | float, *, what: str = "memory size") -> int:
+def parse_size(
+    text: str | int | float, *, what: str = "memory size", unit_required: bool = False
+) -> int:
     """Bytes in a size such as ``12GB`` (10^9), ``12GiB`` (2^30), ``12000MB``, ``512MiB``.
 
-    A bare number is bytes. Units are case-insensitive.
+    A bare number is bytes, unless ``unit_required`` (``--mem``: ``12`` is a typo for
+    12GB far more often than 12 bytes). Units are case-insensitive.
 
     Raises:
-        DeviceError: Not a number with a known unit, or not > 0; the message names
-            the value and the accepted units.
+        DeviceError: Not a number with a known unit, or not > 0, or a bare number where
+            ``unit_required``; the message names the value and the accepted units.
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         value, unit = float(text), ""
+        number = str(text)
     else:
         match = _SIZE.match(str(text))
         if match is None:
@@ -44,10 +48,16 @@ def parse_size(text: str | int | float, *, what: str = "memory size") -> int:
                 f"(units: {ACCEPTED_UNITS})"
             )
         value, unit = float(match["number"]), match["unit"].upper()
+        number = match["number"]
         if unit not in _UNITS:
             raise DeviceError(
                 f"invalid {what} {text!r}: unknown unit {match['unit']!r}; use {ACCEPTED_UNITS}"
             )
+    if unit_required and not unit:
+        raise DeviceError(
+            f"{what} {number}: give a unit, e.g. {number}GB or {number}GiB (units: "
+            f"{ACCEPTED_UNITS})"
+        )
     size = value * _UNITS[unit]
     if not math.isfinite(size) or size <= 0 or round(size) < 1:
         raise DeviceError(f"invalid {what} {text!r}: it must be more than 0 bytes")

@@ -163,6 +163,7 @@ def test_an_edited_space_file_is_refused_for_its_study(tmp_path: Path) -> None:
         (("search", "--objectives", ""), "objectives: give at least one"),
         (("search", "--study", ""), "study name '' is empty"),
         (("search", "--mem", "1KB"), "the smallest lane (mlcn2:1x1) needs about 21.1 MiB"),
+        (("search", "--mem", "12"), "--mem 12: give a unit, e.g. 12GB or 12GiB"),
         (("search", "--batch-size", "100000000"), "to train at batch 100000000"),
         (("train", "--lanes", "mlcn1:1x1", "--out", "{file}/run"), "is inside the file"),
     ],

@@ -81,6 +81,10 @@ def test_plan_table_from_arch_file_with_thesis_model(tmp_path: Path) -> None:
         (("--devices", "0xK80", "--lanes", "mlcn1:1x1"), "count must be >= 1"),
         (("--devices", "2xK80", "--mem", "12XB", "--lanes", "mlcn1:1x1"), "unknown unit 'XB'"),
         (("--devices", "2xK80", "--mem", "0GB", "--lanes", "mlcn1:1x1"), "more than 0 bytes"),
+        (
+            ("--devices", "2xK80", "--mem", "12", "--lanes", "mlcn1:1x1"),
+            "error: --mem 12: give a unit, e.g. 12GB or 12GiB",
+        ),
         (("--devices", "2xK80", "--lanes", "mlcn3:1x1"), "unknown lane type 'mlcn3'"),
         (
             ("--devices", "2xK80", "--lanes", "mlcn1:1x1", "--strategy", "gredy"),

@@ -104,6 +104,16 @@ def test_retrain_top_2_is_stored_where_best_correlate_export_and_the_note_show_i
     assert all(f"| {n} |" in note for n in tested)
 
 
+def test_retrain_json_carries_the_notes_the_table_shows(retrained: dict[str, Any]) -> None:
+    """Each model's caveats (here: reduced data), the lines under the table, are in
+    --json's notes too."""
+    notes = retrained["notes"]
+    assert [note.split(":")[0] for note in notes] == [
+        f"trial {m['number']}" for m in retrained["models"]
+    ]
+    assert all(note.endswith("reduced data: 30 training, 20 test images") for note in notes)
+
+
 @pytest.mark.slow
 def test_the_best_and_correlate_tables_show_the_retrained_columns(
     storage: str, retrained: dict[str, Any]

@@ -106,6 +106,18 @@ def test_bad_device_specs(text: str, mem: str | None, message: str) -> None:
         parse_devices(text, mem=mem)
 
 
+@pytest.mark.parametrize("mem", ["12", " 12 ", "1.5", 12])
+def test_mem_without_a_unit_is_refused_not_read_as_bytes(mem: str | int) -> None:
+    number = str(mem).strip()
+    with pytest.raises(DeviceError) as err:
+        parse_devices("2xK80", mem=mem)
+    assert str(err.value).startswith(
+        f"--mem {number}: give a unit, e.g. {number}GB or {number}GiB (units: B, KB,"
+    )
+    assert parse_devices("2xK80", mem="12B")[0].memory_bytes == 12  # bytes, said so
+    assert parse_size("12") == 12  # elsewhere (device files) a bare number is still bytes
+
+
 def test_device_file_extends_and_overrides_the_catalog(tmp_path: Path) -> None:
     path = tmp_path / "my.toml"
     path.write_text(

@@ -92,6 +92,29 @@ def test_bad_input_is_one_line(args: list[str], message: str, tmp_path: Path) ->
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["bogus-name", "--list"], "unknown result 'bogus-name'"),
+        (["--list", "--scale", "bogus"], "unknown --scale 'bogus' (scales: smoke, reduced, full)"),
+    ],
+)
+def test_list_refuses_a_bad_name_or_scale_in_one_line(args: list[str], message: str) -> None:
+    """--list checks a name and a scale it is given as a run does, never ignores them."""
+    done = run_cli("reproduce", *args)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert done.stdout == ""
+
+
+def test_list_with_a_known_name_or_all_still_lists() -> None:
+    for name in (NAMES[0], "all"):
+        done = run_cli("reproduce", name, "--list", "--scale", "smoke", "--json")
+        assert done.returncode == 0, done.stderr
+        assert [r["name"] for r in json.loads(done.stdout)["results"]] == NAMES
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_a_whole_smoke_run_of_every_recipe_and_its_continuation(

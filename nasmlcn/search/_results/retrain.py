@@ -115,6 +115,16 @@ class RetrainReport:
         name = run_folder(0, self.seed).replace("0000", "NNNN")
         return name + (REFIT_SUFFIX if self.refit else "")
 
+    @property
+    def caveats(self) -> tuple[str, ...]:
+        """A line per model whose test accuracy needs a caveat (:func:`retrained_caveats`):
+        ``trial 1: did not learn (below 0.19; chance 0.10); reduced data: ...``."""
+        return tuple(
+            f"trial {m.number}: {'; '.join(caveats)}"
+            for m in self.models
+            if (caveats := retrained_caveats(m))
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "study": self.study,
@@ -122,7 +132,7 @@ class RetrainReport:
             "dataset": self.dataset,
             "out_dir": self.out_dir,
             "models": [m.to_dict() for m in self.models],
-            "notes": list(self.notes),
+            "notes": [*self.notes, *self.caveats],  # the lines the table shows under it
             "seed": self.seed,
             "refit": self.refit,
         }

@@ -1,0 +1,105 @@
+"""An interrupted ``nasmlcn train`` (Ctrl-C, SIGINT) exits 130 and says on stderr, in
+one line, what it kept in its folder and how to continue it; stdout stays empty, so
+a ``--json`` reader sees no partial JSON."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+TRAIN = (
+    "train", "--lanes", "mlcn1:1x1", "--dataset", "synthetic", "--epochs", "1000",
+    "--train-limit", "10", "--val-limit", "10", "--test-limit", "10", "--batch-size", "10",
+    "--run-on", "cpu", "--json", "--quiet",
+)  # fmt: skip
+"""A run far longer than the test: it is interrupted after its first checkpoint."""
+
+
+def _kept_line(out: Path) -> str:
+    from nasmlcn.training import load_checkpoint
+
+    epoch = load_checkpoint(out / "checkpoint.pt")["epoch"]
+    assert epoch >= 1
+    return (
+        f"interrupted: the checkpoint after epoch {epoch} is kept in {out}; run the same "
+        "command with --resume to continue it"
+    )
+
+
+@contextmanager
+def _sigint_once(checkpoint: Path) -> Iterator[None]:
+    """Sends this process SIGINT (Ctrl-C) once ``checkpoint`` is written."""
+    done = threading.Event()
+
+    def interrupt() -> None:
+        deadline = time.monotonic() + 60
+        while not checkpoint.exists() and not done.is_set() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not done.is_set():
+            os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    thread = threading.Thread(target=interrupt, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_an_interrupted_train_says_which_checkpoint_it_kept_and_how_to_resume(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "run"
+    with _sigint_once(out / "checkpoint.pt"):
+        done = run_cli(*TRAIN, "--out", str(out))
+    assert done.returncode == 130
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [_kept_line(out)]
+
+
+def test_an_interrupted_train_without_a_checkpoint_says_nothing_was_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nasmlcn.training
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(nasmlcn.training, "train", interrupted)
+    out = tmp_path / "run"
+    done = run_cli(*TRAIN, "--out", str(out))
+    assert done.returncode == 130
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"interrupted before an epoch ended: nothing was kept in {out}"
+    ]
+
+
+@pytest.mark.slow
+def test_an_interrupted_train_process_exits_130_with_one_line(tmp_path: Path) -> None:
+    """The same as a separate process (about 5 s here, most of it torch's imports)."""
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "nasmlcn", *TRAIN, "--out", str(out)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (out / "checkpoint.pt").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert stdout == ""
+    assert stderr.splitlines() == [_kept_line(out)]
