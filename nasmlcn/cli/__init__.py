@@ -14,7 +14,7 @@ import typer
 
 from nasmlcn._exit import before_exit
 from nasmlcn.cli._app import app
-from nasmlcn.cli._console import print_error
+from nasmlcn.cli._console import interruption_told, print_error
 from nasmlcn.errors import NasmlcnError
 
 __all__ = ["app", "main", "run"]
@@ -29,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     command = typer.main.get_command(app)
+    interruption_told(reset=True)
     try:
         result = command.main(args=args, prog_name="nasmlcn", standalone_mode=False)
     except typer.TyperException as exc:  # usage errors: bad option values, unknown commands
@@ -47,7 +48,10 @@ def main(argv: list[str] | None = None) -> int:
             return _print_traceback(exc, EXIT_FAILURE)
         print_error(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)")
         return EXIT_FAILURE
-    return result if isinstance(result, int) else 0
+    code = result if isinstance(result, int) else 0
+    if code == EXIT_INTERRUPTED and not interruption_told():  # Typer's Ctrl-C: exit 130
+        print_error("interrupted")
+    return code
 
 
 def run() -> int:

@@ -36,6 +36,24 @@ def _width(stream: TextIO) -> int | None:
 out = Console(highlight=False, width=_width(sys.stdout))
 err = Console(stderr=True, highlight=False, width=_width(sys.stderr))
 
+_told = [False]  # whether this command said what its interruption kept
+
+
+def tell_interrupted(console: Console, line: str, **options: object) -> None:
+    """Prints a command's own line on being interrupted (what it kept, how to go on);
+    the CLI's bare ``error: interrupted`` is then left out."""
+    _told[0] = True
+    console.print(line, **options)  # type: ignore[arg-type]
+
+
+def interruption_told(*, reset: bool = False) -> bool:
+    """Whether :func:`tell_interrupted` spoke since the last reset (``reset``: start
+    a command afresh)."""
+    told = _told[0]
+    if reset:
+        _told[0] = False
+    return told
+
 
 def print_error(message: str) -> None:
     """One red line on stderr, without any database password (the last safety net:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from nasmlcn.cli._console import out
+from nasmlcn.cli._console import out, tell_interrupted
 
 if TYPE_CHECKING:
     from nasmlcn.search import SearchConfig, SearchResult
@@ -96,9 +96,10 @@ def _print_stop(stopped: str) -> None:
     from nasmlcn.search import REPEATS_IN_A_ROW
 
     if stopped == "interrupted":
-        out.print(
+        tell_interrupted(
+            out,
             "[yellow]interrupted: the running trial is marked FAIL and queued again; re-run "
-            "the same command to continue (it resumes that trial)[/]"
+            "the same command to continue (it resumes that trial)[/]",
         )
     elif stopped == "timeout":
         out.print("stopped by --timeout; re-run the same command to continue")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.cli._command_options import takes
-from nasmlcn.cli._console import err, out
+from nasmlcn.cli._console import err, out, tell_interrupted
 from nasmlcn.cli._train_options import TrainOptions, title
 
 if TYPE_CHECKING:
@@ -41,7 +41,9 @@ def train(options: TrainOptions) -> None:
             report = train_job(job, callbacks=callbacks, **options.parallel())
     except KeyboardInterrupt:  # Ctrl-C: exit 130, nothing on stdout, what is kept on stderr
         if reporting:
-            err.print(_interrupted(options, job), style="yellow", markup=False, soft_wrap=True)
+            tell_interrupted(
+                err, _interrupted(options, job), style="yellow", markup=False, soft_wrap=True
+            )
         raise
     if report is None or not reporting:
         return

@@ -103,3 +103,19 @@ def test_an_interrupted_train_process_exits_130_with_one_line(tmp_path: Path) ->
     assert process.returncode == 130
     assert stdout == ""
     assert stderr.splitlines() == [_kept_line(out)]
+
+
+def test_any_other_interrupted_command_says_so_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Typer turns Ctrl-C into a bare exit 130: the CLI's own line was never printed
+    import nasmlcn.hardware
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(nasmlcn.hardware, "load_catalog", interrupted)
+    done = run_cli("devices")
+    assert done.returncode == 130
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == ["error: interrupted"]
