@@ -51,7 +51,7 @@ def train(options: TrainOptions) -> None:
     if options.as_json:
         print(json.dumps(result))
         return
-    _print_summary(result)
+    _print_summary(result, options.train_limit)
 
 
 def _interrupted(options: TrainOptions, job: TrainJob) -> str:
@@ -92,7 +92,7 @@ def _test_line(result: dict[str, Any]) -> str:
     return line
 
 
-def _print_summary(result: dict[str, Any]) -> None:
+def _print_summary(result: dict[str, Any], train_limit: int | None = None) -> None:
     from rich.table import Table
 
     table = Table(title=f"{result['lanes']} on {result['dataset']}", show_header=False)
@@ -103,6 +103,10 @@ def _print_summary(result: dict[str, Any]) -> None:
         "val accuracy by epoch", ", ".join(f"{a:.4f}" for a in result["val_accuracy_per_epoch"])
     )
     table.add_row("test accuracy", _test_line(result))
+    images = f"{result['train_images']:,}"
+    if train_limit is not None and train_limit > result["train_images"]:
+        images += f" (all there are: --train-limit {train_limit:,} asked for more)"
+    table.add_row("training images", images)
     table.add_row("seconds / epoch", f"{result['seconds_per_epoch']:.1f}")
     table.add_row("images / second", f"{result['images_per_second']:.0f}")
     table.add_row("device", result["device"])

@@ -106,6 +106,19 @@ def test_train_from_arch_file_and_capsnet_model(tmp_path: Path) -> None:
     )
     assert caps.returncode == 0, caps.stderr
     assert "test accuracy" in caps.stdout
+    row = next(line for line in caps.stdout.splitlines() if "training images" in line)
+    assert row.split("│")[2].strip() == "50"
+
+
+def test_a_train_limit_past_the_data_is_said_not_silently_clamped(tmp_path: Path) -> None:
+    done = run_cli(
+        *("train", "--lanes", "mlcn1:1x1", "--dataset", "synthetic", "--epochs", "1"),
+        *("--train-limit", "1000000", "--val-limit", "20", "--test-limit", "20"),
+        *("--out", str(tmp_path / "a"), "--quiet"),
+    )
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if "training images" in line)
+    assert "(all there are: --train-limit 1,000,000 asked for more)" in row
 
 
 @pytest.mark.slow  # 22 s; resuming is tested in tests/training and tests/cli/test_bad_input.py
