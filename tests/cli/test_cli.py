@@ -115,6 +115,7 @@ def test_a_train_limit_past_the_data_is_said_not_silently_clamped(tmp_path: Path
         *("train", "--lanes", "mlcn1:1x1", "--dataset", "synthetic", "--epochs", "1"),
         *("--train-limit", "1000000", "--val-limit", "20", "--test-limit", "20"),
         *("--out", str(tmp_path / "a"), "--quiet"),
+        env={"COLUMNS": "200"},  # the row whole, on a terminal of any width
     )
     assert done.returncode == 0, done.stderr
     row = next(line for line in done.stdout.splitlines() if "training images" in line)
