@@ -18,7 +18,8 @@ def devices(
     from nasmlcn.hardware import detect_devices, format_bytes, format_flops, load_catalog
 
     catalog = load_catalog(device_file)
-    for name in catalog:  # a kind's cost_model must name one (checked as a search would)
+    declaring = [name for name in catalog if catalog[name].cost_model]
+    for name in declaring:  # a kind's cost_model must name one (checked as a search would)
         devices_cost_model(f"1x{name}", "analytic", str(device_file) if device_file else None)
     local = detect_devices(catalog)
     if as_json:

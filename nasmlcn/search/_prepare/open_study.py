@@ -110,7 +110,7 @@ def _check_same_devices_and_seed(name: str, stored: dict[str, Any], setup: Searc
     now = [d.to_dict() for d in setup.devices]
     if isinstance(then, list) and len(then) == len(now):
         differing = [
-            f"{b.get('name', b.get('kind'))} {key} {a[key]!r} (now {b[key]!r})"
+            f"{b['name']} {key} {a[key]!r} (now {b[key]!r})"
             for a, b in zip(then, now, strict=True)
             for key in b
             if key in a and a[key] != b[key]
