@@ -141,12 +141,15 @@ def check_ranges(config: Any, error: Callable[[str], Exception]) -> None:
     """Refuses any field of ``config`` outside its :class:`Range`, and any switch (a
     field whose default is True or False) that is not a bool, with ``error(message)``
     (a None is taken where the field may be None: its default is). A recipe's
-    ``prune = "false"`` would otherwise switch pruning on."""
+    ``prune = "false"`` would otherwise switch pruning on. A file or folder field
+    refuses an empty path, which would be the current folder."""
     for item in fields(config):
         bound = item.metadata.get("range")
         value = getattr(config, item.name)
         if isinstance(item.default, bool) and not isinstance(value, bool):
             raise error(f"{option(item.name)} must be true or false, got {value!r}")
+        if item.metadata.get("path") and isinstance(value, str) and not value.strip():
+            raise error(f"{option(item.name)} {value!r} is an empty path; give a file or folder")
         if bound is None or (value is None and item.default is None):
             continue
         if not bound.holds(value):

@@ -11,7 +11,7 @@ import typer
 
 from nasmlcn._storage_url import redact_url, resolve_storage
 from nasmlcn.cli._console import out
-from nasmlcn.cli._options import JSON, STORAGE, STUDY
+from nasmlcn.cli._options import JSON, STORAGE, STUDY, local_file
 from nasmlcn.cli._trials_table import PROXY_NOTE, print_measured, why_none_feasible
 
 if TYPE_CHECKING:
@@ -26,11 +26,15 @@ def best(
     storage: str | None = STORAGE,
     top: int = typer.Option(5, "--top", min=1, help="Best trials to list (single objective)."),
     export_arch: Path | None = typer.Option(
-        None, "--export-arch", help="Write the best architecture (highest first objective) as JSON."
+        None,
+        "--export-arch",
+        parser=local_file,
+        help="Write the best architecture (highest first objective) as JSON.",
     ),
     export: Path | None = typer.Option(
         None,
         "--export",
+        parser=local_file,
         help="Write the best trial's (or --trial's) arch.json and trained weights "
         "(checkpoint.pt) into this folder.",
     ),
@@ -40,6 +44,7 @@ def best(
     artifacts: Path | None = typer.Option(
         None,
         "--artifacts",
+        parser=local_file,
         help="The search's artifact folder [default: artifacts/ beside a SQLite study "
         "file, else studies/artifacts].",
     ),

@@ -11,7 +11,7 @@ import typer
 
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import err, out
-from nasmlcn.cli._options import JSON, QUIET
+from nasmlcn.cli._options import JSON, QUIET, local_file
 
 if TYPE_CHECKING:
     from nasmlcn.measure import CalibrationRequest
@@ -50,6 +50,7 @@ class CalibrateOptions:
         typer.Option(
             None,
             "--out",
+            parser=local_file,
             help="Calibration file to write [default: $NASMLCN_CALIBRATION or "
             "~/.cache/nasmlcn/calibration.json].",
         )

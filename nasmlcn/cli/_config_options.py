@@ -25,7 +25,7 @@ import typer
 from typer.models import OptionInfo
 
 from nasmlcn.cli._command_options import option
-from nasmlcn.cli._options import one_of
+from nasmlcn.cli._options import local_file, one_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -89,6 +89,7 @@ def _option_info(item: dataclasses.Field[Any], hint: Any) -> tuple[OptionInfo, t
         help=help_text(item),
         metavar=item.metadata["metavar"],
         show_default=False,
+        parser=local_file if kind is Path else None,
     )
     return info, kind
 

@@ -8,7 +8,7 @@ import typer
 
 from nasmlcn._storage_url import redact_url, resolve_storage
 from nasmlcn.cli._console import err, out
-from nasmlcn.cli._options import STORAGE
+from nasmlcn.cli._options import STORAGE, local_file
 
 
 def dashboard(
@@ -26,6 +26,7 @@ def dashboard(
     artifacts: Path | None = typer.Option(
         None,
         "--artifacts",
+        parser=local_file,
         help="The searches' artifact folder, to list trial weights [default: artifacts/ "
         "beside a SQLite study file, else studies/artifacts].",
     ),

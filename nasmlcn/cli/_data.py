@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from nasmlcn.cli._console import out
+from nasmlcn.cli._options import local_file
 
 data_app = typer.Typer(help="List datasets and prepare their files.", no_args_is_help=True)
 
@@ -45,7 +46,9 @@ def list_datasets(as_json: bool = typer.Option(False, "--json", help="Print JSON
 @data_app.command("prepare")
 def prepare(
     name: str = typer.Argument(..., help="Dataset name."),
-    data_dir: Path | None = typer.Option(None, "--data-dir", help="Dataset directory."),
+    data_dir: Path | None = typer.Option(
+        None, "--data-dir", parser=local_file, help="Dataset directory."
+    ),
     download: bool = typer.Option(True, "--download/--no-download", help="Download missing data."),
 ) -> None:
     """Make a dataset's files ready (unpack Debian's copy, or download)."""

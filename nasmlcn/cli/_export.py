@@ -9,14 +9,17 @@ import typer
 
 from nasmlcn._storage_url import resolve_storage
 from nasmlcn.cli._console import err, out
-from nasmlcn.cli._options import JSON, STORAGE, STUDY
+from nasmlcn.cli._options import JSON, STORAGE, STUDY, local_file
 
 
 def export(
     study: str | None = STUDY,
     storage: str | None = STORAGE,
     out_dir: Path | None = typer.Option(
-        None, "--out", help="Folder to write into [default: dashboards/exports/<study>]."
+        None,
+        "--out",
+        help="Folder to write into [default: dashboards/exports/<study>].",
+        parser=local_file,
     ),
     formats: str = typer.Option(
         "html,png,svg,csv,json",

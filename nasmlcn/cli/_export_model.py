@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from nasmlcn.cli._console import out, phase_status
-from nasmlcn.cli._options import JSON, QUIET, RUN
+from nasmlcn.cli._options import JSON, QUIET, RUN, local_file
 from nasmlcn.runs import EXPORT_FORMATS
 
 
@@ -22,6 +22,7 @@ def export_model(
     out_file: Path | None = typer.Option(
         None,
         "--out",
+        parser=local_file,
         help="The file to write [default: RUN/model.torchscript.pt or RUN/model.onnx].",
     ),
     as_json: bool = JSON,

@@ -30,9 +30,12 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 def local_file(value: str | Path) -> Path:
     """A local path; a URL is refused as it is (``Path`` would fold ``https://x/a.json``
-    into the missing file ``https:/x/a.json``)."""
+    into the missing file ``https:/x/a.json``), and so is an empty one (``Path("")``
+    is the current folder: ``--out ''`` would write there)."""
     if isinstance(value, Path):
         return value
+    if not value.strip():
+        raise typer.BadParameter(f"{value!r} is an empty path; give a file or folder")
     if _URL.match(value):
         raise typer.BadParameter(
             f"{value!r} is a URL; only local files are read: download it and give its path"
@@ -45,12 +48,16 @@ ARCH = typer.Option(
 )
 
 DEVICE_FILE = typer.Option(
-    None, "--device-file", help="A TOML device catalog that extends the built-in one."
+    None,
+    "--device-file",
+    parser=local_file,
+    help="A TOML device catalog that extends the built-in one.",
 )
 COST_MODEL = typer.Option("analytic", "--cost-model", help=f"Cost model: {one_of(COST_MODELS)}.")
 CALIBRATION = typer.Option(
     None,
     "--calibration",
+    parser=local_file,
     help="Calibration file of the calibrated cost model [default: $NASMLCN_CALIBRATION or "
     "~/.cache/nasmlcn/calibration.json].",
 )
@@ -61,6 +68,7 @@ STUDY = typer.Option(None, "--study", help="Study name [default: the only study 
 RUN = typer.Option(
     ...,
     "--run",
+    parser=local_file,
     help="A run folder: what nasmlcn train --out, nasmlcn best --export or nasmlcn "
     "remove-lanes --keep wrote (checkpoint.pt, arch.json).",
 )
@@ -73,6 +81,7 @@ RUN_DATASET = typer.Option(
 DATA_DIR = typer.Option(
     None,
     "--data-dir",
+    parser=local_file,
     help="Dataset directory [default: $NASMLCN_DATA_DIR or ~/.cache/nasmlcn/data].",
 )
 RUN_ON = typer.Option(

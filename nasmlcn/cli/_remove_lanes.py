@@ -13,7 +13,16 @@ import typer
 
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import err, out
-from nasmlcn.cli._options import DATA_DIR, INFERENCE_BATCH, JSON, QUIET, RUN, RUN_DATASET, RUN_ON
+from nasmlcn.cli._options import (
+    DATA_DIR,
+    INFERENCE_BATCH,
+    JSON,
+    QUIET,
+    RUN,
+    RUN_DATASET,
+    RUN_ON,
+    local_file,
+)
 from nasmlcn.cli._progress import MeasureProgress
 
 if TYPE_CHECKING:
@@ -59,6 +68,7 @@ class RemoveLanesOptions:
         typer.Option(
             None,
             "--out",
+            parser=local_file,
             help="Folder for prune.json, lane_pruning.html/.png and the --keep model "
             "[default: RUN/pruned].",
         )

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from nasmlcn.cli._console import err, out
-from nasmlcn.cli._options import JSON
+from nasmlcn.cli._options import JSON, local_file
 from nasmlcn.errors import ReproduceError
 
 if TYPE_CHECKING:
@@ -92,6 +92,7 @@ def reproduce(
     out_dir: Path = typer.Option(
         Path("reproduce-results"),
         "--out",
+        parser=local_file,
         help="Folder of the runs and reports (a second run continues there).",
     ),
     force: bool = typer.Option(

@@ -13,7 +13,7 @@ import typer
 
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import err, out
-from nasmlcn.cli._options import INFERENCE_BATCH, JSON, QUIET, RUN_ON, STORAGE, STUDY
+from nasmlcn.cli._options import INFERENCE_BATCH, JSON, QUIET, RUN_ON, STORAGE, STUDY, local_file
 
 if TYPE_CHECKING:
     from nasmlcn.search import RetrainOptions, RetrainReport
@@ -69,7 +69,10 @@ class RetrainCommandOptions:
     )
     data_dir: Path | None = option(  # noqa: RUF009
         typer.Option(
-            None, "--data-dir", help="Dataset directory [default: the search's, else the default]."
+            None,
+            "--data-dir",
+            parser=local_file,
+            help="Dataset directory [default: the search's, else the default].",
         )
     )
     download: bool = option(
@@ -90,6 +93,7 @@ class RetrainCommandOptions:
         typer.Option(
             None,
             "--out",
+            parser=local_file,
             help="Run folders (checkpoint.pt, arch.json, result.json), one per trial "
             "[default: runs/retrain-<study>-<time>].",
         )

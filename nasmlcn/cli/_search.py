@@ -10,7 +10,7 @@ import typer
 
 from nasmlcn.cli._config_options import with_config_options
 from nasmlcn.cli._console import err
-from nasmlcn.cli._options import JSON
+from nasmlcn.cli._options import JSON, local_file
 from nasmlcn.cli._search_report import print_result, print_sweep, result_json
 from nasmlcn.errors import SearchError, option
 from nasmlcn.search import SearchConfig
@@ -22,7 +22,10 @@ if TYPE_CHECKING:
 @with_config_options(SearchConfig)  # --devices, --epochs, ...: one per SearchConfig field
 def search(
     config: Path | None = typer.Option(
-        None, "--config", help="A study recipe (TOML), e.g. studies/thesis-fig6.2.toml."
+        None,
+        "--config",
+        parser=local_file,
+        help="A study recipe (TOML), e.g. studies/thesis-fig6.2.toml.",
     ),
     workers: int = typer.Option(
         1,

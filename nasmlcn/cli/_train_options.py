@@ -17,7 +17,7 @@ import typer
 from nasmlcn._text import counted
 from nasmlcn.cli._command_options import option
 from nasmlcn.cli._config_options import config_option, given_settings
-from nasmlcn.cli._options import ARCH, JSON, QUIET, one_of
+from nasmlcn.cli._options import ARCH, JSON, QUIET, local_file, one_of
 from nasmlcn.placement import PLACERS
 from nasmlcn.specs import DECODERS, DEFAULT_LANES, DEFAULT_VOTE_INIT, ROUTINGS, VOTE_INITS
 from nasmlcn.training import TrainConfig
@@ -55,6 +55,7 @@ class TrainOptions:
         typer.Option(
             None,
             "--data-dir",
+            parser=local_file,
             help="Dataset directory [default: $NASMLCN_DATA_DIR or ~/.cache/nasmlcn/data].",
         )
     )
@@ -153,6 +154,7 @@ class TrainOptions:
         typer.Option(
             None,
             "--out",
+            parser=local_file,
             help="Output directory for checkpoint.pt, arch.json, result.json "
             "[default: runs/<time>].",
         )

@@ -161,6 +161,7 @@ def test_an_edited_space_file_is_refused_for_its_study(tmp_path: Path) -> None:
     ("args", "expected"),
     [
         (("search", "--objectives", ""), "objectives: give at least one"),
+        (("search", "--objectives", "accuracy,"), "objectives: an empty name in 'accuracy,'"),
         (("search", "--study", ""), "study name '' is empty"),
         (("search", "--mem", "1KB"), "the smallest lane (mlcn2:1x1) needs about 21.1 MiB"),
         (("search", "--mem", "12"), "--mem 12: give a unit, e.g. 12GB or 12GiB"),
@@ -241,3 +242,36 @@ def test_search_refuses_bad_multi_fidelity_and_warm_start_options(
     )  # fmt: skip
     _refused(result, expected)
     assert not db.exists()  # refused before the storage was made
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("export", "--out", ""),
+        ("train", "--out", " "),
+        ("search", "--artifacts", ""),
+        ("search", "--device-file", ""),
+        ("best", "--export", ""),
+        ("data", "prepare", "--data-dir", ""),
+        ("reproduce", "thesis-table4.1", "--out", ""),
+    ],
+    ids=lambda a: "-".join(a[:2]),
+)
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    # Path("") is ".": export --out '' used to write its report into the current folder
+    line = _refused(run_cli(*args, cwd=tmp_path), "is an empty path; give a file or folder")
+    assert "--" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_recipe_s_empty_path_is_refused(tmp_path: Path) -> None:
+    recipe = tmp_path / "r.toml"
+    recipe.write_text('artifacts = ""\nevaluator = "proxy"\ntrials = 1\n')
+    db = tmp_path / "s.db"
+    _refused(
+        run_cli("search", "--config", str(recipe), "--storage", f"sqlite:///{db}", cwd=tmp_path),
+        "--artifacts '' is an empty path",
+    )
+    assert not db.exists()

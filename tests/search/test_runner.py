@@ -89,6 +89,29 @@ def test_same_name_with_another_configuration_is_refused(tmp_path: Path) -> None
     assert run_search(config.with_overrides(sampler="random", trials=3)).n_trials == 3
 
 
+def test_the_same_options_spelled_otherwise_continue_the_study(tmp_path: Path) -> None:
+    first = run_search(_config(tmp_path, trials=2, flops="1x"))
+    # devices by kind and memory one by one, sizes by bytes, multiples by value
+    spelled = _config(tmp_path, trials=3, devices="2xk80,1xK80,1XK80", mem="12000MB", flops="1.0x")
+    second = run_search(spelled)
+    assert second.study == first.study
+    assert second.n_trials == 3
+    assert [s.study_name for s in optuna.get_all_study_summaries(spelled.storage)] == [first.study]
+    # another meaning is another study
+    third = run_search(_config(tmp_path, trials=1, devices="4xK80", mem="11GB"))
+    assert third.study != first.study
+    with pytest.raises(SearchError, match=r"devices '4xK80' \(now '2xK80,2xK80'\); mem"):
+        run_search(
+            _config(tmp_path, trials=4, study=first.study, devices="2xK80,2xK80", mem="11GB")
+        )
+    # a named study goes on under another spelling too
+    assert run_search(_config(tmp_path, trials=4, study=first.study, devices="4xk80")).n_trials == 4
+    # two studies of these options: the derived name cannot choose
+    run_search(_config(tmp_path, trials=1, study="copy"))
+    with pytest.raises(SearchError, match=r"'copy', 'mlcn-buckets-4xK80.* were all made with"):
+        run_search(_config(tmp_path, trials=5, devices="4xk80"))
+
+
 def test_an_edited_device_file_or_another_seed_is_refused(tmp_path: Path) -> None:
     devices = tmp_path / "devices.toml"
     entry = '[MYGPU]\nmemory = "12GiB"\npeak_flops = 4e12\nbandwidth = 2e11\nspeed = {}\n'

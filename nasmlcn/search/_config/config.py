@@ -229,7 +229,14 @@ class SearchConfig:
     def __post_init__(self) -> None:
         objectives = self.objectives
         if isinstance(objectives, str):
-            objectives = tuple(o.strip() for o in objectives.split(",") if o.strip())
+            given = objectives
+            objectives = tuple(o.strip() for o in objectives.split(","))
+            if given.strip() and not all(objectives):  # "accuracy," as "--devices 8xK80,"
+                raise SearchError(
+                    f"{option('objectives')}: an empty name in {given!r}; give names "
+                    "separated by commas, e.g. accuracy or accuracy,latency"
+                )
+            objectives = tuple(o for o in objectives if o)
         object.__setattr__(self, "objectives", tuple(objectives))
         check_ranges(self)  # every number within the range its field declares
         if self.mlflow is not None:  # a URI MLflow cannot open is refused here, not mid-run

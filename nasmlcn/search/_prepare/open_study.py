@@ -5,12 +5,14 @@ made with the same identity (the configuration fields of
 
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn._version import versions
-from nasmlcn.errors import SearchError
+from nasmlcn.errors import NasmlcnError, SearchError
 from nasmlcn.search._evaluators.evaluator import EVALUATORS
 from nasmlcn.search._loop.observer import SearchObserver
 from nasmlcn.search._loop.samplers import SAMPLERS
@@ -38,17 +40,15 @@ def open_study(
     config = setup.config
     name = config.study_name()
     existing = {s.study_name: s for s in storage.get_all_studies()}
+    if name not in existing and config.study is None:
+        name = _spelled_otherwise(setup, existing) or name
     if name in existing:
         stored = frozen_info(existing[name])
         if stored is None or "identity" not in stored:
             raise SearchError(
                 f"study {name!r} exists but was not made by nasmlcn search; choose another ‹study›"
             )
-        differing = [
-            f"{key} {stored['identity'].get(key)!r} (now {value!r})"
-            for key, value in config.identity().items()
-            if stored["identity"].get(key) != value
-        ]
+        differing = _differences(stored, setup)
         if differing:
             raise SearchError(
                 f"study {name!r} was made with another configuration: "
@@ -96,6 +96,66 @@ def open_study(
         },
     )
     return study, False
+
+
+def _differences(stored: dict[str, Any], setup: SearchSetup) -> list[str]:
+    """The identity fields a stored study was made with otherwise, as ``key 'then'
+    (now 'now')``. The fields several texts spell alike are compared by what they
+    mean: ``8xk80`` is ``8xK80``, ``2xK80`` is ``1xK80,1xK80`` and ``12GB`` is
+    ``12000MB`` (the same devices, one by one), ``1.0x`` is ``1x``, ``./my.toml`` is
+    ``my.toml`` (the same file name and content)."""
+    then = stored["identity"]
+    now = json.loads(json.dumps(setup.config.identity()))
+    alike = _alike(stored, setup)
+    return [
+        f"{key} {then.get(key)!r} (now {value!r})"
+        for key, value in now.items()
+        if then.get(key) != value and key not in alike
+    ]
+
+
+def _alike(stored: dict[str, Any], setup: SearchSetup) -> set[str]:
+    """Which of the spelled fields (devices, mem, flops, space) mean for ``stored``
+    what they mean now."""
+    from nasmlcn.planning import parse_flops
+
+    then = stored["identity"]
+    alike = set()
+    if stored.get("devices") == [d.to_dict() for d in setup.devices]:
+        alike |= {"devices", "mem"}
+    try:
+        if replace(parse_flops(then.get("flops")), text="") == replace(setup.flops, text=""):
+            alike.add("flops")
+    except NasmlcnError:
+        pass
+    space = str(then.get("space"))
+    if Path(space).name == Path(setup.config.space).name and not space_changes(
+        stored.get("space"), setup.space.describe()
+    ):
+        alike.add("space")
+    return alike
+
+
+def _spelled_otherwise(setup: SearchSetup, existing: dict[str, Any]) -> str | None:
+    """The study a derived name would have found had the options been spelled as
+    when it was made (see :func:`_differences`): without it, ``--devices 8xk80``
+    would start a second study beside the ``8xK80`` one.
+
+    Raises:
+        SearchError: Several studies are this one spelled otherwise.
+    """
+    found = []
+    for name, frozen in existing.items():
+        stored = frozen_info(frozen)
+        known = isinstance(stored, dict) and isinstance(stored.get("identity"), dict)
+        if known and not _differences(stored, setup):
+            found.append(name)
+    if len(found) > 1:
+        raise SearchError(
+            f"studies {', '.join(map(repr, sorted(found)))} were all made with these options, "
+            "spelled otherwise; choose one with ‹study›"
+        )
+    return found[0] if found else None
 
 
 def _check_same_devices_and_seed(name: str, stored: dict[str, Any], setup: SearchSetup) -> None:
