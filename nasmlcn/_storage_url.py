@@ -135,6 +135,10 @@ def register_url(url: str) -> None:
         found.append(str(parsed))
     for secret in found:
         register_secret(secret)
+        # a raw '@', ':' or '/' in a password splits it between a parser's fields:
+        # a driver's message then quotes a piece as part of the host or database
+        for piece in re.split(r"[@:/?#]", secret):
+            register_secret(piece)
 
 
 def register_secret(secret: str) -> None:

@@ -13,10 +13,13 @@ from typing import Any
 from nasmlcn.errors import SpecError
 
 
-def check_int(owner: str, field: str, value: Any, minimum: int) -> int:
-    """Returns ``value`` if it is an int >= ``minimum``; raises SpecError otherwise."""
+def check_int(owner: str, field: str, value: Any, minimum: int, maximum: int | None = None) -> int:
+    """Returns ``value`` if it is an int >= ``minimum`` (and <= ``maximum``); raises
+    SpecError otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise SpecError(f"{owner} {field} must be an integer >= {minimum}, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise SpecError(f"{owner} {field} must be {minimum}..{maximum}, got {value!r}")
     return value
 
 

@@ -75,6 +75,17 @@ def test_scrub_removes_every_form_of_a_registered_password() -> None:
     assert scrub(text) == "a *** b *** c *** d *** e"
 
 
+@pytest.mark.parametrize("separator", ["@", ":", "/"])
+def test_scrub_removes_the_pieces_of_a_password_a_parser_splits(separator: str) -> None:
+    # a raw '@' in the password: SQLAlchemy takes its first piece as the password and
+    # psycopg's error quotes the rest as the host ("failed to resolve host '2S...@...'")
+    head, tail = secrets.token_hex(4), secrets.token_hex(5)
+    redact_url(f"postgresql://alice:{head}{separator}{tail}@127.0.0.1:1/db")
+    message = scrub(f"failed to resolve host '{tail}@127.0.0.1'; password {head}")
+    assert head not in message
+    assert tail not in message
+
+
 def test_scrub_hides_passwords_of_unregistered_urls_in_text() -> None:
     password = _password()
     text = f"could not connect to 'postgresql://bob:{password}@10.0.0.1/db': timeout"

@@ -206,6 +206,12 @@ def calibrate(
         raise CalibrationError(
             f"--lanes must be at least {least} to fit and judge the models, got {request.lanes}"
         )
+    if request.quick and request.out is None:  # a smoke test must not replace the real one
+        raise CalibrationError(
+            f"--quick is a smoke test, not a calibration to plan with: give --out FILE for it "
+            f"(without, it would replace {str(default_calibration_path())!r}, which the "
+            "calibrated cost model reads)"
+        )
     path = request.out or default_calibration_path()
     check_output_file(path, "--out", CalibrationError)  # before minutes of measuring
     measured = measure_calibration(request, progress)

@@ -152,7 +152,8 @@ def _dataset(
         name = result.get("dataset")
         if isinstance(name, str):
             return name, RESULT_NAME
-    name = train_config.get("dataset")
+    data = train_config.get("data")  # the job's data, recorded since resumes are checked
+    name = data.get("dataset") if isinstance(data, dict) else train_config.get("dataset")
     if isinstance(name, str):
         return name, "checkpoint"
     if not required:

@@ -26,6 +26,8 @@ from nasmlcn.specs._fusion import (
 )
 from nasmlcn.specs._io import arch_from_json, arch_to_json, load_arch, save_arch
 from nasmlcn.specs._lane import (
+    MAX_DEPTH,
+    MAX_WIDTH,
     LaneSpec,
     format_lane_mix,
     format_lanes,
@@ -48,6 +50,8 @@ __all__ = [
     "DEFAULT_ROUTING",
     "DEFAULT_VOTE_INIT",
     "LANE_TYPES",
+    "MAX_DEPTH",
+    "MAX_WIDTH",
     "ROUTINGS",
     "VOTE_INITS",
     "ArchSpec",

@@ -23,6 +23,12 @@ from nasmlcn.errors import SpecError
 from nasmlcn.specs._lane_types import LANE_TYPES
 from nasmlcn.specs._layers import LaneLayout
 
+MAX_WIDTH = 1024
+"""The widest lane: 256 already has a 0.5 GB inference footprint (``estimate``); a
+wider one is a typo that would take minutes to build."""
+MAX_DEPTH = 1024
+"""The deepest lane (a depth of 10^6 took a minute to lay out)."""
+
 
 @dataclass(frozen=True, order=True)
 class LaneSpec:
@@ -41,8 +47,8 @@ class LaneSpec:
     def __post_init__(self) -> None:
         if self.type not in LANE_TYPES:
             raise SpecError(LANE_TYPES.unknown_message(str(self.type)))
-        check_int("lane", "width", self.width, 1)
-        check_int("lane", "depth", self.depth, 1)
+        check_int("lane", "width", self.width, 1, MAX_WIDTH)
+        check_int("lane", "depth", self.depth, 1, MAX_DEPTH)
 
     def __str__(self) -> str:
         return f"{self.type}:{self.width}x{self.depth}"

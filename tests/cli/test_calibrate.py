@@ -88,6 +88,20 @@ def test_too_few_lanes_is_a_one_line_error(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+def test_a_quick_smoke_test_never_replaces_the_calibration_plans_read(tmp_path: Path) -> None:
+    default = tmp_path / "calibration.json"
+    default.write_text("{}")
+    result = run_cli(
+        "calibrate", "--quick", "--lanes", "3", env={"NASMLCN_CALIBRATION": str(default)}
+    )
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "--quick is a smoke test" in line
+    assert "give --out FILE" in line
+    assert str(default) in line
+    assert default.read_text() == "{}"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -34,6 +35,16 @@ def test_a_trained_run_loads_with_its_weights_dataset_and_split_seed(trained_run
     assert not run.model.training
     state = run.model.state_dict()
     assert all(torch.equal(state[k], v) for k, v in payload["model"].items())
+
+
+def test_without_result_json_the_dataset_comes_from_the_checkpoint(
+    trained_run: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "run"
+    shutil.copytree(trained_run, folder)
+    (folder / "result.json").unlink()
+    run = load_run(folder)
+    assert (run.dataset, run.dataset_source) == ("synthetic", "checkpoint")
 
 
 def test_dataset_option_overrides_the_runs_and_is_checked(tmp_path: Path) -> None:

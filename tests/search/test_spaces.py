@@ -261,6 +261,13 @@ def test_user_space_files_and_errors(tmp_path: Path) -> None:
     bad.write_text('kind = "bukets"\n')
     with pytest.raises(SearchError, match="did you mean 'buckets'"):
         load_space(str(bad))
+    # a typo's huge range is refused, not costed lane by lane for minutes
+    bad.write_text('kind = "buckets"\nwidth = [1, 100000]\n')
+    with pytest.raises(SearchError, match=r"1 <= low <= high <= 1024, got \[1, 100000\]"):
+        load_space(str(bad))
+    bad.write_text('kind = "buckets"\nwidth = [1, 100]\ndepth = [1, 100]\n')
+    with pytest.raises(SearchError, match="span 20,000 lanes; at most 10,000"):
+        load_space(str(bad))
 
 
 def _bucket_models(

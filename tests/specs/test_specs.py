@@ -44,6 +44,8 @@ def test_lane_syntax_parses_types_widths_depths_and_repeats() -> None:
         ("mlcn1:0x1", "lane width must be an integer >= 1, got 0"),
         ("mlcn1:2x0", "lane depth must be an integer >= 1, got 0"),
         ("0*mlcn1:2x1", "repeat count must be 1..4096, got 0"),
+        ("mlcn1:1025x1", "lane width must be 1..1024, got 1025"),
+        ("mlcn2:1x99999999999", "lane depth must be 1..1024, got 99999999999"),
         ("mlcn1", "expected TYPE:WIDTHxDEPTH"),
         ("mlcn1:axb", "invalid lane 'mlcn1:axb'"),
         ("mlcn1:2x1,", "invalid lane ''"),

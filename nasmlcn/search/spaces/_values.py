@@ -178,18 +178,24 @@ def _policies(key: str, value: Any, origin: str) -> tuple[str, ...]:
 
 
 def int_range(
-    data: Mapping[str, Any], key: str, origin: str, default: tuple[int, int]
+    data: Mapping[str, Any],
+    key: str,
+    origin: str,
+    default: tuple[int, int],
+    most: int | None = None,
 ) -> tuple[int, int]:
-    """A ``[low, high]`` integer range with 1 <= low <= high."""
+    """A ``[low, high]`` integer range with 1 <= low <= high (<= ``most``)."""
     value = data.get(key, list(default))
+    top = "high" if most is None else f"high <= {most}"
     if (
         not isinstance(value, list)
         or len(value) != 2
         or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
         or not 1 <= value[0] <= value[1]
+        or (most is not None and value[1] > most)
     ):
         raise SearchError(
-            f"{origin}: {key} must be [low, high] with 1 <= low <= high, got {value!r}"
+            f"{origin}: {key} must be [low, high] with 1 <= low <= {top}, got {value!r}"
         )
     return int(value[0]), int(value[1])
 
@@ -220,12 +226,25 @@ LANE_RANGE_KEYS = ("lane_types", "width", "depth")
 def lane_ranges(
     data: Mapping[str, Any], origin: str
 ) -> tuple[tuple[str, ...], tuple[int, int], tuple[int, int]]:
-    """A space's lane types and its width and depth ranges (default 1..5 each)."""
-    return (
-        lane_types(data, origin),
-        int_range(data, "width", origin, (1, 5)),
-        int_range(data, "depth", origin, (1, 5)),
-    )
+    """A space's lane types and its width and depth ranges (default 1..5 each),
+    spanning at most :data:`MAX_RANGE_LANES` lanes."""
+    from nasmlcn.specs import MAX_DEPTH, MAX_WIDTH
+
+    types = lane_types(data, origin)
+    width = int_range(data, "width", origin, (1, 5), MAX_WIDTH)
+    depth = int_range(data, "depth", origin, (1, 5), MAX_DEPTH)
+    spanned = len(types) * (width[1] - width[0] + 1) * (depth[1] - depth[0] + 1)
+    if spanned > MAX_RANGE_LANES:
+        raise SearchError(
+            f"{origin}: width {list(width)} x depth {list(depth)} x {len(types)} lane "
+            f"type(s) span {spanned:,} lanes; at most {MAX_RANGE_LANES:,} (every one is "
+            "costed when the study starts): narrow a range"
+        )
+    return types, width, depth
+
+
+MAX_RANGE_LANES = 10_000
+"""The most lanes a space's ranges may span (20,000 took 12 s to cost on 2 cores)."""
 
 
 def lanes_in_ranges(
