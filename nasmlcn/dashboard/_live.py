@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import socket
 from collections.abc import Container
 from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING, Any
@@ -126,6 +127,12 @@ class _ThreadedServer(ThreadingMixIn, WSGIServer):
     daemon_threads = True  # a hung browser request never blocks Ctrl-C
 
 
+class _ThreadedServer6(_ThreadedServer):
+    """On an IPv6 address (``--host ::1``)."""
+
+    address_family = socket.AF_INET6
+
+
 def make_dashboard_server(
     url: str,
     host: str = "127.0.0.1",
@@ -156,11 +163,18 @@ def make_dashboard_server(
             "(nasmlcn export writes the figures and an HTML report without it)"
         ) from None
 
-    storage = open_dashboard_storage(url)
-    prepare_studies(storage, refresh=refresh)
+    if not host.strip():  # '' would listen on every interface
+        raise DashboardError(
+            f"--host {host!r}: give an address, e.g. 127.0.0.1 (this machine), ::1, or "
+            "0.0.0.0 (every interface)"
+        )
     from nasmlcn.study import artifacts_dir, open_store
 
     folder = artifacts_dir(url, artifacts)
+    if artifacts is not None and not folder.is_dir():  # the default may well be missing
+        raise DashboardError(f"--artifacts {artifacts!r} is not a folder; give the search's")
+    storage = open_dashboard_storage(url)
+    prepare_studies(storage, refresh=refresh)
     app = optuna_dashboard.wsgi(storage, open_store(folder) if folder.is_dir() else None)
     if host not in LOOPBACK:
         logger.warning(
@@ -168,9 +182,8 @@ def make_dashboard_server(
             host,
         )
     try:
-        return make_server(
-            host, port, app, server_class=_ThreadedServer, handler_class=_QuietHandler
-        )
+        server_class = _ThreadedServer6 if ":" in host else _ThreadedServer
+        return make_server(host, port, app, server_class=server_class, handler_class=_QuietHandler)
     except OSError as err:
         reason = err.strerror or str(err)
         hint = " (pass another --port)" if port else ""

@@ -216,7 +216,9 @@ def _placement_heading(plan: Mapping[str, Any], predicted: Mapping[str, Any], un
     if isinstance(imbalance, (int, float)):
         head += f", imbalance {imbalance:.1%}"
     if predicted.get("latency") is not None:
-        head += f", predicted training step {_seconds(predicted['latency'], unit)}"
+        head += (
+            f", predicted lanes' training step (makespan) {_seconds(predicted['latency'], unit)}"
+        )
     if predicted.get("inference_latency_s") is not None:
         head += (
             f", predicted inference {_seconds(predicted['inference_latency_s'], unit)}"

@@ -363,6 +363,12 @@ CASES = [
     # estimate
     Case("estimate", FORMAT, ("estimate", "--arch", "{not_json}"), "not valid JSON"),
     Case("estimate", RANGE, ("estimate", "--lanes", "mlcn1:0x1"), "lane width must be"),
+    Case(
+        "estimate",
+        RANGE,
+        ("estimate", "--lanes", "mlcn2:1x99999999999"),
+        "lane depth must be 1..1024, got 99999999999",
+    ),
     # calibrate
     Case(
         "calibrate",
@@ -384,6 +390,18 @@ CASES = [
         "Invalid value for '--port'",
     ),
     Case("dashboard", FORMAT, ("dashboard", "--storage", "{text_db}"), "an SQLite database?"),
+    Case(
+        "dashboard",
+        FORMAT,
+        ("dashboard", "--storage", "{proxy}", "--host", ""),
+        "--host '': give an address",
+    ),
+    Case(
+        "dashboard",
+        FORMAT,
+        ("dashboard", "--storage", "{proxy}", "--artifacts", "{file}"),
+        "is not a folder; give the search's",
+    ),
     # train --resume
     Case("train --resume", CHECKPOINT, (*RESUME, "--out", "{truncated}"), "is truncated"),
     Case("train --resume", ARCH, (*RESUME, "--out", "{other_arch}"), "arch.json describes"),

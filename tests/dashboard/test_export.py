@@ -171,6 +171,33 @@ def test_dashboard_cli_bad_storage_is_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_the_dashboard_listens_on_an_ipv6_address(pareto_study: Made) -> None:
+    import socket
+    import threading
+    import urllib.request
+
+    from nasmlcn.dashboard import make_dashboard_server
+    from nasmlcn.errors import DashboardError
+
+    try:
+        socket.create_server(("::1", 0), family=socket.AF_INET6).close()
+    except OSError:  # a machine without IPv6: one clear error
+        with pytest.raises(DashboardError, match=r"cannot listen on ::1:0"):
+            make_dashboard_server(pareto_study.url, "::1", 0)
+        return
+    server = make_dashboard_server(pareto_study.url, "::1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        assert server.server_address[0] == "::1"
+        url = f"http://[::1]:{server.server_port}/api/studies"
+        with urllib.request.urlopen(url, timeout=30) as response:
+            assert response.status == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_exports_are_git_ignored() -> None:
     assert "dashboards/exports/" in (ROOT / ".gitignore").read_text().splitlines()
 

@@ -46,7 +46,7 @@ def test_trial_note_reads_back_through_optuna_dashboard(pareto_study: Made, tmp_
     assert trial.user_attrs["lane_mix"] in note
     assert "#### Placement (buckets" in note
     assert "| K80:0 |" in note
-    assert "predicted training step" in note
+    assert "predicted lanes' training step (makespan)" in note
     assert "predicted inference" in note
     measured = [line for line in note.splitlines() if line.startswith("measured:")]
     assert all("inference" not in line for line in measured)  # the proxy measured none

@@ -399,7 +399,7 @@ def plot_accuracy_vs_latency(data: ReportData, compact: bool = False) -> go.Figu
             )
         )
     where = f" on {devices}" if devices else ""
-    fig.update_xaxes(title_text=f"predicted latency per training step{where} ({unit}) ↓")
+    fig.update_xaxes(title_text=f"predicted lanes' training step (makespan){where} ({unit}) ↓")
     fig.update_yaxes(
         title_text="accuracy (proxy) ↑" if study.accuracy_is_proxy else "accuracy ↑",
         range=list(bounds),

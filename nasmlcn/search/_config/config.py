@@ -101,7 +101,7 @@ class SearchConfig:
     objectives: tuple[str, ...] = setting(
         ("accuracy",),
         "accuracy[,latency,inference,memory,params,energy]; several make a Pareto study. "
-        "latency: predicted training step time; inference: predicted per-image inference "
+        "latency: predicted training step time of the lanes (the placement makespan; the head is left out); inference: predicted per-image inference "
         "latency (batch 1); energy: per inference on CapsAcc (--devices capsacc)",
     )
     evaluator: str = setting("train", "train (real training) or proxy (analytic stand-in)")

@@ -121,7 +121,8 @@ OBJECTIVES.register(
         "latency_s",
         False,
         lambda plan, _: plan.makespan,
-        "predicted training step time on the target devices = placement makespan (min)",
+        "predicted training step time of the lanes on the target devices = placement "
+        "makespan, the head left out (min)",
     ),
 )
 OBJECTIVES.register(
