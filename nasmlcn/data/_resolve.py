@@ -12,13 +12,19 @@ if TYPE_CHECKING:
     from nasmlcn.data._splits import DataSplits
 
 
-def resolve_data_dir(data_dir: str | Path | None) -> Path:
-    """An explicit directory must exist; the default one is created."""
+def resolve_data_dir(data_dir: str | Path | None, *, create: bool = False) -> Path:
+    """An explicit directory must exist (a typo must not start a second copy of the
+    data), unless ``create``; the default one is created."""
     if data_dir is None:
         path = default_data_dir()
         path.mkdir(parents=True, exist_ok=True)
         return path
     path = Path(data_dir).expanduser()
+    if create and not path.exists():
+        try:
+            path.mkdir(parents=True)
+        except OSError as err:
+            raise DatasetError(f"cannot create {str(path)!r}: {err.strerror or err}") from None
     if not path.exists():
         raise DatasetError(f"data directory {str(path)!r} does not exist")
     if not path.is_dir():
@@ -27,9 +33,10 @@ def resolve_data_dir(data_dir: str | Path | None) -> Path:
 
 
 def prepare_dataset(name: str, data_dir: str | Path | None = None, *, download: bool = True) -> str:
-    """Makes ``name`` loadable (unpacks Debian's copy or downloads); returns what it did."""
+    """Makes ``name`` loadable (unpacks Debian's copy or downloads) in ``data_dir``,
+    creating it if missing; returns what it did."""
     info = DATASETS.get(name)
-    return info.prepare(resolve_data_dir(data_dir), download)
+    return info.prepare(resolve_data_dir(data_dir, create=True), download)
 
 
 def load_splits(

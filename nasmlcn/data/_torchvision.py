@@ -86,21 +86,47 @@ def _prepare_idx(
     class_name: str, pretty: str, data_dir: Path, download: bool, debian: Path | None
 ) -> str:
     raw = data_dir / class_name / "raw"
-    if all((raw / f).is_file() for f in IDX_FILES):
+    present = all((raw / f).is_file() for f in IDX_FILES)
+    damaged = [f for f in IDX_FILES if present and not _idx_whole(raw / f)]
+    if present and not damaged:
         return f"{pretty}: found in {raw}"
+    again = " (a damaged file replaced)" if damaged else ""
     if debian is not None:
         gz = [debian / f"{f}.gz" for f in IDX_FILES]
         if all(p.is_file() for p in gz):
             _unpack_gz(gz, raw)
-            return f"{pretty}: unpacked {debian} into {raw}"
+            return f"{pretty}: unpacked {debian} into {raw}{again}"
     if download:
+        for name in damaged:  # else torchvision would keep them
+            (raw / name).unlink()
         _download(class_name, data_dir, pretty, raw)
-        return f"{pretty}: downloaded into {raw}"
+        return f"{pretty}: downloaded into {raw}{again}"
+    if damaged:
+        raise DatasetError(
+            f"{pretty} in {str(raw)!r} is damaged: {', '.join(damaged)} is shorter or longer "
+            "than its header says; delete it and prepare the data again"
+        )
     hint = " or install Debian's dataset-fashion-mnist" if debian is not None else ""
     raise DatasetError(
         f"{pretty} is not in {str(raw)!r} (expected {', '.join(IDX_FILES)}); "
         f"put the files there{hint}, or allow downloading"
     )
+
+
+def _idx_whole(path: Path) -> bool:
+    """Whether an IDX file is as long as its header says (a magic number whose last
+    byte is the number of dimensions, then one 4-byte size per dimension)."""
+    with path.open("rb") as f:
+        head = f.read(4)
+        if len(head) < 4 or head[:2] != b"\0\0":
+            return False
+        sizes = f.read(4 * head[3])
+    if len(sizes) < 4 * head[3]:
+        return False
+    count = 1
+    for i in range(head[3]):
+        count *= int.from_bytes(sizes[4 * i : 4 * i + 4], "big")
+    return path.stat().st_size == 4 + 4 * head[3] + count
 
 
 def _load_idx(class_name: str, data_dir: Path) -> RawData:

@@ -80,6 +80,28 @@ def test_fashion_mnist_unpacks_a_debian_copy(
     assert torch.equal(raw.test_labels, torch.from_numpy(arrays["t10k-labels-idx1-ubyte"]).long())
 
 
+def test_a_damaged_file_is_named_or_replaced_never_found_ready(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    debian = tmp_path / "debian"
+    _fake_idx_set(debian, 50, 20, compress=True)
+    monkeypatch.setenv("NASMLCN_DEBIAN_FASHION_MNIST", str(debian))
+    data = tmp_path / "data" / "new"  # prepare makes a missing folder
+    assert "unpacked" in prepare_dataset("fashion-mnist", data, download=False)
+    damaged = data / "FashionMNIST" / "raw" / "t10k-images-idx3-ubyte"
+    damaged.write_bytes(damaged.read_bytes()[:1000])  # cut short, as by a full disk
+    assert prepare_dataset("fashion-mnist", data, download=False).endswith(
+        "(a damaged file replaced)"
+    )
+    assert len(DATASETS.get("fashion-mnist").load(data, False).test_images) == 20
+    damaged.write_bytes(damaged.read_bytes() + b"x")
+    monkeypatch.setenv("NASMLCN_DEBIAN_FASHION_MNIST", str(tmp_path / "no-debian"))
+    with pytest.raises(
+        DatasetError, match="is damaged: t10k-images-idx3-ubyte is shorter or longer"
+    ):
+        prepare_dataset("fashion-mnist", data, download=False)
+
+
 def test_mnist_reads_torchvision_layout(tmp_path: Path) -> None:
     arrays = _fake_idx_set(tmp_path / "MNIST" / "raw", 30, 10, compress=False)
     splits = load_splits("mnist", tmp_path, download=False, val_fraction=0.2)
