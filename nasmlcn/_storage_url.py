@@ -57,7 +57,18 @@ _lock = threading.Lock()
 
 def resolve_storage(url: str | None, fallback: str = DEFAULT_STORAGE) -> str:
     """The storage to use: ``url`` (``--storage``), else ``$NASMLCN_STORAGE``,
-    else ``fallback``."""
+    else ``fallback``.
+
+    Raises:
+        StorageError: ``url`` is given but empty (it would silently mean the default).
+    """
+    if url is not None and not url.strip():
+        from nasmlcn.errors import StorageError
+
+        raise StorageError(
+            f"--storage {url!r} is empty; give a URL such as sqlite:///studies/nasmlcn.db, or "
+            f"leave the option out for ${STORAGE_ENV} or {fallback}"
+        )
     if url:
         return url
     return os.environ.get(STORAGE_ENV, "").strip() or fallback

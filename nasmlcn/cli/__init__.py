@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = command.main(args=args, prog_name="nasmlcn", standalone_mode=False)
     except typer.TyperException as exc:  # usage errors: bad option values, unknown commands
-        print_error(exc.format_message())
+        print_error(_usage_message(exc))
         return int(getattr(exc, "exit_code", EXIT_USER_ERROR)) or EXIT_USER_ERROR
     except NasmlcnError as exc:
         if debug:
@@ -61,6 +61,20 @@ def run() -> int:
     code = main()
     before_exit()
     return code
+
+
+def _usage_message(exc: typer.TyperException) -> str:
+    """Typer's message, with the value given where its range check leaves it out
+    (``Input should be less than or equal to 8``, got 'nan')."""
+    message = exc.format_message()
+    errors = getattr(exc.__cause__, "errors", None)  # a pydantic range check's
+    try:
+        given = errors()[0]["input"] if callable(errors) else None
+    except (LookupError, TypeError):
+        given = None
+    if isinstance(given, str) and repr(given) not in message:
+        message += f", got {given!r}"
+    return message
 
 
 def _print_traceback(exc: BaseException, code: int) -> int:

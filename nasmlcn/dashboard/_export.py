@@ -16,6 +16,7 @@ its next export (:mod:`nasmlcn.dashboard._chromium`).
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import logging
 import math
@@ -99,8 +100,14 @@ def parse_formats(text: str | Sequence[str]) -> tuple[str, ...]:
 
 
 def default_out_dir(study_name: str) -> Path:
-    """``dashboards/exports/<study>`` (git-ignored)."""
+    """``dashboards/exports/<study>`` (git-ignored). A name a folder cannot take as
+    it is (``a b``, ``..``) has its other characters replaced and a hash of the
+    name appended, so it stays inside the exports and two such names never share
+    a folder."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in study_name)
+    if safe != study_name or not safe.strip("."):
+        digest = hashlib.sha256(study_name.encode()).hexdigest()[:8]
+        safe = f"{safe.replace('.', '_')}-{digest}"
     return DEFAULT_EXPORT_ROOT / safe
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -123,6 +124,10 @@ class Catalog(Mapping[str, DeviceKind]):
         return Catalog(kinds)
 
 
+_NAME = re.compile(r"^[A-Za-z][\w.-]*$")
+"""A kind's name as ``--devices`` reads it (``COUNTxNAME``)."""
+
+
 def parse_catalog(data: Mapping[str, Any], origin: str) -> Catalog:
     """A catalog from the parsed TOML of a device file.
 
@@ -132,6 +137,11 @@ def parse_catalog(data: Mapping[str, Any], origin: str) -> Catalog:
     """
     kinds: dict[str, DeviceKind] = {}
     for name, entry in data.items():
+        if not _NAME.match(name):  # --devices could never name it
+            raise DeviceError(
+                f"{origin}: [{name}] is not a device name --devices can use: start with a "
+                "letter, then letters, digits, '_', '.' or '-' (e.g. [MYGPU] or [A100-40GB])"
+            )
         if not isinstance(entry, Mapping):
             raise DeviceError(f"{origin}: [{name}] must be a table of {', '.join(_FIELDS)}")
         check_keys(entry, _FIELDS, origin, DeviceError, inside=f"[{name}]")

@@ -59,7 +59,9 @@ def parse_size(
             f"{ACCEPTED_UNITS})"
         )
     size = value * _UNITS[unit]
-    if not math.isfinite(size) or size <= 0 or round(size) < 1:
+    if not math.isfinite(size):
+        raise DeviceError(f"invalid {what} {text!r}: it must be a finite size")
+    if size <= 0 or round(size) < 1:
         raise DeviceError(f"invalid {what} {text!r}: it must be more than 0 bytes")
     return round(size)
 

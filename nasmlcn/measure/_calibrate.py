@@ -267,13 +267,20 @@ def measure_calibration(
     catalog = load_catalog()
     lane_device, devices = resolve_devices(request.device, detect_devices(catalog))
     threads = request.threads or usable_cores()
+    if threads > usable_cores():  # the load it makes would be blamed on other processes
+        raise CalibrationError(
+            f"--threads {threads}: this process may use {usable_cores()} cores; give at most "
+            f"{usable_cores()} (more threads than cores time the contention, not the lanes)"
+        )
     if clock == "cpu" and (threads != 1 or lane_device.name != "cpu"):
         raise CalibrationError(
             "--clock cpu times the cpu device with one thread: add --threads 1 --run-on cpu"
         )
     quick = request.quick
     batch = request.batch_size or (QUICK_BATCH if quick else DEFAULT_BATCH)
-    ctx = CostContext(batch_size=batch, routing=request.routing or DEFAULT_ROUTING)
+    ctx = CostContext(
+        batch_size=batch, routing=DEFAULT_ROUTING if request.routing is None else request.routing
+    )
     small = {"max_width": 2, "max_depth": 2} if quick else {}
     specs = calibration_lanes(request.lanes, request.seed, **small)
     timing = (

@@ -275,3 +275,30 @@ def test_a_recipe_s_empty_path_is_refused(tmp_path: Path) -> None:
         "--artifacts '' is an empty path",
     )
     assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ("export", "--scale", "nan"),
+            "'--scale': Input should be less than or equal to 8, got 'nan'",
+        ),
+        (("export", "--scale", "0"), "greater than or equal to 0.25, got '0'"),
+        (
+            ("dashboard", "--port", "-1"),
+            "'--port': Input should be greater than or equal to 0, got '-1'",
+        ),
+    ],
+)
+def test_a_range_error_names_the_value_given(
+    tmp_path: Path, args: tuple[str, ...], expected: str
+) -> None:
+    _refused(run_cli(*args, cwd=tmp_path), expected)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["export", "best", "dashboard", "search"])
+def test_an_empty_storage_is_refused_not_read_as_the_default(tmp_path: Path, command: str) -> None:
+    _refused(run_cli(command, "--storage", "", cwd=tmp_path), "--storage '' is empty; give a URL")
+    assert list(tmp_path.iterdir()) == []

@@ -108,6 +108,8 @@ def test_a_quick_smoke_test_never_replaces_the_calibration_plans_read(tmp_path: 
         (["--run-on", "cuda:7"], "no device 'cuda:7'"),
         (["--clock", "cpu", "--threads", "2"], "--threads 1"),
         (["--clock", "gpu"], "--clock must be wall or cpu"),
+        (["--threads", "999"], "--threads 999: this process may use"),
+        (["--routing", ""], "routing must be one of vector, classwise; got ''"),
     ],
 )
 def test_bad_options_are_one_line_errors(args: list[str], message: str) -> None:

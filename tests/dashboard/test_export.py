@@ -118,7 +118,15 @@ def test_parse_formats() -> None:
         parse_formats("html,pgn")
     with pytest.raises(ExportError, match="no export format"):
         parse_formats(" , ")
-    assert default_out_dir("a/b c") == Path("dashboards/exports/a_b_c")
+    assert default_out_dir("mlcn-buckets-8xK80-1x.a_b") == Path(
+        "dashboards/exports/mlcn-buckets-8xK80-1x.a_b"
+    )
+    # a name no folder takes as it is stays inside the exports, in a folder of its own
+    folders = [default_out_dir(n) for n in ("a/b c", "a b", "a_b", "..", ".", "...")]
+    assert len(set(folders)) == len(folders)
+    assert all(f.parent == Path("dashboards/exports") for f in folders)
+    assert all(f.name.strip(".") for f in folders)
+    assert folders[0].name.startswith("a_b_c-")
 
 
 def test_export_cli(pareto_study: Made, tmp_path: Path) -> None:

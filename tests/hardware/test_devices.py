@@ -145,6 +145,18 @@ def test_device_file_extends_and_overrides_the_catalog(tmp_path: Path) -> None:
         ('[X]\nmemory = "1XB"\npeak_flops = 1e12\nbandwidth = 1e11\nspeed = 1\n', "unknown unit"),
         ('[X]\nmemory = "1GB"\npeak_flops = 1e12\nbandwidth = 1e11\nspeed = 0\n', "speed must be"),
         ("[X\n", "not valid TOML"),
+        (
+            '["2xA,B"]\nmemory = "1GB"\npeak_flops = 1e12\nbandwidth = 1e11\nspeed = 1\n',
+            r"\[2xA,B\] is not a device name --devices can use",
+        ),
+        (
+            '[""]\nmemory = "1GB"\npeak_flops = 1e12\nbandwidth = 1e11\nspeed = 1\n',
+            "not a device name",
+        ),
+        (
+            '[X]\nmemory = "1e400GB"\npeak_flops = 1e12\nbandwidth = 1e11\nspeed = 1\n',
+            "'1e400GB': it must be a finite size",
+        ),
     ],
 )
 def test_bad_device_files(tmp_path: Path, content: str, message: str) -> None:
