@@ -27,6 +27,7 @@ from nasmlcn.specs._fusion import (
 from nasmlcn.specs._io import arch_from_json, arch_to_json, load_arch, save_arch
 from nasmlcn.specs._lane import (
     MAX_DEPTH,
+    MAX_REPEAT,
     MAX_WIDTH,
     LaneSpec,
     format_lane_mix,
@@ -51,6 +52,7 @@ __all__ = [
     "DEFAULT_VOTE_INIT",
     "LANE_TYPES",
     "MAX_DEPTH",
+    "MAX_REPEAT",
     "MAX_WIDTH",
     "ROUTINGS",
     "VOTE_INITS",

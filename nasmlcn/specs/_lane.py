@@ -101,7 +101,8 @@ _LANE = re.compile(
     r"^\s*(?:(?P<count>[+-]?\d+)\s*\*\s*)?(?P<type>[A-Za-z_][\w-]*)\s*:\s*"
     r"(?P<width>[+-]?\d+)\s*(?:x\s*(?P<depth>[+-]?\d+))?\s*$"
 )
-_MAX_REPEAT = 4096
+MAX_REPEAT = 4096
+"""The most copies of a lane (``N*lane``), and the most lanes a homogeneous space draws."""
 
 
 def parse_lane(text: str) -> LaneSpec:
@@ -135,9 +136,9 @@ def parse_lanes(text: str) -> list[LaneSpec]:
                 "'mlcn1:4x2', optionally repeated as '8*mlcn2:2x1'"
             )
         count = int(match["count"]) if match["count"] is not None else 1
-        if not 1 <= count <= _MAX_REPEAT:
+        if not 1 <= count <= MAX_REPEAT:
             raise SpecError(
-                f"invalid lane {part.strip()!r}: repeat count must be 1..{_MAX_REPEAT}, got {count}"
+                f"invalid lane {part.strip()!r}: repeat count must be 1..{MAX_REPEAT}, got {count}"
             )
         depth = int(match["depth"]) if match["depth"] is not None else 1
         try:

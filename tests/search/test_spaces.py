@@ -400,3 +400,26 @@ def test_palette_choices_fit_every_bucket() -> None:
     for lane in left_out:
         cost = ctx.cost_model.lane_cost(lane, ctx.cost_context)
         assert not all(b.fits(cost) for b in buckets)
+
+
+def test_a_homogeneous_model_too_big_is_lowered_to_the_most_lanes_that_fit(tmp_path: Path) -> None:
+    path = tmp_path / "many.toml"
+    path.write_text(
+        'kind = "homogeneous"\nlane_types = ["mlcn1"]\nwidth = [1, 1]\ndepth = [1, 1]\nlanes = [1, 4096]\n'
+    )
+    ctx = _context("2xK80", "200MB")
+    prepared = _prepared(str(path), ctx)
+    candidate = prepared.build({"type": "mlcn1", "width": 1, "depth": 1, "lanes": 4096}, ctx)
+    assert candidate.feasible
+    (repair,) = candidate.repairs
+    n = len(candidate.spec.lanes)
+    assert repair == f"4096 lanes do not fit; lowered to {n}"
+    assert 1 < n < 4096
+    # one more copy would not fit: it is the most, not just some
+    more = prepared.build({"type": "mlcn1", "width": 1, "depth": 1, "lanes": n + 1}, ctx)
+    assert len(more.spec.lanes) == n
+    path.write_text('kind = "homogeneous"\nlanes = [1, 100000]\n')
+    with pytest.raises(
+        SearchError, match=r"lanes must be \[low, high\] with 1 <= low <= high <= 4096"
+    ):
+        load_space(str(path))

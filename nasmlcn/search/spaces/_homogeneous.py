@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from nasmlcn.search.spaces._base import SPACE_KINDS, Candidate, SearchSpace, SpaceContext, placed
 from nasmlcn.search.spaces._values import LANE_RANGE_KEYS, int_range, lane_ranges
-from nasmlcn.specs import LaneSpec
+from nasmlcn.specs import MAX_REPEAT, LaneSpec
 
 if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
@@ -31,7 +31,7 @@ class HomogeneousSpace(SearchSpace):
         super().__init__(name, data, source)
         origin = f"space {name!r}"
         self.lane_types, self.width, self.depth = lane_ranges(data, origin)
-        self.lanes = int_range(data, "lanes", origin, (1, 32))
+        self.lanes = int_range(data, "lanes", origin, (1, 32), MAX_REPEAT)
 
     def model_distributions(self) -> dict[str, BaseDistribution]:
         from optuna.distributions import CategoricalDistribution, IntDistribution
@@ -46,10 +46,22 @@ class HomogeneousSpace(SearchSpace):
     def build_candidate(self, params: Mapping[str, Any], ctx: SpaceContext) -> Candidate:
         lane = LaneSpec(params["type"], params["width"], params["depth"])
         wanted = int(params["lanes"])
-        for n in range(wanted, 0, -1):
-            candidate = placed(self.make_spec([lane] * n, ctx), ctx)
-            if candidate.feasible:
-                if n == wanted:
-                    return candidate
-                return replace(candidate, repairs=(f"{wanted} lanes do not fit; lowered to {n}",))
-        return candidate  # not even one lane fits: infeasible, with the reason
+        candidate = placed(self.make_spec([lane] * wanted, ctx), ctx)
+        if candidate.feasible:
+            return candidate
+        # the most copies that fit: fewer copies of one lane never fit worse, so
+        # halving finds it in log2(wanted) placements, not wanted
+        low, high, best = 1, wanted - 1, None
+        while low <= high:
+            n = (low + high) // 2
+            trial = placed(self.make_spec([lane] * n, ctx), ctx)
+            if trial.feasible:
+                low, best = (
+                    n + 1,
+                    replace(trial, repairs=(f"{wanted} lanes do not fit; lowered to {n}",)),
+                )
+            else:
+                high = n - 1
+        if best is None:  # not even one lane fits: infeasible, with the reason
+            return placed(self.make_spec([lane], ctx), ctx)
+        return best
