@@ -11,9 +11,12 @@ Here, below both packages, so that neither imports the other for it.
 
 from __future__ import annotations
 
+import functools
 import math
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
+from pathlib import PurePath
 from typing import Any
 
 from nasmlcn.errors import option
@@ -100,6 +103,13 @@ def _number(value: float | None) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:g}"
 
 
+MAX_SEED = 2**32 - 1
+"""The largest seed any command takes: numpy's and Optuna's samplers take no more."""
+
+SEED_RANGE = Range(0, MAX_SEED, integer=True, why="the samplers' seeds stop at 2**32 - 1")
+"""The seeds of a search and of a training."""
+
+
 def setting(
     default: Any,
     help: str,
@@ -142,7 +152,8 @@ def check_ranges(config: Any, error: Callable[[str], Exception]) -> None:
     field whose default is True or False) that is not a bool, with ``error(message)``
     (a None is taken where the field may be None: its default is). A recipe's
     ``prune = "false"`` would otherwise switch pruning on. A file or folder field
-    refuses an empty path, which would be the current folder."""
+    refuses an empty path, which would be the current folder, and a text field
+    anything but text."""
     for item in fields(config):
         bound = item.metadata.get("range")
         value = getattr(config, item.name)
@@ -150,7 +161,19 @@ def check_ranges(config: Any, error: Callable[[str], Exception]) -> None:
             raise error(f"{option(item.name)} must be true or false, got {value!r}")
         if item.metadata.get("path") and isinstance(value, str) and not value.strip():
             raise error(f"{option(item.name)} {value!r} is an empty path; give a file or folder")
+        text = item.name in _text_fields(type(config))
+        if text and value is not None and not isinstance(value, str | PurePath):
+            # a recipe's flops = 0.5 is not "0.5" (absolute FLOPs), nor space = 5 a name
+            example = f" (e.g. {item.default!r})" if isinstance(item.default, str) else ""
+            raise error(f"{option(item.name)} must be text{example}, got {value!r}")
         if bound is None or (value is None and item.default is None):
             continue
         if not bound.holds(value):
             raise error(bound.refusal(item.name, value))
+
+
+@functools.cache
+def _text_fields(cls: type) -> frozenset[str]:
+    """The fields of ``cls`` typed ``str`` or ``str | None``."""
+    hints = typing.get_type_hints(cls)
+    return frozenset(name for name, hint in hints.items() if hint is str or hint == (str | None))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from nasmlcn._setting import MAX_SEED
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import err, out
 from nasmlcn.cli._options import JSON, QUIET, local_file
@@ -29,7 +30,9 @@ class CalibrateOptions:
             24, "--lanes", help="Random lanes to measure (at least 20; the thesis fitted ~25)."
         )
     )
-    seed: int = option(typer.Option(0, "--seed", min=0, help="Seed of the random lanes."))
+    seed: int = option(
+        typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Seed of the random lanes.")
+    )
     batch_size: int | None = option(
         typer.Option(
             None, "--batch-size", min=1, help="Training batch size [default: 100; 8 with --quick]."

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from nasmlcn._setting import MAX_SEED
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import out
 from nasmlcn.cli._options import (
@@ -55,7 +56,9 @@ class PlanOptions:
             10.0, "--time-limit", help="Seconds (more than 0) the optimal strategy may search."
         )
     )
-    seed: int = option(typer.Option(0, "--seed", min=0, help="Seed of the random strategy."))
+    seed: int = option(
+        typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Seed of the random strategy.")
+    )
     device_file: Path | None = option(DEVICE_FILE)  # noqa: RUF009
     as_json: bool = option(JSON)
 

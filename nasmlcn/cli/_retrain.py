@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from nasmlcn._setting import MAX_SEED
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import err, out
 from nasmlcn.cli._options import INFERENCE_BATCH, JSON, QUIET, RUN_ON, STORAGE, STUDY, local_file
@@ -83,6 +84,7 @@ class RetrainCommandOptions:
             None,
             "--seed",
             min=0,
+            max=MAX_SEED,
             help="Seed of the split, initialisation and batch order [default: the search's, "
             "whose validation images then stay unseen]; run folders become trial-NNNN-seed-S.",
         )

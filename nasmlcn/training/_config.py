@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from nasmlcn._defaults import LEARNING_RATE
-from nasmlcn._setting import Range, check_ranges, setting
+from nasmlcn._setting import SEED_RANGE, Range, check_ranges, setting
 from nasmlcn.errors import SpecError, option
 from nasmlcn.training._augment import AUGMENTATIONS
 from nasmlcn.training._batch_policy import BATCH_POLICIES, DEFAULT_LR_POLICY, default_lr_policy
@@ -134,7 +134,7 @@ class TrainConfig:
     seed: int = setting(
         0,
         "Seed for the split, initialisation, shuffling and lane dropout",
-        range=Range(0, integer=True),
+        range=SEED_RANGE,
     )
     device: str = setting("cpu", "Where it trains: cpu, cuda, cuda:N or auto")
     eval_batch_size: int = setting(

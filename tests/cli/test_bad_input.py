@@ -302,3 +302,40 @@ def test_a_range_error_names_the_value_given(
 def test_an_empty_storage_is_refused_not_read_as_the_default(tmp_path: Path, command: str) -> None:
     _refused(run_cli(command, "--storage", "", cwd=tmp_path), "--storage '' is empty; give a URL")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        # a bare number is a multiple in TOML but absolute FLOPs on the command line
+        ("flops = 0.5", "--flops must be text (e.g. '1x'), got 0.5"),
+        ("space = 5", "--space must be text (e.g. 'mlcn-buckets'), got 5"),
+        ("study = 5", "--study must be text, got 5"),
+        ("keep_weights = 5", "--keep-weights must be text (e.g. 'all'), got 5"),
+    ],
+)
+def test_a_recipe_s_text_option_must_be_text(tmp_path: Path, line: str, expected: str) -> None:
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(f'devices = "2xK80"\nevaluator = "proxy"\ntrials = 1\n{line}\n')
+    db = tmp_path / "s.db"
+    _refused(run_cli("search", "--config", str(recipe), "--storage", f"sqlite:///{db}"), expected)
+    assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", "--evaluator", "proxy", "--seed", "4294967296"),
+        ("train", "--seed", "99999999999999999999"),
+        ("plan", "--devices", "2xK80", "--lanes", "mlcn1:1x1", "--seed", "4294967296"),
+        ("retrain", "--seed", "4294967296"),
+        ("calibrate", "--seed", "4294967296"),
+    ],
+    ids=lambda a: a[0],
+)
+def test_every_command_takes_seeds_up_to_2_to_the_32_minus_1(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    line = _refused(run_cli(*args, cwd=tmp_path), "--seed")
+    assert "4294967295" in line.replace(",", "")
+    assert list(tmp_path.iterdir()) == []

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from nasmlcn._setting import SEED_RANGE
 from nasmlcn._storage_url import STORAGE_HELP, redact_url
 from nasmlcn.errors import SearchError, option
 from nasmlcn.search._config.setting import Range, check_ranges, setting
@@ -207,7 +208,7 @@ class SearchConfig:
     storage: str = setting("", STORAGE_HELP)
     study: str | None = setting(None, "Study name", shown_default="derived from the configuration")
     run_on: str = setting("auto", "Where training runs: auto, cpu or cuda:0,...")
-    seed: int = setting(0, "Seed", range=Range(0, integer=True))
+    seed: int = setting(0, "Seed", range=SEED_RANGE)
     cost_model: str = setting("analytic", "{choices}", choices=_cost_models)
     latency_budget: float | None = setting(
         None,
