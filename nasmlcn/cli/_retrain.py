@@ -131,6 +131,14 @@ class RetrainCommandOptions:
         from nasmlcn.search import RetrainOptions
 
         out_dir = self.out_dir
+        if self.resume and (out_dir is None or not out_dir.is_dir()):  # nothing to continue
+            from nasmlcn.errors import CheckpointError
+
+            shown = f"no folder {str(out_dir)!r}" if out_dir else "no --out"
+            raise CheckpointError(
+                f"--resume continues the run folders in --out, and there is {shown}; give "
+                "the --out of the retrain to continue, or drop --resume to start one"
+            )
         if out_dir is None:
             out_dir = Path("runs") / time.strftime(f"retrain-{self.study or 'study'}-%Y%m%d-%H%M%S")
         return RetrainOptions(

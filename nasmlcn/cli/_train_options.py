@@ -193,7 +193,9 @@ class TrainOptions:
         from nasmlcn.training import TrainJob
 
         config, spec = self.config(), self.arch_spec()  # the options' errors first
+        PLACERS.get(self.placement)  # a typo is refused where no placement runs too
         out_dir = self.out_dir
+        self._check_something_to_resume()
         if out_dir is None:
             out_dir = Path("runs") / time.strftime(f"train-%Y%m%d-%H%M%S-{self.dataset}")
         return TrainJob(
@@ -208,6 +210,22 @@ class TrainOptions:
             out_dir=str(out_dir),
             resume=self.resume,
         )
+
+    def _check_something_to_resume(self) -> None:
+        """``--resume`` continues a run: with no checkpoint in ``--out`` (a typo in
+        the folder) it would train a new model from scratch without a word."""
+        from nasmlcn.errors import CheckpointError
+        from nasmlcn.training import CHECKPOINT_NAME
+
+        if not self.resume:
+            return
+        if self.out_dir is None:
+            raise CheckpointError("--resume continues the run in --out; give --out RUN")
+        if not (self.out_dir / CHECKPOINT_NAME).is_file():
+            raise CheckpointError(
+                f"--resume: no {CHECKPOINT_NAME} in {str(self.out_dir)!r} to continue; give "
+                "the --out of the run to continue, or drop --resume to start a new one"
+            )
 
     def parallel(self) -> dict[str, Any]:
         """Where the job trains: ``nasmlcn.training.train``'s keyword arguments."""

@@ -64,6 +64,11 @@ class DeviceKind:
                 raise DeviceError(
                     f"device {self.name!r}: {field} must be a number > 0, got {value!r}"
                 )
+        if not MIN_SPEED <= self.speed <= 1 / MIN_SPEED:  # 1e-320 made step times infinite
+            raise DeviceError(
+                f"device {self.name!r}: speed (relative to a K80) must be {MIN_SPEED:g}..."
+                f"{1 / MIN_SPEED:g}, got {self.speed!r}"
+            )
         if (
             isinstance(self.memory_bytes, bool)
             or not isinstance(self.memory_bytes, int)
@@ -124,6 +129,10 @@ class Catalog(Mapping[str, DeviceKind]):
         return Catalog(kinds)
 
 
+MIN_SPEED = 1e-6
+"""The slowest device relative to a K80 (and 1 / it the fastest): beyond, predicted
+times overflow to infinity."""
+
 _NAME = re.compile(r"^[A-Za-z][\w.-]*$")
 """A kind's name as ``--devices`` reads it (``COUNTxNAME``)."""
 
@@ -151,7 +160,9 @@ def parse_catalog(data: Mapping[str, Any], origin: str) -> Catalog:
         try:
             kinds[name] = DeviceKind(
                 name=name,
-                memory_bytes=parse_size(entry["memory"], what=f"memory of [{name}]"),
+                memory_bytes=parse_size(
+                    entry["memory"], what=f"memory of [{name}]", unit_required=True
+                ),
                 peak_flops=entry["peak_flops"],
                 bandwidth_bytes_per_s=entry["bandwidth"],
                 speed=entry["speed"],

@@ -167,6 +167,7 @@ def test_an_edited_space_file_is_refused_for_its_study(tmp_path: Path) -> None:
         (("search", "--mem", "12"), "--mem 12: give a unit, e.g. 12GB or 12GiB"),
         (("search", "--batch-size", "100000000"), "to train at batch 100000000"),
         (("train", "--lanes", "mlcn1:1x1", "--out", "{file}/run"), "is inside the file"),
+        (("train", "--lanes", "2*mlcn1:1x1", "--placement", "bogus"), "unknown placement strategy"),
     ],
 )
 def test_other_bad_values_write_nothing(
@@ -338,4 +339,24 @@ def test_every_command_takes_seeds_up_to_2_to_the_32_minus_1(
 ) -> None:
     line = _refused(run_cli(*args, cwd=tmp_path), "--seed")
     assert "4294967295" in line.replace(",", "")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("train", "--resume"), "--resume continues the run in --out; give --out RUN"),
+        (
+            ("train", "--resume", "--out", "typo"),
+            "--resume: no checkpoint.pt in 'typo' to continue",
+        ),
+        (("retrain", "--resume"), "there is no --out; give the --out of the retrain"),
+        (("retrain", "--resume", "--out", "typo"), "there is no folder 'typo'"),
+    ],
+)
+def test_a_resume_with_nothing_to_continue_is_refused_not_started_afresh(
+    tmp_path: Path, args: tuple[str, ...], expected: str
+) -> None:
+    extra = TINY if args[0] == "train" else ()
+    _refused(run_cli(*args, *extra, cwd=tmp_path), expected)
     assert list(tmp_path.iterdir()) == []

@@ -157,6 +157,14 @@ def test_device_file_extends_and_overrides_the_catalog(tmp_path: Path) -> None:
             '[X]\nmemory = "1e400GB"\npeak_flops = 1e12\nbandwidth = 1e11\nspeed = 1\n',
             "'1e400GB': it must be a finite size",
         ),
+        (
+            '[X]\nmemory = "1GB"\npeak_flops = 1e12\nbandwidth = 1e11\nspeed = 1e-320\n',
+            r"speed \(relative to a K80\) must be 1e-06...1e\+06, got 1e-320",
+        ),
+        (
+            "[X]\nmemory = 4\npeak_flops = 1e12\nbandwidth = 1e11\nspeed = 1\n",
+            r"memory of \[X\] 4: give a unit, e.g. 4GB",
+        ),
     ],
 )
 def test_bad_device_files(tmp_path: Path, content: str, message: str) -> None:
