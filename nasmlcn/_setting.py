@@ -161,7 +161,7 @@ def check_ranges(config: Any, error: Callable[[str], Exception]) -> None:
             raise error(f"{option(item.name)} must be true or false, got {value!r}")
         if item.metadata.get("path") and isinstance(value, str) and not value.strip():
             raise error(f"{option(item.name)} {value!r} is an empty path; give a file or folder")
-        text = item.name in _text_fields(type(config))
+        text = item.name in _text_fields(type(config))  # type: ignore[arg-type]
         if text and value is not None and not isinstance(value, str | PurePath):
             # a recipe's flops = 0.5 is not "0.5" (absolute FLOPs), nor space = 5 a name
             example = f" (e.g. {item.default!r})" if isinstance(item.default, str) else ""

@@ -4,6 +4,7 @@ Table 2)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import typer
 
@@ -36,8 +37,8 @@ def correlate(
     loaded = load_existing_study(study, resolve_storage(storage))
     report = correlation_report(loaded)
     rows = list(report.correlations)
-    # one epoch: the last is the first, and its rho of 1 tells nothing
-    first = first_epoch_reaching(rows, threshold) if len(rows) > 1 else None
+    # the last epoch's rho is 1 by definition: only an earlier one tells something
+    first = first_epoch_reaching(rows[:-1], threshold) if len(rows) > 1 else None
     pruned, saved = report.pruned_trials, report.seconds_saved
     retrained = {r.epoch: r.to_dict() for r in report.retrained}
     if as_json:
@@ -86,19 +87,26 @@ def correlate(
             f"vs retrained test: accuracy after search epoch n vs the test accuracy of the "
             f"{report.retrained[0].trials} trial(s) 'nasmlcn retrain' trained again"
         )
+    out.print(_verdict(rows, first, threshold))
+    if pruned:
+        out.print(f"{pruned} pruned trial(s) saved about {saved:.0f} s of training")
+
+
+def _verdict(rows: list[Any], first: int | None, threshold: float) -> str:
+    """Which epoch before the last first ranks the trials as the last does."""
     if len(rows) == 1:
-        out.print(
+        return (
             "one epoch per trial: its accuracy is the last, so no earlier epoch can be "
             "compared with it (train two or more to see how early the ranking settles)"
         )
-    elif first is not None:
-        out.print(f"first epoch with Spearman rho >= {threshold:g}: {first}")
-    else:
-        trials = rows[0].trials if rows else 0
-        need = " (need >= 3 completed trials)" if trials < 3 else ""
-        out.print(f"no epoch reaches Spearman rho >= {threshold:g}{need}")
-    if pruned:
-        out.print(f"{pruned} pruned trial(s) saved about {saved:.0f} s of training")
+    if first is not None:
+        return f"first epoch with Spearman rho >= {threshold:g}: {first}"
+    trials = rows[0].trials if rows else 0
+    need = " (need >= 3 completed trials)" if trials < 3 else ""
+    return (
+        f"no epoch before the last ({rows[-1].epoch if rows else '-'}, whose rho is 1 by "
+        f"definition) reaches Spearman rho >= {threshold:g}{need}"
+    )
 
 
 def _coefficient(value: float | None) -> str:

@@ -114,8 +114,8 @@ def reproduce(
         raise ReproduceError(f"unknown --scale {scale!r} (scales: {', '.join(SCALES)})")
     # Checked with --list too: a misspelt name or scale is refused, never ignored.
     named = None if name is None or name == ALL else find_recipe(name)
-    if list_:
-        _print_list(all_recipes(), as_json)
+    if list_:  # of the named result alone, if one is named
+        _print_list(all_recipes() if named is None else [named], as_json)
         return
     recipes = all_recipes() if named is None else [named]
     from nasmlcn._io import probe_folder

@@ -71,7 +71,8 @@ def format_bytes(n: float) -> str:
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.3g} {unit}"
+            shown = f"{value:.0f}" if unit == "B" or value >= 1000 else f"{value:.3g}"
+            return f"{shown} {unit}"  # 1010 GiB, not 1.01e+03 GiB
         value /= 1024
     raise AssertionError("unreachable")
 

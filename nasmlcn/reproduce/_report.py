@@ -15,7 +15,7 @@ import html
 import io
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -224,7 +224,15 @@ def _row_html(r: Row) -> str:
         )
         if r.check != "close" and r.tolerance:
             target += f" (± {fmt(r.tolerance, gap_unit(r.unit))})"
-        mark = "✔" if r.passed else "≈ tie:" if r.tie else "✘"
+        mark = (
+            "not judged (smoke run):"
+            if r.passed is None
+            else "✔"
+            if r.passed
+            else "≈ tie:"
+            if r.tie
+            else "✘"
+        )
         check = f"{mark} {_e(sign)} {_e(target)}"
     quote = f'<div class="quote">“{_e(r.quote)}”</div>' if r.quote else ""
     return (
@@ -314,6 +322,8 @@ def write_report(recipe: Recipe, scale: str, folder: Path, output: dict[str, Any
     record = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
     rows = compare(recipe, output, scale)
     v = verdict(rows, recipe.scale(scale), scale)
+    if v.kind == "smoke":  # it measures nothing: no figure passes or fails, here or in the csv
+        rows = [replace(r, passed=None, tie=False) for r in rows]
     title = f"{PAPERS[recipe.paper].short} {recipe.result}: ours against the paper ({scale})"
     (folder / REPORT_PNG).unlink(missing_ok=True)
     png = _write_png(rows, title, folder, judged=v.kind != "smoke")

@@ -427,7 +427,7 @@ CASES = [
         "train --resume",
         OUTPUT,
         (*RESUME, "--out", "{file}/run"),
-        "is inside the file",
+        "--resume: no checkpoint.pt in",
     ),
     Case(
         "train --resume",

@@ -354,6 +354,20 @@ def test_a_one_epoch_study_s_correlation_says_one_epoch_cannot_tell(tmp_path: Pa
     assert data["first_epoch_reaching_threshold"] is None
 
 
+def test_the_last_epoch_is_never_reported_as_the_first_to_rank_alike(tmp_path: Path) -> None:
+    # its rho against itself is 1: a two-epoch study said "first epoch ...: 2"
+    db = tmp_path / "s.db"
+    assert _search(db, "--trials", "4", "--epochs", "2", "-q").returncode == 0
+    url = f"sqlite:///{db}"
+    data = json.loads(run_cli("correlate", "--storage", url, "--threshold", "1", "--json").stdout)
+    assert data["epochs"][-1]["spearman"] == 1
+    assert data["first_epoch_reaching_threshold"] in (None, 1)
+    shown = run_cli("correlate", "--storage", url, "--threshold", "1", env={"COLUMNS": "200"})
+    assert "first epoch with Spearman rho >= 1: 2" not in shown.stdout
+    if data["first_epoch_reaching_threshold"] is None:
+        assert "no epoch before the last (2, whose rho is 1 by definition)" in shown.stdout
+
+
 @pytest.mark.parametrize("name", [".", "..", "a/b", "../../x", "a\tb"])
 def test_a_study_name_no_folder_can_take_is_refused(tmp_path: Path, name: str) -> None:
     # its export goes to dashboards/exports/NAME/: '.' wrote into exports/ itself

@@ -183,3 +183,11 @@ def test_local_device_names_match_catalog_kinds() -> None:
     assert match_kind("Tesla V100-SXM2-16GB", catalog) == "V100"
     assert match_kind("Tesla K80", catalog) == "K80"
     assert match_kind("NVIDIA GeForce RTX 4090", catalog) is None
+
+
+def test_sizes_print_without_exponents() -> None:
+    from nasmlcn.hardware import format_bytes
+
+    assert format_bytes(1010 * 2**30) == "1010 GiB"  # was '1.01e+03 GiB'
+    assert format_bytes(567 * 2**30) == "567 GiB"
+    assert format_bytes(int(1.5 * 2**20)) == "1.5 MiB"

@@ -5,6 +5,7 @@ test."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -52,6 +53,13 @@ def test_every_recipe_runs_at_smoke_scale(
     for file in ("report.html", "report.csv", "summary.json", "engine.json", "run.json"):
         assert (report.folder / file).stat().st_size > 0, file
     assert (tmp_path / "index.html").is_file()
+    # it measures nothing: no figure passes or fails, on the page or in the csv
+    assert all(r.passed is None for r in report.rows)
+    page = (report.folder / "report.html").read_text()
+    assert "✔" not in page
+    assert "✘" not in page
+    with (report.folder / "report.csv").open() as f:
+        assert {row["passed"] for row in csv.DictReader(f)} <= {""}
 
 
 def test_the_list_names_every_result_with_its_times() -> None:
@@ -108,11 +116,11 @@ def test_list_refuses_a_bad_name_or_scale_in_one_line(args: list[str], message: 
     assert done.stdout == ""
 
 
-def test_list_with_a_known_name_or_all_still_lists() -> None:
-    for name in (NAMES[0], "all"):
+def test_list_with_a_known_name_lists_it_and_with_all_lists_all() -> None:
+    for name, listed in ((NAMES[0], [NAMES[0]]), ("all", NAMES)):
         done = run_cli("reproduce", name, "--list", "--scale", "smoke", "--json")
         assert done.returncode == 0, done.stderr
-        assert [r["name"] for r in json.loads(done.stdout)["results"]] == NAMES
+        assert [r["name"] for r in json.loads(done.stdout)["results"]] == listed
 
 
 @pytest.mark.slow

@@ -49,6 +49,8 @@ def test_trials_counts_models_and_repeats_come_on_top(tmp_path: Path) -> None:
         assert all(r.repeat_of is not None for r in before)
         assert t.user_attrs["proposed_by"].startswith("random, after")
     counts = result.trial_counts
+    assert counts["models"] == 15  # what --trials counted, as --json says it
+    assert counts["results"] == 15 + len(repeats)
     text = describe_counts(counts)
     assert text.startswith("15 models: ")
     assert f"{len(repeats)} more proposals were repeats" in text

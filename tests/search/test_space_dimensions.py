@@ -115,6 +115,8 @@ def test_build_puts_the_trials_settings_into_spec_and_costs(tmp_path: Path) -> N
         ("lane_dropout = 1.0\n", "lane_dropout must be a number in"),
         ('[training]\nlr_policy = ["cosine"]\n', "unknown learning-rate policy 'cosine'"),
         ('[training]\nbatch_policy = "fixed"\n', "training.batch_policy must list"),
+        ("[training]\nlr = 0.01\n", r"training.lr must be \[low, high\] .*, got 0.01"),
+        ("[training]\nbatch_size = [50, 50]\n", r"different batch sizes > 0, got \[50, 50\]"),
         ('[training]\nbatch_policy = ["adabach"]\n', "did you mean 'adabatch'"),
         ("[training]\nmomentum = [0.9]\n", "known keys: lr, batch_size, lr_policy, batch_policy"),
     ],

@@ -146,9 +146,8 @@ def _spelled_otherwise(setup: SearchSetup, existing: dict[str, Any]) -> str | No
     """
     found = []
     for name, frozen in existing.items():
-        stored = frozen_info(frozen)
-        known = isinstance(stored, dict) and isinstance(stored.get("identity"), dict)
-        if known and not _differences(stored, setup):
+        stored = frozen_info(frozen) or {}
+        if isinstance(stored.get("identity"), dict) and not _differences(stored, setup):
             found.append(name)
     if len(found) > 1:
         raise SearchError(

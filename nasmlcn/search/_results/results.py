@@ -220,8 +220,10 @@ def finished_for_pruning(
 def trial_counts(study: optuna.Study) -> dict[str, int]:
     """The study's trials by how they ended, as the summaries show them.
 
-    Only ``complete`` and ``pruned`` trials count toward ``--trials`` (their sum is
-    ``results``); a ``failed`` trial never does, whether it was ``retried`` (queued
+    ``results`` are the complete and pruned trials (not those a warm start added
+    as data), ``repeats`` the ones among them that proposed a model an earlier
+    trial trained, and ``models`` the rest: what ``--trials`` counts (``results``
+    with ``count_repeats``). A ``failed`` trial never counts, whether it was ``retried`` (queued
     again as a WAITING copy: Ctrl-C, a dead worker, the search's ``--timeout``) or
     not (an error in training: a new trial takes its place). ``waiting`` are the
     queued copies no run has taken yet, ``running`` the trials running now (or
@@ -252,6 +254,7 @@ def trial_counts(study: optuna.Study) -> dict[str, int]:
     )
     return {
         "results": complete + pruned - transferred,
+        "models": complete + pruned - transferred - repeats - pruned_repeats,
         "transferred": transferred,
         "repeats": repeats + pruned_repeats,
         "pruned_repeats": pruned_repeats,

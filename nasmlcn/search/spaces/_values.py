@@ -146,15 +146,21 @@ def training_dimensions(data: Any, origin: str, where: str) -> dict[str, Any]:
                 or not all(isinstance(v, (int, float)) and v > 0 for v in value)
                 or value[0] >= value[1]
             ):
-                raise SearchError(f"{origin}: training.lr must be [low, high] with 0 < low < high")
+                raise SearchError(
+                    f"{origin}: training.lr must be [low, high] with 0 < low < high, got {value!r}"
+                )
             out["lr"] = (float(value[0]), float(value[1]))
         elif key == "batch_size":
             if (
                 not isinstance(value, list)
                 or not value
                 or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+                or len(set(value)) != len(value)
             ):
-                raise SearchError(f"{origin}: training.batch_size must list batch sizes > 0")
+                raise SearchError(
+                    f"{origin}: training.batch_size must list different batch sizes > 0, "
+                    f"got {value!r}"
+                )
             out["batch_size"] = tuple(value)
         else:  # lr_policy, batch_policy (check_keys refused every other key)
             out[key] = _policies(key, value, origin)
@@ -168,8 +174,8 @@ def _policies(key: str, value: Any, origin: str) -> tuple[str, ...]:
     registry = LR_POLICIES if key == "lr_policy" else BATCH_POLICIES
     if not isinstance(value, list) or not value or len(set(map(str, value))) != len(value):
         raise SearchError(
-            f"{origin}: training.{key} must list {registry.kind} names, e.g. "
-            f"{json.dumps(list(registry.names())[:2])}"
+            f"{origin}: training.{key} must list different {registry.kind} names, e.g. "
+            f"{json.dumps(list(registry.names())[:2])}, got {value!r}"
         )
     for name in value:
         if not isinstance(name, str) or name not in registry:
