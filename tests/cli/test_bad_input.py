@@ -360,3 +360,30 @@ def test_a_resume_with_nothing_to_continue_is_refused_not_started_afresh(
     extra = TINY if args[0] == "train" else ()
     _refused(run_cli(*args, *extra, cwd=tmp_path), expected)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        ("99", "schema_version 99 is newer than this nasmlcn reads (1); upgrade nasmlcn"),
+        ('"x"', "schema_version must be an integer >= 1, got 'x'"),
+    ],
+)
+def test_a_recipe_for_a_newer_nasmlcn_is_refused(
+    tmp_path: Path, version: str, expected: str
+) -> None:
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(f'devices = "2xK80"\nevaluator = "proxy"\nschema_version = {version}\n')
+    db = tmp_path / "s.db"
+    _refused(run_cli("search", "--config", str(recipe), "--storage", f"sqlite:///{db}"), expected)
+    assert not db.exists()
+
+
+def test_a_reproduction_table_without_its_engine_is_named_so(tmp_path: Path) -> None:
+    recipe = tmp_path / "rr.toml"
+    recipe.write_text('devices = "2xK80"\n[reproduce]\npaper = "thesis"\n')
+    line = _refused(
+        run_cli("search", "--config", str(recipe), cwd=tmp_path), "that names no engine"
+    )
+    assert "None.py" not in line
+    assert list(tmp_path.iterdir()) == [recipe]

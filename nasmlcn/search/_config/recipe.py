@@ -15,7 +15,7 @@ from typing import Any
 
 from nasmlcn._toml import check_keys, read_toml
 from nasmlcn.errors import SearchError
-from nasmlcn.search._config.config import SearchConfig
+from nasmlcn.search._config.config import CONFIG_SCHEMA_VERSION, SearchConfig
 from nasmlcn.search._prepare.setup import setup_search
 
 _FIELD_NAMES = {f.name for f in fields(SearchConfig) if f.name != "extra"}
@@ -72,7 +72,10 @@ def config_from_mapping(
                     raise SearchError(f"{origin}: sweep.{skey} must list the values to sweep")
                 sweep[_option_name(skey)] = values
             continue
-        if name in ("description", "schema_version", "reproduce"):
+        if name == "schema_version":
+            _check_schema_version(value, origin)
+            continue
+        if name in ("description", "reproduce"):
             continue
         if name in _FLOAT_FIELDS and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
@@ -80,6 +83,17 @@ def config_from_mapping(
             value = tuple(value)
         options[name] = value
     return options, sweep
+
+
+def _check_schema_version(value: Any, origin: str) -> None:
+    """A recipe written for a newer nasmlcn is refused: its keys may mean more."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SearchError(f"{origin}: schema_version must be an integer >= 1, got {value!r}")
+    if value > CONFIG_SCHEMA_VERSION:
+        raise SearchError(
+            f"{origin}: schema_version {value} is newer than this nasmlcn reads "
+            f"({CONFIG_SCHEMA_VERSION}); upgrade nasmlcn"
+        )
 
 
 def _label(value: Any) -> str:
@@ -111,6 +125,12 @@ def load_search_recipe(
     engine = reproduce.get("engine") if isinstance(reproduce, Mapping) else "search"
     if engine != "search":
         name = Path(path).stem
+        if not isinstance(engine, str) or not engine.strip():
+            raise SearchError(
+                f"recipe {str(path)!r} has a [reproduce] table (a seed result for 'nasmlcn "
+                f"reproduce {name}') that names no engine; give engine = \"search\" or a "
+                "module of nasmlcn/reproduce/engines/"
+            )
         raise SearchError(
             f"recipe {str(path)!r} is not a search: it reproduces a seed result with"
             f" nasmlcn/reproduce/engines/{engine}.py; run it with 'nasmlcn reproduce {name}'"
