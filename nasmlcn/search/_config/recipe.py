@@ -128,7 +128,7 @@ def load_search_recipe(
         if not isinstance(engine, str) or not engine.strip():
             raise SearchError(
                 f"recipe {str(path)!r} has a [reproduce] table (a seed result for 'nasmlcn "
-                f"reproduce {name}') that names no engine; give engine = \"search\" or a "
+                f'reproduce {name}\') that names no engine; give engine = "search" or a '
                 "module of nasmlcn/reproduce/engines/"
             )
         raise SearchError(
