@@ -124,7 +124,17 @@ def _export_arch(found: _Found, path: Path) -> None:
     from nasmlcn.errors import SearchError
     from nasmlcn.specs import arch_from_dict, save_arch
     from nasmlcn.study import TrialRecord
+    from nasmlcn.training import CHECKPOINT_NAME, RESULT_NAME
 
+    if path.is_dir():
+        raise SearchError(f"--export-arch {str(path)!r} is a folder; give the JSON file to write")
+    run_files = [n for n in (CHECKPOINT_NAME, RESULT_NAME) if (path.parent / n).exists()]
+    if path.exists() and run_files:  # a run's arch.json: the run would then mix two models
+        raise SearchError(
+            f"--export-arch {str(path)!r} would replace a file of the run in "
+            f"{str(path.parent)!r} (beside its {run_files[0]}); give another file, or "
+            "--export FOLDER for a run folder of the best trial"
+        )
     best_arch = TrialRecord.of(found.trials[0]).arch if found.trials else {}
     if not best_arch:
         raise SearchError(

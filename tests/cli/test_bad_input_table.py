@@ -237,6 +237,18 @@ CASES = [
         "is a file, not a folder; choose another --export",
     ),
     Case(
+        "best --export-arch",
+        MIXED,
+        ("best", "--storage", "{trained}", "--export-arch", "{run}/arch.json"),
+        "would replace a file of the run in",
+    ),
+    Case(
+        "best --export-arch",
+        OUTPUT,
+        ("best", "--storage", "{trained}", "--export-arch", "{run}"),
+        "is a folder; give the JSON file to write",
+    ),
+    Case(
         "best --export",
         RANGE,
         ("best", "--storage", "{trained}", "--export", "{cwd}/x", "--trial", "99"),
