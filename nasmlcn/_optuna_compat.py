@@ -30,10 +30,12 @@ def storage_of(study: optuna.Study) -> BaseStorage:
 
 
 def study_id_of(study: optuna.Study) -> int:
+    """The storage's id of ``study`` (what a storage's own calls take)."""
     return int(study._study_id)
 
 
 def trial_id_of(trial: optuna.Trial | optuna.trial.FrozenTrial) -> int:
+    """The storage's id of ``trial`` (not its number in the study)."""
     return int(trial._trial_id)
 
 

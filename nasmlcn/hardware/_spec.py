@@ -11,7 +11,7 @@ from nasmlcn.errors import DeviceError
 from nasmlcn.hardware._catalog import Catalog, DeviceKind, load_catalog
 from nasmlcn.hardware._units import format_bytes, parse_size
 
-_PART = re.compile(r"^\s*(?:(?P<count>[+-]?\d+)\s*[xX*]\s*)?(?P<name>[A-Za-z][\w.-]*)\s*$")
+_PART = re.compile(r"^\s*(?:(?P<count>[+-]?[0-9]+)\s*[xX*]\s*)?(?P<name>[A-Za-z][\w.-]*)\s*$")
 _MAX_DEVICES = 4096
 DEVICE_SYNTAX = "COUNTxNAME, comma-separated, e.g. 8xK80, K80, 1xK80,1xV100 or 4xcpu"
 

@@ -20,7 +20,7 @@ _UNITS = {
     "TIB": 2**40,
 }
 _SIZE = re.compile(
-    r"^\s*(?P<number>[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?)\s*(?P<unit>[A-Za-z]*)\s*$"
+    r"^\s*(?P<number>[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?)\s*(?P<unit>[A-Za-z]*)\s*$"
 )
 ACCEPTED_UNITS = "B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024)"
 

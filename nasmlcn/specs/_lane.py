@@ -98,9 +98,9 @@ class LaneSpec:
 # -- the compact lane syntax -----------------------------------------------------
 
 _LANE = re.compile(
-    r"^\s*(?:(?P<count>[+-]?\d+)\s*\*\s*)?(?P<type>[A-Za-z_][\w-]*)\s*:\s*"
-    r"(?P<width>[+-]?\d+)\s*(?:x\s*(?P<depth>[+-]?\d+))?\s*$"
-)
+    r"^\s*(?:(?P<count>[+-]?[0-9]+)\s*\*\s*)?(?P<type>[A-Za-z_][\w-]*)\s*:\s*"
+    r"(?P<width>[+-]?[0-9]+)\s*(?:x\s*(?P<depth>[+-]?[0-9]+))?\s*$"
+)  # ASCII digits: int() would read '٣' as 3
 MAX_REPEAT = 4096
 """The most copies of a lane (``N*lane``), and the most lanes a homogeneous space draws."""
 
@@ -150,7 +150,14 @@ def parse_lanes(text: str) -> list[LaneSpec]:
 
 
 def format_lanes(lanes: Sequence[LaneSpec]) -> str:
-    """The compact syntax of ``lanes``, runs of equal lanes written as ``N*lane``."""
+    """The compact syntax of ``lanes``, runs of equal lanes written as ``N*lane``.
+
+    Raises:
+        SpecError: ``lanes`` is not a sequence of LaneSpec (a string would come back
+            as its characters).
+    """
+    if isinstance(lanes, str) or not all(isinstance(lane, LaneSpec) for lane in lanes):
+        raise SpecError(f"format_lanes takes LaneSpec lanes (see parse_lanes), got {lanes!r}")
     parts: list[str] = []
     i = 0
     while i < len(lanes):

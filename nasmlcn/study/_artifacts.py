@@ -58,6 +58,11 @@ def artifacts_dir(storage_url: str, given: str | None) -> Path:
 
 
 def open_store(folder: Path) -> ArtifactStore:
+    """Optuna's artifact store of the trials' weights in ``folder``, made if missing.
+
+    Raises:
+        SearchError: ``folder`` cannot be created.
+    """
     from optuna.artifacts import FileSystemArtifactStore
 
     try:

@@ -129,7 +129,7 @@ class TrainConfig:
     reconstruction_weight: float = setting(
         0.0005,
         "Weight of the summed squared reconstruction error (Sabour et al.)",
-        range=Range(0.0),
+        range=Range(0.0, finite=True),
     )
     seed: int = setting(
         0,

@@ -144,6 +144,20 @@ class TrainJob:
     resume: bool = False
     refit: bool = False
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.arch, ArchSpec):
+            raise SpecError(
+                f"arch must be an architecture (e.g. MLCNSpec.from_lanes(...)), got {self.arch!r}"
+            )
+        if not isinstance(self.config, TrainConfig):
+            raise SpecError(f"config must be a TrainConfig, got {self.config!r}")
+        for name in ("train_limit", "val_limit", "test_limit"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise SpecError(f"{name} must be an integer >= 1 (or None: all), got {value!r}")
+
 
 @dataclass(frozen=True)
 class InMemoryJob:

@@ -13,6 +13,7 @@ search's trials and the reproduce engines. The ways it dispatches to live in
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, overload
@@ -110,6 +111,7 @@ def train(
         )
         defaults = train.__kwdefaults__ or {}  # the TrainJob options' own defaults
         return _train_in_memory(job, callbacks, [k for k, v in given.items() if v != defaults[k]])
+    _check_parallel_options(devices, processes, timeout_s)
     parallel = devices is not None or processes > 1 or parallelism != "lanes"
     if not parallel and not under_torchrun():
         from nasmlcn.training._run import train_on_one_device
@@ -125,6 +127,21 @@ def train(
         timeout_s=timeout_s,
         callbacks=callbacks,
     )
+
+
+def _check_parallel_options(devices: Any, processes: Any, timeout_s: Any) -> None:
+    """Where the job trains, refused in one line before any work (``processes=0``
+    trained on one device, ``timeout_s=-1`` ended in torch's C++ error)."""
+    if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+        raise SpecError(f"processes must be an integer >= 1, got {processes!r}")
+    if devices is not None and (not isinstance(devices, str) or not devices.strip()):
+        raise SpecError(f"devices must name target devices (e.g. '2xH100'), got {devices!r}")
+    if timeout_s is not None and not (
+        isinstance(timeout_s, int | float)
+        and not isinstance(timeout_s, bool)
+        and 0 < timeout_s < math.inf
+    ):
+        raise SpecError(f"timeout_s must be a number of seconds > 0, got {timeout_s!r}")
 
 
 def _train_in_memory(job: InMemoryJob, callbacks: Sequence[Callback], given: list[str]) -> JobRun:

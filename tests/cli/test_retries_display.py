@@ -117,6 +117,7 @@ def test_a_failed_trial_does_not_move_the_bar_and_the_json_counts_it_apart(
     result = run_search(config)  # nothing left to do: the counts as the summary reads them
     assert result.to_dict()["trial_counts"] == {
         "results": 3,
+        "models": 3,
         "transferred": 0,
         "repeats": 0,
         "pruned_repeats": 0,

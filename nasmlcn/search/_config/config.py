@@ -311,6 +311,26 @@ class SearchConfig:
         data["schema_version"] = CONFIG_SCHEMA_VERSION
         return data
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SearchConfig:
+        """The config :meth:`to_dict` wrote (as a study stores it; its storage
+        password stays hidden).
+
+        Raises:
+            SearchError: A newer schema, or a key that is not a field.
+        """
+        given = dict(data)
+        version = given.pop("schema_version", CONFIG_SCHEMA_VERSION)
+        if not isinstance(version, int) or version > CONFIG_SCHEMA_VERSION:
+            raise SearchError(
+                f"schema_version {version!r} is newer than this nasmlcn reads "
+                f"({CONFIG_SCHEMA_VERSION}); upgrade nasmlcn"
+            )
+        unknown = sorted(set(given) - {f.name for f in fields(cls)} | ({"extra"} & set(given)))
+        if unknown:
+            raise SearchError(f"unknown SearchConfig keys: {', '.join(unknown)}")
+        return cls(**given)
+
     def with_overrides(self, **overrides: Any) -> SearchConfig:
         """A copy with the non-None ``overrides`` applied."""
         given = {k: v for k, v in overrides.items() if v is not None}

@@ -10,7 +10,9 @@ tracker opens the study's parent run here and logs each trial from its worker.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
+from nasmlcn.errors import SearchError
 from nasmlcn.search._config.config import SearchConfig
 from nasmlcn.search._evaluators.evaluator import Evaluator
 from nasmlcn.search._loop.observer import SearchObserver
@@ -55,6 +57,7 @@ def run_search(
             anything is written); with workers, also a bad device request or
             every worker failing.
     """
+    _check_arguments(config, observers, workers, evaluator)
     on_gpus = gpus_per_trial is not None or workers_per_gpu is not None
     if workers == 1 and not on_gpus:
         return run_in_process(config, observers, evaluator=evaluator)
@@ -72,3 +75,19 @@ def run_search(
         workers_per_gpu=workers_per_gpu,
         worker_observers=made,
     )
+
+
+def _check_arguments(config: Any, observers: Any, workers: Any, evaluator: Any) -> None:
+    """Arguments of the wrong kind, refused before anything is written (an evaluator
+    name filled a study with failed trials)."""
+    if not isinstance(config, SearchConfig):
+        raise SearchError(f"run_search needs a SearchConfig, got {type(config).__name__}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise SearchError(f"workers must be an integer >= 1, got {workers!r}")
+    if evaluator is not None and not callable(getattr(evaluator, "evaluate", None)):
+        raise SearchError(
+            f"evaluator must be an Evaluator (with evaluate()), got {evaluator!r}; to choose "
+            "one by name, set SearchConfig(evaluator=...)"
+        )
+    if not isinstance(observers, Sequence) or isinstance(observers, str):
+        raise SearchError(f"observers must be a sequence of SearchObserver, got {observers!r}")

@@ -109,7 +109,23 @@ def setup_search(config: SearchConfig) -> SearchSetup:
     space.prepare(space_context)  # its choices for these devices (fixed for the study)
     _check_run_on(config.run_on)
     _check_data(setup)
+    _check_artifacts(config)
     return setup
+
+
+def _check_artifacts(config: SearchConfig) -> None:
+    """The trials' weights folder can be made, before the study is written."""
+    from nasmlcn.search._evaluators.evaluator import EVALUATORS
+    from nasmlcn.study import artifacts_dir
+
+    if not config.storage or not getattr(EVALUATORS.get(config.evaluator), "checkpoints", False):
+        return
+    folder = artifacts_dir(config.storage, config.artifacts)
+    for place in (folder, *folder.parents):
+        if place.exists() and not place.is_dir():
+            raise SearchError(
+                f"‹artifacts›: cannot create {str(folder)!r}: {str(place)!r} is a file"
+            )
 
 
 def _check_some_lane_fits(setup: SearchSetup) -> None:

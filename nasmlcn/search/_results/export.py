@@ -30,7 +30,7 @@ class ExportedTrial:
 
 def export_best(
     study: optuna.Study,
-    out_dir: Path,
+    out_dir: str | Path,
     *,
     storage: str,
     artifacts: str | None = None,
@@ -52,6 +52,7 @@ def export_best(
     """
     from nasmlcn.training import check_free_run_folder
 
+    out_dir = Path(out_dir)  # a str too, as every other path parameter takes
     chosen = _chosen(study, trial)
     check_free_run_folder(out_dir, "--export")  # a file, or another model's folder
     folder = artifacts_dir(storage, artifacts)

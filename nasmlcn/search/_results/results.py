@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn._text import counted
+from nasmlcn.errors import SearchError
 from nasmlcn.search._pruners.correlation import EpochCorrelation, FinishedTrial, epoch_correlations
 from nasmlcn.study import TrialRecord
 
@@ -133,9 +134,15 @@ def proposals(study: optuna.Study) -> dict[int, int]:
 def best_trials(study: optuna.Study, top: int = 5) -> list[FrozenTrial]:
     """Single objective: the ``top`` feasible completed trials, best first.
     Several objectives: the feasible Pareto front (Optuna's), best first objective first.
-    A repeat is left out: its original, the same model with the same result, is in."""
+    A repeat is left out: its original, the same model with the same result, is in.
+
+    Raises:
+        SearchError: ``top`` is not an integer >= 1 (``-1`` would drop the last).
+    """
     from optuna.trial import TrialState
 
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise SearchError(f"top must be an integer >= 1, got {top!r}")
     if len(study.directions) > 1:
         front = [t for t in study.best_trials if not _is_repeat(t)]  # each model once
         return sorted(front, key=lambda t: rank_key(study, t))
