@@ -478,6 +478,7 @@ def test_every_command_and_every_kind_has_a_row() -> None:
         "search",
         "search --workers",
         "best --export",
+        "best --export-arch",
         "retrain",
         "evaluate",
         "remove-lanes",
