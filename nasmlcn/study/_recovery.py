@@ -33,9 +33,10 @@ MAX_RETRIES = 3
 """Attributes of how a trial ended: a retried copy starts without them."""
 
 
-def retry(study: optuna.Study, trial: FrozenTrial, max_retries: int) -> int | None:
+def retry(study: optuna.Study, trial: FrozenTrial, max_retries: int | None) -> int | None:
     """Queues a WAITING copy of the failed ``trial`` (Optuna's retry callback) unless
-    it was retried ``max_retries`` times already; the copy's number, or None."""
+    it was retried ``max_retries`` times already (None: no limit); the copy's number,
+    or None."""
     from optuna.storages import RetryHeartbeatStaleTrialCallback
     from optuna.trial import TrialState
 

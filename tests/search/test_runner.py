@@ -615,3 +615,20 @@ def test_an_in_memory_sqlite_storage_is_refused(tmp_path: Path, url: str) -> Non
         with pytest.raises(SearchError, match="is an in-memory SQLite database"):
             run_search(_config(tmp_path, storage=url, trials=1), workers=workers)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stop_asked_for_requeues_the_trial_however_often_it_comes() -> None:
+    """--timeout, Ctrl-C and SIGTERM are no crashes: a trial stopped by each of five
+    scheduler jobs in turn is queued again every time (it was dropped after
+    --max-retries 3, checkpoint and all)."""
+    from nasmlcn.search._loop.runner import _stopped
+    from nasmlcn.search._trial.run import SearchTimeout
+
+    study = optuna.create_study()
+    study.enqueue_trial({"x": 1.0})
+    for job in range(5):
+        trial = study.ask({"x": optuna.distributions.FloatDistribution(0, 2)})
+        outcome = _stopped(study, trial, job > 0, SearchTimeout("the search's --timeout 5 s"))
+        assert outcome.queued_again_as is not None, job
+    states = [t.state for t in study.trials]
+    assert states == [TrialState.FAIL] * 5 + [TrialState.WAITING]

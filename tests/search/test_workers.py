@@ -342,3 +342,49 @@ def test_the_live_display_of_a_pool_shows_every_trial_with_its_own_time(tmp_path
     assert all(float(t.group(1)) < 60 for t in times if t)  # the trial's time, not since start-up
     assert all(t or text.startswith("PRUNED") for t, (_, text) in zip(times, lines, strict=True))
     assert re.search(r"2 workers \(\d+ CPU thread\(s\) each\)", result.stdout)
+
+
+def test_one_killed_worker_does_not_end_the_listening_to_the_others() -> None:
+    """A worker killed by -9 counted twice (a stop and an error), so with two
+    workers the parent stopped listening while the other still ran: no summary, and
+    'every worker failed' for a study that finished."""
+    import queue
+
+    from nasmlcn.search._loop.observer import SearchObserver
+    from nasmlcn.search._loop.outcome import SearchResult
+    from nasmlcn.search._workers.pool import _listen
+
+    class Process:
+        def __init__(self, alive: bool, exitcode: int | None) -> None:
+            self.alive, self.exitcode = alive, exitcode
+
+        def is_alive(self) -> bool:
+            return self.alive
+
+    class Channel:
+        """Empty once (the dead worker is seen), then the live worker's messages."""
+
+        def __init__(self) -> None:
+            self.messages = [None, ("trial", 1, {"number": 3}), ("done", 1, "trials")]
+
+        def get(self, timeout: float) -> tuple[str, int, object]:
+            message = self.messages.pop(0)
+            if message is None:
+                raise queue.Empty
+            return message
+
+    seen: list[object] = []
+
+    class Watch(SearchObserver):
+        def on_trial_end(self, trial: object) -> None:
+            seen.append(trial)
+
+    result = SearchResult.__new__(SearchResult)
+    result.run_trials = []
+    stops, errors, interrupted = _listen(
+        Watch(), [Process(False, -9), Process(True, None)], Channel(), result
+    )
+    assert stops == {0: "exit code -9", 1: "trials"}
+    assert errors == ["worker 0 died (exit code -9)"]
+    assert seen == [{"number": 3}]  # the live worker's trial was still relayed
+    assert not interrupted

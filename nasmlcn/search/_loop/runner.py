@@ -266,7 +266,7 @@ def _record_stop(
             if config.storage.startswith("sqlite"):  # one machine: only ours
                 _fail_running_of_this_run(study)
             return
-        outcome = _stopped(study, trial, retried, stop, config.max_retries)
+        outcome = _stopped(study, trial, retried, stop)
         result.run_trials.append(outcome)
         run.observer.on_trial_end(outcome)
 
@@ -286,7 +286,6 @@ def _stopped(
     trial: optuna.Trial,
     retried: bool,
     stop: SearchTimeout | KeyboardInterrupt,
-    max_retries: int,
 ) -> TrialOutcome:
     """Marks ``trial``, stopped by Ctrl-C, SIGTERM or the search's --timeout, FAIL
     with the reason, and queues it again: the next run resumes it."""
@@ -299,7 +298,9 @@ def _stopped(
     )
     write_failed(trial, reason, failure="interrupted")
     study.tell(trial, state=_state("FAIL"))
-    again = retry(study, storage_of(study).get_trial(trial_id_of(trial)), max_retries)
+    # a stop the user or the scheduler asked for is no crash: it never uses up
+    # --max-retries (a trial longer than four scheduler jobs was dropped)
+    again = retry(study, storage_of(study).get_trial(trial_id_of(trial)), None)
     return TrialOutcome(
         trial.number, "FAIL", None, _lanes_of(study, trial), reason, 0.0,
         retry_of=retry_of(trial, retried), queued_again_as=again,

@@ -426,7 +426,7 @@ def _listen(
     stops: dict[int, str] = {}
     errors: list[str] = []
     interrupted = False
-    while len(stops) + len(errors) < len(processes):
+    while len(stops) < len(processes):  # every way a worker stops is one entry in stops
         try:
             kind, index, payload = channel.get(timeout=0.5)
         except queue.Empty:
