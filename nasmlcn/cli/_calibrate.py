@@ -80,8 +80,8 @@ class CalibrateOptions:
         typer.Option(
             False,
             "--quick",
-            help="Smoke test only, written to --out (never the default file): small lanes, batch 8, "
-            "one short round, allows 3+ lanes.",
+            help="Smoke test only, written to --out (never the default file): small lanes, "
+            "batch 8, one short round, allows 3+ lanes.",
         )
     )
     models: int = option(

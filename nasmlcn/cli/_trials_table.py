@@ -48,8 +48,8 @@ def devices_line(devices: str | None) -> str:
     from nasmlcn.dashboard import predicted_on
 
     return (
-        f"{predicted_on(devices)}: latency = the lanes' training step (makespan), inference = one image at "
-        "batch 1 without the decoder, memory = the fullest device"
+        f"{predicted_on(devices)}: latency = the lanes' training step (makespan), "
+        "inference = one image at batch 1 without the decoder, memory = the fullest device"
     )
 
 
@@ -183,8 +183,8 @@ def why_none_feasible(completed: int, latency_budget: float | None, idle: int = 
         return "no completed feasible trials yet"
     return (
         f"none of the {completed} completed trials meets --latency-budget {latency_budget:g} s "
-        "(the predicted training step of the lanes on the target devices); raise the budget, or give "
-        "devices, a space or --flops that hold smaller models"
+        "(the predicted training step of the lanes on the target devices); raise the budget, "
+        "or give devices, a space or --flops that hold smaller models"
     )
 
 

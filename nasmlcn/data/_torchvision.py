@@ -87,7 +87,7 @@ def _prepare_idx(
 ) -> str:
     raw = data_dir / class_name / "raw"
     present = all((raw / f).is_file() for f in IDX_FILES)
-    damaged = [f for f in IDX_FILES if present and not _idx_whole(raw / f)]
+    damaged = [f for f in IDX_FILES if not _idx_whole(raw / f)] if present else []
     if present and not damaged:
         return f"{pretty}: found in {raw}"
     again = " (a damaged file replaced)" if damaged else ""

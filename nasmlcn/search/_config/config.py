@@ -102,8 +102,8 @@ class SearchConfig:
     objectives: tuple[str, ...] = setting(
         ("accuracy",),
         "accuracy[,latency,inference,memory,params,energy]; several make a Pareto study. "
-        "latency: predicted training step time of the lanes (the placement makespan; the head is left out); inference: predicted per-image inference "
-        "latency (batch 1); energy: per inference on CapsAcc (--devices capsacc)",
+        "latency: predicted training step time of the lanes (the placement makespan; the "
+        "head is left out); inference: predicted per-image inference latency (batch 1); energy: per inference on CapsAcc (--devices capsacc)",
     )
     evaluator: str = setting("train", "train (real training) or proxy (analytic stand-in)")
     dataset: str = setting("fashion-mnist", "Dataset")
@@ -320,13 +320,8 @@ class SearchConfig:
             SearchError: A newer schema, or a key that is not a field.
         """
         given = dict(data)
-        version = given.pop("schema_version", CONFIG_SCHEMA_VERSION)
-        if not isinstance(version, int) or version > CONFIG_SCHEMA_VERSION:
-            raise SearchError(
-                f"schema_version {version!r} is newer than this nasmlcn reads "
-                f"({CONFIG_SCHEMA_VERSION}); upgrade nasmlcn"
-            )
-        unknown = sorted(set(given) - {f.name for f in fields(cls)} | ({"extra"} & set(given)))
+        check_schema_version(given.pop("schema_version", CONFIG_SCHEMA_VERSION), "SearchConfig")
+        unknown = sorted(set(given) - ({f.name for f in fields(cls)} - {"extra"}))
         if unknown:
             raise SearchError(f"unknown SearchConfig keys: {', '.join(unknown)}")
         return cls(**given)
@@ -335,6 +330,18 @@ class SearchConfig:
         """A copy with the non-None ``overrides`` applied."""
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(self, **given)
+
+
+def check_schema_version(value: Any, origin: str) -> None:
+    """A config or recipe written for a newer nasmlcn is refused: its keys may mean
+    more than this one reads."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SearchError(f"{origin}: schema_version must be an integer >= 1, got {value!r}")
+    if value > CONFIG_SCHEMA_VERSION:
+        raise SearchError(
+            f"{origin}: schema_version {value} is newer than this nasmlcn reads "
+            f"({CONFIG_SCHEMA_VERSION}); upgrade nasmlcn"
+        )
 
 
 def _check_pruning_options(config: SearchConfig) -> None:

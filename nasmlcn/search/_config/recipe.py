@@ -15,7 +15,7 @@ from typing import Any
 
 from nasmlcn._toml import check_keys, read_toml
 from nasmlcn.errors import SearchError
-from nasmlcn.search._config.config import CONFIG_SCHEMA_VERSION, SearchConfig
+from nasmlcn.search._config.config import SearchConfig, check_schema_version
 from nasmlcn.search._prepare.setup import setup_search
 
 _FIELD_NAMES = {f.name for f in fields(SearchConfig) if f.name != "extra"}
@@ -73,7 +73,7 @@ def config_from_mapping(
                 sweep[_option_name(skey)] = values
             continue
         if name == "schema_version":
-            _check_schema_version(value, origin)
+            check_schema_version(value, origin)
             continue
         if name in ("description", "reproduce"):
             continue
@@ -83,17 +83,6 @@ def config_from_mapping(
             value = tuple(value)
         options[name] = value
     return options, sweep
-
-
-def _check_schema_version(value: Any, origin: str) -> None:
-    """A recipe written for a newer nasmlcn is refused: its keys may mean more."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise SearchError(f"{origin}: schema_version must be an integer >= 1, got {value!r}")
-    if value > CONFIG_SCHEMA_VERSION:
-        raise SearchError(
-            f"{origin}: schema_version {value} is newer than this nasmlcn reads "
-            f"({CONFIG_SCHEMA_VERSION}); upgrade nasmlcn"
-        )
 
 
 def _label(value: Any) -> str:
