@@ -98,7 +98,7 @@ def _print_stop(stopped: str) -> None:
     if stopped == "interrupted":
         tell_interrupted(
             out,
-            "[yellow]interrupted: the running trial is marked FAIL and queued again; re-run "
+            "[yellow]interrupted: a trial that was running is marked FAIL and queued again; re-run "
             "the same command to continue (it resumes that trial)[/]",
         )
     elif stopped == "timeout":

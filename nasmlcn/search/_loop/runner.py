@@ -12,11 +12,12 @@ is handled as Ctrl-C, and neither may cut the writing-down of the interrupted tr
 
 from __future__ import annotations
 
+import math
 import signal
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -171,7 +172,9 @@ def _run_search(
         trial: optuna.Trial | None = None
         retried = False
         try:
-            taken = _propose(study, config, target, distributions, repeats_in_a_row)
+            with stops_held():  # a trial claimed is in hand before Ctrl-C can stop it
+                taken = _propose(study, config, target, distributions, repeats_in_a_row)
+                trial, retried = taken.trial, taken.retried
             if taken.action == "done":
                 result.stopped = "trials"
                 break
@@ -179,7 +182,6 @@ def _run_search(
                 time.sleep(next(pauses))
                 continue
             pauses = waits(config.poll_seconds)  # the next wait starts short again
-            trial, retried = taken.trial, taken.retried
             assert trial is not None
             index += 1
             outcome = _run_trial(run, trial, index, retried, store, Path(workdir.name), tick)
@@ -415,11 +417,60 @@ def no_interrupts() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+@contextmanager
+def stops_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait for the end of the block (main thread only), then
+    act as they would have: claiming a trial (ask, sample, heartbeat) is never cut
+    in half, which left a RUNNING trial that nothing stopped."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    previous: dict[int, Any] = {
+        s: signal.signal(s, lambda signum, frame: came.append(signum))
+        for s in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(came):  # once each: a relayed Ctrl-C comes twice
+            handler = previous[sig]
+            if callable(handler):
+                handler(sig, None)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(sig)
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM (a batch scheduler ending the job, ``kill``): handled as Ctrl-C."""
 
     def __str__(self) -> str:
         return "stopped by SIGTERM"
+
+
+SIGNAL_ECHO_S = 1.0
+"""A stop signal within this many seconds of the last one is its echo, and ignored:
+a terminal's Ctrl-C reaches a pool's worker twice (from the terminal and from its
+parent, :class:`~nasmlcn.search._workers.pool.StopRelay`), as a scheduler's SIGTERM
+to the whole job may; the second would cut short the writing down of the trial the
+first stopped. A later one (a second Ctrl-C) raises again."""
+
+
+def raising(error: type[BaseException]) -> Callable[[int, Any], None]:
+    """A signal handler that raises ``error``, except for an echo (:data:`SIGNAL_ECHO_S`)."""
+    last = -math.inf
+
+    def handler(signum: int, frame: Any) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last < SIGNAL_ECHO_S:
+            return
+        last = now
+        raise error()
+
+    return handler
 
 
 @contextmanager
@@ -430,10 +481,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
         return
 
-    def stop(signum: int, frame: Any) -> None:
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, stop)
+    previous = signal.signal(signal.SIGTERM, raising(Terminated))
     try:
         yield
     finally:

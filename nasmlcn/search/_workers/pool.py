@@ -16,21 +16,20 @@ cores (``torch.set_num_threads`` and ``OMP_NUM_THREADS``); GPU workers split the
 too.
 
 The parent relays each worker's finished trials to the observer (the CLI's live
-display) and returns one :class:`SearchResult` for the whole run. Ctrl-C reaches
-every worker: each fails and queues its running trial, and the run stops.
+display) and returns one :class:`SearchResult` for the whole run. Ctrl-C and
+SIGTERM reach every worker (:class:`StopRelay`), even one still starting: each fails
+and queues its running trial, and the run stops.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import multiprocessing
 import os
 import queue
-import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -44,6 +43,7 @@ from nasmlcn.search._loop.runner import run_in_process, start_run, summarize_stu
 from nasmlcn.search._prepare.entry import quiet_optuna, require_storage, require_tracker
 from nasmlcn.search._prepare.open_study import open_search
 from nasmlcn.search._prepare.setup import SearchSetup, setup_search
+from nasmlcn.search._workers.signals import StopRelay, take_stop_signals
 from nasmlcn.study import finished
 
 
@@ -277,11 +277,13 @@ def _worker(
     slot: WorkerSlot,
     channel: Any,
     observer_factories: Sequence[Callable[[], SearchObserver]],
-    log: bool = False,
+    log: bool,
+    stop: Any,
 ) -> None:
     """One worker process (a fresh interpreter: the environment is set before torch
     is imported). ``log``: the parent configured logging (the CLI does), so the
-    worker's warnings go to stderr too; a library caller's workers print nothing."""
+    worker's warnings go to stderr too; a library caller's workers print nothing.
+    ``stop``: set when a Ctrl-C or SIGTERM came before it could take one."""
     if log:
         logging.basicConfig(level=logging.WARNING, format="%(message)s")
     if slot.gpus is not None:
@@ -295,9 +297,10 @@ def _worker(
 
         torch.set_num_threads(slot.threads)
     try:  # run_search keeps Optuna quiet (quiet_optuna)
+        take_stop_signals(stop)  # ignored since the parent started it (StopRelay)
         observers = [make() for make in observer_factories]
         result = run_in_process(config, [_ToParent(channel, slot.index), *observers])
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM, the first while it started too
         channel.put(("done", slot.index, "interrupted"))
         return
     except Exception as err:
@@ -355,13 +358,13 @@ def run_workers(
         config, setup, study, opened.resumed, finished(study, config.count_repeats), observer
     )
     result.warm_start = opened.warmed.to_dict() if opened.warmed is not None else None
-    processes, channel = _start_workers(config, slots, worker_observers)
-    with _sigterm_forwarded_to(processes):
-        stops, errors, interrupted = _listen(observer, processes, channel, result)
+    with StopRelay() as relay:  # Ctrl-C and SIGTERM held until the workers can take them
+        processes, channel = _start_workers(config, slots, worker_observers, relay.stop)
+        relay.forward_to(processes)
+        stops, errors = _listen(observer, processes, channel, result)
         for process in processes:
-            with contextlib.suppress(KeyboardInterrupt):
-                process.join()
-    _close_result(result, slots, stops, errors, interrupted)
+            process.join()
+    _close_result(result, slots, stops, errors, relay.interrupted)
     summarize_study(study, setup, result)
     result.seconds = time.perf_counter() - started
     observer.on_end(result)
@@ -372,8 +375,10 @@ def _start_workers(
     config: SearchConfig,
     slots: list[WorkerSlot],
     worker_observers: Sequence[Callable[[], SearchObserver]],
+    stop: Any,
 ) -> tuple[list[Any], Any]:
-    """Starts one spawned process per slot; they report on the returned channel."""
+    """Starts one spawned process per slot; they report on the returned channel and
+    stop before their first trial once ``stop`` (an Event) is set."""
     context = multiprocessing.get_context("spawn")
     channel = context.Queue()
     processes = [
@@ -387,6 +392,7 @@ def _start_workers(
                 channel,
                 tuple(worker_observers),
                 logging.getLogger().hasHandlers(),
+                stop,
             ),
             name=f"worker-{slot.index}",
         )
@@ -397,35 +403,13 @@ def _start_workers(
     return processes, channel
 
 
-@contextlib.contextmanager
-def _sigterm_forwarded_to(processes: list[Any]) -> Iterator[None]:
-    """While the workers run, a SIGTERM to this process (a scheduler stops the
-    parent only) is sent on to each of them (main thread only)."""
-    import threading
-
-    def forward(signum: int, frame: Any) -> None:
-        for process in processes:
-            if process.is_alive() and process.pid is not None:
-                with contextlib.suppress(OSError):
-                    os.kill(process.pid, signal.SIGTERM)
-
-    main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, forward) if main else None
-    try:
-        yield
-    finally:
-        if main:
-            signal.signal(signal.SIGTERM, previous)
-
-
 def _listen(
     observer: SearchObserver, processes: list[Any], channel: Any, result: SearchResult
-) -> tuple[dict[int, str], list[str], bool]:
+) -> tuple[dict[int, str], list[str]]:
     """Relays the workers' trials and epochs to ``observer`` until every worker has
-    stopped; how each stopped, the errors, and whether Ctrl-C came meanwhile."""
+    stopped; how each stopped, and the errors."""
     stops: dict[int, str] = {}
     errors: list[str] = []
-    interrupted = False
     while len(stops) < len(processes):  # every way a worker stops is one entry in stops
         try:
             kind, index, payload = channel.get(timeout=0.5)
@@ -440,9 +424,6 @@ def _listen(
                 stops[i] = f"exit code {processes[i].exitcode}"
                 errors.append(f"worker {i} died (exit code {processes[i].exitcode})")
             continue
-        except KeyboardInterrupt:  # the workers got it too: wait for them to write down
-            interrupted = True
-            continue
         if kind == "trial":
             result.run_trials.append(payload)
             observer.on_trial_end(payload)
@@ -453,7 +434,7 @@ def _listen(
         else:
             errors.append(f"worker {index}: {payload}")
             stops[index] = "error"
-    return stops, errors, interrupted
+    return stops, errors
 
 
 def _close_result(

@@ -1,0 +1,166 @@
+"""Ctrl-C and SIGTERM reach a ``--workers`` pool whenever they come: while the
+workers start (no traceback, no "every worker failed"), and when they are sent to
+the parent alone (``kill -INT PID``), which must stop the workers too."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _search(tmp_path: Path, trials: int) -> subprocess.Popen[str]:
+    args = [
+        *(sys.executable, "-m", "nasmlcn", "search", "--evaluator", "proxy"),
+        *("--devices", "2xK80", "--mem", "12GB", "--trials", str(trials), "--workers", "2"),
+        *("--storage", f"sqlite:///{tmp_path / 's.db'}", "--study", "s"),
+        *("--artifacts", str(tmp_path / "art"), "--quiet"),
+    ]
+    return subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        start_new_session=True,  # its own process group, as a terminal's job is
+    )
+
+
+def _workers_of(pid: int) -> list[int]:
+    """The spawned worker processes of ``pid`` (not the resource tracker)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    found = []
+    for child in children:
+        with open(f"/proc/{child}/cmdline", "rb") as f:
+            if b"spawn_main" in f.read():
+                found.append(int(child))
+    return found
+
+
+def _wait_for(check: object, seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_ctrl_c_while_the_workers_start_stops_the_run_cleanly(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches the whole process group: a worker still starting
+    (importing) died of it with a traceback, and the run ended 'every worker failed'
+    (exit 2)."""
+    search = _search(tmp_path, 100_000)
+    _wait_for(lambda: len(_workers_of(search.pid)) == 2)
+    os.killpg(search.pid, signal.SIGINT)  # the workers are still importing
+    out, err = search.communicate(timeout=120)
+    assert search.returncode == 130, err
+    assert "Traceback" not in err
+    assert "every worker failed" not in out + err
+    assert "interrupted" in out
+    study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path / 's.db'}")
+    assert not [t for t in study.trials if t.state == TrialState.RUNNING]
+
+
+def test_sigint_to_the_parent_alone_stops_its_workers(tmp_path: Path) -> None:
+    """``kill -INT PID`` reaches the parent only: it used to wait, interrupted, while
+    its workers ran the whole study."""
+    search = _search(tmp_path, 100_000)
+    url = f"sqlite:///{tmp_path / 's.db'}"
+
+    def some_complete() -> bool:
+        try:
+            trials = optuna.load_study(study_name="s", storage=url).trials
+        except Exception:  # not made yet
+            return False
+        return sum(t.state == TrialState.COMPLETE for t in trials) >= 2
+
+    _wait_for(some_complete)
+    search.send_signal(signal.SIGINT)
+    _, err = search.communicate(timeout=120)
+    assert search.returncode == 130, err
+    assert "Traceback" not in err
+    trials = optuna.load_study(study_name="s", storage=url).trials
+    assert len(trials) < 1000  # stopped, far from its 100,000 trials
+    assert not [t for t in trials if t.state == TrialState.RUNNING]
+    interrupted = [t for t in trials if t.user_attrs.get("failure") == "interrupted"]
+    assert all(t.state == TrialState.FAIL for t in interrupted)
+
+
+def test_a_signal_echo_is_ignored_and_a_later_one_raises() -> None:
+    from nasmlcn.search._loop.runner import SIGNAL_ECHO_S, raising
+
+    handler = raising(KeyboardInterrupt)
+    raised = 0
+    for _ in range(2):  # the terminal's Ctrl-C, then its parent's relay of it
+        try:
+            handler(signal.SIGINT, None)
+        except KeyboardInterrupt:
+            raised += 1
+    assert raised == 1
+    time.sleep(SIGNAL_ECHO_S + 0.05)
+    try:
+        handler(signal.SIGINT, None)  # a second Ctrl-C, later
+    except KeyboardInterrupt:
+        raised += 1
+    assert raised == 2
+
+
+_RELAY_SCRIPT = """
+import multiprocessing, os, signal, sys, time
+from nasmlcn.search._workers.signals import StopRelay, take_stop_signals
+
+def child(stop, out):
+    out.put(("ignored", signal.getsignal(signal.SIGINT) == signal.SIG_IGN))
+    try:
+        take_stop_signals(stop)
+        time.sleep(60)
+        out.put(("slept", None))
+    except KeyboardInterrupt:
+        out.put(("interrupted", None))
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context("spawn")
+    out = context.Queue()
+    with StopRelay() as relay:
+        process = context.Process(target=child, args=(relay.stop, out))
+        process.start()
+        os.kill(os.getpid(), signal.SIGINT)  # held: nothing raised here
+        relay.forward_to([process])  # now noted and passed on
+        print(out.get(timeout=60), out.get(timeout=60), relay.interrupted, relay.stop.is_set())
+        process.join(60)
+"""
+
+
+def test_the_relay_holds_a_signal_that_comes_while_workers_start_and_passes_it_on(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "relay.py"  # spawn imports the child's function from a file
+    script.write_text(_RELAY_SCRIPT)
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[0] == "('ignored', True) ('interrupted', None) True True"
+
+
+def test_a_stop_while_a_trial_is_claimed_acts_once_the_claim_is_whole() -> None:
+    """Ctrl-C between Optuna's ask and the end of sampling left a RUNNING trial
+    that the loop did not have in hand, so nothing stopped it."""
+    from nasmlcn.search._loop.runner import stops_held
+
+    done = []
+    with pytest.raises(KeyboardInterrupt), stops_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)  # its echo
+        time.sleep(0.05)
+        done.append("claimed")
+    assert done == ["claimed"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
