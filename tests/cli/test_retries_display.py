@@ -39,6 +39,17 @@ class _StopOn(ProxyEvaluator):
         return super().evaluate(job, on_epoch)
 
 
+class _TimeoutOn(_StopOn):
+    """The proxy, with the search's --timeout stopping the trial ``number`` mid-epoch."""
+
+    def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
+        from nasmlcn.training import TrainingStopped
+
+        if job.trial == self.number:
+            raise TrainingStopped("stopped by the search's --timeout 60 s (in epoch 1, batch 3)")
+        return super().evaluate(job, on_epoch)
+
+
 class _FailOn(ProxyEvaluator):
     """The proxy, failing (an error in training, not retried) on trial ``number``."""
 
@@ -177,3 +188,12 @@ def test_a_multi_objective_search_marks_the_trials_that_join_the_front(tmp_path:
     assert front
     assert front <= marked  # every trial of the final front joined it when it ended
     assert len(marked) < len(lines)  # and not every trial did
+
+
+def test_a_trial_the_search_timeout_stopped_is_said_queued_again_once(tmp_path: Path) -> None:
+    text, _ = _display(_config(tmp_path), _TimeoutOn(1))
+    (line,) = (row for row in text.splitlines() if row.startswith("trial 1:"))
+    assert line == (
+        "trial 1: FAIL — stopped by the search's --timeout 60 s (in epoch 1, batch 3); "
+        "queued again as #2 (not counted toward --trials)"
+    )

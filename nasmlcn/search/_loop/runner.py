@@ -294,7 +294,7 @@ def _stopped(
     reason = (
         "stopped by SIGTERM"
         if isinstance(stop, Terminated)
-        else f"{stop}; queued again, a re-run resumes it"
+        else str(stop)  # the display adds "queued again as #M"
         if isinstance(stop, SearchTimeout)
         else "interrupted by the user (Ctrl-C)"
     )
