@@ -88,19 +88,24 @@ def print_result(result: SearchResult, config: SearchConfig) -> None:
         for f in result.failures:
             out.print(f"  trial {f.number}: {f.reason}", highlight=False, soft_wrap=True)
     _print_pruning(result, config)
-    _print_stop(result.stopped)
+    _print_stop(result)
 
 
-def _print_stop(stopped: str) -> None:
+def _print_stop(result: SearchResult) -> None:
     """Why the run stopped, where it is not that it reached --trials."""
     from nasmlcn.search import REPEATS_IN_A_ROW
 
+    stopped = result.stopped
     if stopped == "interrupted":
-        tell_interrupted(
-            out,
-            "[yellow]interrupted: a trial that was running is marked FAIL and queued again; re-run "
-            "the same command to continue (it resumes that trial)[/]",
+        queued = [f"#{t.number}" for t in result.run_trials if t.queued_again_as is not None]
+        what = (
+            f"{'trials' if len(queued) > 1 else 'trial'} {', '.join(queued)} marked FAIL and "
+            "queued again; re-run the same command to continue (it resumes "
+            f"{'them' if len(queued) > 1 else 'it'})"
+            if queued
+            else "no trial was running; re-run the same command to continue"
         )
+        tell_interrupted(out, f"[yellow]interrupted: {what}[/]", highlight=False)
     elif stopped == "timeout":
         out.print("stopped by --timeout; re-run the same command to continue")
     elif stopped == "failures":

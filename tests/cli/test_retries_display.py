@@ -197,3 +197,18 @@ def test_a_trial_the_search_timeout_stopped_is_said_queued_again_once(tmp_path: 
         "trial 1: FAIL — stopped by the search's --timeout 60 s (in epoch 1, batch 3); "
         "queued again as #2 (not counted toward --trials)"
     )
+
+
+def test_the_summary_names_the_trial_an_interrupt_queued_again(tmp_path: Path) -> None:
+    from nasmlcn.cli._console import out
+    from nasmlcn.cli._search_report import print_result
+
+    config = _config(tmp_path)
+    result = run_search(config, evaluator=_StopOn(1))
+    with out.capture() as captured:
+        print_result(result, config)
+    text = " ".join(captured.get().split())  # unwrapped
+    assert (
+        "interrupted: trial #1 marked FAIL and queued again; re-run the same command to "
+        "continue (it resumes it)"
+    ) in text
