@@ -106,6 +106,18 @@ class SearchProgress(ProgressDisplay, SearchObserver):
                 highlight=False,
             )
 
+    def on_wait(self, running: tuple[int, ...], grace: float) -> None:
+        if not running:
+            return
+        trials = ", ".join(f"#{n}" for n in running)
+        self.console.print(
+            f"waiting: the trials left are claimed by {trials}, running elsewhere; "
+            f"{'each' if len(running) > 1 else 'it'} is failed, queued again and taken "
+            f"here if silent for --grace {grace:g} s (a worker that died)",
+            highlight=False,
+            soft_wrap=True,
+        )
+
     def on_trial_end(self, outcome: TrialOutcome) -> None:
         assert self._start is not None
         self._last_epoch_at.pop(outcome.number, None)

@@ -211,6 +211,33 @@ def test_a_trial_without_any_heartbeat_goes_stale_after_the_grace(tmp_path: Path
     assert trials[orphan.number].user_attrs["failure"] == "crash"
 
 
+def test_a_run_waiting_for_a_trial_running_elsewhere_says_so_once(tmp_path: Path) -> None:
+    """A re-run whose trials left are claimed by a RUNNING trial (a run that died
+    moments ago) waited up to --grace without a word."""
+    import io
+
+    from rich.console import Console
+
+    from nasmlcn.cli._search_progress import SearchProgress
+
+    c = config(f"sqlite:///{tmp_path / 'wait.db'}", "s", 2, 1.0)
+    run_search(c.with_overrides(trials=1))
+    study = optuna.load_study(study_name="s", storage=c.storage)
+    orphan = study.ask()  # RUNNING since now, claimed by nobody alive
+    orphan.suggest_int("num_lanes", 2, 2)
+    text = io.StringIO()
+    with SearchProgress(Console(file=text, force_terminal=False, width=300)) as progress:
+        result = run_search(c, [progress])
+    assert result.stopped == "trials"
+    waits = [line for line in text.getvalue().splitlines() if line.startswith("waiting")]
+    assert waits == [
+        f"waiting: the trials left are claimed by #{orphan.number}, running elsewhere; it is "
+        "failed, queued again and taken here if silent for --grace 1 s (a worker that died)"
+    ]
+    trials = load_existing_study("s", c.storage).trials
+    assert trials[orphan.number].state == TrialState.FAIL
+
+
 def test_trial_timeout_prunes_at_an_epoch_boundary_keeping_its_epochs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -48,6 +48,12 @@ class SearchObserver:
     def on_trial_end(self, outcome: TrialOutcome) -> None:
         pass
 
+    def on_wait(self, running: tuple[int, ...], grace: float) -> None:
+        """Every trial left to run is claimed, by these RUNNING trials of other
+        processes: the run waits for them to end, or to go silent for ``grace``
+        seconds (a dead worker's), when it fails, queues and takes them. Told again
+        when the running trials change."""
+
     def on_end(self, result: SearchResult) -> None:
         """After the last trial of this run (also after Ctrl-C or a time limit)."""
 
@@ -98,6 +104,9 @@ class Observers(SearchObserver):
 
     def on_trial_end(self, outcome: TrialOutcome) -> None:
         self._each("on_trial_end", outcome)
+
+    def on_wait(self, running: tuple[int, ...], grace: float) -> None:
+        self._each("on_wait", running, grace)
 
     def on_end(self, result: SearchResult) -> None:
         self._each("on_end", result)

@@ -161,6 +161,7 @@ def _run_search(
     )
     index = failed_in_a_row = repeats_in_a_row = 0
     pauses = waits(config.poll_seconds)
+    waited_for: tuple[int, ...] = ()
     while True:
         if deadline is not None and time.perf_counter() >= deadline:
             result.stopped = "timeout"
@@ -179,9 +180,14 @@ def _run_search(
                 result.stopped = "trials"
                 break
             if taken.action == "wait":  # the target is claimed; a running trial may die
+                running = _running(study)
+                if running != waited_for:
+                    observer.on_wait(running, config.grace)
+                    waited_for = running
                 time.sleep(next(pauses))
                 continue
             pauses = waits(config.poll_seconds)  # the next wait starts short again
+            waited_for = ()
             assert trial is not None
             index += 1
             outcome = _run_trial(run, trial, index, retried, store, Path(workdir.name), tick)
@@ -379,6 +385,11 @@ def sample(study: optuna.Study, trial: optuna.Trial, distributions: dict[str, An
         raise SearchError(
             f"trial {trial.number} of study {study.study_name!r}: {reason}; it is marked FAIL"
         ) from None
+
+
+def _running(study: optuna.Study) -> tuple[int, ...]:
+    """The numbers of ``study``'s RUNNING trials."""
+    return tuple(t.number for t in study.get_trials(deepcopy=False, states=(_state("RUNNING"),)))
 
 
 def _fail_running_of_this_run(study: optuna.Study) -> None:
