@@ -33,12 +33,13 @@ def train(options: TrainOptions) -> None:
     from nasmlcn.training import train as train_job
 
     job = options.job()
+    where = options.parallel()  # its errors too before anything starts
     reporting = reports_here()
     try:
         with contextlib.ExitStack() as stack:
             show = reporting and not options.quiet
             callbacks = [stack.enter_context(TrainProgress(err, title(job)))] if show else []
-            report = train_job(job, callbacks=callbacks, **options.parallel())
+            report = train_job(job, callbacks=callbacks, **where)
     except KeyboardInterrupt:  # Ctrl-C: exit 130, nothing on stdout, what is kept on stderr
         if reporting:
             tell_interrupted(

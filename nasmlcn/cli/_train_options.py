@@ -23,6 +23,7 @@ from nasmlcn.specs import DECODERS, DEFAULT_LANES, DEFAULT_VOTE_INIT, ROUTINGS, 
 from nasmlcn.training import TrainConfig
 
 if TYPE_CHECKING:
+    from nasmlcn.hardware import DeviceSpec
     from nasmlcn.specs import ArchSpec
     from nasmlcn.training import TrainJob
 
@@ -119,6 +120,15 @@ class TrainOptions:
             "the lanes are placed as for them, and each one's lanes run on a local device "
             "(--run-on; auto: the matching GPUs). 2xcpu is legal in one process but gives "
             "no speedup: use --processes for CPU parallelism.",
+        )
+    )
+    device_file: Path | None = option(  # noqa: RUF009
+        typer.Option(
+            None,
+            "--device-file",
+            parser=local_file,
+            help="A TOML device catalog that extends the built-in one, for --devices "
+            "(as in search).",
         )
     )
     placement: str = option(
@@ -230,13 +240,27 @@ class TrainOptions:
     def parallel(self) -> dict[str, Any]:
         """Where the job trains: ``nasmlcn.training.train``'s keyword arguments."""
         return {
-            "devices": self.devices,
+            "devices": self._target_devices(),
             "placement": self.placement,
             "processes": self.processes,
             "parallelism": self.parallelism,
             "device": self.run_on,
             "timeout_s": self.rank_timeout,
         }
+
+    def _target_devices(self) -> str | tuple[DeviceSpec, ...] | None:
+        """``--devices``, read with ``--device-file``'s kinds where one is given."""
+        if self.device_file is None:
+            return self.devices
+        from nasmlcn.errors import DeviceError
+        from nasmlcn.hardware import load_catalog, parse_devices
+
+        if self.devices is None:
+            raise DeviceError(
+                "--device-file gives the kinds that --devices names; give --devices too "
+                "(e.g. --devices 2xMYGPU)"
+            )
+        return parse_devices(self.devices, catalog=load_catalog(str(self.device_file)))
 
 
 def title(job: TrainJob) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from nasmlcn.hardware import DeviceSpec
     from nasmlcn.specs import MLCNSpec
 
 PARALLELISMS = ("lanes", "data")
@@ -20,7 +21,7 @@ def rank_assignment(target_assignment: Sequence[int], world_size: int) -> tuple[
 
 def plan_assignment(
     spec: MLCNSpec,
-    devices: str | None,
+    devices: str | Sequence[DeviceSpec] | None,
     *,
     strategy: str = "greedy",
     processes: int = 1,
@@ -31,8 +32,10 @@ def plan_assignment(
 
     Args:
         spec: The model.
-        devices: Target devices (``2xH100``, ``1xK80,1xV100``); None: ``processes``
-            CPUs (a homogeneous pool, so the placement only balances lane costs).
+        devices: Target devices (``2xH100``, ``1xK80,1xV100``, or parsed:
+            ``parse_devices(text, catalog=load_catalog(device_file))``); None:
+            ``processes`` CPUs (a homogeneous pool, so the placement only balances lane
+            costs).
         strategy: A registered placement strategy (``greedy``, ``random``, ``optimal``).
         processes: Used when ``devices`` is None.
         batch_size: Batch size the lane costs are predicted for.
@@ -45,6 +48,11 @@ def plan_assignment(
     from nasmlcn.hardware import parse_devices
     from nasmlcn.planning import plan_model
 
-    targets = parse_devices(devices if devices else f"{processes}xcpu")
+    if isinstance(devices, str) and devices:
+        targets = parse_devices(devices)
+    elif devices:  # parsed already (with a device file's kinds)
+        targets = tuple(devices)
+    else:
+        targets = parse_devices(f"{processes}xcpu")
     plan = plan_model(spec, targets, strategy=strategy, batch_size=batch_size, seed=seed)
     return tuple(plan.placement.assignment), targets

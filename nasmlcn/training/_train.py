@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from nasmlcn.errors import DeviceError, SpecError
+from nasmlcn.hardware import DeviceSpec, format_devices
 from nasmlcn.training._callbacks import Callback
 from nasmlcn.training._job import InMemoryJob, TrainJob
 
@@ -35,7 +36,7 @@ def train(
     job: TrainJob,
     callbacks: Sequence[Callback] = (),
     *,
-    devices: str | None = None,
+    devices: str | Sequence[DeviceSpec] | None = None,
     placement: str = "greedy",
     processes: int = 1,
     parallelism: str = "lanes",
@@ -52,7 +53,7 @@ def train(
     job: TrainJob | InMemoryJob,
     callbacks: Sequence[Callback] = (),
     *,
-    devices: str | None = None,
+    devices: str | Sequence[DeviceSpec] | None = None,
     placement: str = "greedy",
     processes: int = 1,
     parallelism: str = "lanes",
@@ -81,7 +82,8 @@ def train(
     Args:
         job: What to train, on which data, and where the files go.
         callbacks: Receive progress; ``on_epoch_end`` may raise to stop.
-        devices: Target devices (``2xH100``, ``1xK80,1xV100``) to place the lanes on.
+        devices: Target devices (``2xH100``, ``1xK80,1xV100``) to place the lanes on,
+            as text or parsed (``parse_devices`` with a device file's catalog).
         placement: A registered placement strategy (``greedy``, ``random``, ``optimal``).
         processes: Local processes (ranks) to train with.
         parallelism: ``lanes`` (each rank owns some lanes) or ``data`` (DDP).
@@ -134,8 +136,13 @@ def _check_parallel_options(devices: Any, processes: Any, timeout_s: Any) -> Non
     trained on one device, ``timeout_s=-1`` ended in torch's C++ error)."""
     if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
         raise SpecError(f"processes must be an integer >= 1, got {processes!r}")
-    if devices is not None and (not isinstance(devices, str) or not devices.strip()):
-        raise SpecError(f"devices must name target devices (e.g. '2xH100'), got {devices!r}")
+    parsed = isinstance(devices, (tuple, list)) and all(isinstance(d, DeviceSpec) for d in devices)
+    named = isinstance(devices, str) and devices.strip()
+    if devices is not None and not (named or (parsed and devices)):
+        raise SpecError(
+            "devices must name target devices (e.g. '2xH100') or be DeviceSpecs "
+            f"(parse_devices), got {devices!r}"
+        )
     if timeout_s is not None and not (
         isinstance(timeout_s, int | float)
         and not isinstance(timeout_s, bool)
@@ -172,7 +179,7 @@ def run_job(arch: Any, splits: Any, config: Any, **options: Any) -> JobRun:
 def _train_parallel(
     job: TrainJob,
     *,
-    devices: str | None,
+    devices: str | Sequence[DeviceSpec] | None,
     placement: str,
     processes: int,
     parallelism: str,
@@ -243,7 +250,7 @@ def _check_processes(parallelism: str, processes: int, device: str, torchrun: bo
 
 
 def _plan_lanes(
-    job: TrainJob, devices: str | None, placement: str, world: int
+    job: TrainJob, devices: str | Sequence[DeviceSpec] | None, placement: str, world: int
 ) -> tuple[tuple[int, ...], tuple[Any, ...]]:
     """The lanes' placement on ``devices`` (or ``world`` processes), logged: lane ->
     target, and the targets."""
@@ -262,7 +269,7 @@ def _plan_lanes(
         logger.info(
             "lane placement (%s) on %s: %s",
             placement,
-            devices or "the processes",
+            _shown(devices) or "the processes",
             ", ".join(f"lane {i} -> {j}" for i, j in enumerate(assignment)),
         )
     return assignment, targets
@@ -270,7 +277,7 @@ def _plan_lanes(
 
 def _train_on_targets(
     job: TrainJob,
-    devices: str | None,
+    devices: str | Sequence[DeviceSpec] | None,
     targets: tuple[Any, ...],
     assignment: tuple[int, ...],
     device: str,
@@ -288,7 +295,7 @@ def _train_on_targets(
     device_map = map_targets(targets, device)
     if device_map is None:
         raise DeviceError(
-            f"the target devices {devices} are not on this machine; choose where their lanes "
+            f"the target devices {_shown(devices)} are not on this machine; choose where their lanes "
             "run with --run-on cpu or --run-on cuda:0,cuda:1 (target device j on entry j mod n), "
             "or use several CPU processes with --processes N"
         )
@@ -299,3 +306,10 @@ def _train_on_targets(
         assignment=assignment,
         callbacks=callbacks,
     )
+
+
+def _shown(devices: str | Sequence[DeviceSpec] | None) -> str:
+    """Target devices as ``--devices`` writes them."""
+    if devices is None or isinstance(devices, str):
+        return devices or ""
+    return format_devices(devices)

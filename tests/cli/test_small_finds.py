@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -132,3 +133,33 @@ def test_hidden_gpus_need_no_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     assert detect._gpu_may_be_present() is True
     monkeypatch.setattr(detect.os.path, "exists", lambda path: False)
     assert detect._gpu_may_be_present() is False
+
+
+def test_train_places_lanes_on_devices_of_a_device_file(tmp_path: Path, data_dir: Path) -> None:
+    """A device kind of one's own, searched with --device-file, could not be trained
+    on: train said "add it with --device-file", an option it did not have."""
+    catalog = tmp_path / "mine.toml"
+    catalog.write_text(
+        '[MYGPU]\nmemory = "16GiB"\npeak_flops = 10e12\nbandwidth = 500e9\nspeed = 2.0\n'
+    )
+    common = [
+        *("train", "--lanes", "mlcn1:2x2,mlcn1:2x2", "--run-on", "cpu", "--epochs", "1"),
+        *("--train-limit", "100", "--val-limit", "50", "--test-limit", "50", "--json"),
+        *("--data-dir", str(data_dir)),
+    ]
+    unknown = run_cli(*common, "--devices", "2xMYGPU", "--out", str(tmp_path / "a"))
+    assert unknown.returncode == 2
+    assert unknown.stderr.startswith("error: unknown device 'MYGPU'")
+    result = run_cli(
+        *common, "--devices", "2xMYGPU", "--device-file", str(catalog), "--out", str(tmp_path / "b")
+    )
+    assert result.returncode == 0, result.stderr
+    parallel = json.loads(result.stdout)["parallel"]
+    assert sorted(set(parallel["assignment"])) == [0, 1]  # one lane on each MYGPU
+    alone = run_cli(*common, "--device-file", str(catalog), "--out", str(tmp_path / "c"))
+    assert alone.returncode == 2
+    assert alone.stderr.strip() == (
+        "error: --device-file gives the kinds that --devices names; give --devices too "
+        "(e.g. --devices 2xMYGPU)"
+    )
+    assert not (tmp_path / "c").exists()
