@@ -134,13 +134,16 @@ class SearchProgress(ProgressDisplay, SearchObserver):
                 for metric, value in zip(self._start.metric_names, outcome.values, strict=False)
             )
             first = outcome.values[0]
-            better = self._best is None or (
-                first > self._best
-                if self._start.directions[0] == "maximize"
-                else first < self._best
+            # the study's best before it, other processes' trials included
+            rival = (
+                self._best_so_far(self._start, excluding=outcome.number)
+                if self._study is not None
+                else self._best
             )
-            if better:
-                self._best = first
+            better = rival is None or (
+                first > rival if self._start.directions[0] == "maximize" else first < rival
+            )
+            self._best = first if better else rival
             if len(self._start.directions) > 1:
                 # several objectives: the news is a trial on the front, not a best first
                 # objective (a cheaper trial may join it at a lower accuracy)
@@ -184,16 +187,17 @@ class SearchProgress(ProgressDisplay, SearchObserver):
             return ""
         return f"best {self._start.metric_names[0]} {self._best:.4g}"
 
-    def _best_so_far(self, start: SearchStart) -> float | None:
+    def _best_so_far(self, start: SearchStart, excluding: int | None = None) -> float | None:
         """The first objective's best over the study's complete trials (a continued
-        study's earlier runs included), so "best so far" means the study's."""
+        study's earlier runs and other processes' trials included), so "best so far"
+        means the study's; ``excluding`` a trial."""
         if self._study is None:
             return None
         try:
             values = [
                 t.values[0]
                 for t in self._study.get_trials(deepcopy=False)
-                if t.state.name == "COMPLETE" and t.values
+                if t.state.name == "COMPLETE" and t.values and t.number != excluding
             ]
         except Exception:  # a display never stops a search
             return None

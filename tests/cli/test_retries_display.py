@@ -212,3 +212,30 @@ def test_the_summary_names_the_trial_an_interrupt_queued_again(tmp_path: Path) -
         "interrupted: trial #1 marked FAIL and queued again; re-run the same command to "
         "continue (it resumes it)"
     ) in text
+
+
+class _RivalFinishesDuring(ProxyEvaluator):
+    """The proxy; while trial ``number`` trains, another process finishes a trial of
+    the same study with an accuracy no proxy model reaches."""
+
+    def __init__(self, number: int, storage: str) -> None:
+        super().__init__()
+        self.number, self.storage = number, storage
+
+    def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
+        if job.trial == self.number:
+            import optuna
+
+            rival = optuna.load_study(study_name="s", storage=self.storage)
+            rival.tell(rival.ask(), 0.999)
+        return super().evaluate(job, on_epoch)
+
+
+def test_best_so_far_counts_the_trials_other_processes_finish_meanwhile(tmp_path: Path) -> None:
+    """Workers started by hand on one study: each display said "best so far" of its
+    own trials, above a better one another worker had finished meanwhile."""
+    config = _config(tmp_path, trials=3)
+    text, _ = _display(config, _RivalFinishesDuring(0, config.storage))
+    lines = [line for line in text.splitlines() if line.startswith("trial ")]
+    assert len(lines) == 2  # the rival's trial counts toward --trials 3
+    assert not [line for line in lines if "best so far" in line], text
