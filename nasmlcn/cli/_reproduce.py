@@ -25,8 +25,8 @@ def _minutes(value: float) -> str:
     return f"{value:.0f} min" if value >= 1 else "<1 min"
 
 
-def _listing(recipe: Recipe) -> dict[str, Any]:
-    from nasmlcn.reproduce import PAPERS, SCALES
+def _listing(recipe: Recipe, out_dir: Path) -> dict[str, Any]:
+    from nasmlcn.reproduce import PAPERS, SCALES, run_state
 
     return {
         "name": recipe.name,
@@ -42,18 +42,19 @@ def _listing(recipe: Recipe) -> dict[str, Any]:
                 "here_measured": recipe.scales[s].measured,
                 "gpu_measured": recipe.scales[s].gpu_measured,
                 "differs": recipe.scales[s].differs,
+                "in_out": run_state(out_dir, recipe, s),
             }
             for s in SCALES
         },
     }
 
 
-def _print_list(recipes: list[Recipe], as_json: bool) -> None:
+def _print_list(recipes: list[Recipe], out_dir: Path, as_json: bool) -> None:
     from nasmlcn.reproduce import SCALES
 
-    entries = [_listing(r) for r in recipes]
+    entries = [_listing(r, out_dir) for r in recipes]
     if as_json:
-        print(json.dumps({"results": entries}))
+        print(json.dumps({"out": str(out_dir), "results": entries}))
         return
     from rich.table import Table
 
@@ -67,6 +68,7 @@ def _print_list(recipes: list[Recipe], as_json: bool) -> None:
             f"{_minutes(e['scales'][s]['minutes_here'])} / "
             f"{'' if e['scales'][s]['gpu_measured'] else '~'}"
             f"{_minutes(e['scales'][s]['minutes_gpu'])}"
+            + (f"\n{e['scales'][s]['in_out']} in --out" if e["scales"][s]["in_out"] else "")
             for s in SCALES
         ]
         what = f"[bold]{e['name']}[/bold] ({e['paper']} {e['result']}): {e['measures']}"
@@ -74,7 +76,9 @@ def _print_list(recipes: list[Recipe], as_json: bool) -> None:
     out.print(table)
     out.print(
         "Times: here = this project's 2-core CI machine; GPU = one H200 (measured, or ~"
-        " estimated). Run one: nasmlcn reproduce NAME --scale SCALE"
+        f" estimated); a run in {str(out_dir)!r} (--out) shows its state under its times. Run"
+        " one: nasmlcn reproduce NAME --scale SCALE",
+        highlight=False,
     )
 
 
@@ -82,7 +86,9 @@ def reproduce(
     name: str | None = typer.Argument(
         None, help=f"The result to run (see --list), or '{ALL}' for every one."
     ),
-    list_: bool = typer.Option(False, "--list", help="List the results and their run times."),
+    list_: bool = typer.Option(
+        False, "--list", help="List the results, their run times and how their runs in --out stand."
+    ),
     scale: str = typer.Option(
         "reduced",
         "--scale",
@@ -114,8 +120,10 @@ def reproduce(
         raise ReproduceError(f"unknown --scale {scale!r} (scales: {', '.join(SCALES)})")
     # Checked with --list too: a misspelt name or scale is refused, never ignored.
     named = None if name is None or name == ALL else find_recipe(name)
-    if list_:  # of the named result alone, if one is named
-        _print_list(all_recipes() if named is None else [named], as_json)
+    if list_:  # of the named result alone, if one is named; and how it stands in --out
+        if force:
+            raise ReproduceError("--list runs nothing: leave --force out, or --list")
+        _print_list(all_recipes() if named is None else [named], out_dir, as_json)
         return
     recipes = all_recipes() if named is None else [named]
     from nasmlcn._io import probe_folder

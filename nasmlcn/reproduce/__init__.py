@@ -14,7 +14,7 @@ from nasmlcn.reproduce._papers import PAPERS, Paper
 from nasmlcn.reproduce._recipe import SCALES, Comparison, Recipe, Scale, load_recipe
 from nasmlcn.reproduce._report import Report, read_summaries, write_index, write_report
 from nasmlcn.reproduce._reproduce import DEFAULT_OUT, reproduce
-from nasmlcn.reproduce._runner import RunOutcome, run_result
+from nasmlcn.reproduce._runner import RunOutcome, run_result, run_state
 from nasmlcn.reproduce._values import evaluate
 from nasmlcn.reproduce._verdict import VERDICTS, Row, Verdict, compare, verdict
 
@@ -40,6 +40,7 @@ __all__ = [
     "read_summaries",
     "reproduce",
     "run_result",
+    "run_state",
     "studies_dir",
     "verdict",
     "write_index",

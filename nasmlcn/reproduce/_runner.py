@@ -54,6 +54,14 @@ def run_folder(out: Path, recipe: Recipe, scale: str) -> Path:
     return out / recipe.name / scale
 
 
+def run_state(out: Path, recipe: Recipe, scale: str) -> str | None:
+    """How ``recipe``'s run at ``scale`` in ``out`` stands: ``done``, ``running``
+    (or killed while it ran), ``failed`` or ``stopped``; None where none started."""
+    record = _read(run_folder(out, recipe, scale) / RUN_FILE)
+    state = record.get("state") if record is not None else None
+    return state if isinstance(state, str) else None
+
+
 def machine() -> dict[str, Any]:
     """This machine, as reports name it: OS, CPU model and cores, and any CUDA GPU
     (read with ``nvidia-smi``, so that torch need not load)."""

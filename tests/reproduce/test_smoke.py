@@ -123,6 +123,29 @@ def test_list_with_a_known_name_lists_it_and_with_all_lists_all() -> None:
         assert [r["name"] for r in json.loads(done.stdout)["results"]] == listed
 
 
+def test_list_shows_how_each_run_in_out_stands(tmp_path: Path) -> None:
+    """--list took --out and --force and ignored both."""
+    out = tmp_path / "out"
+    ran = run_cli("reproduce", "nascaps-table3", "--scale", "smoke", "--out", str(out))
+    assert ran.returncode == 0, ran.stderr
+    done = run_cli("reproduce", "nascaps-table3", "--list", "--out", str(out), "--json")
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout)
+    assert listed["out"] == str(out)
+    (entry,) = listed["results"]
+    assert {s: v["in_out"] for s, v in entry["scales"].items()} == {
+        "smoke": "done",
+        "reduced": None,
+        "full": None,
+    }
+    table = run_cli("reproduce", "nascaps-table3", "--list", "--out", str(out))
+    assert "done in --out" in table.stdout
+    forced = run_cli("reproduce", "--list", "--force", "--out", str(tmp_path / "none"))
+    assert forced.returncode == 2
+    assert forced.stderr.strip() == "error: --list runs nothing: leave --force out, or --list"
+    assert not (tmp_path / "none").exists()
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_a_whole_smoke_run_of_every_recipe_and_its_continuation(
