@@ -79,12 +79,21 @@ def search(
         if not as_json:
             print_result(result, one)
         runs.append((one, result))
+        if result.stopped in STOPPED_BY_SIGNAL:  # Ctrl-C or SIGTERM ends the sweep too
+            break
     if as_json:
         payloads = [result_json(c, r) for c, r in runs]
         print(json.dumps(payloads[0] if len(payloads) == 1 else {"sweep": payloads}))
     elif len(runs) > 1:
         print_sweep([r for _, r in runs])
-    return 130 if any(r.stopped == "interrupted" for _, r in runs) else 0
+    return next(
+        (STOPPED_BY_SIGNAL[r.stopped] for _, r in runs if r.stopped in STOPPED_BY_SIGNAL), 0
+    )
+
+
+STOPPED_BY_SIGNAL = {"interrupted": 130, "terminated": 143}
+"""A run's stop by Ctrl-C (SIGINT) or SIGTERM, and the command's exit status then
+(128 + the signal's number, as a shell reports a process the signal ended)."""
 
 
 def _refuse_swept(options: dict[str, Any], sweep: dict[str, list[Any]], recipe: Path) -> None:

@@ -96,7 +96,7 @@ def _print_stop(result: SearchResult) -> None:
     from nasmlcn.search import REPEATS_IN_A_ROW
 
     stopped = result.stopped
-    if stopped == "interrupted":
+    if stopped in ("interrupted", "terminated"):
         queued = [f"#{t.number}" for t in result.run_trials if t.queued_again_as is not None]
         what = (
             f"{'trials' if len(queued) > 1 else 'trial'} {', '.join(queued)} marked FAIL and "
@@ -105,7 +105,8 @@ def _print_stop(result: SearchResult) -> None:
             if queued
             else "no trial was running; re-run the same command to continue"
         )
-        tell_interrupted(out, f"[yellow]interrupted: {what}[/]", highlight=False)
+        why = "stopped by SIGTERM" if stopped == "terminated" else "interrupted"
+        tell_interrupted(out, f"[yellow]{why}: {what}[/]", highlight=False)
     elif stopped == "timeout":
         out.print("stopped by --timeout; re-run the same command to continue")
     elif stopped == "failures":

@@ -267,7 +267,7 @@ class MlflowObserver(SearchObserver):
             metrics["pareto_front_size"] = float(len(result.best))
         self._log(self.parent_id, metrics=metrics)
         self.client.set_tag(self.parent_id, "stopped", result.stopped)
-        status = "KILLED" if result.stopped == "interrupted" else "FINISHED"
+        status = "KILLED" if result.stopped in ("interrupted", "terminated") else "FINISHED"
         self.client.set_terminated(self.parent_id, status=status)
 
     # -- one child run per trial -------------------------------------------------

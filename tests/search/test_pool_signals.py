@@ -18,12 +18,13 @@ from optuna.trial import TrialState
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _search(tmp_path: Path, trials: int) -> subprocess.Popen[str]:
+def _search(tmp_path: Path, trials: int, *more: str) -> subprocess.Popen[str]:
     args = [
         *(sys.executable, "-m", "nasmlcn", "search", "--evaluator", "proxy"),
-        *("--devices", "2xK80", "--mem", "12GB", "--trials", str(trials), "--workers", "2"),
-        *("--storage", f"sqlite:///{tmp_path / 's.db'}", "--study", "s"),
+        *("--devices", "2xK80", "--mem", "12GB", "--trials", str(trials)),
+        *("--storage", f"sqlite:///{tmp_path / 's.db'}"),
         *("--artifacts", str(tmp_path / "art"), "--quiet"),
+        *(more or ("--workers", "2", "--study", "s")),
     ]
     return subprocess.Popen(
         args,
@@ -33,6 +34,17 @@ def _search(tmp_path: Path, trials: int) -> subprocess.Popen[str]:
         cwd=ROOT,
         start_new_session=True,  # its own process group, as a terminal's job is
     )
+
+
+def _finish(search: subprocess.Popen[str]) -> tuple[str, str]:
+    """Its stdout and stderr once it ends; a search still running after two minutes
+    (and its workers) is killed, and the test fails."""
+    try:
+        return search.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(search.pid, signal.SIGKILL)
+        search.communicate()
+        raise
 
 
 def _workers_of(pid: int) -> list[int]:
@@ -60,7 +72,7 @@ def test_ctrl_c_while_the_workers_start_stops_the_run_cleanly(tmp_path: Path) ->
     search = _search(tmp_path, 100_000)
     _wait_for(lambda: len(_workers_of(search.pid)) == 2)
     os.killpg(search.pid, signal.SIGINT)  # the workers are still importing
-    out, err = search.communicate(timeout=120)
+    out, err = _finish(search)
     assert search.returncode == 130, err
     assert "Traceback" not in err
     assert "every worker failed" not in out + err
@@ -69,9 +81,15 @@ def test_ctrl_c_while_the_workers_start_stops_the_run_cleanly(tmp_path: Path) ->
     assert not [t for t in study.trials if t.state == TrialState.RUNNING]
 
 
-def test_sigint_to_the_parent_alone_stops_its_workers(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("sig", "status", "said"),
+    [(signal.SIGINT, 130, "interrupted: "), (signal.SIGTERM, 143, "stopped by SIGTERM: ")],
+)
+def test_a_signal_to_the_parent_alone_stops_its_workers(
+    tmp_path: Path, sig: signal.Signals, status: int, said: str
+) -> None:
     """``kill -INT PID`` reaches the parent only: it used to wait, interrupted, while
-    its workers ran the whole study."""
+    its workers ran the whole study. A SIGTERM exits 143, not Ctrl-C's 130."""
     search = _search(tmp_path, 100_000)
     url = f"sqlite:///{tmp_path / 's.db'}"
 
@@ -83,10 +101,11 @@ def test_sigint_to_the_parent_alone_stops_its_workers(tmp_path: Path) -> None:
         return sum(t.state == TrialState.COMPLETE for t in trials) >= 2
 
     _wait_for(some_complete)
-    search.send_signal(signal.SIGINT)
-    _, err = search.communicate(timeout=120)
-    assert search.returncode == 130, err
+    search.send_signal(sig)
+    out, err = _finish(search)
+    assert search.returncode == status, err
     assert "Traceback" not in err
+    assert said in out
     trials = optuna.load_study(study_name="s", storage=url).trials
     assert len(trials) < 1000  # stopped, far from its 100,000 trials
     assert not [t for t in trials if t.state == TrialState.RUNNING]
@@ -164,3 +183,25 @@ def test_a_stop_while_a_trial_is_claimed_acts_once_the_claim_is_whole() -> None:
         done.append("claimed")
     assert done == ["claimed"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_ends_a_sweep_not_only_its_study(tmp_path: Path) -> None:
+    """A recipe's [sweep] runs one study per value: Ctrl-C stopped the running
+    study, and the next one started."""
+    recipe = tmp_path / "sweep.toml"
+    recipe.write_text('[sweep]\nflops = ["1x", "2x", "4x"]\n')
+    search = _search(tmp_path, 100_000, "--config", str(recipe))
+    search_db = f"sqlite:///{tmp_path / 's.db'}"
+
+    def first_has_trials() -> bool:
+        try:
+            summaries = optuna.get_all_study_summaries(search_db)
+        except Exception:  # not made yet
+            return False
+        return any(s.n_trials >= 2 for s in summaries)
+
+    _wait_for(first_has_trials)
+    os.killpg(search.pid, signal.SIGINT)
+    _, err = _finish(search)
+    assert search.returncode == 130, err
+    assert len(optuna.get_all_study_summaries(search_db)) == 1  # no other study started

@@ -66,7 +66,13 @@ class SearchStart:
 
 @dataclass
 class SearchResult:
-    """The outcome of one ``run_search`` (a run may continue an existing study)."""
+    """The outcome of one ``run_search`` (a run may continue an existing study).
+
+    ``stopped`` says why the run ended: ``trials`` (the target is reached),
+    ``timeout`` (the search's ``--timeout``), ``interrupted`` (Ctrl-C),
+    ``terminated`` (SIGTERM), ``failures`` (trials failed in a row) or ``repeats``
+    (the sampler proposed only models already trained).
+    """
 
     study: str
     storage: str

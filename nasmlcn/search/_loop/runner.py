@@ -193,7 +193,13 @@ def _run_search(
             outcome = _run_trial(run, trial, index, retried, store, Path(workdir.name), tick)
         except (SearchTimeout, KeyboardInterrupt) as stop:
             # the search's --timeout stops a trial as Ctrl-C does: queued again
-            result.stopped = "timeout" if isinstance(stop, SearchTimeout) else "interrupted"
+            result.stopped = (
+                "timeout"
+                if isinstance(stop, SearchTimeout)
+                else "terminated"
+                if isinstance(stop, Terminated)
+                else "interrupted"
+            )
             _record_stop(run, trial, retried, stop, result)
             break
         failed_in_a_row = failed_in_a_row + 1 if outcome.state == "FAIL" else 0

@@ -39,7 +39,7 @@ from nasmlcn.search._config.config import WORKERS_PER_GPU_ENV, SearchConfig
 from nasmlcn.search._evaluators.evaluator import EVALUATORS, EpochReport
 from nasmlcn.search._loop.observer import Observers, SearchObserver
 from nasmlcn.search._loop.outcome import SearchResult, TrialOutcome
-from nasmlcn.search._loop.runner import run_in_process, start_run, summarize_study
+from nasmlcn.search._loop.runner import Terminated, run_in_process, start_run, summarize_study
 from nasmlcn.search._prepare.entry import quiet_optuna, require_storage, require_tracker
 from nasmlcn.search._prepare.open_study import open_search
 from nasmlcn.search._prepare.setup import SearchSetup, setup_search
@@ -300,8 +300,9 @@ def _worker(
         take_stop_signals(stop)  # ignored since the parent started it (StopRelay)
         observers = [make() for make in observer_factories]
         result = run_in_process(config, [_ToParent(channel, slot.index), *observers])
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM, the first while it started too
-        channel.put(("done", slot.index, "interrupted"))
+    except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM, the first while it started too
+        stopped = "terminated" if isinstance(stop, Terminated) else "interrupted"
+        channel.put(("done", slot.index, stopped))
         return
     except Exception as err:
         channel.put(("error", slot.index, f"{type(err).__name__}: {err}"))
@@ -450,6 +451,8 @@ def _close_result(
     values = set(stops.values())
     if interrupted or "interrupted" in values:
         result.stopped = "interrupted"
+    elif "terminated" in values:
+        result.stopped = "terminated"
     elif "timeout" in values:
         result.stopped = "timeout"
     elif "failures" in values and "trials" not in values:
