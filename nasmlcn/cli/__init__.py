@@ -13,6 +13,7 @@ import traceback
 import typer
 
 from nasmlcn._exit import before_exit
+from nasmlcn._signals import EXIT_INTERRUPTED
 from nasmlcn.cli._app import app
 from nasmlcn.cli._console import interruption_told, print_error
 from nasmlcn.errors import NasmlcnError
@@ -21,7 +22,6 @@ __all__ = ["app", "main", "run"]
 
 EXIT_USER_ERROR = 2
 EXIT_FAILURE = 1
-EXIT_INTERRUPTED = 130
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 
+from nasmlcn._signals import EXIT_INTERRUPTED, EXIT_TERMINATED
 from nasmlcn.cli._config_options import with_config_options
 from nasmlcn.cli._console import err
 from nasmlcn.cli._options import JSON, local_file
@@ -91,9 +92,8 @@ def search(
     )
 
 
-STOPPED_BY_SIGNAL = {"interrupted": 130, "terminated": 143}
-"""A run's stop by Ctrl-C (SIGINT) or SIGTERM, and the command's exit status then
-(128 + the signal's number, as a shell reports a process the signal ended)."""
+STOPPED_BY_SIGNAL = {"interrupted": EXIT_INTERRUPTED, "terminated": EXIT_TERMINATED}
+"""A run's stop by Ctrl-C (SIGINT) or SIGTERM, and the command's exit status then."""
 
 
 def _refuse_swept(options: dict[str, Any], sweep: dict[str, list[Any]], recipe: Path) -> None:

@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import typer
+
+from nasmlcn._signals import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
 from nasmlcn.cli._command_options import takes
 from nasmlcn.cli._console import err, out, tell_interrupted
 from nasmlcn.cli._train_options import TrainOptions, title
@@ -37,14 +40,19 @@ def train(options: TrainOptions) -> None:
     reporting = reports_here()
     try:
         with contextlib.ExitStack() as stack:
+            stack.enter_context(sigterm_as_interrupt())  # a scheduler's stop, as Ctrl-C
             show = reporting and not options.quiet
             callbacks = [stack.enter_context(TrainProgress(err, title(job)))] if show else []
             report = train_job(job, callbacks=callbacks, **where)
-    except KeyboardInterrupt:  # Ctrl-C: exit 130, nothing on stdout, what is kept on stderr
+    except KeyboardInterrupt as stop:  # exit 130 (SIGTERM: 143), what is kept on stderr
+        terminated = isinstance(stop, Terminated)
         if reporting:
-            tell_interrupted(
-                err, _interrupted(options, job), style="yellow", markup=False, soft_wrap=True
-            )
+            told = _interrupted(options, job)
+            if terminated:
+                told = told.replace("interrupted", "stopped by SIGTERM", 1)
+            tell_interrupted(err, told, style="yellow", markup=False, soft_wrap=True)
+        if terminated:
+            raise typer.Exit(EXIT_TERMINATED) from None
         raise
     if report is None or not reporting:
         return

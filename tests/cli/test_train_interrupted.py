@@ -37,9 +37,13 @@ def _kept_line(out: Path) -> str:
     )
 
 
+def _as_ctrl_c(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # a SIGTERM the command did not take never kills the tests
+
+
 @contextmanager
-def _sigint_once(checkpoint: Path) -> Iterator[None]:
-    """Sends this process SIGINT (Ctrl-C) once ``checkpoint`` is written."""
+def _sigint_once(checkpoint: Path, sig: int = signal.SIGINT) -> Iterator[None]:
+    """Sends this process ``sig`` (Ctrl-C) once ``checkpoint`` is written."""
     done = threading.Event()
 
     def interrupt() -> None:
@@ -47,9 +51,10 @@ def _sigint_once(checkpoint: Path) -> Iterator[None]:
         while not checkpoint.exists() and not done.is_set() and time.monotonic() < deadline:
             time.sleep(0.01)
         if not done.is_set():
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), sig)
 
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    before = signal.signal(signal.SIGTERM, _as_ctrl_c)
     thread = threading.Thread(target=interrupt, daemon=True)
     thread.start()
     try:
@@ -58,6 +63,7 @@ def _sigint_once(checkpoint: Path) -> Iterator[None]:
         done.set()
         thread.join()
         signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGTERM, before)
 
 
 def test_an_interrupted_train_says_which_checkpoint_it_kept_and_how_to_resume(
@@ -69,6 +75,19 @@ def test_an_interrupted_train_says_which_checkpoint_it_kept_and_how_to_resume(
     assert done.returncode == 130
     assert done.stdout == ""
     assert done.stderr.splitlines() == [_kept_line(out)]
+
+
+def test_a_sigterm_d_train_says_so_and_exits_143(tmp_path: Path) -> None:
+    """A scheduler's SIGTERM killed train without a word; it now stops as Ctrl-C
+    does, with the exit status of a SIGTERM."""
+    out = tmp_path / "run"
+    with _sigint_once(out / "checkpoint.pt", signal.SIGTERM):
+        done = run_cli(*TRAIN, "--out", str(out))
+    assert done.returncode == 143
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        _kept_line(out).replace("interrupted", "stopped by SIGTERM", 1)
+    ]
 
 
 def test_an_interrupted_train_without_a_checkpoint_says_nothing_was_kept(

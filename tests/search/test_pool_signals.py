@@ -114,7 +114,7 @@ def test_a_signal_to_the_parent_alone_stops_its_workers(
 
 
 def test_a_signal_echo_is_ignored_and_a_later_one_raises() -> None:
-    from nasmlcn.search._loop.runner import SIGNAL_ECHO_S, raising
+    from nasmlcn._signals import SIGNAL_ECHO_S, raising
 
     handler = raising(KeyboardInterrupt)
     raised = 0
@@ -173,7 +173,7 @@ def test_the_relay_holds_a_signal_that_comes_while_workers_start_and_passes_it_o
 def test_a_stop_while_a_trial_is_claimed_acts_once_the_claim_is_whole() -> None:
     """Ctrl-C between Optuna's ask and the end of sampling left a RUNNING trial
     that the loop did not have in hand, so nothing stopped it."""
-    from nasmlcn.search._loop.runner import stops_held
+    from nasmlcn._signals import stops_held
 
     done = []
     with pytest.raises(KeyboardInterrupt), stops_held():

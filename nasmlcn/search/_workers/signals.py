@@ -11,7 +11,7 @@ import os
 import signal
 from typing import Any
 
-from nasmlcn.search._loop.runner import Terminated, raising
+from nasmlcn._signals import Terminated, raising
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -28,7 +28,7 @@ class StopRelay:
     stop cleanly (:func:`take_stop_signals`), then first looks at :attr:`stop` for
     one that came before. A terminal's Ctrl-C reaches the workers twice (from the
     terminal and from here); a worker takes it once
-    (:data:`~nasmlcn.search._loop.runner.SIGNAL_ECHO_S`). A SIGINT sent to the
+    (:data:`~nasmlcn._signals.SIGNAL_ECHO_S`). A SIGINT sent to the
     parent alone (``kill -INT``) stops the workers too."""
 
     def __init__(self) -> None:
@@ -81,8 +81,8 @@ class StopRelay:
 
 def take_stop_signals(stop: Any) -> None:
     """A worker's Ctrl-C and SIGTERM, taken once it can stop cleanly: each raises
-    (a SIGTERM as :class:`~nasmlcn.search._loop.runner.Terminated`), but not its
-    echo (:func:`~nasmlcn.search._loop.runner.raising`). One that came while the
+    (a SIGTERM as :class:`~nasmlcn._signals.Terminated`), but not its
+    echo (:func:`~nasmlcn._signals.raising`). One that came while the
     worker started (``stop``, set by its parent's :class:`StopRelay`) raises here."""
     signal.signal(signal.SIGINT, raising(KeyboardInterrupt))
     signal.signal(signal.SIGTERM, raising(Terminated))

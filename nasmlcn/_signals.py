@@ -1,0 +1,105 @@
+"""Ctrl-C and SIGTERM as a long job takes them (a search, a training): SIGTERM (a
+scheduler's stop) raised as :class:`Terminated`, a kind of ``KeyboardInterrupt``, so
+that it stops the job as Ctrl-C does; a signal's echo ignored; and blocks in which
+a stop waits (``stops_held``) or is ignored (``no_interrupts``). Main thread only:
+elsewhere each does nothing."""
+
+from __future__ import annotations
+
+import math
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+EXIT_TERMINATED = 128 + signal.SIGTERM
+"""A command's exit status after Ctrl-C (130) or SIGTERM (143): 128 + the signal's
+number, as a shell reports a process the signal ended."""
+
+
+@contextmanager
+def no_interrupts() -> Iterator[None]:
+    """Ignores Ctrl-C and SIGTERM while the interrupted trial is written down."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextmanager
+def stops_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait for the end of the block (main thread only), then
+    act as they would have: claiming a trial (ask, sample, heartbeat) is never cut
+    in half, which left a RUNNING trial that nothing stopped."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    previous: dict[int, Any] = {
+        s: signal.signal(s, lambda signum, frame: came.append(signum))
+        for s in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(came):  # once each: a relayed Ctrl-C comes twice
+            handler = previous[sig]
+            if callable(handler):
+                handler(sig, None)
+            elif handler == signal.SIG_DFL:
+                signal.raise_signal(sig)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a batch scheduler ending the job, ``kill``): handled as Ctrl-C."""
+
+    def __str__(self) -> str:
+        return "stopped by SIGTERM"
+
+
+SIGNAL_ECHO_S = 1.0
+"""A stop signal within this many seconds of the last one is its echo, and ignored:
+a terminal's Ctrl-C reaches a pool's worker twice (from the terminal and from its
+parent, :class:`~nasmlcn.search._workers.pool.StopRelay`), as a scheduler's SIGTERM
+to the whole job may; the second would cut short the writing down of the trial the
+first stopped. A later one (a second Ctrl-C) raises again."""
+
+
+def raising(error: type[BaseException]) -> Callable[[int, Any], None]:
+    """A signal handler that raises ``error``, except for an echo (:data:`SIGNAL_ECHO_S`)."""
+    last = -math.inf
+
+    def handler(signum: int, frame: Any) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last < SIGNAL_ECHO_S:
+            return
+        last = now
+        raise error()
+
+    return handler
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Turns SIGTERM into :class:`Terminated` for the block (main thread only), so a
+    scheduler's stop fails and queues the running trial, as Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    previous = signal.signal(signal.SIGTERM, raising(Terminated))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
