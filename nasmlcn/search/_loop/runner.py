@@ -190,13 +190,7 @@ def _run_search(
             outcome = _run_trial(run, trial, index, retried, store, Path(workdir.name), tick)
         except (SearchTimeout, KeyboardInterrupt) as stop:
             # the search's --timeout stops a trial as Ctrl-C does: queued again
-            result.stopped = (
-                "timeout"
-                if isinstance(stop, SearchTimeout)
-                else "terminated"
-                if isinstance(stop, Terminated)
-                else "interrupted"
-            )
+            result.stopped = _stop_kind(stop)
             _record_stop(run, trial, retried, stop, result)
             break
         failed_in_a_row = failed_in_a_row + 1 if outcome.state == "FAIL" else 0
@@ -260,6 +254,14 @@ def _run_trial(
     if files is not None:
         _close_files(run.study, files, run.config.keep_weights)
     return replace(outcome, timings=timings, retry_of=retry_of(trial, retried))
+
+
+def _stop_kind(stop: SearchTimeout | KeyboardInterrupt) -> str:
+    """``SearchResult.stopped`` for a stop: ``timeout``, ``terminated`` (SIGTERM) or
+    ``interrupted`` (Ctrl-C)."""
+    if isinstance(stop, SearchTimeout):
+        return "timeout"
+    return "terminated" if isinstance(stop, Terminated) else "interrupted"
 
 
 def _record_stop(
