@@ -211,10 +211,13 @@ def test_a_trial_without_any_heartbeat_goes_stale_after_the_grace(tmp_path: Path
     assert trials[orphan.number].user_attrs["failure"] == "crash"
 
 
+@pytest.mark.filterwarnings("ignore:Argument ``heartbeat_interval``")
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage")
 def test_a_run_waiting_for_a_trial_running_elsewhere_says_so_once(tmp_path: Path) -> None:
-    """A re-run whose trials left are claimed by a RUNNING trial (a run that died
-    moments ago) waited up to --grace without a word."""
+    """A re-run whose trials left are claimed by a RUNNING trial (a worker that dies
+    once the run waits for it) waited up to --grace without a word."""
     import io
+    import threading
 
     from rich.console import Console
 
@@ -222,12 +225,30 @@ def test_a_run_waiting_for_a_trial_running_elsewhere_says_so_once(tmp_path: Path
 
     c = config(f"sqlite:///{tmp_path / 'wait.db'}", "s", 2, 1.0)
     run_search(c.with_overrides(trials=1))
-    study = optuna.load_study(study_name="s", storage=c.storage)
-    orphan = study.ask()  # RUNNING since now, claimed by nobody alive
+    storage = optuna.storages.RDBStorage(c.storage, heartbeat_interval=1)
+    orphan = optuna.load_study(study_name="s", storage=storage).ask()
     orphan.suggest_int("num_lanes", 2, 2)
+    dies = threading.Event()
+
+    def alive() -> None:  # its worker beats until the run waits for it, then dies
+        while not dies.is_set():
+            storage.record_heartbeat(orphan._trial_id)
+            dies.wait(0.1)
+
+    class Dies(SearchProgress):
+        def on_wait(self, running: tuple[int, ...], grace: float) -> None:
+            dies.set()
+            super().on_wait(running, grace)
+
+    beating = threading.Thread(target=alive, daemon=True)
+    beating.start()
     text = io.StringIO()
-    with SearchProgress(Console(file=text, force_terminal=False, width=300)) as progress:
-        result = run_search(c, [progress])
+    try:
+        with Dies(Console(file=text, force_terminal=False, width=300)) as progress:
+            result = run_search(c, [progress])
+    finally:
+        dies.set()
+        beating.join()
     assert result.stopped == "trials"
     waits = [line for line in text.getvalue().splitlines() if line.startswith("waiting")]
     assert waits == [
