@@ -22,7 +22,7 @@ number, as a shell reports a process the signal ended."""
 
 @contextmanager
 def no_interrupts() -> Iterator[None]:
-    """Ignores Ctrl-C and SIGTERM while the interrupted trial is written down."""
+    """Ignores Ctrl-C and SIGTERM for the block (a stopped trial written down)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -360,9 +360,8 @@ def run_workers(
         config, setup, study, opened.resumed, finished(study, config.count_repeats), observer
     )
     result.warm_start = opened.warmed.to_dict() if opened.warmed is not None else None
-    with StopRelay() as relay:  # Ctrl-C and SIGTERM held until the workers can take them
-        processes, channel = _start_workers(config, slots, worker_observers, relay.stop)
-        relay.forward_to(processes)
+    with StopRelay() as relay:  # Ctrl-C and SIGTERM noted and passed on to the workers
+        processes, channel = _start_workers(config, slots, worker_observers, relay)
         stops, errors = _listen(observer, processes, channel, result)
         for process in processes:
             process.join()
@@ -377,10 +376,10 @@ def _start_workers(
     config: SearchConfig,
     slots: list[WorkerSlot],
     worker_observers: Sequence[Callable[[], SearchObserver]],
-    stop: Any,
+    relay: StopRelay,
 ) -> tuple[list[Any], Any]:
     """Starts one spawned process per slot; they report on the returned channel and
-    stop before their first trial once ``stop`` (an Event) is set."""
+    stop before their first trial once ``relay`` noted a Ctrl-C or SIGTERM."""
     context = multiprocessing.get_context("spawn")
     channel = context.Queue()
     processes = [
@@ -394,14 +393,15 @@ def _start_workers(
                 channel,
                 tuple(worker_observers),
                 logging.getLogger().hasHandlers(),
-                stop,
+                relay.stop,
             ),
             name=f"worker-{slot.index}",
         )
         for slot in slots
     ]
     for process in processes:
-        process.start()
+        with relay.starting(process):
+            process.start()
     return processes, channel
 
 

@@ -1,5 +1,5 @@
 """Ctrl-C and SIGTERM in a pool of workers (:mod:`~nasmlcn.search._workers.pool`):
-the parent holds them while its workers start, then passes each on to every worker
+the parent passes each on to every worker and notes it for those still starting
 (:class:`StopRelay`); a worker takes them once it can stop cleanly
 (:func:`take_stop_signals`)."""
 
@@ -9,6 +9,7 @@ import contextlib
 import multiprocessing
 import os
 import signal
+from collections.abc import Iterator
 from typing import Any
 
 from nasmlcn._signals import Terminated, raising
@@ -18,65 +19,63 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 class StopRelay:
     """Ctrl-C and SIGTERM for a pool's parent, in the main thread (elsewhere only
-    :attr:`stop` is made).
+    :attr:`stop` is made: a shared integer, the number of the first signal that
+    came, 0 before).
 
-    While the workers start, the signals are held (blocked, so none is lost) and
-    ignored by the workers, which inherit that: a worker half started would die of
-    one with a traceback. Then each signal is noted, set in :attr:`stop` and passed
-    on to every live worker, never raised, so the parent always waits for its
-    workers to write their trials down. A worker takes the signals once it can
-    stop cleanly (:func:`take_stop_signals`), then first looks at :attr:`stop` for
-    one that came before. A terminal's Ctrl-C reaches the workers twice (from the
-    terminal and from here); a worker takes it once
-    (:data:`~nasmlcn._signals.SIGNAL_ECHO_S`). A SIGINT sent to the
-    parent alone (``kill -INT``) stops the workers too."""
+    Each signal is noted, set in :attr:`stop` and passed on to every worker started
+    (:attr:`processes`), never raised, so the parent always waits for its workers to
+    write their trials down. A worker starts with the signals ignored (the parent
+    ignores them for the instant of each start, :meth:`starting`, and the worker
+    inherits that): one half started would die of a Ctrl-C with a traceback. It
+    takes them once it can stop cleanly (:func:`take_stop_signals`), after looking
+    at :attr:`stop` for one that came before. A terminal's Ctrl-C reaches the workers
+    twice (from the terminal and from here); a worker takes it once
+    (:data:`~nasmlcn._signals.SIGNAL_ECHO_S`). A SIGINT sent to the parent alone
+    (``kill -INT``) stops the workers too. (Blocking the signals instead would not
+    hold them: a library's threads, such as OpenBLAS's, take a signal the main
+    thread blocks, and ``multiprocessing`` unblocks them when it starts its
+    resource tracker.)"""
 
     def __init__(self) -> None:
-        self.stop = multiprocessing.get_context("spawn").Event()
+        self.stop = multiprocessing.get_context("spawn").RawValue("i", 0)
         self.processes: list[Any] = []
         self.interrupted = False  # a Ctrl-C (SIGINT) came
         self._previous: dict[int, Any] = {}
-        self._held = False
 
     def __enter__(self) -> StopRelay:
         import threading
 
-        if threading.current_thread() is not threading.main_thread():
-            return self
-        if hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
-            self._held = True
-        # workers start with the signals ignored; here they wait (Linux keeps a
-        # blocked signal pending whatever its action)
-        self._previous = {s: signal.signal(s, signal.SIG_IGN) for s in _STOP_SIGNALS}
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {s: signal.signal(s, self._relay) for s in _STOP_SIGNALS}
         return self
 
-    def forward_to(self, processes: list[Any]) -> None:
-        """Passes every later signal on to ``processes``, and those that came while
-        they started."""
-        self.processes = processes
+    @contextlib.contextmanager
+    def starting(self, process: Any) -> Iterator[None]:
+        """Starts ``process`` (in the block) with the signals ignored, then passes
+        them on to it too."""
         if self._previous:
             for sig in _STOP_SIGNALS:
-                signal.signal(sig, self._relay)
-        self._release()
+                signal.signal(sig, signal.SIG_IGN)
+        try:
+            yield
+        finally:
+            if self._previous:
+                for sig in _STOP_SIGNALS:
+                    signal.signal(sig, self._relay)
+        self.processes.append(process)
 
     def _relay(self, signum: int, frame: Any) -> None:
         self.interrupted = self.interrupted or signum == signal.SIGINT
-        self.stop.set()  # before the signal: a worker not yet taking it looks here
+        if not self.stop.value:  # before the signal: a worker not yet taking it looks here
+            self.stop.value = signum
         for process in self.processes:
             if process.is_alive() and process.pid is not None:
                 with contextlib.suppress(OSError):
                     os.kill(process.pid, signum)
 
-    def _release(self) -> None:
-        if self._held:
-            self._held = False
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
-
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
-        self._release()  # where starting failed: a signal that came meanwhile acts now
 
 
 def take_stop_signals(stop: Any) -> None:
@@ -88,5 +87,7 @@ def take_stop_signals(stop: Any) -> None:
     signal.signal(signal.SIGTERM, raising(Terminated))
     if hasattr(signal, "pthread_sigmask"):  # a worker may inherit its parent's block
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
-    if stop.is_set():
+    if stop.value == signal.SIGTERM:
+        raise Terminated()
+    if stop.value:
         raise KeyboardInterrupt
