@@ -201,6 +201,27 @@ def test_ctrl_c_fails_the_running_trial_and_leaves_the_study_usable(tmp_path: Pa
     assert resumed.completed == 5
 
 
+def test_ctrl_c_after_a_trial_was_told_stops_the_run_and_keeps_the_trial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C between Optuna's tell and the end of the trial's bookkeeping tried to
+    fail the finished trial: UpdateFinishedTrialError, exit 1."""
+    from nasmlcn.search._loop import runner
+
+    told = runner.retry_of
+
+    def interrupted(*args: object) -> object:
+        told(*args)  # type: ignore[arg-type]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "retry_of", interrupted)
+    config = _config(tmp_path, trials=3)
+    result = run_search(config)
+    assert result.stopped == "interrupted"
+    study = load_existing_study(result.study, config.storage)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE]
+
+
 def test_a_retried_trial_does_not_shift_a_seeded_random_search(tmp_path: Path) -> None:
     """Stopped once and resumed, a seeded random search (the thesis's Algorithm 6)
     draws the models an uninterrupted run draws: the retried copy takes a number,

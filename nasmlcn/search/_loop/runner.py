@@ -279,6 +279,8 @@ def _record_stop(
             if config.storage.startswith("sqlite"):  # one machine: only ours
                 _fail_running_of_this_run(study)
             return
+        if storage_of(study).get_trial(trial_id_of(trial)).state.is_finished():
+            return  # told already (the stop came as its files closed): nothing to stop
         outcome = _stopped(study, trial, retried, stop)
         result.run_trials.append(outcome)
         run.observer.on_trial_end(outcome)
