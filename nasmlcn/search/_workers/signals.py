@@ -32,7 +32,7 @@ class StopRelay:
     twice (from the terminal and from here); a worker takes it once
     (:data:`~nasmlcn._signals.SIGNAL_ECHO_S`). A SIGINT sent to the parent alone
     (``kill -INT``) stops the workers too. (Blocking the signals instead would not
-    hold them: a library's threads, such as OpenBLAS's, take a signal the main
+    hold them: a native thread of a library (likely OpenBLAS) takes a signal the main
     thread blocks, and ``multiprocessing`` unblocks them when it starts its
     resource tracker.)"""
 
