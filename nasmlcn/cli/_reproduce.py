@@ -49,12 +49,13 @@ def _listing(recipe: Recipe, out_dir: Path) -> dict[str, Any]:
     }
 
 
-def _print_list(recipes: list[Recipe], out_dir: Path, as_json: bool, force: bool) -> None:
+def _list_results(recipes: list[Recipe], out_dir: Path, as_json: bool, force: bool) -> None:
+    """``--list``: the results, their times and their runs in ``out_dir`` (it runs
+    nothing, so ``force`` is refused)."""
     from nasmlcn.reproduce import SCALES
 
     if force:
         raise ReproduceError("--list runs nothing: leave --force out, or --list")
-
     entries = [_listing(r, out_dir) for r in recipes]
     if as_json:
         print(json.dumps({"out": str(out_dir), "results": entries}))
@@ -124,7 +125,7 @@ def reproduce(
     # Checked with --list too: a misspelt name or scale is refused, never ignored.
     named = None if name is None or name == ALL else find_recipe(name)
     if list_:  # of the named result alone, if one is named; and how it stands in --out
-        _print_list(all_recipes() if named is None else [named], out_dir, as_json, force)
+        _list_results(all_recipes() if named is None else [named], out_dir, as_json, force)
         return
     recipes = all_recipes() if named is None else [named]
     from nasmlcn._io import probe_folder

@@ -45,13 +45,10 @@ def train(options: TrainOptions) -> None:
             callbacks = [stack.enter_context(TrainProgress(err, title(job)))] if show else []
             report = train_job(job, callbacks=callbacks, **where)
     except KeyboardInterrupt as stop:  # exit 130 (SIGTERM: 143), what is kept on stderr
-        terminated = isinstance(stop, Terminated)
-        if reporting:
-            told = _interrupted(options, job)
-            if terminated:
-                told = told.replace("interrupted", "stopped by SIGTERM", 1)
+        if reporting:  # "stopped by SIGTERM" (Terminated's own words) or "interrupted"
+            told = _interrupted(options, job, str(stop) or "interrupted")
             tell_interrupted(err, told, style="yellow", markup=False, soft_wrap=True)
-        if terminated:
+        if isinstance(stop, Terminated):
             raise typer.Exit(EXIT_TERMINATED) from None
         raise
     if report is None or not reporting:
@@ -63,7 +60,7 @@ def train(options: TrainOptions) -> None:
     _print_summary(result, options.train_limit)
 
 
-def _interrupted(options: TrainOptions, job: TrainJob) -> str:
+def _interrupted(options: TrainOptions, job: TrainJob, why: str) -> str:
     """What an interrupted run kept in its folder, and how to continue it."""
     from nasmlcn.errors import NasmlcnError
     from nasmlcn.parallel import under_torchrun
@@ -71,7 +68,7 @@ def _interrupted(options: TrainOptions, job: TrainJob) -> str:
 
     if not job.out_dir or not (Path(job.out_dir) / CHECKPOINT_NAME).is_file():
         where = f" in {job.out_dir}" if job.out_dir else ""
-        return f"interrupted before an epoch ended: nothing was kept{where}"
+        return f"{why} before an epoch ended: nothing was kept{where}"
     out_dir = Path(job.out_dir)
     checkpoint = out_dir / CHECKPOINT_NAME
     try:
@@ -86,7 +83,7 @@ def _interrupted(options: TrainOptions, job: TrainJob) -> str:
         how = f"run the same command with --out {out_dir} --resume"
     else:
         how = "run the same command with --resume"
-    return f"interrupted: {kept} is kept in {out_dir}; {how} to continue it"
+    return f"{why}: {kept} is kept in {out_dir}; {how} to continue it"
 
 
 def _test_line(result: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ import typer
 from nasmlcn._text import counted
 from nasmlcn.cli._command_options import option
 from nasmlcn.cli._config_options import config_option, given_settings
-from nasmlcn.cli._options import ARCH, JSON, QUIET, local_file, one_of
+from nasmlcn.cli._options import ARCH, DEVICE_FILE, JSON, QUIET, local_file, one_of
 from nasmlcn.placement import PLACERS
 from nasmlcn.specs import DECODERS, DEFAULT_LANES, DEFAULT_VOTE_INIT, ROUTINGS, VOTE_INITS
 from nasmlcn.training import TrainConfig
@@ -122,15 +122,7 @@ class TrainOptions:
             "no speedup: use --processes for CPU parallelism.",
         )
     )
-    device_file: Path | None = option(  # noqa: RUF009
-        typer.Option(
-            None,
-            "--device-file",
-            parser=local_file,
-            help="A TOML device catalog that extends the built-in one, for --devices "
-            "(as in search).",
-        )
-    )
+    device_file: Path | None = option(DEVICE_FILE)  # noqa: RUF009
     placement: str = option(
         typer.Option("greedy", "--placement", help=f"Lane placement: {one_of(PLACERS)}.")
     )
