@@ -75,8 +75,13 @@ to the whole job may; the second would cut short the writing down of the trial t
 first stopped. A later one (a second Ctrl-C) raises again."""
 
 
+_raised: list[type[BaseException]] = []
+"""The stops :func:`raising`'s handlers raised since :func:`lost_stops` began."""
+
+
 def raising(error: type[BaseException]) -> Callable[[int, Any], None]:
-    """A signal handler that raises ``error``, except for an echo (:data:`SIGNAL_ECHO_S`)."""
+    """A signal handler that raises ``error``, except for an echo (:data:`SIGNAL_ECHO_S`),
+    and notes it for :func:`lost_stops`."""
     last = -math.inf
 
     def handler(signum: int, frame: Any) -> None:
@@ -85,9 +90,32 @@ def raising(error: type[BaseException]) -> Callable[[int, Any], None]:
         if now - last < SIGNAL_ECHO_S:
             return
         last = now
+        _raised.append(error)
         raise error()
 
     return handler
+
+
+@contextmanager
+def lost_stops() -> Iterator[Callable[[], None]]:
+    """For a loop that ends at its first stop: yields a check that raises again a stop
+    that :func:`raising` raised and Python swallowed. A handler runs wherever the main
+    thread is; in a finalizer or a weakref callback (SQLAlchemy's, when the garbage
+    collector runs) its exception is printed as "Exception ignored in ..." and lost,
+    and the job ran on. Call the check where the loop can stop cleanly: a stop
+    raised since the block began, while the loop still runs, was lost."""
+    _raised.clear()
+
+    def check() -> None:
+        if _raised:
+            error = _raised[-1]
+            _raised.clear()
+            raise error()
+
+    try:
+        yield check
+    finally:
+        _raised.clear()
 
 
 @contextmanager

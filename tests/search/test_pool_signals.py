@@ -4,6 +4,7 @@ the parent alone (``kill -INT PID``), which must stop the workers too."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -128,6 +129,43 @@ def test_a_signal_to_the_parent_alone_stops_its_workers(
     assert not [t for t in trials if t.state == TrialState.RUNNING]
     interrupted = [t for t in trials if t.user_attrs.get("failure") == "interrupted"]
     assert all(t.state == TrialState.FAIL for t in interrupted)
+
+
+def test_workers_stop_when_their_parent_is_killed(tmp_path: Path) -> None:
+    """``kill -9`` of the parent left its workers running the study to its --trials,
+    unseen (orphans of killed test drivers ran for an hour)."""
+    search = _search(tmp_path, 100_000)
+    url = f"sqlite:///{tmp_path / 's.db'}"
+
+    def some_complete() -> bool:
+        try:
+            trials = optuna.load_study(study_name="s", storage=url).trials
+        except Exception:  # not made yet
+            return False
+        return sum(t.state == TrialState.COMPLETE for t in trials) >= 2
+
+    _wait_for(some_complete)
+    workers = _workers_of(search.pid)
+    assert len(workers) == 2
+    search.kill()
+    search.wait()  # not communicate(): the workers hold its pipes open
+
+    def gone(pid: int) -> bool:
+        try:  # a zombie (ended, not yet reaped by init) counts as gone
+            return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "Z"
+        except FileNotFoundError:
+            return True
+
+    try:
+        _wait_for(lambda: all(gone(pid) for pid in workers), 60)
+    finally:
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        search.communicate()
+    trials = optuna.load_study(study_name="s", storage=url).trials
+    assert len(trials) < 1000
+    assert not [t for t in trials if t.state == TrialState.RUNNING]
 
 
 def test_a_signal_echo_is_ignored_and_a_later_one_raises() -> None:

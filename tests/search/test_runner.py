@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import math
 import re
+import signal
 import statistics
+import sys
 from pathlib import Path
+from typing import Any
 
 import optuna
 import pytest
 from optuna.trial import TrialState
 
+from nasmlcn._signals import Terminated
 from nasmlcn.errors import DivergedError, SearchError
 from nasmlcn.search import (
     CorrelationPruner,
@@ -220,6 +224,39 @@ def test_ctrl_c_after_a_trial_was_told_stops_the_run_and_keeps_the_trial(
     assert result.stopped == "interrupted"
     study = load_existing_study(result.study, config.storage)
     assert [t.state for t in study.trials] == [TrialState.COMPLETE]
+
+
+class _SwallowedStop(ProxyEvaluator):
+    """A SIGTERM whose handler runs inside a finalizer, as when the garbage collector
+    runs SQLAlchemy's weakref callbacks: Python prints "Exception ignored" and the
+    exception is lost."""
+
+    def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
+        if job.trial == 1:
+            handler: Any = signal.getsignal(signal.SIGTERM)
+            assert callable(handler)
+
+            class Finalized:
+                def __del__(self) -> None:
+                    handler(signal.SIGTERM, None)
+
+            Finalized()  # collected at once: its __del__ raises, and Python swallows it
+        return super().evaluate(job, on_epoch)
+
+
+def test_a_stop_a_finalizer_swallowed_still_stops_the_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker whose SIGTERM landed in a finalizer ran its study to the end."""
+    swallowed: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda raised: swallowed.append(raised.exc_type))
+    config = _config(tmp_path, trials=6)
+    result = run_search(config, evaluator=_SwallowedStop())
+    assert swallowed == [Terminated]
+    assert result.stopped == "terminated"
+    study = load_existing_study(result.study, config.storage)
+    # the trial it came in finished; the next is never claimed
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2
 
 
 def test_a_retried_trial_does_not_shift_a_seeded_random_search(tmp_path: Path) -> None:

@@ -14,13 +14,19 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn._heap import frozen_heap, settle
-from nasmlcn._signals import Terminated, no_interrupts, sigterm_as_interrupt, stops_held
+from nasmlcn._signals import (
+    Terminated,
+    lost_stops,
+    no_interrupts,
+    sigterm_as_interrupt,
+    stops_held,
+)
 from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config.config import SearchConfig
@@ -90,11 +96,11 @@ def run_in_process(
 
     require_storage(config)
     require_tracker(config, observers)
-    with quiet_optuna(), sigterm_as_interrupt():
+    with quiet_optuna(), sigterm_as_interrupt(), lost_stops() as stop_lost:
         every = Observers(observers)
         opened = open_search(setup_search(config), every)
         with frozen_heap():  # a trial's collections walk its own objects only
-            return _run_search(opened, every, evaluator)
+            return _run_search(opened, every, evaluator, stop_lost)
 
 
 def start_run(
@@ -132,9 +138,13 @@ def start_run(
 
 
 def _run_search(
-    opened: OpenedSearch, observer: SearchObserver, evaluator: Evaluator | None
+    opened: OpenedSearch,
+    observer: SearchObserver,
+    evaluator: Evaluator | None,
+    stop_lost: Callable[[], None],
 ) -> SearchResult:
-    """The loop: claim a trial, run it, tell the observers, until a stop."""
+    """The loop: claim a trial, run it, tell the observers, until a stop
+    (``stop_lost`` raises a Ctrl-C or SIGTERM that a finalizer swallowed)."""
     started = time.perf_counter()
     setup, study = opened.setup, opened.study
     config = setup.config  # with the devices' own cost model
@@ -170,6 +180,7 @@ def _run_search(
         trial: optuna.Trial | None = None
         retried = False
         try:
+            stop_lost()
             with stops_held():  # a trial claimed is in hand before Ctrl-C can stop it
                 taken = _propose(study, config, target, distributions, repeats_in_a_row)
                 trial, retried = taken.trial, taken.retried

@@ -44,7 +44,12 @@ from nasmlcn.search._loop.runner import run_in_process, start_run, summarize_stu
 from nasmlcn.search._prepare.entry import quiet_optuna, require_storage, require_tracker
 from nasmlcn.search._prepare.open_study import open_search
 from nasmlcn.search._prepare.setup import SearchSetup, setup_search
-from nasmlcn.search._workers.signals import StopRelay, take_stop_signals
+from nasmlcn.search._workers.signals import (
+    StopRelay,
+    parent_alive,
+    stop_with_parent,
+    take_stop_signals,
+)
 from nasmlcn.study import finished
 
 
@@ -299,11 +304,13 @@ def _worker(
         torch.set_num_threads(slot.threads)
     try:  # run_search keeps Optuna quiet (quiet_optuna)
         take_stop_signals(stop)  # ignored since the parent started it (StopRelay)
+        stop_with_parent()
         observers = [make() for make in observer_factories]
         result = run_in_process(config, [_ToParent(channel, slot.index), *observers])
     except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM, the first while it started too
         stopped = "terminated" if isinstance(stop, Terminated) else "interrupted"
-        channel.put(("done", slot.index, stopped))
+        if parent_alive():  # no one to tell, and a broken pipe's traceback
+            channel.put(("done", slot.index, stopped))
         return
     except Exception as err:
         channel.put(("error", slot.index, f"{type(err).__name__}: {err}"))

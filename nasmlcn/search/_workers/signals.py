@@ -1,7 +1,8 @@
 """Ctrl-C and SIGTERM in a pool of workers (:mod:`~nasmlcn.search._workers.pool`):
 the parent passes each on to every worker and notes it for those still starting
 (:class:`StopRelay`); a worker takes them once it can stop cleanly
-(:func:`take_stop_signals`)."""
+(:func:`take_stop_signals`); a worker whose parent is gone stops as on SIGTERM
+(:func:`stop_with_parent`)."""
 
 from __future__ import annotations
 
@@ -91,3 +92,31 @@ def take_stop_signals(stop: Any) -> None:
         raise Terminated()
     if stop.value:
         raise KeyboardInterrupt
+
+
+def stop_with_parent() -> None:
+    """Sends this worker a SIGTERM once its parent process has ended (``kill -9``, an
+    out-of-memory kill, a test driver's timeout): it stops as a scheduler's stop
+    stops it, its running trial failed and queued again, where it used to run the
+    study to its ``--trials`` with no one to show its trials. A daemon thread waits
+    on the parent's sentinel (``multiprocessing.parent_process``), which needs no
+    polling; nothing is started in a process that is not a ``multiprocessing``
+    child."""
+    import threading
+
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        parent.join()  # returns once the parent is gone
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="nasmlcn-parent-watch", daemon=True).start()
+
+
+def parent_alive() -> bool:
+    """Whether this process's ``multiprocessing`` parent still runs (True where it
+    has none)."""
+    parent = multiprocessing.parent_process()
+    return parent is None or parent.is_alive()
