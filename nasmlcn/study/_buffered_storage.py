@@ -213,6 +213,17 @@ class BufferedStorage(_CachedStorage):
                 for trial_id, key, value in mine:
                     backend._set_trial_attr_without_commit(session, model, trial_id, key, value)
 
+    def drop_connections(self) -> None:
+        """Closes this thread's session and the pooled connections; the next query
+        opens new ones. For after a Ctrl-C or SIGTERM: one that lands inside a query
+        leaves that query's statement open on a pooled connection (its traceback
+        holds the cursor). On SQLite in WAL mode the statement pins the snapshot it
+        read, so the connection's next write fails at once, "database is locked",
+        once another worker has committed since: the stopped trial could not be
+        written down and stayed RUNNING."""
+        self._backend.scoped_session.remove()
+        self._backend.engine.dispose()
+
     def count_trials(self, study_id: int, states: Sequence[TrialState]) -> int:
         """Trials of the study in ``states``, counted by the database (one cheap
         query, where ``get_n_trials`` would load every unfinished trial)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -74,6 +75,19 @@ def _ignores(pid: int, sig: int) -> bool:
     return False
 
 
+def _completed(path: Path) -> int:
+    """The COMPLETE trials in the SQLite file ``path`` (0 before its tables exist),
+    read without writing: Optuna's own open would create the tables, racing the
+    search that creates them."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            return int(
+                db.execute("SELECT count(*) FROM trials WHERE state = 'COMPLETE'").fetchone()[0]
+            )
+    except sqlite3.Error:  # no file or no tables yet
+        return 0
+
+
 def _wait_for(check: object, seconds: float = 120.0) -> None:
     deadline = time.monotonic() + seconds
     while not check():  # type: ignore[operator]
@@ -111,14 +125,7 @@ def test_a_signal_to_the_parent_alone_stops_its_workers(
     search = _search(tmp_path, 100_000)
     url = f"sqlite:///{tmp_path / 's.db'}"
 
-    def some_complete() -> bool:
-        try:
-            trials = optuna.load_study(study_name="s", storage=url).trials
-        except Exception:  # not made yet
-            return False
-        return sum(t.state == TrialState.COMPLETE for t in trials) >= 2
-
-    _wait_for(some_complete)
+    _wait_for(lambda: _completed(tmp_path / "s.db") >= 2)
     search.send_signal(sig)
     out, err = _finish(search)
     assert search.returncode == status, err
@@ -137,14 +144,7 @@ def test_workers_stop_when_their_parent_is_killed(tmp_path: Path) -> None:
     search = _search(tmp_path, 100_000)
     url = f"sqlite:///{tmp_path / 's.db'}"
 
-    def some_complete() -> bool:
-        try:
-            trials = optuna.load_study(study_name="s", storage=url).trials
-        except Exception:  # not made yet
-            return False
-        return sum(t.state == TrialState.COMPLETE for t in trials) >= 2
-
-    _wait_for(some_complete)
+    _wait_for(lambda: _completed(tmp_path / "s.db") >= 2)
     workers = _workers_of(search.pid)
     assert len(workers) == 2
     search.kill()

@@ -7,6 +7,7 @@ import re
 import signal
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -257,6 +258,44 @@ def test_a_stop_a_finalizer_swallowed_still_stops_the_search(
     study = load_existing_study(result.study, config.storage)
     # the trial it came in finished; the next is never claimed
     assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2
+
+
+def test_ctrl_c_inside_a_query_while_another_worker_commits_still_queues_the_trial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On SQLite, a Ctrl-C inside a query pinned its connection's snapshot; with
+    another worker's commit meanwhile, writing the stopped trial down failed ("database
+    is locked") and the trial stayed RUNNING."""
+    from sqlalchemy.orm import context
+
+    from nasmlcn.search._trial import run
+
+    config = _config(tmp_path, trials=4)
+    of = run.Pruning.of
+    query = context.QueryContext.__init__
+
+    def interrupted(self: object, *args: object, **kwargs: object) -> None:
+        monkeypatch.setattr(context.QueryContext, "__init__", query)
+        other = optuna.load_study(study_name=study_name, storage=config.storage)
+        other.tell(other.ask(), 0.5)  # another worker commits
+        raise KeyboardInterrupt
+
+    calls: list[object] = []
+
+    def pruning_of(context_of_run: Any, plan: Any) -> Any:
+        calls.append(plan)
+        if len(calls) == 2:  # trial 1: the query the pruner makes is cut short
+            monkeypatch.setattr(context.QueryContext, "__init__", interrupted)
+        return of(context_of_run, plan)
+
+    study_name = "cut"
+    monkeypatch.setattr(run.Pruning, "of", pruning_of)
+    result = run_search(replace(config, study=study_name))
+    assert result.stopped == "interrupted"
+    study = load_existing_study(result.study, config.storage)
+    assert not [t for t in study.trials if t.state == TrialState.RUNNING]
+    assert study.trials[1].state == TrialState.FAIL
+    assert study.trials[1].user_attrs["failure"] == "interrupted"
 
 
 def test_a_retried_trial_does_not_shift_a_seeded_random_search(tmp_path: Path) -> None:

@@ -139,3 +139,47 @@ def test_a_read_only_postgresql_session_refuses_writes(postgres: PostgresServer)
     with storage._backend.engine.connect() as connection:
         assert connection.exec_driver_sql("SHOW application_name").scalar() == "nasmlcn-reader"
     storage._backend.engine.dispose()
+
+
+def _interrupt_the_next_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next ORM query raises KeyboardInterrupt after its statement ran and before
+    its rows are read, as a Ctrl-C lands: the statement stays open on its connection."""
+    from sqlalchemy.orm import context
+
+    original = context.QueryContext.__init__
+
+    def interrupted(self: object, *args: object, **kwargs: object) -> None:
+        monkeypatch.setattr(context.QueryContext, "__init__", original)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(context.QueryContext, "__init__", interrupted)
+
+
+def test_a_query_cut_by_ctrl_c_does_not_lock_the_next_write_after_dropping_connections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C inside a query pinned its connection's snapshot: once another worker
+    committed, the stopped trial's write failed at once, "database is locked"."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    mine, other = open_storage(url, heartbeat=False), open_storage(url, heartbeat=False)
+    study = optuna.create_study(storage=mine, study_name="s")
+    for _ in range(2):
+        done = study.ask()
+        done.set_user_attr("lanes", "mlcn1:3x3")
+        study.tell(done, 0.5)
+    trial = study.ask()
+    trial.set_user_attr("lanes", "mlcn1:3x3")
+    mine.flush()
+    _interrupt_the_next_query(monkeypatch)
+    # the stop is written down while its traceback (which holds the cursor) lives,
+    # as the runner does, in its except block
+    with pytest.raises(KeyboardInterrupt) as stop:  # as the pruner reads finished trials
+        study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    elsewhere = optuna.load_study(storage=other, study_name="s")
+    elsewhere.tell(elsewhere.ask(), 0.7)  # another worker commits meanwhile
+    mine.drop_connections()
+    trial.set_user_attr("failure", "interrupted")
+    study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    states = [t.state for t in optuna.load_study(storage=url, study_name="s").trials]
+    assert states[2] == optuna.trial.TrialState.FAIL
+    assert stop.traceback  # alive until here

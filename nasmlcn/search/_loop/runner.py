@@ -58,6 +58,7 @@ from nasmlcn.search._trial.run import (
     retry_of,
 )
 from nasmlcn.study import (
+    BufferedStorage,
     TrialFiles,
     TrialRecord,
     artifacts_dir,
@@ -286,6 +287,9 @@ def _record_stop(
     stopped (queued again), whatever else arrives meanwhile."""
     config, study = run.config, run.study
     with no_interrupts():
+        storage = storage_of(study)
+        if isinstance(storage, BufferedStorage):
+            storage.drop_connections()  # a stop inside a query left it open
         if trial is None:  # Ctrl-C while sampling: Optuna may have left one RUNNING
             if config.storage.startswith("sqlite"):  # one machine: only ours
                 _fail_running_of_this_run(study)
