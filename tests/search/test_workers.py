@@ -259,6 +259,28 @@ def test_a_run_waiting_for_a_trial_running_elsewhere_says_so_once(tmp_path: Path
     assert trials[orphan.number].state == TrialState.FAIL
 
 
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage")
+def test_ctrl_c_while_waiting_leaves_another_worker_s_trial_alone(tmp_path: Path) -> None:
+    """A Ctrl-C with no trial in hand failed the newest RUNNING trial without
+    attributes, taken for one this run was sampling: on one SQLite file with several
+    workers, that was another worker's, being sampled."""
+    from nasmlcn.search import SearchObserver
+
+    c = config(f"sqlite:///{tmp_path / 'wait.db'}", "s", 2, 1.0)
+    run_search(c.with_overrides(trials=1))
+    other = optuna.load_study(study_name="s", storage=c.storage).ask()
+    other.suggest_int("num_lanes", 2, 2)  # sampled, no attributes written yet
+
+    class CtrlC(SearchObserver):
+        def on_wait(self, running: tuple[int, ...], grace: float) -> None:
+            raise KeyboardInterrupt
+
+    result = run_search(c.with_overrides(grace=600), [CtrlC()])
+    assert result.stopped == "interrupted"
+    trials = load_existing_study("s", c.storage).trials
+    assert trials[other.number].state == TrialState.RUNNING
+
+
 def test_trial_timeout_prunes_at_an_epoch_boundary_keeping_its_epochs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

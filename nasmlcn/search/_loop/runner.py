@@ -285,14 +285,12 @@ def _record_stop(
 ) -> None:
     """Writes down the trial that Ctrl-C, SIGTERM or the search's time budget
     stopped (queued again), whatever else arrives meanwhile."""
-    config, study = run.config, run.study
+    study = run.study
     with no_interrupts():
         storage = storage_of(study)
         if isinstance(storage, BufferedStorage):
             storage.drop_connections()  # a stop inside a query left it open
-        if trial is None:  # Ctrl-C while sampling: Optuna may have left one RUNNING
-            if config.storage.startswith("sqlite"):  # one machine: only ours
-                _fail_running_of_this_run(study)
+        if trial is None:  # none in hand: a claim is never cut in half (stops_held)
             return
         if storage_of(study).get_trial(trial_id_of(trial)).state.is_finished():
             return  # told already (the stop came as its files closed): nothing to stop
@@ -412,17 +410,6 @@ def sample(study: optuna.Study, trial: optuna.Trial, distributions: dict[str, An
 def _running(study: optuna.Study) -> tuple[int, ...]:
     """The numbers of ``study``'s RUNNING trials."""
     return tuple(t.number for t in study.get_trials(deepcopy=False, states=(_state("RUNNING"),)))
-
-
-def _fail_running_of_this_run(study: optuna.Study) -> None:
-    """Fails the newest RUNNING trial that has no attributes yet: the one ``ask`` was
-    creating when Ctrl-C came. Only used on SQLite, where no other machine's worker
-    can be sampling at the same moment."""
-    running = study.get_trials(deepcopy=False, states=(_state("RUNNING"),))
-    if running:
-        newest = max(running, key=lambda t: t.number)
-        if not TrialRecord.of(newest).attrs:
-            study.tell(newest.number, state=_state("FAIL"))
 
 
 def _lanes_of(study: optuna.Study, trial: optuna.Trial) -> str:
