@@ -256,8 +256,11 @@ def test_a_stop_a_finalizer_swallowed_still_stops_the_search(
     assert swallowed == [Terminated]
     assert result.stopped == "terminated"
     study = load_existing_study(result.study, config.storage)
-    # the trial it came in finished; the next is never claimed
-    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2
+    # the trial it came in stops after its first epoch, queued again as a stop's is
+    states = [t.state for t in study.trials]
+    assert states == [TrialState.COMPLETE, TrialState.FAIL, TrialState.WAITING]
+    assert study.trials[1].user_attrs["fail_reason"] == "stopped by SIGTERM"
+    assert list(study.trials[1].intermediate_values) == [1]  # its first epoch, kept
 
 
 def test_ctrl_c_inside_a_query_while_another_worker_commits_still_queues_the_trial(

@@ -160,7 +160,7 @@ def _run_search(
     distributions = setup.space.distributions()
     deadline = started + config.timeout if config.timeout is not None else None
     pruner = make_pruner(config)
-    run = RunContext(setup, study, evaluator, pruner, observer, deadline)
+    run = RunContext(setup, study, evaluator, pruner, observer, deadline, stop_lost)
     workdir = tempfile.TemporaryDirectory(prefix="nasmlcn-trial-")
     store = (
         open_store(artifacts_dir(config.storage, config.artifacts))

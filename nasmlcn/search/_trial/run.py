@@ -82,6 +82,10 @@ class RunContext:
     pruner: EpochPruner | None
     observer: SearchObserver
     deadline: float | None  # the search's --timeout, on time.perf_counter's clock
+    stop_lost: Callable[[], None] = lambda: None
+    """Raises a Ctrl-C or SIGTERM that Python swallowed (:func:`nasmlcn._signals.lost_stops`),
+    after each epoch's bookkeeping: the trial stops there as the signal would have
+    stopped it."""
 
     @property
     def config(self) -> SearchConfig:
@@ -336,6 +340,7 @@ class TrialRun:
             if single and report.epoch not in reported:
                 trial.report(report.val_accuracy, report.epoch)
             run.observer.on_epoch(trial.number, report, config.epochs)
+            run.stop_lost()
             decision = decide(report)
             return decision
 
