@@ -82,10 +82,7 @@ class RunContext:
     pruner: EpochPruner | None
     observer: SearchObserver
     deadline: float | None  # the search's --timeout, on time.perf_counter's clock
-    stop_lost: Callable[[], None] = lambda: None
-    """Raises a Ctrl-C or SIGTERM that Python swallowed (:func:`nasmlcn._signals.lost_stops`),
-    after each epoch's bookkeeping: the trial stops there as the signal would have
-    stopped it."""
+    stop_lost: Callable[[], None] = lambda: None  # a swallowed stop, raised (lost_stops)
 
     @property
     def config(self) -> SearchConfig:
@@ -348,9 +345,7 @@ class TrialRun:
             evaluation = run.evaluator.evaluate(request, on_epoch)
         except TrainingStopped as stop:  # the search's --timeout, between two batches
             raise SearchTimeout(str(stop)) from None
-        except KeyboardInterrupt:
-            raise
-        except Exception as err:  # NaN, out of memory, anything: recorded, the search goes on
+        except Exception as err:  # not Ctrl-C or SIGTERM (BaseException): they stop the run  # NaN, out of memory, anything: recorded, the search goes on
             reason = failure_reason(err)
             logger.warning("trial %d failed: %s", trial.number, reason)
             write_traceback(trial, traceback.format_exc(limit=8)[-4000:])
