@@ -79,7 +79,8 @@ def export_run(
     Args:
         run: From :func:`~nasmlcn.runs.load_run`.
         fmt: A registered export format.
-        path: The file (default :func:`default_export_path`); written atomically.
+        path: The file (default :func:`default_export_path`); written atomically,
+            its missing folders made (as every command's ``--out``).
         images: Inputs ``(N, C, H, W)`` as the model takes them, to check on.
 
     Raises:
@@ -91,10 +92,8 @@ def export_run(
     target = Path(path) if path is not None else default_export_path(run, fmt)
     if target.is_dir():
         raise ExportError(f"--out {str(target)!r} is a folder; give the file to write")
-    if not target.parent.is_dir():
-        raise ExportError(
-            f"--out {str(target)!r}: the folder {str(target.parent)!r} does not exist"
-        )
+    if target.parent.exists() and not target.parent.is_dir():  # a missing one is made
+        raise ExportError(f"--out {str(target)!r}: {str(target.parent)!r} is a file, not a folder")
     _check_not_a_run_file(run, target, fmt)
     model = classifier(run.model.cpu(), run.arch)
     shape = run.arch.input_shape

@@ -335,7 +335,7 @@ CASES = [
         "export-model",
         OUTPUT,
         ("export-model", "--run", "{run}", "--out", "{file}/model.pt"),
-        "the folder '{file}' does not exist",
+        "'{file}' is a file, not a folder",
     ),
     Case(
         "export-model",

@@ -135,8 +135,9 @@ def test_an_export_over_a_run_s_own_files_is_refused_and_they_stay(
 
 
 def test_cli_export_model_json(tmp_path: Path) -> None:
+    """Into a folder not made yet, as every command's --out (it used to be refused)."""
     write_run(tmp_path / "run", MODELS["capsnet-grey"], dataset=None)
-    target = tmp_path / "caps.pt"
+    target = tmp_path / "exports" / "caps.pt"
     result = run_cli("export-model", "--run", str(tmp_path / "run"), "--out", str(target), "--json")
     assert result.returncode == 0, result.stderr
     printed = json.loads(result.stdout)
