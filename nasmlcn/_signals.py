@@ -67,6 +67,11 @@ class Terminated(KeyboardInterrupt):
         return "stopped by SIGTERM"
 
 
+def stop_kind(stop: KeyboardInterrupt) -> str:
+    """How a run says it was stopped: ``terminated`` (SIGTERM) or ``interrupted``."""
+    return "terminated" if isinstance(stop, Terminated) else "interrupted"
+
+
 SIGNAL_ECHO_S = 1.0
 """A stop signal within this many seconds of the last one is its echo, and ignored:
 a terminal's Ctrl-C reaches a pool's worker twice (from the terminal and from its

@@ -25,6 +25,7 @@ from nasmlcn._signals import (
     lost_stops,
     no_interrupts,
     sigterm_as_interrupt,
+    stop_kind,
     stops_held,
 )
 from nasmlcn._storage_url import redact_url
@@ -271,9 +272,7 @@ def _run_trial(
 def _stop_kind(stop: SearchTimeout | KeyboardInterrupt) -> str:
     """``SearchResult.stopped`` for a stop: ``timeout``, ``terminated`` (SIGTERM) or
     ``interrupted`` (Ctrl-C)."""
-    if isinstance(stop, SearchTimeout):
-        return "timeout"
-    return "terminated" if isinstance(stop, Terminated) else "interrupted"
+    return "timeout" if isinstance(stop, SearchTimeout) else stop_kind(stop)
 
 
 def _record_stop(
@@ -292,7 +291,7 @@ def _record_stop(
             storage.drop_connections()  # a stop inside a query left it open
         if trial is None:  # none in hand: a claim is never cut in half (stops_held)
             return
-        if storage_of(study).get_trial(trial_id_of(trial)).state.is_finished():
+        if storage.get_trial(trial_id_of(trial)).state.is_finished():
             return  # told already (the stop came as its files closed): nothing to stop
         outcome = _stopped(study, trial, retried, stop)
         result.run_trials.append(outcome)

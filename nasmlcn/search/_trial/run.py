@@ -345,7 +345,7 @@ class TrialRun:
             evaluation = run.evaluator.evaluate(request, on_epoch)
         except TrainingStopped as stop:  # the search's --timeout, between two batches
             raise SearchTimeout(str(stop)) from None
-        except Exception as err:  # not Ctrl-C or SIGTERM (BaseException): they stop the run  # NaN, out of memory, anything: recorded, the search goes on
+        except Exception as err:  # NaN, out of memory...: recorded, the search goes on (not Ctrl-C)
             reason = failure_reason(err)
             logger.warning("trial %d failed: %s", trial.number, reason)
             write_traceback(trial, traceback.format_exc(limit=8)[-4000:])

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from nasmlcn._exit import before_exit
-from nasmlcn._signals import Terminated
+from nasmlcn._signals import stop_kind
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config.config import WORKERS_PER_GPU_ENV, SearchConfig
 from nasmlcn.search._evaluators.evaluator import EVALUATORS, EpochReport
@@ -308,9 +308,8 @@ def _worker(
         observers = [make() for make in observer_factories]
         result = run_in_process(config, [_ToParent(channel, slot.index), *observers])
     except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM, the first while it started too
-        stopped = "terminated" if isinstance(stop, Terminated) else "interrupted"
         if parent_alive():  # no one to tell, and a broken pipe's traceback
-            channel.put(("done", slot.index, stopped))
+            channel.put(("done", slot.index, stop_kind(stop)))
         return
     except Exception as err:
         channel.put(("error", slot.index, f"{type(err).__name__}: {err}"))
