@@ -112,19 +112,47 @@ def _exit_code(value: object) -> int:
     return 1
 
 
+_frozen = False  # the test's heap is frozen (heap_frozen)
+
+
+@contextlib.contextmanager
+def heap_frozen(frozen: bool) -> Iterator[None]:
+    """Inside, the heap alive on entry is frozen (:func:`gc.freeze`: left out of
+    every collection) or, ``frozen=False``, thawed; on leaving it is as it was."""
+    global _frozen
+    before = _frozen
+    _freeze(frozen)
+    try:
+        yield
+    finally:
+        _freeze(before)
+
+
+def _freeze(frozen: bool) -> None:
+    global _frozen
+    if frozen:
+        gc.freeze()
+    else:
+        gc.unfreeze()
+    _frozen = frozen
+
+
 @contextlib.contextmanager
 def _collected() -> Iterator[None]:
     """The garbage the block leaves is collected at its end, as a process's exit
     frees it (SQLAlchemy's pools sit in reference cycles: their SQLite connections,
     closed, checkpoint and remove the ``-wal`` file). The objects made before the
     block are frozen meanwhile, so the collection looks at the block's own objects
-    only (a whole collection took 0.3 s a command here)."""
+    only (a whole collection took 0.3 s a command here). A heap frozen already
+    (:func:`heap_frozen`: each test's) stays frozen after it."""
+    thaw = not _frozen
     gc.freeze()
     try:
         yield
         gc.collect()
     finally:
-        gc.unfreeze()
+        if thaw:
+            gc.unfreeze()
 
 
 class _Captured:

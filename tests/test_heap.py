@@ -4,11 +4,23 @@ walk only what the trials made), and the caller's process gets its heap back."""
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from nasmlcn._heap import frozen_heap, settle
 from nasmlcn.search import SearchConfig, SearchObserver, run_search
+from tests._cli import heap_frozen
+
+
+@pytest.fixture(autouse=True)
+def _thawed() -> Iterator[None]:
+    """The heap as a command's process has it: nothing frozen (the suite freezes each
+    test's, ``tests/conftest.py``)."""
+    with heap_frozen(False):
+        yield
 
 
 def test_objects_alive_on_entry_are_frozen_inside_and_thawed_after() -> None:
