@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -106,9 +107,11 @@ def lost_stops() -> Iterator[Callable[[], None]]:
     """For a loop that ends at its first stop: yields a check that raises again a stop
     that :func:`raising` raised and Python swallowed. A handler runs wherever the main
     thread is; in a finalizer or a weakref callback (SQLAlchemy's, when the garbage
-    collector runs) its exception is printed as "Exception ignored in ..." and lost,
-    and the job ran on. Call the check where the loop can stop cleanly: a stop
-    raised since the block began, while the loop still runs, was lost."""
+    collector runs) its exception is lost, and the job ran on. Call the check where
+    the loop can stop cleanly: a stop raised since the block began, while the loop
+    still runs, was lost. Inside, Python's report of such a stop ("Exception ignored
+    in ...", a traceback) is not printed: the check raises it again, and the run
+    reports it in one line."""
     _raised.clear()
 
     def check() -> None:
@@ -117,9 +120,17 @@ def lost_stops() -> Iterator[Callable[[], None]]:
             _raised.clear()
             raise error()
 
+    previous = sys.unraisablehook
+
+    def quiet(unraisable: Any) -> None:
+        if not (_raised and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+            previous(unraisable)
+
+    sys.unraisablehook = quiet
     try:
         yield check
     finally:
+        sys.unraisablehook = previous
         _raised.clear()
 
 

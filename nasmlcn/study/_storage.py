@@ -43,6 +43,7 @@ from nasmlcn._storage_url import (
     with_default_driver,
 )
 from nasmlcn.errors import StorageError, option
+from nasmlcn.study._stop_cleanup import quiet_stop_cleanup
 
 if TYPE_CHECKING:
     from optuna.storages import RDBStorage
@@ -186,6 +187,7 @@ def open_storage(
         options=_heartbeat_options(heartbeat, grace),
     )
     lock.engine = storage.engine
+    quiet_stop_cleanup(storage.engine)
     if path is not None and not read_only:
         event.listen(storage.engine, "connect", _sqlite_pragmas)
         storage.engine.dispose()  # later connections get the pragmas

@@ -11,6 +11,7 @@ from pathlib import Path
 import optuna
 import pytest
 
+from nasmlcn._signals import Terminated
 from nasmlcn.errors import StorageError
 from nasmlcn.search import SearchConfig, run_search
 from nasmlcn.study import load_existing_study, open_storage
@@ -183,3 +184,50 @@ def test_a_query_cut_by_ctrl_c_does_not_lock_the_next_write_after_dropping_conne
     states = [t.state for t in optuna.load_study(storage=url, study_name="s").trials]
     assert states[2] == optuna.trial.TrialState.FAIL
     assert stop.traceback  # alive until here
+
+
+def _reset_raises(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> None:
+    """The next rollback that resets a connection handed back to its pool raises
+    ``error`` (as a stop lands there), then rollbacks work again."""
+    from sqlalchemy.dialects.sqlite.base import SQLiteDialect
+
+    original = SQLiteDialect.do_rollback
+
+    def cut(self: object, dbapi_connection: object) -> None:
+        monkeypatch.setattr(SQLiteDialect, "do_rollback", original)
+        raise error
+
+    monkeypatch.setattr(SQLiteDialect, "do_rollback", cut)
+
+
+def _pool_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name.startswith("sqlalchemy.pool")]
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt(), Terminated()], ids=["ctrl-c", "sigterm"])
+def test_sqlalchemy_s_report_of_a_cleanup_a_stop_cut_short_is_kept_off_stderr(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    stop: KeyboardInterrupt,
+) -> None:
+    """A stop inside a pool's reset: SQLAlchemy printed "Exception during reset or
+    similar" and a traceback under the run's one-line report of the stop; a cursor
+    closed after it, "Error closing cursor". Other errors it reports still show."""
+    storage = open_storage(f"sqlite:///{tmp_path / 's.db'}", heartbeat=False)
+    engine = storage._backend.engine
+    connection = engine.raw_connection()
+    connection.cursor().execute("SELECT 1")
+    _reset_raises(monkeypatch, stop)
+    with pytest.raises(KeyboardInterrupt):
+        connection.close()  # handed back: the reset's rollback is cut by the stop
+    try:  # a cleanup that fails while the stop is handled is dropped too
+        raise stop
+    except KeyboardInterrupt:
+        engine.pool.logger.error("Error closing cursor", exc_info=True)
+    assert _pool_errors(caplog) == []
+    connection = engine.raw_connection()
+    connection.cursor().execute("SELECT 1")
+    _reset_raises(monkeypatch, RuntimeError("disk gone"))
+    connection.close()  # not a stop: SQLAlchemy reports it, and goes on
+    assert _pool_errors(caplog) == ["Exception during reset or similar"]
