@@ -41,10 +41,12 @@ def _generate(n: int, offset: int) -> tuple[object, object]:
     labels = torch.randint(0, _CLASSES, (n,), generator=g)
     shifts = torch.randint(-2, 3, (n, 2), generator=g)
     scale = 0.6 + 0.4 * torch.rand(n, 1, 1, generator=g)
-    images = torch.empty(n, _SIDE, _SIDE)
-    for i in range(n):
-        dy, dx = shifts[i].tolist()
-        images[i] = torch.roll(templates[labels[i]], shifts=(dy, dx), dims=(0, 1))
+    # each image its class's template rolled by its shift: pixel (y, x) is the
+    # template's (y - dy, x - dx), wrapping around (torch.roll, for all at once)
+    side = torch.arange(_SIDE)
+    rows = (side - shifts[:, :1]) % _SIDE
+    cols = (side - shifts[:, 1:]) % _SIDE
+    images = templates[labels[:, None, None], rows[:, :, None], cols[:, None, :]]
     images = images * scale + 0.15 * torch.rand(n, _SIDE, _SIDE, generator=g)
     return (images.clamp(0, 1) * 255).round().to(torch.uint8).unsqueeze(1), labels
 

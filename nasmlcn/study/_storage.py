@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, unquote
 
+from nasmlcn._optuna_compat import read_schema_scripts_once
 from nasmlcn._storage_url import (
     DEFAULT_STORAGE,
     STORAGE_ENV,
@@ -259,6 +260,8 @@ def _rdb_storage(
 ) -> RDBStorage:
     """Optuna's RDBStorage, creating the schema under ``lock`` when ``create``."""
     import optuna
+
+    read_schema_scripts_once()
 
     try:
         # Creating the schema is a check-then-create: workers take turns.
