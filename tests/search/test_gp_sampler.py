@@ -17,7 +17,7 @@ def _config(tmp_path: Path, **kw: object) -> SearchConfig:
         "evaluator": "proxy",
         "sampler": "gp",
         "storage": f"sqlite:///{tmp_path / 'gp.db'}",
-        "trials": 8,
+        "trials": 5,
         "epochs": 3,
         "devices": "2xcpu",
         "prune": False,
@@ -43,7 +43,7 @@ def test_one_objective(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(optuna.samplers.GPSampler, "sample_relative", spy)
     config = _config(tmp_path)
     result = run_search(config)
-    assert result.completed - result.trial_counts["repeats"] == 8  # models
+    assert result.completed - result.trial_counts["repeats"] == 5  # models
     assert study_info(_study(config, result.study))["config"]["sampler"] == "gp"
     assert modelled  # the GP proposed trials (after n_startup_trials = 2 random ones)
     assert min(modelled) >= 2
@@ -58,7 +58,7 @@ def test_several_objectives_with_a_latency_budget(tmp_path: Path) -> None:
         tmp_path, objectives=("accuracy", "latency"), latency_budget=budget, study="budget"
     )
     result = run_search(config)
-    assert result.completed - result.trial_counts["repeats"] == 8  # models
+    assert result.completed - result.trial_counts["repeats"] == 5  # models
     trials = _study(config, "budget").get_trials(deepcopy=False)
     # every trial carries the constraint the sampler models (<= 0: within the budget)
     assert all("constraints:latency" in t.system_attrs for t in trials)
