@@ -63,11 +63,11 @@ def resolve_storage(url: str | None, fallback: str = DEFAULT_STORAGE) -> str:
         StorageError: ``url`` is given but empty (it would silently mean the default).
     """
     if url is not None and not url.strip():
-        from nasmlcn.errors import StorageError
+        from nasmlcn.errors import StorageError, option
 
         raise StorageError(
-            f"--storage {url!r} is empty; give a URL such as sqlite:///studies/nasmlcn.db, or "
-            f"leave the option out for ${STORAGE_ENV} or {fallback}"
+            f"{option('storage')} {url!r} is empty; give a URL such as sqlite:///studies/nasmlcn.db, "
+            f"or leave it out for ${STORAGE_ENV} or {fallback}"
         )
     if url:
         return url

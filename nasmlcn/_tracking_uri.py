@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from nasmlcn._storage_url import redact_url
-from nasmlcn.errors import TrackingError
+from nasmlcn.errors import TrackingError, option
 
 ACCEPTED = "a folder, sqlite:///mlflow.db, or a tracking server's http(s)://host:port address"
 """What ``--mlflow`` takes, as the error messages name it."""
@@ -46,7 +46,7 @@ def check_tracking_uri(uri: str) -> str:
     """
     text = uri.strip()
     if not text:
-        raise TrackingError(f"--mlflow is empty: give {ACCEPTED}")
+        raise TrackingError(f"{option('mlflow')} is empty: give {ACCEPTED}")
     shown = redact_url(text)
     parsed = urlparse(text)
     scheme = parsed.scheme.lower().split("+")[0]
@@ -54,15 +54,15 @@ def check_tracking_uri(uri: str) -> str:
         path = Path(parsed.path if parsed.scheme == "file" else text)
         if path.suffix.lower() in _SQLITE_SUFFIXES and not path.is_dir():
             raise TrackingError(
-                f"--mlflow {shown!r} would be a folder to MLflow; for a SQLite database "
+                f"{option('mlflow')} {shown!r} would be a folder to MLflow; for a SQLite database "
                 f"write sqlite:///{path}"
             )
         return text
     if scheme not in SCHEMES:
         raise TrackingError(
-            f"--mlflow {shown!r}: MLflow has no tracking store for {parsed.scheme}://; "
+            f"{option('mlflow')} {shown!r}: MLflow has no tracking store for {parsed.scheme}://; "
             f"give {ACCEPTED}"
         )
     if scheme in ("http", "https") and not parsed.hostname:
-        raise TrackingError(f"--mlflow {shown!r} names no host; give {ACCEPTED}")
+        raise TrackingError(f"{option('mlflow')} {shown!r} names no host; give {ACCEPTED}")
     return text

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import pickle
+import re
+from pathlib import Path
 
 import pytest
 
-from nasmlcn.errors import SearchError, cli_option, option
+from nasmlcn.errors import SearchError, SpecError, cli_option, option
 from nasmlcn.search import RetrainOptions, SearchConfig
+from tests.conftest import run_cli
 
 
 def test_an_error_names_the_field_and_the_cli_the_option() -> None:
@@ -42,3 +46,53 @@ def test_a_config_reads_no_device_catalog() -> None:
     config = SearchConfig(devices="1xK80", device_file="/nonexistent/devices.toml")
     with pytest.raises(NasmlcnError, match=r"devices\.toml"):
         setup_search(config)
+
+
+# Options of other programs, and a command (not a field) that a message points to.
+NOT_OURS = {"--nproc-per-node": "torchrun's", "--list": "the command nasmlcn reproduce --list"}
+
+
+def test_no_library_error_spells_a_command_line_option() -> None:
+    """A library error names a field with option(); a literal ``--flag`` showed a
+    library caller an option it never typed (the command lines themselves, cli/ and
+    the reproduce engines, spell theirs)."""
+    package = Path(__file__).resolve().parent.parent / "nasmlcn"
+    flag = re.compile(r"--[a-z][a-z-]+")
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        if relative.startswith(("cli/", "reproduce/engines/")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Raise) or node.exc is None:
+                continue
+            for part in ast.walk(node.exc):
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    found += [f"{relative}:{part.lineno} {f}" for f in flag.findall(part.value)]
+    assert [f for f in found if f.split()[-1] not in NOT_OURS] == []
+
+
+def test_the_cli_shows_each_field_as_the_option_that_sets_it(tmp_path: Path) -> None:
+    """Fields whose option has another name (``out_dir`` is ``--out``, the library's
+    ``device`` is ``--run-on``) come out as that option, not ``--out-dir``."""
+    from nasmlcn.errors import CheckpointError
+    from nasmlcn.specs import MLCNSpec
+    from nasmlcn.training import TrainJob, train
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoint.pt").touch()  # another run's
+    arch = MLCNSpec.from_lanes("2*mlcn2:1x1")
+    with pytest.raises(CheckpointError) as held:
+        train(TrainJob(arch, dataset="synthetic", out_dir=str(run)))
+    assert str(held.value).endswith("pass resume to continue it or choose another out_dir")
+    with pytest.raises(SpecError) as err:
+        train(TrainJob(arch), processes=2, device="cuda:0")
+    assert str(err.value).startswith("device 'cuda:0': with several processes")
+
+    held_cli = run_cli("train", "--dataset", "synthetic", "--epochs", "1", "--out", str(run))
+    assert held_cli.returncode == 2
+    assert held_cli.stderr.rstrip().endswith("pass --resume to continue it or choose another --out")
+    run_on = run_cli("train", "--processes", "2", "--run-on", "cuda:0")
+    assert run_on.returncode == 2
+    assert run_on.stderr.startswith("error: --run-on 'cuda:0': with several processes")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+from typing import Any
 
 import typer
 
@@ -22,6 +23,9 @@ __all__ = ["app", "main", "run"]
 
 EXIT_USER_ERROR = 2
 EXIT_FAILURE = 1
+# The library's word for what an option of another name sets: where the work runs
+# (``TrainConfig.device``, ``train(device=...)``, ``CalibrationRequest.device``).
+_LIBRARY_WORDS = {"device": "--run-on"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     except NasmlcnError as exc:
         if debug:
             return _print_traceback(exc, EXIT_USER_ERROR)
-        print_error(exc.for_cli())  # configuration fields named as the options that set them
+        print_error(exc.for_cli(_option_names(command)))  # fields named as their options
         return EXIT_USER_ERROR
     except (KeyboardInterrupt, typer.Abort):
         print_error("interrupted")
@@ -52,6 +56,22 @@ def main(argv: list[str] | None = None) -> int:
     if code == EXIT_INTERRUPTED and not interruption_told():  # Typer's Ctrl-C: exit 130
         print_error("interrupted")
     return code
+
+
+def _option_names(command: Any) -> dict[str, str]:
+    """Each option of the command line by the parameter it sets (``out_dir`` ->
+    ``--out``), and by the library's word for it where that differs
+    (:data:`_LIBRARY_WORDS`): how an error's configuration fields are shown."""
+    names: dict[str, str] = {}
+    commands = [command]
+    while commands:
+        current = commands.pop()
+        commands.extend(getattr(current, "commands", {}).values())
+        for param in current.params:
+            spellings = [o for o in getattr(param, "opts", ()) if o.startswith("--")]
+            if spellings and param.name and not getattr(param, "hidden", False):
+                names.setdefault(param.name, spellings[0])
+    return names | _LIBRARY_WORDS
 
 
 def run() -> int:

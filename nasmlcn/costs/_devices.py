@@ -10,7 +10,7 @@ not mix kinds that declare different ones.
 
 from __future__ import annotations
 
-from nasmlcn.errors import NasmlcnError, SearchError
+from nasmlcn.errors import NasmlcnError, SearchError, option
 from nasmlcn.hardware import load_catalog, parse_devices
 
 DEFAULT = "analytic"
@@ -46,7 +46,7 @@ def devices_cost_model(devices: str, cost_model: str, device_file: str | None = 
     if cost_model == DEFAULT:
         return model
     raise SearchError(
-        f"devices {devices!r} use cost model {model!r}; --cost-model {cost_model!r} "
+        f"devices {devices!r} use cost model {model!r}; {option('cost_model')} {cost_model!r} "
         "does not apply to them (leave it out)"
     )
 

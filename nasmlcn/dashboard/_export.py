@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.dashboard._extract import StudyData, extract_report, trial_records, trial_table
-from nasmlcn.errors import ExportError
+from nasmlcn.errors import ExportError, option
 from nasmlcn.registry import did_you_mean
 
 if TYPE_CHECKING:
@@ -221,7 +221,7 @@ def write_images(
     except ChromeNotFoundError:
         raise ExportError(
             "PNG/SVG export needs Chromium for Kaleido: install it (Debian: apt install "
-            "chromium; elsewhere: plotly_get_chrome), or leave png,svg out of --format"
+            f"chromium; elsewhere: plotly_get_chrome), or leave png,svg out of {option('formats')}"
         ) from None
     missing = [p for p in paths if not p.is_file()]
     if missing:

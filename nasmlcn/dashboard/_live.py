@@ -27,7 +27,7 @@ from socketserver import ThreadingMixIn
 from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from nasmlcn.errors import DashboardError
+from nasmlcn.errors import DashboardError, option
 from nasmlcn.study import CONSTRAINT_PREFIX, BufferedStorage
 
 if TYPE_CHECKING:
@@ -165,14 +165,16 @@ def make_dashboard_server(
 
     if not host.strip():  # '' would listen on every interface
         raise DashboardError(
-            f"--host {host!r}: give an address, e.g. 127.0.0.1 (this machine), ::1, or "
+            f"{option('host')} {host!r}: give an address, e.g. 127.0.0.1 (this machine), ::1, or "
             "0.0.0.0 (every interface)"
         )
     from nasmlcn.study import artifacts_dir, open_store
 
     folder = artifacts_dir(url, artifacts)
     if artifacts is not None and not folder.is_dir():  # the default may well be missing
-        raise DashboardError(f"--artifacts {artifacts!r} is not a folder; give the search's")
+        raise DashboardError(
+            f"{option('artifacts')} {artifacts!r} is not a folder; give the search's"
+        )
     storage = open_dashboard_storage(url)
     prepare_studies(storage, refresh=refresh)
     app = optuna_dashboard.wsgi(storage, open_store(folder) if folder.is_dir() else None)

@@ -16,7 +16,7 @@ from importlib import resources
 from typing import Any
 
 from nasmlcn._toml import check_keys, read_toml
-from nasmlcn.errors import DeviceError
+from nasmlcn.errors import DeviceError, option
 from nasmlcn.hardware._units import parse_size
 from nasmlcn.registry import did_you_mean
 
@@ -148,8 +148,8 @@ def parse_catalog(data: Mapping[str, Any], origin: str) -> Catalog:
     for name, entry in data.items():
         if not _NAME.match(name):  # --devices could never name it
             raise DeviceError(
-                f"{origin}: [{name}] is not a device name --devices can use: start with a "
-                "letter, then letters, digits, '_', '.' or '-' (e.g. [MYGPU] or [A100-40GB])"
+                f"{origin}: [{name}] is not a device name {option('devices')} can use: start "
+                "with a letter, then letters, digits, '_', '.' or '-' (e.g. [MYGPU] or [A100-40GB])"
             )
         if not isinstance(entry, Mapping):
             raise DeviceError(f"{origin}: [{name}] must be a table of {', '.join(_FIELDS)}")

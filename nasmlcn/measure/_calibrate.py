@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from nasmlcn.costs import Calibration, CostContext, LaneSample, ModelSample, Score
-from nasmlcn.errors import CalibrationError
+from nasmlcn.errors import CalibrationError, option
 from nasmlcn.hardware import LocalDevice
 from nasmlcn.measure._lane import measure_lanes
 from nasmlcn.measure._lane_memory import PeakSettings
@@ -204,16 +204,17 @@ def calibrate(
     least = QUICK_LANES if request.quick else MIN_LANES
     if request.lanes < least:
         raise CalibrationError(
-            f"--lanes must be at least {least} to fit and judge the models, got {request.lanes}"
+            f"{option('lanes')} must be at least {least} to fit and judge the models, got {request.lanes}"
         )
     if request.quick and request.out is None:  # a smoke test must not replace the real one
         raise CalibrationError(
-            f"--quick is a smoke test, not a calibration to plan with: give --out FILE for it "
+            f"{option('quick')} is a smoke test, not a calibration to plan with: give "
+            f"{option('out')} FILE for it "
             f"(without, it would replace {str(default_calibration_path())!r}, which the "
             "calibrated cost model reads)"
         )
     path = request.out or default_calibration_path()
-    check_output_file(path, "--out", CalibrationError)  # before minutes of measuring
+    check_output_file(path, option("out"), CalibrationError)  # before minutes of measuring
     measured = measure_calibration(request, progress)
     device = measured.lane_device
     calibration = fit_calibration(
@@ -263,18 +264,19 @@ def measure_calibration(
 
     clock = request.clock
     if clock not in ("wall", "cpu"):
-        raise CalibrationError(f"--clock must be wall or cpu, got {clock!r}")
+        raise CalibrationError(f"{option('clock')} must be wall or cpu, got {clock!r}")
     catalog = load_catalog()
     lane_device, devices = resolve_devices(request.device, detect_devices(catalog))
     threads = request.threads or usable_cores()
     if threads > usable_cores():  # the load it makes would be blamed on other processes
         raise CalibrationError(
-            f"--threads {threads}: this process may use {usable_cores()} cores; give at most "
+            f"{option('threads')} {threads}: this process may use {usable_cores()} cores; give at most "
             f"{usable_cores()} (more threads than cores time the contention, not the lanes)"
         )
     if clock == "cpu" and (threads != 1 or lane_device.name != "cpu"):
         raise CalibrationError(
-            "--clock cpu times the cpu device with one thread: add --threads 1 --run-on cpu"
+            f"{option('clock')} cpu times the cpu device with one thread: add "
+            f"{option('threads')} 1 {option('device')} cpu"
         )
     quick = request.quick
     batch = request.batch_size or (QUICK_BATCH if quick else DEFAULT_BATCH)

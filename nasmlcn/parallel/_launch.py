@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nasmlcn._exit import before_exit
-from nasmlcn.errors import DistributedError, NasmlcnError
+from nasmlcn.errors import DistributedError, NasmlcnError, option
 
 logger = logging.getLogger(__name__)
 
@@ -119,10 +119,10 @@ def _pick_device(prefer: str, local_rank: int) -> tuple[str, str]:
         if prefer == "cuda":
             raise DistributedError(
                 f"local rank {local_rank} has no GPU of its own: this node has {count}; "
-                "start at most that many processes per node, or use --run-on cpu"
+                f"start at most that many processes per node, or use {option('device')} cpu"
             )
     elif prefer == "cuda":
-        raise DistributedError("--run-on cuda: no CUDA device is available here")
+        raise DistributedError(f"{option('device')} cuda: no CUDA device is available here")
     return "cpu", "gloo"
 
 

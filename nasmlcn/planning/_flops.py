@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from nasmlcn.errors import DeviceError
+from nasmlcn.errors import DeviceError, option
 
 BASELINE_LANES = "4*mlcn1:2x4"
 """The thesis's baseline model: 4 lanes, width 2, depth 4 (the type is not given;
@@ -63,15 +63,15 @@ def parse_flops(text: str | float) -> FlopsLimit:
     if match:
         value = float(match["value"])
         if value <= 0:
-            raise DeviceError(f"invalid --flops {raw!r}: the multiple must be > 0")
+            raise DeviceError(f"invalid {option('flops')} {raw!r}: the multiple must be > 0")
         return FlopsLimit(multiple=value, text=raw.strip())
     match = _ABSOLUTE.match(raw)
     if match:
         value = float(match["value"] + (match["exp"] or "")) * _PREFIX[match["unit"]]
         if not math.isfinite(value) or value <= 0:
-            raise DeviceError(f"invalid --flops {raw!r}: it must be > 0")
+            raise DeviceError(f"invalid {option('flops')} {raw!r}: it must be > 0")
         return FlopsLimit(flops=value, text=raw.strip())
     raise DeviceError(
-        f"invalid --flops {raw!r}; expected a multiple of the thesis baseline ({BASELINE_LANES}) "
+        f"invalid {option('flops')} {raw!r}; expected a multiple of the thesis baseline ({BASELINE_LANES}) "
         "such as 1x, 2x, 4x, 8x, or training FLOPs per image per device such as 2.4G or 2.4e9"
     )

@@ -91,9 +91,11 @@ def export_run(
     spec = EXPORT_FORMATS.get(fmt)
     target = Path(path) if path is not None else default_export_path(run, fmt)
     if target.is_dir():
-        raise ExportError(f"--out {str(target)!r} is a folder; give the file to write")
+        raise ExportError(f"export file {str(target)!r} is a folder; give the file to write")
     if target.parent.exists() and not target.parent.is_dir():  # a missing one is made
-        raise ExportError(f"--out {str(target)!r}: {str(target.parent)!r} is a file, not a folder")
+        raise ExportError(
+            f"export file {str(target)!r}: {str(target.parent)!r} is a file, not a folder"
+        )
     _check_not_a_run_file(run, target, fmt)
     model = classifier(run.model.cpu(), run.arch)
     shape = run.arch.input_shape
@@ -131,7 +133,7 @@ def _check_not_a_run_file(run: LoadedRun, target: Path, fmt: str) -> None:
     own = {(run.path / name).resolve() for name in names}
     if target.resolve() in own or (target.name in names and target.exists()):
         raise ExportError(
-            f"--out {str(target)!r} is a run's {target.name}, which the export would "
+            f"export file {str(target)!r} is a run's {target.name}, which the export would "
             f"overwrite; give another file (default: {default_export_path(run, fmt)})"
         )
 

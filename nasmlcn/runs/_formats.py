@@ -126,7 +126,7 @@ def _check_onnx_installed() -> None:
     missing = [m for m in _ONNX_MODULES if not _importable(m)]
     if missing:
         raise ExportError(
-            f"--format onnx needs the Python package(s) {', '.join(missing)}: "
+            f"ONNX export needs the Python package(s) {', '.join(missing)}: "
             "pip install 'nasmlcn[onnx]'"
         )
 

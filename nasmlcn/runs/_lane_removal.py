@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from nasmlcn.errors import SpecError
+from nasmlcn.errors import SpecError, option
 from nasmlcn.models import MLCN, build_model, count_parameters
 from nasmlcn.runs._evaluate import (
     InferenceSettings,
@@ -244,7 +244,7 @@ def check_removable(run: LoadedRun, keep: int | None = None) -> MLCN:
     if lanes < 2:
         raise SpecError(f"run {str(run.path)!r} has a single lane; nothing to prune")
     if keep is not None and not 1 <= keep <= lanes:
-        raise SpecError(f"--keep {keep}: the run has {lanes} lanes; keep 1 to {lanes}")
+        raise SpecError(f"{option('keep')} {keep}: the run has {lanes} lanes; keep 1 to {lanes}")
     return model
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from torch import nn
 
 from nasmlcn.data import DATASETS
-from nasmlcn.errors import CheckpointError, RunError, SpecError
+from nasmlcn.errors import CheckpointError, RunError, SpecError, option
 from nasmlcn.specs import ArchSpec
 from nasmlcn.training import CHECKPOINT_NAME, RESULT_NAME, arch_for_dataset, check_run_files
 
@@ -160,7 +160,7 @@ def _dataset(
         return None, None
     raise RunError(
         f"run {str(folder)!r} does not say which dataset it was trained on (no "
-        f"{RESULT_NAME}); give --dataset (see 'nasmlcn data list')"
+        f"{RESULT_NAME}); give the dataset ({option('dataset')}; see 'nasmlcn data list')"
     )
 
 

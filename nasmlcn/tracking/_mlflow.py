@@ -71,7 +71,7 @@ from typing import TYPE_CHECKING, Any
 
 from nasmlcn._storage_url import redact_url
 from nasmlcn._tracking_uri import check_tracking_uri
-from nasmlcn.errors import TrackingError
+from nasmlcn.errors import TrackingError, option
 from nasmlcn.search import IDENTITY_FIELDS, SearchObserver, SearchResult, SearchStart, TrialOutcome
 from nasmlcn.study import TrialRecord
 from nasmlcn.tracking._store import artifact_location, open_error, opening, quiet_mlflow
@@ -205,7 +205,7 @@ class MlflowObserver(SearchObserver):
                     raise
         if found.lifecycle_stage == "deleted":
             raise TrackingError(
-                f"--mlflow {self.shown!r}: experiment {name!r} is deleted; restore it "
+                f"{option('mlflow')} {self.shown!r}: experiment {name!r} is deleted; restore it "
                 "(mlflow experiments restore) or set MLFLOW_EXPERIMENT_NAME to another name"
             )
         return str(found.experiment_id)

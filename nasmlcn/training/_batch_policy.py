@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nasmlcn.errors import CheckpointError
+from nasmlcn.errors import CheckpointError, option
 from nasmlcn.registry import Registry
 
 WARMUP_EPOCHS = 3
@@ -137,5 +137,5 @@ def check_same_batch_policy(
     if before != batch_policy:
         raise CheckpointError(
             f"checkpoint {str(path)!r} was trained with batch policy {before!r}, not "
-            f"{batch_policy!r}; resume with --batch-policy {before}"
+            f"{batch_policy!r}; resume with {option('batch_policy')} {before}"
         )

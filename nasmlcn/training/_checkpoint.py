@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from nasmlcn._io import atomic_path
-from nasmlcn.errors import CheckpointError, SpecError
+from nasmlcn.errors import CheckpointError, SpecError, option
 from nasmlcn.specs import ArchSpec, arch_from_json, arch_to_json
 
 if TYPE_CHECKING:
@@ -92,7 +92,8 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str = "cpu") -> 
         if _truncated(err):
             raise CheckpointError(
                 f"checkpoint {str(p)!r} is truncated or damaged (its zip archive is "
-                "incomplete); it was not loaded: copy it again, or train anew into another --out"
+                f"incomplete); it was not loaded: copy it again, or train anew into another "
+                f"{option('out_dir')}"
             ) from None
         # weights_only refuses anything but tensors and plain data (torch's message
         # suggests weights_only=False, which would run the file's code: never).
@@ -157,7 +158,7 @@ def check_same_arch(path: str | os.PathLike[str], saved: ArchSpec, arch: ArchSpe
     if saved != arch:
         raise CheckpointError(
             f"checkpoint {str(path)!r} is for {saved.describe()}, not {arch.describe()}; "
-            "resume with the same model or use another --out"
+            f"resume with the same model or use another {option('out_dir')}"
         )
 
 
@@ -204,13 +205,13 @@ def check_same_training(
             raise CheckpointError(
                 f"checkpoint {str(path)!r} was trained {_setting(name, value)}, not "
                 f"{_setting(name, now[name])}; resume {_setting(name, value)}, or train "
-                "anew in another --out"
+                f"anew in another {option('out_dir')}"
             )
 
 
 def _setting(name: str, value: Any) -> str:
     """``with --seed 0``, ``without --train-limit``, ``with refit`` as a message says it."""
-    flag = "--" + name.replace("_", "-")
+    flag = option(name)
     if value is None:
         return f"without {flag}"
     if isinstance(value, bool):
@@ -226,20 +227,20 @@ def _check_same_schedule(
     if policy is not None and policy != config.lr_policy:
         raise CheckpointError(
             f"checkpoint {str(path)!r} was trained with lr policy {policy!r}, not "
-            f"{config.lr_policy!r}; resume with --lr-policy {policy}"
+            f"{config.lr_policy!r}; resume with {option('lr_policy')} {policy}"
         )
     from nasmlcn.training._schedules import LR_POLICIES
 
     if not LR_POLICIES.get(config.lr_policy).planned:
         return
-    for name, option in (("epochs", "--epochs"), ("batch_size", "--batch-size")):
+    for name in ("epochs", "batch_size"):
         value = saved.get(name)
         if value is not None and value != getattr(config, name):
             raise CheckpointError(
                 f"checkpoint {str(path)!r} follows a {config.lr_policy} schedule laid out "
                 f"for {name.replace('_', ' ')} {value}, so it cannot go on with "
-                f"{getattr(config, name)}; resume with {option} {value}, or train anew "
-                "(--lr-policy exponential runs can be extended)"
+                f"{getattr(config, name)}; resume with {option(name)} {value}, or train anew "
+                f"({option('lr_policy')} exponential runs can be extended)"
             )
 
 

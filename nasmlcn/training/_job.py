@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.data import DATASETS, DatasetInfo, normalization_record
-from nasmlcn.errors import CheckpointError, SpecError
+from nasmlcn.errors import CheckpointError, SpecError, option
 from nasmlcn.specs import DEFAULT_LANES, ArchSpec, CapsNetSpec, MLCNSpec, create_arch, load_arch
 from nasmlcn.training._config import EpochResult, RunOptions, TrainConfig
 from nasmlcn.training._run_folder import CHECKPOINT_NAME, check_out_dir, check_run_files
@@ -72,12 +72,14 @@ def resolve_arch(
         UnknownNameError: ``model`` is not a named architecture.
     """
     given = [
-        name
-        for name, value in (("--lanes", lanes), ("--arch", arch), ("--model", model))
+        option(name)
+        for name, value in (("lanes", lanes), ("arch", arch), ("model", model))
         if value is not None
     ]
     if len(given) > 1:
-        raise SpecError(f"give only one of --lanes, --arch, --model (got {' and '.join(given)})")
+        raise SpecError(
+            f"give only one of {', '.join(map(option, ('lanes', 'arch', 'model')))} (got {' and '.join(given)})"
+        )
     overrides: dict[str, Any] = {
         k: v
         for k, v in (
@@ -91,8 +93,8 @@ def resolve_arch(
     }
     if arch is not None:
         if overrides:
-            option = next(iter(overrides)).replace("_", "-")
-            raise SpecError(f"--{option} cannot be combined with --arch; edit the file")
+            first = option(next(iter(overrides)))
+            raise SpecError(f"{first} cannot be combined with {option('arch')}; edit the file")
         return arch_for_dataset(load_arch(arch), dataset, strict=True)
     # An empty ``lanes`` is an error (parse_lanes says so), not the default model.
     if model is not None:
@@ -104,7 +106,10 @@ def resolve_arch(
         return spec
     mlcn_only = [k for k in ("routing", "lane_dropout", "vote_init") if k in overrides]
     if mlcn_only and not isinstance(spec, MLCNSpec):
-        raise SpecError("--routing, --lane-dropout and --vote-init apply to MLCN models only")
+        raise SpecError(
+            f"{option('routing')}, {option('lane_dropout')} and {option('vote_init')} "
+            "apply to MLCN models only"
+        )
     return replace(spec, **overrides)
 
 
@@ -297,14 +302,15 @@ def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None,
     checkpoint = out / CHECKPOINT_NAME if out else None
     if job.resume and not can_resume:
         raise SpecError(
-            "--resume is not supported with several processes; resume in one process "
-            "(it reads the checkpoint they wrote) or start a new --out"
+            f"{option('resume')} is not supported with several processes; resume in one process "
+            f"(it reads the checkpoint they wrote) or start a new {option('out_dir')}"
         )
     if out is not None:
         check_out_dir(out)
     if checkpoint is not None and checkpoint.exists() and not job.resume:
         raise CheckpointError(
-            f"{str(out)!r} already holds a checkpoint; pass --resume to continue it or choose another --out"
+            f"{str(out)!r} already holds a checkpoint; pass {option('resume')} to continue it or "
+            f"choose another {option('out_dir')}"
         )
     if checkpoint is not None and job.resume and checkpoint.exists():
         from nasmlcn.training._batch_policy import check_same_batch_policy

@@ -22,7 +22,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.data import DATASETS
-from nasmlcn.errors import SpecError
+from nasmlcn.errors import SpecError, option
 from nasmlcn.parallel import PARALLELISMS
 from nasmlcn.specs import ArchSpec, MLCNSpec
 from nasmlcn.training._callbacks import Callback, CallbackList
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 def check_parallelism(parallelism: str) -> None:
     if parallelism not in PARALLELISMS:
         raise SpecError(
-            f"--parallelism must be one of {', '.join(PARALLELISMS)}, got {parallelism!r}"
+            f"{option('parallelism')} must be one of {', '.join(PARALLELISMS)}, got {parallelism!r}"
         )
 
 
@@ -64,7 +64,7 @@ def lane_parallel_arch(job: TrainJob) -> MLCNSpec:
     if not isinstance(arch, MLCNSpec):
         raise SpecError(
             f"lane parallelism needs an MLCN; {arch.describe()} has no lanes "
-            "(train it on one device, or data-parallel with --parallelism data)"
+            f"(train it on one device, or data-parallel with {option('parallelism')} data)"
         )
     return arch
 

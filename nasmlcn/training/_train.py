@@ -18,7 +18,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, overload
 
-from nasmlcn.errors import DeviceError, SpecError
+from nasmlcn.errors import DeviceError, SpecError, option
 from nasmlcn.hardware import DeviceSpec, format_devices
 from nasmlcn.training._callbacks import Callback
 from nasmlcn.training._job import InMemoryJob, TrainJob
@@ -242,11 +242,13 @@ def _check_processes(parallelism: str, processes: int, device: str, torchrun: bo
     multi = torchrun or processes > 1
     if multi and device not in ("auto", "cpu", "cuda"):
         raise SpecError(
-            f"--run-on {device!r}: with several processes use auto, cpu or cuda "
+            f"{option('device')} {device!r}: with several processes use auto, cpu or cuda "
             "(each rank takes the GPU of its local rank)"
         )
     if parallelism == "data" and not multi:
-        raise SpecError("data parallelism needs several processes: --processes N or torchrun")
+        raise SpecError(
+            f"data parallelism needs several processes: {option('processes')} N or torchrun"
+        )
 
 
 def _plan_lanes(
@@ -295,9 +297,10 @@ def _train_on_targets(
     device_map = map_targets(targets, device)
     if device_map is None:
         raise DeviceError(
-            f"the target devices {_shown(devices)} are not on this machine; choose where their lanes "
-            "run with --run-on cpu or --run-on cuda:0,cuda:1 (target device j on entry j mod n), "
-            "or use several CPU processes with --processes N"
+            f"the target devices {_shown(devices)} are not on this machine; choose where their "
+            f"lanes run with {option('device')} cpu or {option('device')} cuda:0,cuda:1 (target "
+            f"device j on entry j mod n), or use several CPU processes with "
+            f"{option('processes')} N"
         )
     return train_placed(
         job,

@@ -16,7 +16,7 @@ from torch import nn
 
 from nasmlcn._allocator import keep_freed_memory
 from nasmlcn.data import DataSplits, Split, normalization_record
-from nasmlcn.errors import DivergedError, TrainingError
+from nasmlcn.errors import DivergedError, TrainingError, option
 from nasmlcn.models import count_parameters
 from nasmlcn.specs import ArchSpec
 from nasmlcn.training._augment import AUGMENTATIONS
@@ -304,8 +304,8 @@ def _step_plan(splits: DataSplits, config: TrainConfig) -> StepPlan:
     if min(plan.batch_sizes) < ranks:
         raise TrainingError(
             f"batch policy {config.batch_policy!r} trains at batch {min(plan.batch_sizes)}, "
-            f"fewer images than the {ranks} data-parallel processes; use --parallelism "
-            "lanes or another --batch-policy"
+            f"fewer images than the {ranks} data-parallel processes; use {option('parallelism')} "
+            f"lanes or another {option('batch_policy')}"
         )
     return plan
 

@@ -207,7 +207,7 @@ def test_a_bad_sweep_value_is_refused_before_the_first_study(tmp_path: Path) -> 
         (("--warm-start", "gone"), "--warm-start 'gone': "),
         (
             ("--pruner", "halving", "--no-prune"),
-            "--pruner halving stops trials at its rungs, but --no-prune turns pruning off",
+            "--pruner halving stops trials at its rungs, but --prune is off",
         ),
         (("--pruner", "halving", "--epochs", "1"), "--pruner halving needs --epochs >= 2"),
         (

@@ -147,7 +147,7 @@ def test_device_file_extends_and_overrides_the_catalog(tmp_path: Path) -> None:
         ("[X\n", "not valid TOML"),
         (
             '["2xA,B"]\nmemory = "1GB"\npeak_flops = 1e12\nbandwidth = 1e11\nspeed = 1\n',
-            r"\[2xA,B\] is not a device name --devices can use",
+            r"\[2xA,B\] is not a device name devices can use",
         ),
         (
             '[""]\nmemory = "1GB"\npeak_flops = 1e12\nbandwidth = 1e11\nspeed = 1\n',

@@ -40,8 +40,9 @@ def test_parse_flops(text: str, multiple: float | None, flops: float | None) -> 
 
 @pytest.mark.parametrize("text", ["0x", "x", "4y", "-2x", "lots"])
 def test_bad_flops(text: str) -> None:
-    with pytest.raises(DeviceError, match="--flops"):
+    with pytest.raises(DeviceError, match=r"^invalid flops ") as err:
         parse_flops(text)
+    assert err.value.for_cli().startswith(f"invalid --flops {text!r}")
 
 
 def test_bucket_arithmetic() -> None:

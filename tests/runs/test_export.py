@@ -128,7 +128,7 @@ def test_an_export_over_a_run_s_own_files_is_refused_and_they_stay(
         done = run_cli("export-model", "--run", str(tmp_path / "run"), "--out", str(target))
         assert done.returncode == 2
         assert done.stderr.strip().splitlines() == [
-            f"error: --out {str(target)!r} is a run's {name}, which the export would "
+            f"error: export file {str(target)!r} is a run's {name}, which the export would "
             f"overwrite; give another file (default: {tmp_path / 'run'}/model.torchscript.pt)"
         ]
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == files
@@ -177,6 +177,6 @@ def test_onnx_without_its_extra_is_one_line_before_anything_is_written(
     with pytest.raises(ExportError) as info:
         export_run(load_run(tmp_path / "run"), "onnx")
     assert str(info.value) == (
-        f"--format onnx needs the Python package(s) {module}: pip install 'nasmlcn[onnx]'"
+        f"ONNX export needs the Python package(s) {module}: pip install 'nasmlcn[onnx]'"
     )
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before

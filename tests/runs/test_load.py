@@ -59,7 +59,7 @@ def test_dataset_option_overrides_the_runs_and_is_checked(tmp_path: Path) -> Non
 def test_an_exported_trial_needs_dataset_unless_none_is_asked_for(tmp_path: Path) -> None:
     folder = tmp_path / "best"
     write_run(folder, create_arch("capsnet-tiny"), dataset=None)  # as best --export writes
-    with pytest.raises(RunError, match=r"does not say which dataset .* give --dataset"):
+    with pytest.raises(RunError, match=r"does not say which dataset .* give the dataset \(dataset"):
         load_run(folder)
     run = load_run(folder, require_dataset=False)
     assert run.dataset is None

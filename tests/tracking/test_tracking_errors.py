@@ -46,7 +46,8 @@ def test_a_uri_mlflow_cannot_open_is_refused_by_the_config(uri: str, message: st
         return
     with pytest.raises(TrackingError) as info:
         SearchConfig(mlflow=uri)
-    assert str(info.value) == message
+    assert info.value.for_cli() == message
+    assert str(info.value) == message.replace("--mlflow", "mlflow")  # a library caller's word
 
 
 def _closed_port() -> int:

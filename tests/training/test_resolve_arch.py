@@ -44,14 +44,12 @@ def test_arch_file_must_fit_the_dataset(tmp_path: Path) -> None:
     assert resolve_arch(FMNIST, arch=path) == MLCNSpec.from_lanes("2*mlcn2:2x1")
     with pytest.raises(SpecError, match="cifar10 has 3x32x32"):
         resolve_arch(CIFAR, arch=path)
-    with pytest.raises(SpecError, match="--routing cannot be combined with --arch"):
+    with pytest.raises(SpecError, match="routing cannot be combined with arch"):
         resolve_arch(FMNIST, arch=path, routing="vector")
 
 
 def test_bad_combinations() -> None:
-    with pytest.raises(
-        SpecError, match=r"only one of --lanes, --arch, --model \(got --lanes and --model\)"
-    ):
+    with pytest.raises(SpecError, match=r"only one of lanes, arch, model \(got lanes and model\)"):
         resolve_arch(FMNIST, lanes="2*mlcn2:2x1", model="capsnet")
     with pytest.raises(SpecError, match="MLCN models only"):
         resolve_arch(FMNIST, model="capsnet", routing="classwise")
@@ -65,7 +63,7 @@ def test_vote_init_is_an_mlcn_option() -> None:
     spec = resolve_arch(FMNIST, lanes="2*mlcn1-ref:4x1", vote_init="glorot")
     assert isinstance(spec, MLCNSpec)
     assert spec.vote_init == "glorot"
-    with pytest.raises(SpecError, match="--vote-init apply to MLCN models only"):
+    with pytest.raises(SpecError, match="vote_init apply to MLCN models only"):
         resolve_arch(FMNIST, model="capsnet", vote_init="glorot")
     with pytest.raises(SpecError, match="vote_init must be one of"):
         resolve_arch(FMNIST, vote_init="xavier")

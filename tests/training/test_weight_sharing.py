@@ -119,7 +119,7 @@ def test_weight_sharing_is_part_of_the_arch_spec() -> None:
         MLCNSpec("mlcn1:1x1", weight_sharing=1)  # type: ignore[arg-type]
     info = DATASETS.get("synthetic")
     assert resolve_arch(info, model="capsnet", weight_sharing=True) == replace_capsnet(info)
-    with pytest.raises(SpecError, match="--weight-sharing cannot be combined with --arch"):
+    with pytest.raises(SpecError, match="weight_sharing cannot be combined with arch"):
         resolve_arch(info, arch="x.json", weight_sharing=True)
 
 

@@ -357,8 +357,8 @@ def _check_pruning_options(config: SearchConfig) -> None:
         return
     if not config.prune:
         raise SearchError(
-            f"{option('pruner')} halving stops trials at its rungs, but --no-prune turns "
-            f"pruning off; drop one of the two"
+            f"{option('pruner')} halving stops trials at its rungs, but {option('prune')} is "
+            "off; drop one of the two"
         )
     if config.epochs < 2:
         raise SearchError(
