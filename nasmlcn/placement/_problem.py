@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nasmlcn.errors import PlacementError
+from nasmlcn.errors import PlacementError, option
 from nasmlcn.hardware import format_bytes
 
 
@@ -127,7 +127,8 @@ class PlacementProblem:
         return PlacementError(
             f"{self.lane_names[lane]} (lane {lane}) needs {format_bytes(self.memory[lane])} but the "
             f"largest free memory left is {format_bytes(max(free[best], 0))} on "
-            f"{self.device_names[best]}; use fewer or smaller lanes, or more memory (--mem)"
+            f"{self.device_names[best]}; use fewer or smaller lanes, or more memory "
+            f"({option('mem')})"
         )
 
     def check_fits_somewhere(self) -> None:

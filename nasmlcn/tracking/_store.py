@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from urllib.parse import urlparse
 
 from nasmlcn._tracking_uri import is_folder
+from nasmlcn.errors import option
 
 
 def first_line(err: BaseException) -> str:
@@ -81,10 +82,10 @@ def open_error(shown: str, uri: str, err: BaseException) -> str:
         if len(reason) > 200:
             reason = reason[:197] + "..."
         return (
-            f"--mlflow {shown!r}: no MLflow tracking server answered ({reason}); start one "
+            f"{option('mlflow')} {shown!r}: no MLflow tracking server answered ({reason}); start one "
             "(mlflow server --port PORT) or give a folder or sqlite:///mlflow.db"
         )
-    return f"--mlflow {shown!r}: MLflow cannot open it: {first_line(err)}"
+    return f"{option('mlflow')} {shown!r}: MLflow cannot open it: {first_line(err)}"
 
 
 @contextlib.contextmanager
