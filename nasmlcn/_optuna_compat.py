@@ -149,6 +149,9 @@ def forget_trial_artifact(storage: Any, trial_id: int, artifact_id: str) -> None
         session.query(model).filter(model.trial_id == trial_id).filter(
             model.key == f"{ARTIFACTS_ATTR_PREFIX}{artifact_id}"
         ).delete()
+    reread = getattr(storage, "reread_trial", None)
+    if reread is not None:  # a cached copy of the trial would still list it
+        reread(trial_id)
 
 
 def reseed_sampler(sampler: Any, seed: int) -> bool:

@@ -320,7 +320,29 @@ class BufferedStorage(_CachedStorage):
 
     def get_trial(self, trial_id: int) -> FrozenTrial:
         self.flush()
-        return super().get_trial(trial_id)
+        trial = super().get_trial(trial_id)
+        if trial.state.is_finished():
+            self._keep_finished(trial)
+        return trial
+
+    def _keep_finished(self, trial: FrozenTrial) -> None:
+        """Puts a finished trial read from the database in the cache, where the trial
+        this process made still stands as it was while it ran: Optuna caches only what
+        ``get_all_trials`` read, so ``tell``'s second read of the trial it finished,
+        the dashboard note and the repeat lookups each read all of it again (six
+        queries). A finished trial does not change (Optuna refuses writes to it)."""
+        with self._lock:
+            place = self._trial_id_to_study_id_and_number.get(trial._trial_id)
+            if place is not None:
+                self._studies[place[0]].trials[place[1]] = trial
+
+    def reread_trial(self, trial_id: int) -> None:
+        """Reads a trial again into the cache after a change made past Optuna (an
+        artifact record removed from a finished trial): the cached copy is replaced."""
+        with self._lock:
+            known = trial_id in self._trial_id_to_study_id_and_number
+        if known:
+            self._keep_finished(self._backend.get_trial(trial_id))
 
     def get_trial_system_attrs(self, trial_id: int) -> dict[str, Any]:
         """The stored attributes with the buffered ones over them, without writing

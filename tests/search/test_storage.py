@@ -265,3 +265,39 @@ def test_optuna_s_schema_scripts_are_read_once_a_process_and_stamp_the_newest_ve
     for name in ("first", "second"):
         with sqlite3.connect(tmp_path / f"{name}.db") as db:
             assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [(head,)]
+
+
+def test_a_finished_trial_is_read_once_and_a_change_past_optuna_is_read_again(
+    tmp_path: Path,
+) -> None:
+    """The trial a process finished was read whole (six queries) by tell, the
+    dashboard note and each repeat lookup: now the first read after it finished is
+    kept, and an artifact record removed from it is seen at once."""
+    from sqlalchemy import event
+
+    from nasmlcn._optuna_compat import forget_trial_artifact, storage_of
+
+    storage = open_storage(f"sqlite:///{tmp_path / 's.db'}", heartbeat=False)
+    study = optuna.create_study(storage=storage)
+    trial = study.ask()
+    storage.set_trial_system_attr(trial._trial_id, "artifacts:w1", '{"artifact_id": "w1"}')
+    study.tell(trial, 1.0)
+    assert storage_of(study) is storage
+    fresh = storage.get_trial(trial._trial_id)  # read from the database, then kept
+    statements = []
+    engine = storage._backend.engine
+    event.listen(engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    again = storage.get_trial(trial._trial_id)
+    assert statements == []
+    assert again == fresh
+    assert again.state == optuna.trial.TrialState.COMPLETE
+    assert "artifacts:w1" in again.system_attrs
+
+    forget_trial_artifact(storage, trial._trial_id, "w1")
+    assert "artifacts:w1" not in storage.get_trial(trial._trial_id).system_attrs
+    assert [t.system_attrs for t in study.get_trials()] == [{}]
+
+    running = study.ask()  # a running trial is read afresh each time
+    statements.clear()
+    storage.get_trial(running._trial_id)
+    assert statements
