@@ -11,7 +11,9 @@ sampler and no bookkeeping, i.e. what a hand-written Optuna loop would cost:
 
 The figure is wall time per trial: the time between one trial's end and the next's
 (the first from the start of the run), so every SQL query, note write and log line
-of the loop is in it, not only the phases the runner times. The three sides run in
+of the loop is in it, not only the phases the runner times. Beside it, the SQL
+statements each side sends per trial (setting up the study included): a count that
+does not drift with the machine's load. The three sides run in
 turn, in alternating order over ``--rounds`` rounds (default 2), each on a fresh
 file in one process; medians and p95 are over all rounds' trials.
 
@@ -33,6 +35,7 @@ from typing import Any
 import optuna
 from optuna.study import StudyDirection
 from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
 from nasmlcn.dashboard import DashboardObserver
 from nasmlcn.search import SAMPLERS, SearchConfig, SearchObserver, run_search
@@ -40,6 +43,12 @@ from nasmlcn.search.spaces import load_space
 from nasmlcn.study._storage import _sqlite_pragmas
 
 SIDES = ("nasmlcn", "plain_same_sqlite", "plain_default_sqlite")
+_STATEMENTS = [0]  # SQL statements sent by every engine of this process
+
+
+@event.listens_for(Engine, "before_cursor_execute")
+def _count_statement(*_: Any) -> None:
+    _STATEMENTS[0] += 1
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -115,11 +124,13 @@ def measure(
     sampler: str, trials: int, rounds: int, folder: Path, objectives: tuple[str, ...]
 ) -> dict[str, Any]:
     gaps: dict[str, list[float]] = {side: [] for side in SIDES}
+    statements: dict[str, int] = dict.fromkeys(SIDES, 0)
     phases: list[dict[str, float]] = []
     for r in range(rounds):
         order = SIDES if r % 2 == 0 else tuple(reversed(SIDES))
         for side in order:
             path = folder / f"{sampler}-{side}-{r}.db"
+            before = _STATEMENTS[0]
             if side == "nasmlcn":
                 found, phase = run_nasmlcn(sampler, trials, path, objectives)
                 phases.append(phase)
@@ -127,8 +138,14 @@ def measure(
                 same = side == "plain_same_sqlite"
                 found = run_plain(sampler, trials, path, objectives, same_sqlite=same)
             gaps[side].extend(found)
+            statements[side] += _STATEMENTS[0] - before
     report: dict[str, Any] = {
-        side: {**_stats(gaps[side]), "trials": len(gaps[side])} for side in SIDES
+        side: {
+            **_stats(gaps[side]),
+            "trials": len(gaps[side]),
+            "statements_per_trial": statements[side] / len(gaps[side]),
+        }
+        for side in SIDES
     }
     report["nasmlcn"]["phases_median_ms"] = {
         k: statistics.median(p[k] for p in phases) for k in phases[0]
@@ -165,7 +182,8 @@ def main() -> None:
         return
     print(
         f"{args.trials} trials x {args.rounds} rounds (alternating order) per side, objectives "
-        f"{args.objectives}, SQLite, proxy evaluator, 8xK80 buckets; wall ms per trial"
+        f"{args.objectives}, SQLite, proxy evaluator, 8xK80 buckets; wall ms per trial "
+        "(SQL statements per trial)"
     )
     print(
         f"{'sampler':8} {'nasmlcn median/p95':>19}   {'plain same SQLite':>18}  "
@@ -175,8 +193,9 @@ def main() -> None:
         ours, same, default = (r[side] for side in SIDES)
         phases = " ".join(f"{k} {v:.1f}" for k, v in ours["phases_median_ms"].items())
         print(
-            f"{name:8} {ours['median_ms']:9.1f} / {ours['p95_ms']:6.1f}   "
-            f"{same['median_ms']:8.1f} / {same['p95_ms']:6.1f}  "
+            f"{name:8} {ours['median_ms']:9.1f} / {ours['p95_ms']:6.1f} "
+            f"({ours['statements_per_trial']:.1f})  "
+            f"{same['median_ms']:8.1f} / {same['p95_ms']:6.1f} ({same['statements_per_trial']:.1f})  "
             f"{default['median_ms']:9.1f} / {default['p95_ms']:7.1f}   "
             f"x{r['ratio_vs_plain_same_sqlite']:.2f} / x{r['ratio_vs_plain_default_sqlite']:.2f}"
             f"        {phases}"
