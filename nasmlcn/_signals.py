@@ -68,6 +68,30 @@ class Terminated(KeyboardInterrupt):
         return "stopped by SIGTERM"
 
 
+class ParentGone(Terminated):
+    """The SIGTERM a pool's worker sends itself once the search's process that
+    started it has ended (``kill -9``, an out-of-memory kill): stopped as by SIGTERM,
+    with the reason its trial records."""
+
+    def __str__(self) -> str:
+        return "stopped: the search's process that started this worker ended"
+
+
+_PARENT_GONE = threading.Event()
+
+
+def took_parent_gone() -> None:
+    """Notes that this worker's parent ended: the SIGTERM it sends itself next raises
+    :class:`ParentGone`."""
+    _PARENT_GONE.set()
+
+
+def stopped_by_sigterm() -> Terminated:
+    """What a SIGTERM raises: :class:`Terminated`, or :class:`ParentGone` in a worker
+    whose parent ended (:func:`took_parent_gone`)."""
+    return ParentGone() if _PARENT_GONE.is_set() else Terminated()
+
+
 def stop_kind(stop: KeyboardInterrupt) -> str:
     """How a run says it was stopped: ``terminated`` (SIGTERM) or ``interrupted``."""
     return "terminated" if isinstance(stop, Terminated) else "interrupted"
@@ -81,13 +105,13 @@ to the whole job may; the second would cut short the writing down of the trial t
 first stopped. A later one (a second Ctrl-C) raises again."""
 
 
-_raised: list[type[BaseException]] = []
+_raised: list[Callable[[], BaseException]] = []
 """The stops :func:`raising`'s handlers raised since :func:`lost_stops` began."""
 
 
-def raising(error: type[BaseException]) -> Callable[[int, Any], None]:
-    """A signal handler that raises ``error``, except for an echo (:data:`SIGNAL_ECHO_S`),
-    and notes it for :func:`lost_stops`."""
+def raising(error: Callable[[], BaseException]) -> Callable[[int, Any], None]:
+    """A signal handler that raises ``error()``, except for an echo
+    (:data:`SIGNAL_ECHO_S`), and notes it for :func:`lost_stops`."""
     last = -math.inf
 
     def handler(signum: int, frame: Any) -> None:
@@ -142,7 +166,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
         return
 
-    previous = signal.signal(signal.SIGTERM, raising(Terminated))
+    previous = signal.signal(signal.SIGTERM, raising(stopped_by_sigterm))
     try:
         yield
     finally:

@@ -166,6 +166,10 @@ def test_workers_stop_when_their_parent_is_killed(tmp_path: Path) -> None:
     trials = optuna.load_study(study_name="s", storage=url).trials
     assert len(trials) < 1000
     assert not [t for t in trials if t.state == TrialState.RUNNING]
+    # the trials they were running say why (it read "stopped by SIGTERM", which no one sent)
+    stopped = [t.user_attrs["fail_reason"] for t in trials if t.state == TrialState.FAIL]
+    assert stopped
+    assert set(stopped) == {"stopped: the search's process that started this worker ended"}
 
 
 def test_a_signal_echo_is_ignored_and_a_later_one_raises() -> None:

@@ -317,10 +317,8 @@ def _stopped(
     """Marks ``trial``, stopped by Ctrl-C, SIGTERM or the search's --timeout, FAIL
     with the reason, and queues it again: the next run resumes it."""
     reason = (
-        "stopped by SIGTERM"
-        if isinstance(stop, Terminated)
-        else str(stop)  # the display adds "queued again as #M"
-        if isinstance(stop, SearchTimeout)
+        str(stop)  # SIGTERM's, or the search's timeout (the display adds "queued again as #M")
+        if isinstance(stop, Terminated | SearchTimeout)
         else "interrupted by the user (Ctrl-C)"
     )
     write_failed(trial, reason, failure="interrupted")

@@ -10,10 +10,11 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import threading
 from collections.abc import Iterator
 from typing import Any
 
-from nasmlcn._signals import Terminated, raising
+from nasmlcn._signals import Terminated, raising, stopped_by_sigterm, took_parent_gone
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -44,8 +45,6 @@ class StopRelay:
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> StopRelay:
-        import threading
-
         if threading.current_thread() is threading.main_thread():
             self._previous = {s: signal.signal(s, self._relay) for s in _STOP_SIGNALS}
         return self
@@ -85,7 +84,7 @@ def take_stop_signals(stop: Any) -> None:
     echo (:func:`~nasmlcn._signals.raising`). One that came while the
     worker started (``stop``, set by its parent's :class:`StopRelay`) raises here."""
     signal.signal(signal.SIGINT, raising(KeyboardInterrupt))
-    signal.signal(signal.SIGTERM, raising(Terminated))
+    signal.signal(signal.SIGTERM, raising(stopped_by_sigterm))
     if hasattr(signal, "pthread_sigmask"):  # a worker may inherit its parent's block
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     if stop.value == signal.SIGTERM:
@@ -102,14 +101,13 @@ def stop_with_parent() -> None:
     on the parent's sentinel (``multiprocessing.parent_process``), which needs no
     polling; nothing is started in a process that is not a ``multiprocessing``
     child."""
-    import threading
-
     parent = multiprocessing.parent_process()
     if parent is None:
         return
 
     def watch() -> None:
         parent.join()  # returns once the parent is gone
+        took_parent_gone()
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=watch, name="nasmlcn-parent-watch", daemon=True).start()
