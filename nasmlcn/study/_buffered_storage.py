@@ -319,18 +319,24 @@ class BufferedStorage(_CachedStorage):
     # -- everything that reads or changes state sees the buffer first ---------
 
     def get_trial(self, trial_id: int) -> FrozenTrial:
+        """The trial, from the cache where it finished; a finished trial read from the
+        database is kept there. Optuna caches only what ``get_all_trials`` read, where
+        the trial this process made still stands as it was while it ran, so the
+        dashboard note and the repeat lookups read the trial just finished whole
+        again (six queries each). A finished trial does not change (Optuna refuses
+        writes to it; :meth:`reread_trial` after a change made past Optuna)."""
         self.flush()
-        trial = super().get_trial(trial_id)
+        with self._lock:
+            cached = self._get_cached_trial(trial_id)
+        if cached is not None:
+            return cached
+        trial = self._backend.get_trial(trial_id)
         if trial.state.is_finished():
-            self._keep_finished(trial)
+            self._keep(trial)
         return trial
 
-    def _keep_finished(self, trial: FrozenTrial) -> None:
-        """Puts a finished trial read from the database in the cache, where the trial
-        this process made still stands as it was while it ran: Optuna caches only what
-        ``get_all_trials`` read, so ``tell``'s second read of the trial it finished,
-        the dashboard note and the repeat lookups each read all of it again (six
-        queries). A finished trial does not change (Optuna refuses writes to it)."""
+    def _keep(self, trial: FrozenTrial) -> None:
+        """``trial`` in the cache, in the place of the copy it has there (if any)."""
         with self._lock:
             place = self._trial_id_to_study_id_and_number.get(trial._trial_id)
             if place is not None:
@@ -342,7 +348,7 @@ class BufferedStorage(_CachedStorage):
         with self._lock:
             known = trial_id in self._trial_id_to_study_id_and_number
         if known:
-            self._keep_finished(self._backend.get_trial(trial_id))
+            self._keep(self._backend.get_trial(trial_id))
 
     def get_trial_system_attrs(self, trial_id: int) -> dict[str, Any]:
         """The stored attributes with the buffered ones over them, without writing
