@@ -75,17 +75,20 @@ def _ignores(pid: int, sig: int) -> bool:
     return False
 
 
-def _completed(path: Path) -> int:
-    """The COMPLETE trials in the SQLite file ``path`` (0 before its tables exist),
-    read without writing: Optuna's own open would create the tables, racing the
-    search that creates them."""
+def _completed(path: Path, state: str = "COMPLETE") -> int:
+    """The trials in ``state`` in the SQLite file ``path`` (0 before its tables
+    exist), read without writing: Optuna's own open would create the tables, racing
+    the search that creates them."""
     try:
         with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
-            return int(
-                db.execute("SELECT count(*) FROM trials WHERE state = 'COMPLETE'").fetchone()[0]
-            )
+            found = db.execute("SELECT count(*) FROM trials WHERE state = ?", (state,))
+            return int(found.fetchone()[0])
     except sqlite3.Error:  # no file or no tables yet
         return 0
+
+
+def _running(path: Path) -> int:
+    return _completed(path, "RUNNING")
 
 
 def _wait_for(check: object, seconds: float = 120.0) -> None:
@@ -141,10 +144,12 @@ def test_a_signal_to_the_parent_alone_stops_its_workers(
 def test_workers_stop_when_their_parent_is_killed(tmp_path: Path) -> None:
     """``kill -9`` of the parent left its workers running the study to its --trials,
     unseen (orphans of killed test drivers ran for an hour)."""
-    search = _search(tmp_path, 100_000)
+    # trials of 300 epochs (about 0.7 s): the kill comes while both run one
+    long_trials = ("--epochs", "300", "--no-prune")
+    search = _search(tmp_path, 100_000, "--workers", "2", "--study", "s", *long_trials)
     url = f"sqlite:///{tmp_path / 's.db'}"
 
-    _wait_for(lambda: _completed(tmp_path / "s.db") >= 2)
+    _wait_for(lambda: _completed(tmp_path / "s.db") >= 2 and _running(tmp_path / "s.db") == 2)
     workers = _workers_of(search.pid)
     assert len(workers) == 2
     search.kill()
