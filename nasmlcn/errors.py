@@ -42,6 +42,13 @@ class NasmlcnError(Exception):
         return _OPTION.sub(lambda m: cli_option(m[1], options), super().__str__())
 
 
+def nested(err: BaseException) -> str:
+    """``err``'s message to put inside another nasmlcn error's: the fields a
+    :class:`NasmlcnError` names stay fields, so that the CLI shows the outer error
+    with their options too (``str(err)`` spells them as fields already)."""
+    return Exception.__str__(err) if isinstance(err, NasmlcnError) else str(err)
+
+
 class SpecError(NasmlcnError, ValueError):
     """A specification (lane, model, config) has an invalid field or value."""
 

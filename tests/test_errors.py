@@ -105,3 +105,57 @@ def test_the_cli_shows_each_field_as_the_option_that_sets_it(tmp_path: Path) -> 
     run_on = run_cli("train", "--processes", "2", "--run-on", "cuda:0")
     assert run_on.returncode == 2
     assert run_on.stderr.startswith("error: --run-on 'cuda:0': with several processes")
+
+
+def test_an_error_inside_another_keeps_the_fields_it_names(tmp_path: Path) -> None:
+    """An error put inside another's message was put there as ``str()``, its fields
+    spelled out already: the CLI showed 'name the study's with storage' where it
+    shows '--storage' for the outer error's own fields."""
+    from nasmlcn.errors import StorageError, nested
+
+    inner = StorageError(f"no such file; name it with {option('storage')}")
+    outer = SearchError(f"{option('warm_start')} 's': {nested(inner)}")
+    assert str(outer) == "warm_start 's': no such file; name it with storage"
+    assert outer.for_cli() == "--warm-start 's': no such file; name it with --storage"
+    assert nested(ValueError("plain")) == "plain"
+
+    done = run_cli(
+        *("search", "--evaluator", "proxy", "--devices", "2xK80", "--mem", "12GB"),
+        *("--storage", f"sqlite:///{tmp_path / 's.db'}", "--warm-start", "nosuch"),
+    )
+    assert done.returncode == 2
+    assert "name the study's with --storage or $NASMLCN_STORAGE" in done.stderr
+
+
+def _nasmlcn_errors(handler: ast.ExceptHandler) -> bool:
+    """Whether ``except ... as name`` catches one of nasmlcn's errors."""
+    import nasmlcn.errors
+
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    for kind in kinds:
+        cls = getattr(nasmlcn.errors, getattr(kind, "id", ""), None)
+        if isinstance(cls, type) and issubclass(cls, nasmlcn.errors.NasmlcnError):
+            return True
+    return False
+
+
+def test_every_error_put_inside_another_goes_through_nested() -> None:
+    """``raise XError(f"...{err}")`` in an ``except SomeNasmlcnError as err`` spells
+    ``err``'s fields as fields, which the CLI then cannot show as options."""
+    package = Path(__file__).resolve().parent.parent / "nasmlcn"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for handler in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(handler, ast.ExceptHandler) and handler.name):
+                continue
+            if handler.type is None or not _nasmlcn_errors(handler):
+                continue
+            for node in ast.walk(handler):
+                if not (isinstance(node, ast.Raise) and _makes_an_error(node.exc)):
+                    continue
+                for part in ast.walk(node.exc):  # type: ignore[arg-type]
+                    value = getattr(part, "value", None)
+                    if isinstance(part, ast.FormattedValue) and isinstance(value, ast.Name):
+                        if value.id == handler.name:
+                            found.append(f"{path.relative_to(package)}:{part.lineno}")
+    assert found == []

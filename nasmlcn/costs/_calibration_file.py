@@ -24,7 +24,7 @@ from nasmlcn.costs._features import (
 )
 from nasmlcn.costs._samples import LaneSample, ModelSample
 from nasmlcn.costs._whole import MODEL_TIME_FEATURES, model_time_features
-from nasmlcn.errors import CalibrationError, NasmlcnError
+from nasmlcn.errors import CalibrationError, NasmlcnError, nested
 from nasmlcn.specs import LaneSpec
 
 SCHEMA_VERSION = 1
@@ -282,7 +282,7 @@ class Calibration:
         except KeyError as err:
             raise CalibrationError(f"missing field {err.args[0]!r}") from None
         except (NasmlcnError, TypeError, ValueError, AttributeError) as err:
-            raise CalibrationError(f"invalid field: {err}") from None
+            raise CalibrationError(f"invalid field: {nested(err)}") from None
 
     @classmethod
     def from_json(cls, text: str) -> Calibration:
@@ -315,7 +315,7 @@ class Calibration:
         try:
             return cls.from_json(text)
         except CalibrationError as err:
-            raise CalibrationError(f"calibration file {str(p)!r}: {err}") from None
+            raise CalibrationError(f"calibration file {str(p)!r}: {nested(err)}") from None
 
 
 _KEYS = (

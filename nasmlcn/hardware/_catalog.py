@@ -16,7 +16,7 @@ from importlib import resources
 from typing import Any
 
 from nasmlcn._toml import check_keys, read_toml
-from nasmlcn.errors import DeviceError, option
+from nasmlcn.errors import DeviceError, nested, option
 from nasmlcn.hardware._units import parse_size
 from nasmlcn.registry import did_you_mean
 
@@ -170,7 +170,7 @@ def parse_catalog(data: Mapping[str, Any], origin: str) -> Catalog:
                 cost_model=str(entry.get("cost_model", "")),
             )
         except DeviceError as err:
-            raise DeviceError(f"{origin}: {err}") from None
+            raise DeviceError(f"{origin}: {nested(err)}") from None
     return Catalog(kinds)
 
 

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from nasmlcn._toml import check_keys, read_toml
-from nasmlcn.errors import ReproduceError
+from nasmlcn.errors import ReproduceError, nested
 from nasmlcn.registry import did_you_mean
 from nasmlcn.reproduce._papers import PAPERS
 
@@ -277,7 +277,7 @@ def _expression(text: str, where: str) -> None:
     try:
         parse_expression(text)
     except ReproduceError as err:
-        raise ReproduceError(f"{where}: {err}") from None
+        raise ReproduceError(f"{where}: {nested(err)}") from None
 
 
 def _samples(

@@ -27,7 +27,7 @@ from typing import Any
 from torch import nn
 
 from nasmlcn.data import DATASETS
-from nasmlcn.errors import CheckpointError, RunError, SpecError, option
+from nasmlcn.errors import CheckpointError, RunError, SpecError, nested, option
 from nasmlcn.specs import ArchSpec
 from nasmlcn.training import CHECKPOINT_NAME, RESULT_NAME, arch_for_dataset, check_run_files
 
@@ -113,7 +113,9 @@ def load_run(
             arch = arch_for_dataset(arch, DATASETS.get(name), strict=True)
         except SpecError as err:
             option = "--dataset " if source == "--dataset" else f"{source}'s dataset "
-            raise SpecError(f"{option}{name!r} does not fit run {str(folder)!r}: {err}") from None
+            raise SpecError(
+                f"{option}{name!r} does not fit run {str(folder)!r}: {nested(err)}"
+            ) from None
     model = build_model(arch)
     weights, epoch = selected_weights(payload)  # the best-validation epoch's
     try:

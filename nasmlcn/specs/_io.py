@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from nasmlcn._io import parse_json, read_text_file, write_text_atomic
-from nasmlcn.errors import ArchFileError, SpecError
+from nasmlcn.errors import ArchFileError, SpecError, nested
 from nasmlcn.specs._arch import ArchSpec, arch_from_dict
 
 
@@ -37,7 +37,7 @@ def load_arch(path: str | os.PathLike[str]) -> ArchSpec:
     try:
         return arch_from_json(text)
     except SpecError as err:
-        raise ArchFileError(f"architecture file {str(p)!r}: {err}") from None
+        raise ArchFileError(f"architecture file {str(p)!r}: {nested(err)}") from None
 
 
 def save_arch(spec: ArchSpec, path: str | os.PathLike[str]) -> Path:

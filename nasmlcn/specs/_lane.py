@@ -19,7 +19,7 @@ from typing import Any
 
 from nasmlcn._toml import check_keys
 from nasmlcn._validate import check_int
-from nasmlcn.errors import SpecError
+from nasmlcn.errors import SpecError, nested
 from nasmlcn.specs._lane_types import LANE_TYPES
 from nasmlcn.specs._layers import LaneLayout
 
@@ -144,7 +144,7 @@ def parse_lanes(text: str) -> list[LaneSpec]:
         try:
             lane = LaneSpec(match["type"], int(match["width"]), depth)
         except SpecError as err:
-            raise SpecError(f"invalid lane {part.strip()!r}: {err}") from None
+            raise SpecError(f"invalid lane {part.strip()!r}: {nested(err)}") from None
         lanes.extend([lane] * count)
     return lanes
 

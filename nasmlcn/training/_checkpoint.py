@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from nasmlcn._io import atomic_path
-from nasmlcn.errors import CheckpointError, SpecError, option
+from nasmlcn.errors import CheckpointError, SpecError, nested, option
 from nasmlcn.specs import ArchSpec, arch_from_json, arch_to_json
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str = "cpu") -> 
         payload["arch"] = arch_from_json(payload["arch"])
     except SpecError as err:
         raise CheckpointError(
-            f"checkpoint {str(p)!r} holds an invalid architecture: {err}"
+            f"checkpoint {str(p)!r} holds an invalid architecture: {nested(err)}"
         ) from None
     if not isinstance(payload.get("run_id"), (str, type(None))):
         raise CheckpointError(f"{str(p)!r} is not a nasmlcn checkpoint; it was not loaded")

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from nasmlcn._io import probe_folder, write_text_atomic
-from nasmlcn.errors import CheckpointError, NasmlcnError, RunError, SpecError
+from nasmlcn.errors import CheckpointError, NasmlcnError, RunError, SpecError, nested
 
 CHECKPOINT_NAME = "checkpoint.pt"
 RESULT_NAME = "result.json"
@@ -55,7 +55,7 @@ def read_result(folder: Path) -> dict[str, Any] | None:
     try:
         value = parse_json(text, RunError)
     except NasmlcnError as err:
-        raise RunError(f"result file {str(path)!r} is {err}") from None
+        raise RunError(f"result file {str(path)!r} is {nested(err)}") from None
     if not isinstance(value, dict):
         raise RunError(f"result file {str(path)!r} is not a JSON object")
     return value
@@ -81,7 +81,7 @@ def check_run_files(folder: Path, checkpoint: Mapping[str, Any]) -> dict[str, An
         try:
             written = arch_from_json(text)
         except SpecError as err:
-            raise RunError(f"architecture file {str(arch_path)!r}: {err}") from None
+            raise RunError(f"architecture file {str(arch_path)!r}: {nested(err)}") from None
         if written != arch:
             raise _mixed(
                 folder,

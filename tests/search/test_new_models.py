@@ -154,6 +154,8 @@ def test_a_model_that_does_not_fit_is_pruned_untrained_once_and_counted_once(
     for r in unfit:
         assert r.state == "PRUNED"
         assert (r.prune_reason or "").startswith("does not fit the devices: ")
+        # stored as the run was set: the option, as the study's other reasons are
+        assert (r.prune_reason or "").endswith("or more memory (--mem)")
         assert not r.accuracy_per_epoch  # nothing trained
         plan = trials[r.number].user_attrs["plan"]
         assert any(d["memory_bytes"] > d["memory_limit_bytes"] for d in plan["devices"])

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.data import DatasetInfo
-from nasmlcn.errors import DeviceError, SearchError
+from nasmlcn.errors import DeviceError, SearchError, nested
 from nasmlcn.search._config.config import workers_per_gpu
 from nasmlcn.search._evaluators.evaluator import (
     EVALUATORS,
@@ -105,7 +105,7 @@ class TrainEvaluator:
         try:
             self.run_on = list(parse_run_on(config.run_on))
         except DeviceError as err:
-            raise SearchError(f"‹run_on› {err}") from None
+            raise SearchError(f"‹run_on› {nested(err)}") from None
         # --workers-per-gpu: this worker may use its share of the GPU's memory
         self.shared_by = workers_per_gpu()
         self._splits: DataSplits | None = None

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from nasmlcn.costs import CostContext, CostModel, get_cost_model
 from nasmlcn.data import DATASETS, DatasetInfo
-from nasmlcn.errors import SearchError
+from nasmlcn.errors import SearchError, nested
 from nasmlcn.hardware import DeviceSpec, load_catalog, parse_devices
 from nasmlcn.planning import FlopsLimit, parse_flops
 from nasmlcn.search._config.config import SearchConfig
@@ -159,7 +159,7 @@ def _check_run_on(run_on: str) -> None:
     try:
         names = parse_run_on(run_on)
     except DeviceError as err:
-        raise SearchError(f"‹run_on› {err}") from None
+        raise SearchError(f"‹run_on› {nested(err)}") from None
     for name in names:
         if name not in ("auto", "cpu"):
             from nasmlcn.training import resolve_device
@@ -167,7 +167,7 @@ def _check_run_on(run_on: str) -> None:
             try:
                 resolve_device(name)
             except TrainingError as err:
-                raise SearchError(f"‹run_on› {run_on!r}: {err}") from None
+                raise SearchError(f"‹run_on› {run_on!r}: {nested(err)}") from None
 
 
 def _check_data(setup: SearchSetup) -> None:

@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from nasmlcn.errors import NasmlcnError, SearchError, option
+from nasmlcn.errors import NasmlcnError, SearchError, nested, option
 from nasmlcn.search._loop.samplers import suggest_all
 from nasmlcn.search._results.results import best_trials
 from nasmlcn.search._trial.objectives import learning_constraint
@@ -129,7 +129,7 @@ def load_source(setup: SearchSetup, name: str, url: str | None) -> optuna.Study:
     try:
         source = load_existing_study(name, url)
     except NasmlcnError as err:
-        raise SearchError(f"{WS} {name!r}: {err} ({where})") from None
+        raise SearchError(f"{WS} {name!r}: {nested(err)} ({where})") from None
     info = study_info(source)
     space = info.get("space")
     if not isinstance(space, Mapping):

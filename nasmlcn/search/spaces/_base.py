@@ -272,4 +272,4 @@ def placed(spec: MLCNSpec, ctx: SpaceContext) -> Candidate:
         return Candidate(spec, tuple(greedy_assignment(problem)))
     except PlacementError as err:
         over = greedy_assignment(problem, memory_limits=False)
-        return Candidate(spec, tuple(over), feasible=False, reason=str(err))
+        return Candidate(spec, tuple(over), feasible=False, reason=err.for_cli())
