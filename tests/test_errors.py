@@ -151,11 +151,11 @@ def test_every_error_put_inside_another_goes_through_nested() -> None:
             if handler.type is None or not _nasmlcn_errors(handler):
                 continue
             for node in ast.walk(handler):
-                if not (isinstance(node, ast.Raise) and _makes_an_error(node.exc)):
+                if not (isinstance(node, ast.Raise) and node.exc and _makes_an_error(node.exc)):
                     continue
-                for part in ast.walk(node.exc):  # type: ignore[arg-type]
+                for part in ast.walk(node.exc):
                     value = getattr(part, "value", None)
-                    if isinstance(part, ast.FormattedValue) and isinstance(value, ast.Name):
-                        if value.id == handler.name:
-                            found.append(f"{path.relative_to(package)}:{part.lineno}")
+                    named = isinstance(value, ast.Name) and value.id == handler.name
+                    if isinstance(part, ast.FormattedValue) and named:
+                        found.append(f"{path.relative_to(package)}:{part.lineno}")
     assert found == []
