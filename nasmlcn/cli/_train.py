@@ -66,8 +66,14 @@ def _interrupted(options: TrainOptions, job: TrainJob, why: str) -> str:
     from nasmlcn.parallel import under_torchrun
     from nasmlcn.training import CHECKPOINT_NAME, load_checkpoint
 
+    ranks = options.processes > 1 or under_torchrun()
     if not job.out_dir or not (Path(job.out_dir) / CHECKPOINT_NAME).is_file():
         where = f" in {job.out_dir}" if job.out_dir else ""
+        if ranks:  # epochs may have ended: it said "before an epoch ended" after 43
+            return (
+                f"{why}: nothing was kept{where}; several processes write the checkpoint "
+                "after the last epoch only"
+            )
         return f"{why} before an epoch ended: nothing was kept{where}"
     out_dir = Path(job.out_dir)
     checkpoint = out_dir / CHECKPOINT_NAME
@@ -75,7 +81,7 @@ def _interrupted(options: TrainOptions, job: TrainJob, why: str) -> str:
         kept = f"the checkpoint after epoch {load_checkpoint(checkpoint)['epoch']}"
     except NasmlcnError:  # unreadable now (it is written atomically): say what is there
         kept = "a checkpoint"
-    if options.processes > 1 or under_torchrun():  # several processes cannot resume
+    if ranks:  # several processes cannot resume
         how = "run the command in one process with --resume"
     elif options.resume:
         how = "run the same command again"

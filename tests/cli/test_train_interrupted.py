@@ -90,8 +90,21 @@ def test_a_sigterm_d_train_says_so_and_exits_143(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("processes", "said"),
+    [
+        ("1", "interrupted before an epoch ended: nothing was kept in {out}"),
+        # several processes write theirs after the last epoch only: a run stopped after
+        # 43 epochs said "before an epoch ended"
+        (
+            "2",
+            "interrupted: nothing was kept in {out}; several processes write the "
+            "checkpoint after the last epoch only",
+        ),
+    ],
+)
 def test_an_interrupted_train_without_a_checkpoint_says_nothing_was_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, processes: str, said: str
 ) -> None:
     import nasmlcn.training
 
@@ -100,12 +113,10 @@ def test_an_interrupted_train_without_a_checkpoint_says_nothing_was_kept(
 
     monkeypatch.setattr(nasmlcn.training, "train", interrupted)
     out = tmp_path / "run"
-    done = run_cli(*TRAIN, "--out", str(out))
+    done = run_cli(*TRAIN, "--out", str(out), "--processes", processes)
     assert done.returncode == 130
     assert done.stdout == ""
-    assert done.stderr.splitlines() == [
-        f"interrupted before an epoch ended: nothing was kept in {out}"
-    ]
+    assert done.stderr.splitlines() == [said.format(out=out)]
 
 
 @pytest.mark.slow
