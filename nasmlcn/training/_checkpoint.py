@@ -209,6 +209,32 @@ def check_same_training(
             )
 
 
+def check_resumable(
+    path: str | os.PathLike[str],
+    payload: Mapping[str, Any],
+    config: TrainConfig,
+    data: Mapping[str, Any] | None = None,
+) -> None:
+    """Refuses a resume that would not go on as the run would have: under other
+    settings or on other data (:func:`check_same_training`), or with epochs left to
+    train from a checkpoint without its optimizer and lr schedule state (several
+    processes save the model only), which would restart both. One of epoch 0 (a
+    model with lanes removed, to fine-tune) starts them afresh, as it should.
+
+    Raises:
+        CheckpointError: in one line that names why.
+    """
+    check_same_training(path, payload.get("train_config") or {}, config, data)
+    missing = [name for name in ("optimizer", "scheduler") if name not in payload]
+    epoch = int(payload.get("epoch", 0))
+    if missing and 1 <= epoch < config.epochs:
+        raise CheckpointError(
+            f"checkpoint {str(path)!r} holds the model after epoch {epoch} but not its "
+            f"{' and '.join(missing)} state (several processes save the model only), so "
+            f"going on from it would restart them; train anew in another {option('out_dir')}"
+        )
+
+
 def _setting(name: str, value: Any) -> str:
     """``with --seed 0``, ``without --train-limit``, ``with refit`` as a message says it."""
     flag = option(name)

@@ -302,8 +302,8 @@ def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None,
     checkpoint = out / CHECKPOINT_NAME if out else None
     if job.resume and not can_resume:
         raise SpecError(
-            f"{option('resume')} is not supported with several processes; resume in one process "
-            f"(it reads the checkpoint they wrote) or start a new {option('out_dir')}"
+            f"{option('resume')} is not supported with several processes (they save the model "
+            f"after the last epoch only, not the optimizer's state); start a new {option('out_dir')}"
         )
     if out is not None:
         check_out_dir(out)
@@ -315,15 +315,15 @@ def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None,
     if checkpoint is not None and job.resume and checkpoint.exists():
         from nasmlcn.training._batch_policy import check_same_batch_policy
         from nasmlcn.training._checkpoint import (
+            check_resumable,
             check_same_arch,
-            check_same_training,
             load_checkpoint,
         )
 
         payload = load_checkpoint(checkpoint)
         check_same_arch(checkpoint, payload["arch"], job.arch)
         check_run_files(checkpoint.parent, payload)  # a result.json of another run
-        check_same_training(checkpoint, payload["train_config"], job.config, job_data(job))
+        check_resumable(checkpoint, payload, job.config, job_data(job))
         check_same_batch_policy(checkpoint, payload["train_config"], job.config.batch_policy)
     return out, checkpoint
 

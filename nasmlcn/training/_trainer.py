@@ -23,8 +23,8 @@ from nasmlcn.training._augment import AUGMENTATIONS
 from nasmlcn.training._batch_policy import check_same_batch_policy, epoch_batch_sizes
 from nasmlcn.training._callbacks import Callback, CallbackList, TrainingStopped, TrainStart
 from nasmlcn.training._checkpoint import (
+    check_resumable,
     check_same_arch,
-    check_same_training,
     load_checkpoint,
     new_run_id,
     save_checkpoint,
@@ -328,7 +328,7 @@ def _resume(
         return [], 1, options.run_id
     payload = load_checkpoint(path, map_location=str(device))
     check_same_arch(path, payload["arch"], arch)
-    check_same_training(path, payload.get("train_config") or {}, config, options.data)
+    check_resumable(path, payload, config, options.data)
     check_same_batch_policy(path, payload.get("train_config") or {}, config.batch_policy)
     model.load_state_dict(payload["model"])
     if "optimizer" in payload:

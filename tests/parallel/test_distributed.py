@@ -200,6 +200,8 @@ def test_cli_processes_and_torchrun(tmp_path: Path) -> None:
         "32",
         "--test-limit",
         "32",
+        "--lr-policy",
+        "exponential",
         "--epochs",
         "1",
         "--json",
@@ -209,6 +211,11 @@ def test_cli_processes_and_torchrun(tmp_path: Path) -> None:
     a = json.loads(spawned.stdout)
     assert a["parallel"]["launcher"] == "spawn"
     assert a["parallel"]["processes"] == 2
+    # their checkpoint holds no optimizer state: one process cannot go on from it
+    more = [*args[: args.index("--epochs")], "--epochs", "2", "--json"]
+    on = run_cli(*more, "--out", str(tmp_path / "a"), "--resume")
+    assert on.returncode == 2
+    assert "holds the model after epoch 1 but not its optimizer and scheduler state" in on.stderr
     torchrun = Path(sys.executable).with_name("torchrun")
     run = subprocess.run(
         [

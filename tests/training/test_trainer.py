@@ -186,6 +186,31 @@ def test_a_resume_under_other_settings_or_on_other_data_is_refused(
     assert [h.epoch for h in resumed.history] == [1, 2]
 
 
+def test_a_checkpoint_without_optimizer_state_is_not_gone_on_from(tmp_path: Path) -> None:
+    """Several processes save the model only: going on from their checkpoint in one
+    process restarted Adam and the lr schedule (exponential from 1e-3 again) with no
+    word. It is refused where epochs are left; one whose epochs are all done is only
+    tested again (one of epoch 0, a model with lanes removed, is fine-tuned:
+    tests/runs/test_lane_removal.py)."""
+    train(_tiny_job(tmp_path, epochs=1, lr_policy="exponential"))
+    path = tmp_path / "checkpoint.pt"
+    payload = torch.load(path, weights_only=True)
+    for name in ("optimizer", "scheduler"):
+        del payload[name]
+    torch.save(payload, path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(CheckpointError) as err:
+        train(_tiny_job(tmp_path, epochs=3, resume=True, lr_policy="exponential"))
+    assert str(err.value) == (
+        f"checkpoint {str(path)!r} holds the model after epoch 1 but not its optimizer and "
+        "scheduler state (several processes save the model only), so going on from it would "
+        "restart them; train anew in another out_dir"
+    )
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    again = train(_tiny_job(tmp_path, epochs=1, resume=True, lr_policy="exponential"))
+    assert [h.epoch for h in again.history] == [1]
+
+
 def test_existing_checkpoint_is_never_overwritten_without_resume(tmp_path: Path) -> None:
     train(_tiny_job(tmp_path, epochs=1))
     before = (tmp_path / "checkpoint.pt").read_bytes()
