@@ -152,6 +152,10 @@ def test_workers_stop_when_their_parent_is_killed(tmp_path: Path) -> None:
     _wait_for(lambda: _completed(tmp_path / "s.db") >= 2 and _running(tmp_path / "s.db") == 2)
     workers = _workers_of(search.pid)
     assert len(workers) == 2
+    # a parent that stops reading first (here 2 s of SIGSTOP, as a loaded machine may)
+    # leaves the pipe of their epochs full: they waited at their exit to write it, for ever
+    search.send_signal(signal.SIGSTOP)
+    time.sleep(2)
     search.kill()
     search.wait()  # not communicate(): the workers hold its pipes open
 

@@ -310,12 +310,23 @@ def _worker(
     except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM, the first while it started too
         if parent_alive():  # no one to tell, and a broken pipe's traceback
             channel.put(("done", slot.index, stop_kind(stop)))
+        _leave(channel)
         return
     except Exception as err:
         channel.put(("error", slot.index, f"{type(err).__name__}: {err}"))
         return
     channel.put(("done", slot.index, result.stopped))
+    _leave(channel)
     before_exit()  # the worker process ends here
+
+
+def _leave(channel: Any) -> None:
+    """Where the worker's parent is gone, what it sent (its trials' epochs) is read by
+    no one: its exit does not wait to write it. A parent that stopped reading before
+    it was killed left the pipe full, and the worker waited at its exit for ever
+    (``multiprocessing``'s queue joins its feeder thread then)."""
+    if not parent_alive():
+        channel.cancel_join_thread()
 
 
 @quiet_optuna()
