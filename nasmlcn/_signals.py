@@ -135,7 +135,9 @@ def lost_stops() -> Iterator[Callable[[], None]]:
     the loop can stop cleanly: a stop raised since the block began, while the loop
     still runs, was lost. Inside, Python's report of such a stop ("Exception ignored
     in ...", a traceback) is not printed: the check raises it again, and the run
-    reports it in one line."""
+    reports it in one line. A handler's exception can also come out as a library's own
+    error (SIGTERM inside a commit: Optuna's ``StorageInternalError``); where an error
+    is caught, the check says whether it was a stop."""
     _raised.clear()
 
     def check() -> None:

@@ -278,6 +278,58 @@ def test_a_stop_a_finalizer_swallowed_still_stops_the_search(
     assert list(study.trials[1].intermediate_values) == [1]  # its first epoch, kept
 
 
+def _sigterm_turned_into(error: Exception) -> None:
+    """SIGTERM's handler runs, and a library turns its exception into ``error`` (as
+    SQLAlchemy and Optuna did when it landed inside a commit: StorageInternalError)."""
+    handler: Any = signal.getsignal(signal.SIGTERM)
+    try:
+        handler(signal.SIGTERM, None)
+    except KeyboardInterrupt as stop:
+        raise error from stop
+
+
+@pytest.mark.parametrize("where", ["epoch report", "candidate record"])
+def test_a_stop_a_library_turned_into_its_own_error_stops_and_queues_the_trial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A SIGTERM inside the commit of an epoch's report failed the trial as an error
+    of its own (no retry queued) and the search ended; inside the commit of its
+    record the search crashed. Either way it is the stop it was."""
+    from nasmlcn.search._trial import run
+    from nasmlcn.study import BufferedStorage
+
+    converted = optuna.exceptions.StorageInternalError("An exception is raised during the commit")
+    if where == "epoch report":
+        report = BufferedStorage.set_trial_intermediate_value
+
+        def reported(self: BufferedStorage, trial_id: int, step: int, value: float) -> None:
+            report(self, trial_id, step, value)
+            if self.get_trial(trial_id).number == 1:
+                _sigterm_turned_into(converted)
+
+        monkeypatch.setattr(BufferedStorage, "set_trial_intermediate_value", reported)
+    else:
+        write = run.write_candidate
+
+        def written(trial: optuna.Trial, *args: Any) -> None:
+            write(trial, *args)
+            if trial.number == 1:
+                _sigterm_turned_into(converted)
+
+        monkeypatch.setattr(run, "write_candidate", written)
+    config = _config(tmp_path, trials=4)
+    result = run_search(config)
+    assert result.stopped == "terminated"
+    study = load_existing_study(result.study, config.storage)
+    states = [t.state for t in study.trials]
+    assert states == [TrialState.COMPLETE, TrialState.FAIL, TrialState.WAITING]
+    stopped = study.trials[1]
+    assert stopped.user_attrs["fail_reason"] == "stopped by SIGTERM"
+    assert stopped.user_attrs["failure"] == "interrupted"
+    assert "traceback" not in stopped.user_attrs
+    assert study.trials[2].params == stopped.params  # queued again
+
+
 def test_ctrl_c_inside_a_query_while_another_worker_commits_still_queues_the_trial(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

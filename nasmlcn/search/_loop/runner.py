@@ -146,7 +146,8 @@ def _run_search(
     stop_lost: Callable[[], None],
 ) -> SearchResult:
     """The loop: claim a trial, run it, tell the observers, until a stop
-    (``stop_lost`` raises a Ctrl-C or SIGTERM that a finalizer swallowed)."""
+    (``stop_lost`` raises a Ctrl-C or SIGTERM that a finalizer swallowed, or that a
+    library turned into its own error)."""
     started = time.perf_counter()
     setup, study = opened.setup, opened.study
     config = setup.config  # with the devices' own cost model
@@ -263,7 +264,13 @@ def _run_trial(
         files = TrialFiles(store, trial, workdir) if store else None
         if files is not None and files.resumed_epoch:
             write_resumed(trial, files.resumed_epoch)
-        outcome = TrialRun(run, trial, index, retried, files, timings)()
+        try:
+            outcome = TrialRun(run, trial, index, retried, files, timings)()
+        except Exception:
+            # a Ctrl-C or SIGTERM inside a commit comes out as the storage's error
+            # (StorageInternalError): the trial was stopped, not failed
+            run.stop_lost()
+            raise
     if files is not None:
         _close_files(run.study, files, run.config.keep_weights)
     return replace(outcome, timings=timings, retry_of=retry_of(trial, retried))

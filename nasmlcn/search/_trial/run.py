@@ -82,7 +82,7 @@ class RunContext:
     pruner: EpochPruner | None
     observer: SearchObserver
     deadline: float | None  # the search's --timeout, on time.perf_counter's clock
-    stop_lost: Callable[[], None] = lambda: None  # a swallowed stop, raised (lost_stops)
+    stop_lost: Callable[[], None] = lambda: None  # a swallowed or converted stop, raised
 
     @property
     def config(self) -> SearchConfig:
@@ -321,11 +321,8 @@ class TrialRun:
         seen: list[EpochReport] = []
         decision = CONTINUE
         # a retried trial keeps the epochs its failed run reported
-        reported = (
-            set(storage_of(run.study).get_trial(trial_id_of(trial)).intermediate_values)
-            if self.retried
-            else set()
-        )
+        stored = storage_of(run.study).get_trial(trial_id_of(trial)) if self.retried else None
+        reported = set(stored.intermediate_values) if stored is not None else set()
 
         def on_epoch(report: EpochReport) -> EpochDecision:
             nonlocal decision
@@ -346,6 +343,7 @@ class TrialRun:
         except TrainingStopped as stop:  # the search's --timeout, between two batches
             raise SearchTimeout(str(stop)) from None
         except Exception as err:  # NaN, out of memory...: recorded, the search goes on (not Ctrl-C)
+            run.stop_lost()  # a Ctrl-C or SIGTERM a library turned into its error is a stop
             reason = failure_reason(err)
             logger.warning("trial %d failed: %s", trial.number, reason)
             write_traceback(trial, traceback.format_exc(limit=8)[-4000:])
