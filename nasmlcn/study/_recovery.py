@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import warnings
 from typing import TYPE_CHECKING
 
 from nasmlcn._optuna_compat import stale_trial_ids, storage_of, study_id_of
@@ -37,13 +38,16 @@ def retry(study: optuna.Study, trial: FrozenTrial, max_retries: int | None) -> i
     """Queues a WAITING copy of the failed ``trial`` (Optuna's retry callback) unless
     it was retried ``max_retries`` times already (None: no limit); the copy's number,
     or None."""
+    from optuna.exceptions import ExperimentalWarning
     from optuna.storages import RetryHeartbeatStaleTrialCallback
     from optuna.trial import TrialState
 
     again = copy.deepcopy(trial)
     again.user_attrs = {k: v for k, v in trial.user_attrs.items() if k not in FAILURE_ATTRS}
     before = len(study.get_trials(deepcopy=False))
-    callback = RetryHeartbeatStaleTrialCallback(max_retries, inherit_intermediate_values=True)
+    with warnings.catch_warnings():  # "experimental" in Optuna; nasmlcn relies on it
+        warnings.simplefilter("ignore", ExperimentalWarning)
+        callback = RetryHeartbeatStaleTrialCallback(max_retries, inherit_intermediate_values=True)
     callback(study, again)
     waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
     made = [t.number for t in waiting if t.number >= before]

@@ -20,7 +20,8 @@ from tests._postgres import Database, PostgresServer
 
 class TestBufferedStorageOnSQLite(StorageTestCase):
     @pytest.fixture(scope="class")
-    def empty(self, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    @classmethod
+    def empty(cls, tmp_path_factory: pytest.TempPathFactory) -> Path:
         """A storage's empty schema, made once; each test gets a copy of the file."""
         path = tmp_path_factory.mktemp("conformance") / "empty.db"
         open_storage(f"sqlite:///{path}")._backend.engine.dispose()
@@ -36,7 +37,8 @@ class TestBufferedStorageOnSQLite(StorageTestCase):
 
 class TestBufferedStorageOnPostgreSQL(StorageTestCase):
     @pytest.fixture(scope="class")
-    def empty(self, postgres: PostgresServer) -> Database:
+    @classmethod
+    def empty(cls, postgres: PostgresServer) -> Database:
         """A storage's schema, made once; each test empties its tables first."""
         db = postgres.create_database()
         open_storage(db.url)._backend.engine.dispose()
