@@ -12,7 +12,8 @@ Each writes the same files as a one-device run (``arch.json``, ``checkpoint.pt``
 ``result.json``, the last with a ``parallel`` section) and returns a
 :class:`ParallelReport`. Multi-process jobs checkpoint once, after the last
 epoch, on rank 0 (the lanes gathered from every rank, no optimizer state), so
-they cannot ``--resume``; a one-process run can resume from their checkpoint.
+they cannot ``--resume``, nor can a one-process run go on from their checkpoint
+(:func:`~nasmlcn.training._checkpoint.check_resumable`); it can test or export it.
 """
 
 from __future__ import annotations
