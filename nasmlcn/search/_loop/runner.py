@@ -146,8 +146,7 @@ def _run_search(
     stop_lost: Callable[[], None],
 ) -> SearchResult:
     """The loop: claim a trial, run it, tell the observers, until a stop
-    (``stop_lost`` raises a Ctrl-C or SIGTERM that a finalizer swallowed, or that a
-    library turned into its own error)."""
+    (``stop_lost`` raises a Ctrl-C or SIGTERM that was swallowed or turned into an error)."""
     started = time.perf_counter()
     setup, study = opened.setup, opened.study
     config = setup.config  # with the devices' own cost model
