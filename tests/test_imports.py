@@ -1,7 +1,7 @@
 """The shape of the package, read from its source by ``scripts/import_graph.py``:
 no import cycles (lazy imports included), packages use each other's public names,
 Optuna's internals only through ``nasmlcn._optuna_compat``, and no torch in the
-planning layer."""
+planning layer; and the house's limits on the length of modules and functions."""
 
 from __future__ import annotations
 
@@ -166,3 +166,40 @@ def test_no_benchmark_file_is_over_max_lines() -> None:
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert long == {}
+
+
+MAX_FUNCTION_LINES = 80
+MAX_PARAMETERS = 8
+# Functions with more than MAX_PARAMETERS parameters (self and cls not counted), each
+# with its reason.
+WIDE_FUNCTIONS: dict[str, str] = {
+    "nasmlcn/planning/_plan.py plan_model": "the planner's keyword options, all defaulted",
+    "nasmlcn/training/_checkpoint.py save_checkpoint": "one keyword per field of the file",
+    "nasmlcn/specs/_arch.py __init__": "the architecture's fields, keyword-only",
+    "nasmlcn/training/_job.py resolve_arch": "the ways a job names its model",
+}
+
+
+def _functions(folder: str) -> list[tuple[str, int, int]]:
+    """(file and name, lines, parameters) of every function under ``folder``."""
+    found = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                a = node.args
+                names = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
+                width = len([n for n in names if n not in ("self", "cls")])
+                width += bool(a.vararg) + bool(a.kwarg)
+                size = (node.end_lineno or node.lineno) - node.lineno + 1
+                found.append((f"{path.relative_to(ROOT)} {node.name}", size, width))
+    return found
+
+
+def test_no_function_is_over_max_lines_or_wider_than_the_known_ones() -> None:
+    """The house's limits on a function (``scripts/house_figures.py`` prints them):
+    at most 80 lines, and more than 8 parameters only where listed with a reason."""
+    found = _functions("nasmlcn")
+    assert len(found) > 1000  # it read the package
+    assert [(name, size) for name, size, _ in found if size > MAX_FUNCTION_LINES] == []
+    wide = {name for name, _, width in found if width > MAX_PARAMETERS}
+    assert wide == set(WIDE_FUNCTIONS)
