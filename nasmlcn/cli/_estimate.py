@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from nasmlcn.cli._console import out
-from nasmlcn.cli._options import ARCH, JSON, one_of
+from nasmlcn.cli._options import ARCH, IMAGE_SIZE, JSON, one_of
 from nasmlcn.costs import TARGETS
 
 if TYPE_CHECKING:
@@ -29,15 +29,16 @@ def estimate(
     dataset: str | None = typer.Option(
         None,
         "--dataset",
-        help="Dataset whose image shape and classes the model gets (see 'nasmlcn data list') "
-        "[default: fashion-mnist; with --arch: the file's].",
+        help="Dataset whose image shape and classes the model gets: a built-in name or the "
+        "path of your own images [default: fashion-mnist; with --arch: the file's].",
     ),
+    image_size: str | None = IMAGE_SIZE,
     as_json: bool = JSON,
 ) -> None:
     """Latency, energy and memory of one inference on an accelerator, per layer
     (CapsAcc: NASCaps sec. 3.2)."""
     chosen = TARGETS.get(target)  # an unknown target fails before any work
-    spec = _spec(model, lanes, arch, dataset)
+    spec = _spec(model, lanes, arch, dataset, image_size)
     result = chosen.estimate(spec)
     if as_json:
         print(json.dumps({"model": spec.describe(), "arch": spec.to_dict(), **result.to_dict()}))
@@ -45,15 +46,22 @@ def estimate(
     _print_estimate(spec, target, result)
 
 
-def _spec(model: str | None, lanes: str | None, arch: Path | None, dataset: str | None) -> ArchSpec:
-    from nasmlcn.data import DATASETS
+def _spec(
+    model: str | None,
+    lanes: str | None,
+    arch: Path | None,
+    dataset: str | None,
+    image_size: str | None,
+) -> ArchSpec:
+    from nasmlcn.data import images_too_small_hint, open_dataset
     from nasmlcn.specs import load_arch
     from nasmlcn.training import resolve_arch
 
     if arch is not None and dataset is None and model is None and lanes is None:
         return load_arch(arch)  # the file's own shape and classes
-    info = DATASETS.get(dataset or "fashion-mnist")
-    return resolve_arch(info, lanes=lanes, arch=arch, model=model)
+    info = open_dataset(dataset or "fashion-mnist", image_size=image_size)
+    with images_too_small_hint(info):
+        return resolve_arch(info, lanes=lanes, arch=arch, model=model)
 
 
 def _print_estimate(spec: ArchSpec, target: str, result: CapsAccEstimate) -> None:

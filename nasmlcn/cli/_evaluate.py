@@ -11,7 +11,16 @@ import typer
 
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import out, phase_status
-from nasmlcn.cli._options import DATA_DIR, INFERENCE_BATCH, JSON, QUIET, RUN, RUN_DATASET, RUN_ON
+from nasmlcn.cli._options import (
+    DATA_DIR,
+    INFERENCE_BATCH,
+    JSON,
+    QUIET,
+    RUN,
+    RUN_DATASET,
+    RUN_IMAGE_SIZE,
+    RUN_ON,
+)
 
 PASSES = typer.Option(10, "--passes", min=1, help="Timed inference passes (the median counts).")
 
@@ -25,6 +34,7 @@ class EvaluateOptions:
 
     run: Path = option(RUN)  # noqa: RUF009
     dataset: str | None = option(RUN_DATASET)
+    image_size: str | None = option(RUN_IMAGE_SIZE)
     data_dir: Path | None = option(DATA_DIR)  # noqa: RUF009
     download: bool = option(
         typer.Option(True, "--download/--no-download", help="Download missing data.")
@@ -45,7 +55,12 @@ def evaluate(options: EvaluateOptions) -> None:
     run, and its measured inference throughput (forward only, eval mode, no decoder)."""
     from nasmlcn.runs import InferenceSettings, evaluate_run, load_run
 
-    loaded = load_run(options.run, dataset=options.dataset)
+    loaded = load_run(
+        options.run,
+        dataset=options.dataset,
+        image_size=options.image_size,
+        data_dir=options.data_dir,
+    )
     settings = InferenceSettings(batch=options.inference_batch, passes=options.passes)
     with phase_status(options.quiet, loaded.arch.describe()) as tell:
         result = evaluate_run(
@@ -84,4 +99,21 @@ def _print(result: dict[str, Any]) -> None:
         + (f", load {load:.1f})" if load is not None else ")"),
     )
     table.add_row("device", result["device"])
+    out.print(table)
+    _print_classes(result["per_class"])
+
+
+def _print_classes(per_class: list[dict[str, Any]]) -> None:
+    """Accuracy per class, lowest first: a user's classes are rarely balanced."""
+    from rich.table import Table
+
+    if not per_class:
+        return
+    table = Table("class", "test images", "accuracy", title="test accuracy per class, lowest first")
+    tested = [c for c in per_class if c["images"]]
+    for c in sorted(tested, key=lambda c: (c["accuracy"], c["class"])):
+        table.add_row(str(c["class"]), f"{c['images']:,}", f"{c['accuracy']:.4f}")
+    for c in per_class:
+        if not c["images"]:
+            table.add_row(str(c["class"]), "0", "-")
     out.print(table)

@@ -30,7 +30,8 @@ def export_model(
 ) -> None:
     """Export a trained run for inference: images (batch, C, H, W) in, class
     probabilities (batch, K) and class capsules (batch, K, D) out, no decoder. The
-    file is loaded back and checked against the model before this returns."""
+    file is loaded back and checked against the model before this returns; beside it,
+    FILE.json holds the input shape, the normalisation and the class names."""
     from nasmlcn.runs import export_run, load_run
 
     loaded = load_run(run, require_dataset=False)
@@ -43,7 +44,8 @@ def export_model(
     out.print(
         f"wrote {result['path']} ({result['bytes'] / 2**20:.1f} MiB, {fmt}): "
         f"{result['lanes']}; outputs match the model on {result['checked_images']} images "
-        f"(max difference {result['max_abs_difference']:.2g})",
+        f"(max difference {result['max_abs_difference']:.2g}); its input and classes: "
+        f"{result['preprocessing_path']}",
         markup=False,
         soft_wrap=True,
     )

@@ -72,11 +72,29 @@ RUN = typer.Option(
     help="A run folder: what nasmlcn train --out, nasmlcn best --export or nasmlcn "
     "remove-lanes --keep wrote (checkpoint.pt, arch.json).",
 )
+DATASET = typer.Option(
+    "fashion-mnist",
+    "--dataset",
+    help="A built-in dataset (see 'nasmlcn data list'), or your own images: a folder of "
+    "class folders (PNG, JPEG, BMP; optionally in train/ and test/) or an .npz with x_train, "
+    "y_train [, x_test, y_test] (see 'nasmlcn data inspect PATH').",
+)
+IMAGE_SIZE = typer.Option(
+    None,
+    "--image-size",
+    help="Resize your own images to N or HxW pixels (bilinear, stretched: the aspect ratio "
+    "is not kept) [default: as they are; needed when their sizes differ].",
+)
 RUN_DATASET = typer.Option(
     None,
     "--dataset",
-    help="Use this dataset (see 'nasmlcn data list') [default: the run's, from its "
-    "result.json or checkpoint].",
+    help="Use this dataset: a built-in name or the path of your own images [default: the "
+    "run's, from its result.json or checkpoint].",
+)
+RUN_IMAGE_SIZE = typer.Option(
+    None,
+    "--image-size",
+    help="With --dataset PATH: resize those images to N or HxW [default: the run's].",
 )
 DATA_DIR = typer.Option(
     None,

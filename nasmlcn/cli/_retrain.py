@@ -14,7 +14,16 @@ import typer
 from nasmlcn._setting import MAX_SEED
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import err, out
-from nasmlcn.cli._options import INFERENCE_BATCH, JSON, QUIET, RUN_ON, STORAGE, STUDY, local_file
+from nasmlcn.cli._options import (
+    INFERENCE_BATCH,
+    JSON,
+    QUIET,
+    RUN_IMAGE_SIZE,
+    RUN_ON,
+    STORAGE,
+    STUDY,
+    local_file,
+)
 
 if TYPE_CHECKING:
     from nasmlcn.search import RetrainOptions, RetrainReport
@@ -64,10 +73,12 @@ class RetrainCommandOptions:
         typer.Option(
             None,
             "--dataset",
-            help="Train and test on this dataset instead of the search's (see 'nasmlcn data "
-            "list').",
+            help="Train and test on this dataset instead of the search's: a built-in name or "
+            "the path of your own images [default: the search's, found by its path or by its "
+            "content in the cache].",
         )
     )
+    image_size: str | None = option(RUN_IMAGE_SIZE)
     data_dir: Path | None = option(  # noqa: RUF009
         typer.Option(
             None,
@@ -157,6 +168,7 @@ class RetrainCommandOptions:
             seed=self.seed,
             allow_proxy=self.allow_proxy,
             refit=self.refit,
+            image_size=self.image_size,
         )
 
 

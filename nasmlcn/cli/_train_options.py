@@ -17,12 +17,22 @@ import typer
 from nasmlcn._text import counted
 from nasmlcn.cli._command_options import option
 from nasmlcn.cli._config_options import config_option, given_settings
-from nasmlcn.cli._options import ARCH, DEVICE_FILE, JSON, QUIET, local_file, one_of
+from nasmlcn.cli._options import (
+    ARCH,
+    DATASET,
+    DEVICE_FILE,
+    IMAGE_SIZE,
+    JSON,
+    QUIET,
+    local_file,
+    one_of,
+)
 from nasmlcn.placement import PLACERS
 from nasmlcn.specs import DECODERS, DEFAULT_LANES, DEFAULT_VOTE_INIT, ROUTINGS, VOTE_INITS
 from nasmlcn.training import TrainConfig
 
 if TYPE_CHECKING:
+    from nasmlcn.data import DatasetInfo
     from nasmlcn.hardware import DeviceSpec
     from nasmlcn.specs import ArchSpec
     from nasmlcn.training import TrainJob
@@ -49,9 +59,8 @@ class TrainOptions:
             help="A named architecture, e.g. capsnet or mlcn2-8x4 (see 'nasmlcn models').",
         )
     )
-    dataset: str = option(
-        typer.Option("fashion-mnist", "--dataset", help="Dataset (see 'nasmlcn data list').")
-    )
+    dataset: str = option(DATASET)
+    image_size: str | None = option(IMAGE_SIZE)
     data_dir: Path | None = option(  # noqa: RUF009
         typer.Option(
             None,
@@ -168,20 +177,28 @@ class TrainOptions:
     def arch_spec(self) -> ArchSpec:
         """The architecture of ``--lanes``, ``--arch`` or ``--model``, fitted to the
         dataset, with the architecture options applied."""
-        from nasmlcn.data import DATASETS
+        from nasmlcn.data import images_too_small_hint
         from nasmlcn.training import resolve_arch
 
-        return resolve_arch(
-            DATASETS.get(self.dataset),
-            lanes=self.lanes,
-            arch=self.arch,
-            model=self.model,
-            routing=self.routing,
-            decoder=self.decoder,
-            lane_dropout=self.lane_dropout,
-            weight_sharing=self.weight_sharing,
-            vote_init=self.vote_init,
-        )
+        data = self.data()
+        with images_too_small_hint(data):
+            return resolve_arch(
+                data,
+                lanes=self.lanes,
+                arch=self.arch,
+                model=self.model,
+                routing=self.routing,
+                decoder=self.decoder,
+                lane_dropout=self.lane_dropout,
+                weight_sharing=self.weight_sharing,
+                vote_init=self.vote_init,
+            )
+
+    def data(self) -> DatasetInfo:
+        """The dataset of ``--dataset`` (a user's images read once, into the cache)."""
+        from nasmlcn.data import open_dataset
+
+        return open_dataset(self.dataset, image_size=self.image_size, data_dir=self.data_dir)
 
     def config(self) -> TrainConfig:
         """The training's configuration: the settings given (the others
@@ -199,7 +216,8 @@ class TrainOptions:
         out_dir = self.out_dir
         self._check_something_to_resume()
         if out_dir is None:
-            out_dir = Path("runs") / time.strftime(f"train-%Y%m%d-%H%M%S-{self.dataset}")
+            name = self.data().identity.name.replace("/", "-")
+            out_dir = Path("runs") / time.strftime(f"train-%Y%m%d-%H%M%S-{name}")
         return TrainJob(
             spec,
             dataset=self.dataset,
@@ -211,6 +229,7 @@ class TrainOptions:
             test_limit=self.test_limit,
             out_dir=str(out_dir),
             resume=self.resume,
+            image_size=self.image_size,
         )
 
     def _check_something_to_resume(self) -> None:

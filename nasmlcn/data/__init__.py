@@ -1,4 +1,5 @@
-"""Datasets: a registry of what can be trained on, and in-memory splits.
+"""Datasets: a registry of what can be trained on, a user's own images (a folder or
+an ``.npz``, :func:`open_dataset`), and in-memory splits.
 
 Importing this package does not import torch; loading a dataset does.
 """
@@ -9,9 +10,20 @@ from typing import TYPE_CHECKING
 
 from nasmlcn._lazy import lazy_exports
 from nasmlcn.data import _synthetic, _torchvision  # noqa: F401  (register built-ins)
+from nasmlcn.data._data_dir import DATA_DIR_ENV, default_data_dir, resolve_data_dir
+from nasmlcn.data._fit import images_too_small_hint
+from nasmlcn.data._identity import (
+    RESIZE_METHOD,
+    DataIdentity,
+    format_image_size,
+    is_dataset_path,
+    parse_image_size,
+)
+from nasmlcn.data._inspect import DataReport, inspect_dataset
 from nasmlcn.data._normalize import Normalization, normalization_record
-from nasmlcn.data._registry import DATA_DIR_ENV, DATASETS, DatasetInfo, default_data_dir
-from nasmlcn.data._resolve import load_splits, prepare_dataset, resolve_data_dir
+from nasmlcn.data._open import known_identity, open_dataset, open_recorded
+from nasmlcn.data._registry import DATASETS, DatasetInfo
+from nasmlcn.data._resolve import load_splits, prepare_dataset
 
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.data._splits import DataSplits, RawData, Split, make_splits, to_device
@@ -19,15 +31,26 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
 __all__ = [
     "DATASETS",
     "DATA_DIR_ENV",
+    "RESIZE_METHOD",
+    "DataIdentity",
+    "DataReport",
     "DataSplits",
     "DatasetInfo",
     "Normalization",
     "RawData",
     "Split",
     "default_data_dir",
+    "format_image_size",
+    "images_too_small_hint",
+    "inspect_dataset",
+    "is_dataset_path",
+    "known_identity",
     "load_splits",
     "make_splits",
     "normalization_record",
+    "open_dataset",
+    "open_recorded",
+    "parse_image_size",
     "prepare_dataset",
     "resolve_data_dir",
     "to_device",

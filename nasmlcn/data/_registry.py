@@ -7,19 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nasmlcn._paths import cache_path
+from nasmlcn.data._identity import DataIdentity
 from nasmlcn.registry import Registry
 
 if TYPE_CHECKING:
     from nasmlcn.data._normalize import Normalization
     from nasmlcn.data._splits import RawData
-
-DATA_DIR_ENV = "NASMLCN_DATA_DIR"
-
-
-def default_data_dir() -> Path:
-    """``$NASMLCN_DATA_DIR``, else ``~/.cache/nasmlcn/data``."""
-    return cache_path(DATA_DIR_ENV, "data")
 
 
 @dataclass(frozen=True)
@@ -37,8 +30,11 @@ class DatasetInfo:
         prepare: ``prepare(data_dir, download)`` makes the files loadable (unpack,
             download) without reading them; returns a line saying what it did.
         normalization: Per-channel mean/std that model inputs are normalised with
-            (the colour sets' published training-split constants); None: the
-            images go to the model in [0, 1] (the grey sets).
+            (the colour sets' published training-split constants, a user's colour
+            data's own); None: the images go to the model in [0, 1] (grey sets).
+        classes: The class names in label order (empty: ``0``..``K-1``).
+        own: What a user's own data is (a folder or ``.npz``, see
+            :func:`~nasmlcn.data.open_dataset`); None for a registered dataset.
     """
 
     name: str
@@ -48,6 +44,20 @@ class DatasetInfo:
     load: Callable[[Path, bool], RawData]
     prepare: Callable[[Path, bool], str]
     normalization: Normalization | None = None
+    classes: tuple[str, ...] = ()
+    own: DataIdentity | None = None
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """The class names, ``0``..``K-1`` where none are declared."""
+        return self.classes or tuple(str(k) for k in range(self.num_classes))
+
+    @property
+    def identity(self) -> DataIdentity:
+        """What a study or run records of this dataset (see :class:`DataIdentity`)."""
+        if self.own is not None:
+            return self.own
+        return DataIdentity("builtin", self.name, self.input_shape, self.class_names)
 
 
 DATASETS: Registry[DatasetInfo] = Registry("dataset")

@@ -1,35 +1,16 @@
-"""Finding the data directory, preparing and loading a dataset by name."""
+"""Preparing a dataset's files and loading its splits."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nasmlcn.data._registry import DATASETS, default_data_dir
+from nasmlcn.data._data_dir import resolve_data_dir
+from nasmlcn.data._registry import DATASETS, DatasetInfo
 from nasmlcn.errors import DatasetError
 
 if TYPE_CHECKING:
     from nasmlcn.data._splits import DataSplits
-
-
-def resolve_data_dir(data_dir: str | Path | None, *, create: bool = False) -> Path:
-    """An explicit directory must exist (a typo must not start a second copy of the
-    data), unless ``create``; the default one is created."""
-    if data_dir is None:
-        path = default_data_dir()
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-    path = Path(data_dir).expanduser()
-    if create and not path.exists():
-        try:
-            path.mkdir(parents=True)
-        except OSError as err:
-            raise DatasetError(f"cannot create {str(path)!r}: {err.strerror or err}") from None
-    if not path.exists():
-        raise DatasetError(f"data directory {str(path)!r} does not exist")
-    if not path.is_dir():
-        raise DatasetError(f"data directory {str(path)!r} is not a directory")
-    return path
 
 
 def prepare_dataset(name: str, data_dir: str | Path | None = None, *, download: bool = True) -> str:
@@ -40,7 +21,7 @@ def prepare_dataset(name: str, data_dir: str | Path | None = None, *, download: 
 
 
 def load_splits(
-    name: str,
+    dataset: str | DatasetInfo,
     data_dir: str | Path | None = None,
     *,
     download: bool = True,
@@ -50,11 +31,13 @@ def load_splits(
     val_limit: int | None = None,
     test_limit: int | None = None,
 ) -> DataSplits:
-    """Loads ``name`` and splits it (see :func:`nasmlcn.data._splits.make_splits`);
+    """Loads ``dataset`` (a name or path, see :func:`~nasmlcn.data.open_dataset`, or
+    one opened already, with a resize: ``open_dataset(path, image_size=...)``) and splits it (see :func:`nasmlcn.data._splits.make_splits`);
     the splits carry the dataset's normalisation."""
+    from nasmlcn.data._open import open_dataset
     from nasmlcn.data._splits import make_splits
 
-    info = DATASETS.get(name)
+    info = dataset if isinstance(dataset, DatasetInfo) else open_dataset(dataset, data_dir=data_dir)
     for label, value in (
         ("train_limit", train_limit),
         ("val_limit", val_limit),

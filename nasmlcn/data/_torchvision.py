@@ -37,6 +37,17 @@ IDX_FILES = (
 )
 CIFAR10_FILES = (*tuple(f"data_batch_{i}" for i in range(1, 6)), "test_batch", "batches.meta")
 SVHN_DIR = "SVHN"
+DIGITS = tuple(str(k) for k in range(10))
+FASHION_MNIST_CLASSES = (
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+    "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+)  # fmt: skip
+"""Label order of Fashion-MNIST (torchvision's ``FashionMNIST.classes``)."""
+CIFAR10_CLASSES = (
+    "airplane", "automobile", "bird", "cat", "deer",
+    "dog", "frog", "horse", "ship", "truck",
+)  # fmt: skip
+"""Label order of CIFAR-10 (its ``batches.meta``)."""
 SVHN_FILES = ("train_32x32.mat", "test_32x32.mat")
 
 
@@ -253,12 +264,19 @@ DATASETS.register(
         "Zalando Fashion-MNIST, 60k/10k 28x28 grey (Debian: dataset-fashion-mnist)",
         _load_fashion_mnist,
         _prepare_fashion_mnist,
+        classes=FASHION_MNIST_CLASSES,
     ),
 )
 DATASETS.register(
     "mnist",
     DatasetInfo(
-        "mnist", 10, (1, 28, 28), "MNIST digits, 60k/10k 28x28 grey", _load_mnist, _prepare_mnist
+        "mnist",
+        10,
+        (1, 28, 28),
+        "MNIST digits, 60k/10k 28x28 grey",
+        _load_mnist,
+        _prepare_mnist,
+        classes=DIGITS,
     ),
 )
 DATASETS.register(
@@ -271,6 +289,7 @@ DATASETS.register(
         _load_cifar10,
         _prepare_cifar10,
         CIFAR10_NORMALIZATION,
+        classes=CIFAR10_CLASSES,
     ),
 )
 DATASETS.register(
@@ -283,5 +302,6 @@ DATASETS.register(
         _load_svhn,
         _prepare_svhn,
         SVHN_NORMALIZATION,
+        classes=DIGITS,  # torchvision maps the files' 10 to the digit 0
     ),
 )

@@ -151,6 +151,7 @@ class ShardedSplit(Split):
 
     @classmethod
     def of(cls, split: Split, rank: int, world_size: int) -> ShardedSplit:
+        split = split.dense()
         return cls(split.images, split.labels, rank, world_size, normalization=split.normalization)
 
     def batches(

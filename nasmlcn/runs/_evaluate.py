@@ -59,6 +59,7 @@ class RunEvaluation:
     test_loss: float
     device: str
     inference: InferenceTiming
+    per_class: tuple[ClassAccuracy, ...] = ()
 
     @property
     def images_per_second(self) -> float:
@@ -74,7 +75,54 @@ class RunEvaluation:
             "inference_images_per_second": self.images_per_second,
             "inference": self.inference.to_dict(),
             "device": self.device,
+            "per_class": [c.to_dict() for c in self.per_class],
         }
+
+
+@dataclass(frozen=True)
+class ClassAccuracy:
+    """The test images of one class and the share of them classified right."""
+
+    name: str
+    images: int
+    correct: int
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.images if self.images else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"class": self.name, "images": self.images, "accuracy": self.accuracy}
+
+
+class _PerClass:
+    """An evaluation step that also counts each class's test images and hits (on the
+    step's device: no read-back per batch)."""
+
+    def __init__(self, step: Callable[..., Any], classes: int) -> None:
+        self.step = step
+        self.classes = classes
+        self.counts: torch.Tensor | None = None  # (K,) int64
+        self.hits: torch.Tensor | None = None  # (K,) int64
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        import torch
+
+        loss, lengths = self.step(x, y)
+        right = lengths.argmax(dim=1) == y  # (B,)
+        counts = torch.bincount(y, minlength=self.classes)  # (K,)
+        hits = torch.bincount(y[right], minlength=self.classes)  # (K,)
+        self.counts = counts if self.counts is None else self.counts + counts
+        self.hits = hits if self.hits is None else self.hits + hits
+        return loss, lengths
+
+    def read(self, names: tuple[str, ...]) -> tuple[ClassAccuracy, ...]:
+        if self.counts is None or self.hits is None:
+            return ()
+        counts, hits = self.counts.tolist(), self.hits.tolist()
+        return tuple(
+            ClassAccuracy(n, int(c), int(h)) for n, c, h in zip(names, counts, hits, strict=False)
+        )
 
 
 def load_run_splits(
@@ -89,9 +137,9 @@ def load_run_splits(
     training split is cut to one image, nothing here reads it."""
     from nasmlcn.data import load_splits
 
-    assert run.dataset is not None, "load_run(..., require_dataset=True) gives a dataset"
+    assert run.data is not None, "load_run(..., require_dataset=True) gives a dataset"
     return load_splits(
-        run.dataset,
+        run.data,
         data_dir,
         download=download,
         seed=run.seed,
@@ -150,7 +198,7 @@ def evaluate_run(
         TrainingError: ``device`` is unknown or absent.
     """
     from nasmlcn.models import count_parameters
-    from nasmlcn.training import evaluate, resolve_device
+    from nasmlcn.training import EvalStep, evaluate, resolve_device
 
     tell = on_phase or (lambda _: None)
     where = resolve_device(device)
@@ -158,12 +206,16 @@ def evaluate_run(
     splits = load_run_splits(run, data_dir, download=download, test_limit=test_limit)
     model = run.model.to(where)
     tell("testing")
+    counting = _PerClass(
+        EvalStep(model, splits.test.inputs, run.reconstruction_weight), run.arch.num_classes
+    )
     loss, accuracy = evaluate(
         model,
         splits.test,
         batch_size=batch_size,
         device=where,
         reconstruction_weight=run.reconstruction_weight,
+        step=counting,
     )
     settings = inference or InferenceSettings()
     tell("timing inference")
@@ -178,4 +230,5 @@ def evaluate_run(
         test_loss=loss,
         device=str(where),
         inference=timing,
+        per_class=counting.read(run.data.class_names if run.data is not None else ()),
     )

@@ -6,10 +6,16 @@ its outputs with the original model's on a batch of ``check_batch`` images of a
 size other than the traced batch (so a batch size baked into the file is
 caught). Without given images, the check uses seeded uniform [0, 1] images of
 the model's input shape.
+
+Beside the file, ``<file>.json`` (:func:`preprocessing`) says what the model takes
+and gives: the input shape, how pixels become its input (scaled to [0, 1], then
+the normalisation it trained with, if any), the resize its data had, and the class
+names in the order of its outputs. A deployment needs nothing else from nasmlcn.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +50,8 @@ class ExportedModel:
     capsule_dim: int
     checked_images: int
     max_abs_difference: float
+    preprocessing: dict[str, Any] | None = None
+    preprocessing_path: Path | None = None
 
     def to_dict(self) -> dict[str, Any]:
         c, h, w = self.run.arch.input_shape
@@ -59,7 +67,39 @@ class ExportedModel:
             },
             "checked_images": self.checked_images,
             "max_abs_difference": self.max_abs_difference,
+            "preprocessing": self.preprocessing,
+            "preprocessing_path": str(self.preprocessing_path) if self.preprocessing_path else None,
         }
+
+
+def preprocessing_path(model_path: Path) -> Path:
+    """Where the model file's preprocessing record goes: ``model.onnx.json``."""
+    return model_path.with_name(model_path.name + ".json")
+
+
+def preprocessing(run: LoadedRun) -> dict[str, Any]:
+    """What a deployment of ``run`` must do to an image, and what the outputs mean."""
+    from nasmlcn.data import RESIZE_METHOD
+
+    c, h, w = run.arch.input_shape
+    identity = run.data.identity if run.data is not None else run.recorded
+    classes = list(identity.classes) if identity is not None else None
+    if classes is not None and len(classes) != run.arch.num_classes:
+        classes = None  # another dataset's names would be wrong
+    size = identity.image_size if identity is not None else None
+    return {
+        "schema_version": 1,
+        "input_shape": [c, h, w],
+        "channels": "grey" if c == 1 else "RGB",
+        "pixels": "uint8 images (N, C, H, W) divided by 255, so in [0, 1]",
+        "normalization": run.train_config.get("normalization"),
+        "normalize": "input = (pixels - mean[c]) / std[c] per channel; none: pixels as they are",
+        "image_size": size,
+        "resize": RESIZE_METHOD if size is not None else None,
+        "classes": classes,
+        "outputs": "probabilities (N, K): the class capsules' lengths, in the order of classes",
+        "dataset": identity.to_dict() if identity is not None else None,
+    }
 
 
 def default_export_path(run: LoadedRun, fmt: str) -> Path:
@@ -97,6 +137,7 @@ def export_run(
             f"export file {str(target)!r}: {str(target.parent)!r} is a file, not a folder"
         )
     _check_not_a_run_file(run, target, fmt)
+    _check_not_a_run_file(run, preprocessing_path(target), fmt)
     model = classifier(run.model.cpu(), run.arch)
     shape = run.arch.input_shape
     if images is None:
@@ -113,6 +154,13 @@ def export_run(
     with torch.no_grad():
         expected = model(checked)
     difference = compare_outputs(expected, spec.load(target)(checked))
+    record = preprocessing(run)
+    sidecar = preprocessing_path(target)
+    try:
+        with atomic_path(sidecar) as tmp:
+            tmp.write_text(json.dumps(record, indent=1) + "\n")
+    except OSError as err:
+        raise ExportError(f"cannot write {str(sidecar)!r}: {err.strerror or err}") from None
     return ExportedModel(
         run=run,
         format=fmt,
@@ -121,6 +169,8 @@ def export_run(
         capsule_dim=int(expected[1].shape[-1]),
         checked_images=len(checked),
         max_abs_difference=difference,
+        preprocessing=record,
+        preprocessing_path=sidecar,
     )
 
 

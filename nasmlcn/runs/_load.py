@@ -7,9 +7,11 @@ The checkpoint holds the architecture and the weights; ``arch.json`` and
 ``result.json``, where present, must belong to it
 (:func:`~nasmlcn.training._run_folder.check_run_files`): a folder that mixes two
 models is refused. The dataset is the one given
-(``--dataset``), else the one ``result.json`` names, else the one the
-checkpoint's ``train_config`` names; a folder that names none (``best --export``
-writes no ``result.json``) needs ``--dataset``.
+(``--dataset``, a user's at the run's ``--image-size`` unless another is given),
+else the one ``result.json`` records, else the one the checkpoint's
+``train_config`` records; a folder that names none needs ``--dataset``. A user's
+own data recorded by a run is found by its path, else by its content in the cache
+(:func:`~nasmlcn.data.open_recorded`), and refused if it has changed since.
 
 The split seed is the checkpoint's ``train_config`` seed, so the validation
 split of a ``nasmlcn train`` run is the one it was validated on (held out from
@@ -26,7 +28,13 @@ from typing import Any
 
 from torch import nn
 
-from nasmlcn.data import DATASETS
+from nasmlcn.data import (
+    DataIdentity,
+    DatasetInfo,
+    is_dataset_path,
+    open_dataset,
+    open_recorded,
+)
 from nasmlcn.errors import CheckpointError, RunError, SpecError, nested, option
 from nasmlcn.specs import ArchSpec
 from nasmlcn.training import CHECKPOINT_NAME, RESULT_NAME, arch_for_dataset, check_run_files
@@ -43,10 +51,13 @@ class LoadedRun:
         arch: The architecture (fitted to ``dataset``).
         model: The model with the checkpoint's selected weights (those of the epoch
             with the best validation accuracy), on the CPU, in eval mode.
-        dataset: Registered name of the dataset it is evaluated on (None: not
+        dataset: The name or path of the dataset it is evaluated on (None: not
             known, and not asked for).
         dataset_source: Where ``dataset`` came from: ``--dataset``, ``result.json``
             or ``checkpoint`` (None with no dataset).
+        data: That dataset, opened (None with no dataset).
+        recorded: The dataset the run records it was trained on (None: it records
+            none), opened or not.
         seed: Seed of the train/validation split (the run's training seed).
         epoch: Epochs the weights were trained for, the selected epoch (0: not
             trained here, e.g. a pruned model).
@@ -61,6 +72,8 @@ class LoadedRun:
     seed: int
     epoch: int
     train_config: dict[str, Any]
+    data: DatasetInfo | None = None
+    recorded: DataIdentity | None = None
 
     @property
     def reconstruction_weight(self) -> float:
@@ -69,15 +82,23 @@ class LoadedRun:
 
 
 def load_run(
-    path: str | Path, *, dataset: str | None = None, require_dataset: bool = True
+    path: str | Path,
+    *,
+    dataset: str | None = None,
+    require_dataset: bool = True,
+    image_size: str | None = None,
+    data_dir: str | Path | None = None,
 ) -> LoadedRun:
     """Reads the run folder ``path`` (see the module docstring).
 
     Args:
         path: A folder holding ``checkpoint.pt``.
-        dataset: Evaluate on this registered dataset instead of the run's own.
+        dataset: Evaluate on this dataset (a name or path) instead of the run's own.
         require_dataset: A run that names no dataset (and no ``dataset`` given) is
             an error; otherwise its ``dataset`` is None (exporting needs none).
+        image_size: With a ``dataset`` path: resize its images so (default: as the
+            run's were).
+        data_dir: The data directory (None: ``$NASMLCN_DATA_DIR``).
 
     Raises:
         RunError: ``path`` is missing, a file, holds no checkpoint, its
@@ -86,6 +107,8 @@ def load_run(
         CheckpointError: The checkpoint is unreadable, not nasmlcn's, or its
             weights do not fit its architecture.
         UnknownNameError: ``dataset`` is not registered.
+        DatasetError: The dataset cannot be read, or the run's own data is gone or
+            has changed since it was trained.
         SpecError: The architecture does not fit the dataset's images or classes.
     """
     from nasmlcn.models import build_model
@@ -107,15 +130,10 @@ def load_run(
     arch: ArchSpec = payload["arch"]
     result = check_run_files(folder, payload)
     train_config = payload["train_config"] if isinstance(payload["train_config"], dict) else {}
-    name, source = _dataset(folder, dataset, result, train_config, require_dataset)
-    if name is not None:
-        try:
-            arch = arch_for_dataset(arch, DATASETS.get(name), strict=True)
-        except SpecError as err:
-            option = "--dataset " if source == "--dataset" else f"{source}'s dataset "
-            raise SpecError(
-                f"{option}{name!r} does not fit run {str(folder)!r}: {nested(err)}"
-            ) from None
+    given = None if dataset is None else (dataset, image_size)
+    data, recorded, source = _data(folder, (result, train_config), given, data_dir, require_dataset)
+    if data is not None:
+        arch = _fitted(arch, data, source, folder)
     model = build_model(arch)
     weights, epoch = selected_weights(payload)  # the best-validation epoch's
     try:
@@ -131,33 +149,79 @@ def load_run(
         path=folder,
         arch=arch,
         model=model,
-        dataset=name,
-        dataset_source=source,
+        dataset=data.name if data is not None else None,
+        dataset_source=source if data is not None else None,
         seed=int(train_config.get("seed", 0)),
         epoch=epoch,
         train_config=train_config,
+        data=data,
+        recorded=recorded,
     )
 
 
-def _dataset(
+def _fitted(arch: ArchSpec, data: DatasetInfo, source: str | None, folder: Path) -> ArchSpec:
+    """``arch`` checked against ``data`` (from ``source``).
+
+    Raises:
+        SpecError: Its input shape or classes are not the data's.
+    """
+    try:
+        return arch_for_dataset(arch, data, strict=True)
+    except SpecError as err:
+        option = "--dataset " if source == "--dataset" else f"{source}'s dataset "
+        raise SpecError(
+            f"{option}{data.name!r} does not fit run {str(folder)!r}: {nested(err)}"
+        ) from None
+
+
+def _data(
     folder: Path,
-    given: str | None,
+    files: tuple[dict[str, Any] | None, dict[str, Any]],
+    given: tuple[str, str | None] | None,
+    data_dir: str | Path | None,
+    required: bool,
+) -> tuple[DatasetInfo | None, DataIdentity | None, str | None]:
+    """The dataset to evaluate on (opened), the one the run records (in its
+    ``files``: ``result.json`` and the checkpoint's training configuration), and
+    where the first came from: ``given`` (``--dataset`` and ``--image-size``), else
+    the recorded one (opened where ``required``, or a built-in)."""
+    recorded, source = _recorded(folder, *files, given is None and required)
+    if given is not None:
+        name, size = given
+        size = size or (recorded.image_size if recorded is not None else None)
+        size = size if is_dataset_path(name) else None
+        return open_dataset(name, image_size=size, data_dir=data_dir), recorded, "--dataset"
+    if recorded is not None and (required or not recorded.own):
+        where = f"run {str(folder)!r} was trained"
+        return open_recorded(recorded, data_dir=data_dir, what=where), recorded, source
+    return None, recorded, None
+
+
+def _recorded(
+    folder: Path,
     result: dict[str, Any] | None,
     train_config: dict[str, Any],
     required: bool,
-) -> tuple[str | None, str | None]:
-    """The dataset's name and where it came from (``result``: the folder's
-    ``result.json``, if any)."""
-    if given is not None:
-        return given, "--dataset"
-    if result is not None:
-        name = result.get("dataset")
-        if isinstance(name, str):
-            return name, RESULT_NAME
+) -> tuple[DataIdentity | None, str | None]:
+    """The dataset the run records and where (``result.json`` or ``checkpoint``);
+    a run older than dataset records gives its registered name's."""
     data = train_config.get("data")  # the job's data, recorded since resumes are checked
-    name = data.get("dataset") if isinstance(data, dict) else train_config.get("dataset")
+    # best --export records the study's dataset in the train_config itself
+    for where, record in (
+        (RESULT_NAME, result),
+        ("checkpoint", data),
+        ("checkpoint", train_config),
+    ):
+        if isinstance(record, dict) and isinstance(record.get("dataset_identity"), dict):
+            return DataIdentity.from_dict(record["dataset_identity"]), where
+    name = None
+    if result is not None and isinstance(result.get("dataset"), str):
+        name, where = result["dataset"], RESULT_NAME
+    else:
+        name = data.get("dataset") if isinstance(data, dict) else train_config.get("dataset")
+        where = "checkpoint"
     if isinstance(name, str):
-        return name, "checkpoint"
+        return open_dataset(name).identity, where
     if not required:
         return None, None
     raise RunError(

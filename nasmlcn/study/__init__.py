@@ -63,6 +63,7 @@ from nasmlcn.study._retrained import (
     RetrainedModel,
     retrained_by_trial,
     retrained_models,
+    search_data,
     store_retrained,
 )
 from nasmlcn.study._storage import (
@@ -126,6 +127,7 @@ __all__ = [
     "retrained_by_trial",
     "retrained_models",
     "retry",
+    "search_data",
     "set_constraint",
     "set_study_system_attrs",
     "sqlite_path",

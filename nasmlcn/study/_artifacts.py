@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     import optuna
 
     from nasmlcn._optuna_compat import ArtifactStore
+    from nasmlcn.data import DataIdentity
 
 logger = logging.getLogger(__name__)
 
@@ -209,14 +210,15 @@ def has_weights(trial: Any) -> bool:
 
 
 def export_trial(
-    trial: Any, store: ArtifactStore, out_dir: Path, *, dataset: str | None = None
+    trial: Any, store: ArtifactStore, out_dir: Path, *, dataset: DataIdentity | None = None
 ) -> dict[str, Path]:
     """Writes ``arch.json`` and ``checkpoint.pt`` (the trial's weights: the file
     ``nasmlcn train --arch OUT/arch.json --out OUT --resume`` continues and tests)
     into ``out_dir``, together
     (:func:`~nasmlcn.training._run_folder.write_run_folder`); the paths written.
-    ``dataset``, the study's, is recorded in the checkpoint's training configuration,
-    so that ``evaluate``, ``export-model`` and ``remove-lanes`` take the folder as it is.
+    ``dataset``, the study's, is recorded in the checkpoint's training configuration
+    (its name or path, resize and identity), so that ``evaluate``, ``export-model``,
+    ``remove-lanes`` and ``retrain`` take the folder as it is.
 
     Raises:
         SearchError: The trial has no architecture or no weights (never trained,
@@ -259,7 +261,7 @@ def export_trial(
     return {"arch": out_dir / ARCH_NAME, "weights": out_dir / CHECKPOINT_NAME}
 
 
-def _with_dataset(body: bytes, dataset: str) -> bytes:
+def _with_dataset(body: bytes, dataset: DataIdentity) -> bytes:
     """The checkpoint ``body`` with ``dataset`` in its training configuration (a
     trial's checkpoint, written by the trainer, names only the normalisation)."""
     import io
@@ -269,7 +271,12 @@ def _with_dataset(body: bytes, dataset: str) -> bytes:
 
     payload = torch.load(io.BytesIO(body), map_location="cpu", weights_only=True)
     config = json.loads(payload.get("train_config") or "{}")
-    payload["train_config"] = json.dumps({**config, "dataset": dataset})
+    recorded = {
+        "dataset": dataset.source or dataset.name,
+        "image_size": dataset.image_size,
+        "dataset_identity": dataset.to_dict(),
+    }
+    payload["train_config"] = json.dumps({**config, **recorded})
     out = io.BytesIO()
     torch.save(payload, out)
     return out.getvalue()

@@ -26,6 +26,8 @@ from nasmlcn.study._identity import stored_info, update_study_info
 if TYPE_CHECKING:
     import optuna
 
+    from nasmlcn.data import DataIdentity
+
 RETRAINED_KEY = "retrained"
 """The key of the retrained models inside the study's ``nasmlcn`` user attribute."""
 RETRAINED_VERSION = 1
@@ -169,6 +171,22 @@ def search_dataset(info: Mapping[str, Any]) -> str | None:
     config = info.get("config")
     dataset = config.get("dataset") if isinstance(config, Mapping) else None
     return str(dataset) if dataset is not None else None
+
+
+def search_data(info: Mapping[str, Any]) -> DataIdentity:
+    """What the study's search trained on: the dataset record it stored (since user
+    datasets), else the registered dataset its configuration names.
+
+    Raises:
+        DatasetError: A damaged record, or an old study's dataset that this
+            nasmlcn does not know.
+    """
+    from nasmlcn.data import DataIdentity, open_dataset
+
+    record = info.get("dataset")
+    if isinstance(record, Mapping):
+        return DataIdentity.from_dict(record)
+    return open_dataset(search_dataset(info) or "fashion-mnist").identity
 
 
 def search_seed(info: Mapping[str, Any]) -> int:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
         TrainJob,
         TrainReport,
         arch_for_dataset,
+        job_dataset,
         job_outputs,
         load_job_splits,
         resolve_arch,
@@ -61,6 +62,7 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
         write_run_folder,
     )
     from nasmlcn.training._selection import Selection, selected_weights
+    from nasmlcn.training._step import EvalStep
     from nasmlcn.training._train import run_job as run_job  # the old name, not in __all__
     from nasmlcn.training._train import train
     from nasmlcn.training._trainer import evaluate, resolve_device
@@ -81,6 +83,7 @@ __all__ = [
     "Callback",
     "CallbackList",
     "EpochResult",
+    "EvalStep",
     "InMemoryJob",
     "JobRun",
     "LRPolicy",
@@ -101,6 +104,7 @@ __all__ = [
     "default_lr_policy",
     "epoch_batch_sizes",
     "evaluate",
+    "job_dataset",
     "job_outputs",
     "largest_batch_size",
     "load_checkpoint",
@@ -119,6 +123,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "EvalStep": "_step",
     "PROTOCOL": "_job",
     "FIXED_EPOCHS_PROTOCOL": "_job",
     "JobRun": "_run",
@@ -127,6 +132,7 @@ _LAZY = {
     "TrainJob": "_job",
     "TrainReport": "_job",
     "arch_for_dataset": "_job",
+    "job_dataset": "_job",
     "job_outputs": "_job",
     "load_job_splits": "_job",
     "resolve_arch": "_job",

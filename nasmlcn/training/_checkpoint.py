@@ -168,7 +168,15 @@ changed lr would be silently overridden by the checkpoint's optimizer and schedu
 state). Where it trains (device, fused lanes, CUDA graphs, evaluation batch) may
 change."""
 
-RESUMED_DATA = ("dataset", "val_fraction", "train_limit", "val_limit", "refit")
+RESUMED_DATA = (
+    "dataset",
+    "val_fraction",
+    "train_limit",
+    "val_limit",
+    "refit",
+    "image_size",
+    "dataset_sha256",
+)
 """What a resumed run trains and validates on, as :class:`~nasmlcn.training.TrainJob`
 names it, with the seed that draws its split (the test data may change: it is used
 once, after the last epoch). A search trial's checkpoint records none of it: its seed
@@ -238,6 +246,8 @@ def check_resumable(
 def _setting(name: str, value: Any) -> str:
     """``with --seed 0``, ``without --train-limit``, ``with refit`` as a message says it."""
     flag = option(name)
+    if name == "dataset_sha256":  # a user's data, changed since (or another dataset)
+        return f"on data of sha256 {str(value)[:12]}" if value else "on a built-in dataset"
     if value is None:
         return f"without {flag}"
     if isinstance(value, bool):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nasmlcn.data import DATASETS, DatasetInfo, normalization_record
+from nasmlcn.data import DatasetInfo, format_image_size, normalization_record
 from nasmlcn.errors import CheckpointError, SpecError, option
 from nasmlcn.specs import DEFAULT_LANES, ArchSpec, CapsNetSpec, MLCNSpec, create_arch, load_arch
 from nasmlcn.training._config import EpochResult, RunOptions, TrainConfig
@@ -120,9 +120,11 @@ class TrainJob:
     Attributes:
         arch: The architecture (already fitted to the dataset, see
             :func:`arch_for_dataset`).
-        dataset: Registered dataset name.
+        dataset: A registered dataset's name, or the path of a folder of class
+            folders of images or of an ``.npz`` (see :func:`~nasmlcn.data.open_dataset`).
         config: Training configuration.
         data_dir: Where datasets live (None: the default).
+        image_size: Resize a user's images to ``N`` or ``HxW`` (bilinear, stretched).
         download: Allow downloading missing data.
         val_fraction: Share of the training set held out for validation.
         train_limit: Use only the first N training images (after the seeded split).
@@ -148,8 +150,10 @@ class TrainJob:
     out_dir: str | None = None
     resume: bool = False
     refit: bool = False
+    image_size: str | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "image_size", format_image_size(self.image_size))
         if not isinstance(self.arch, ArchSpec):
             raise SpecError(
                 f"arch must be an architecture (e.g. MLCNSpec.from_lanes(...)), got {self.arch!r}"
@@ -228,6 +232,9 @@ class TrainReport:
     last_epoch_test_loss: float
     last_epoch_test_accuracy: float
     protocol: str = PROTOCOL
+    data: DatasetInfo | None = None
+    """The dataset opened (its identity and normalisation are recorded); None: the
+    registered ``dataset``."""
 
     def to_dict(self) -> dict[str, Any]:
         import torch
@@ -239,8 +246,9 @@ class TrainReport:
             "arch": self.arch.to_dict(),
             "lanes": self.arch.describe(),
             "dataset": self.dataset,
+            "dataset_identity": self._data().identity.to_dict(),
             # How model inputs were normalised (None: [0, 1]), as the checkpoint records.
-            "normalization": normalization_record(DATASETS.get(self.dataset).normalization),
+            "normalization": normalization_record(self._data().normalization),
             "params": self.params,
             "epochs": len(self.history),
             "test_accuracy": self.test_accuracy,
@@ -263,6 +271,23 @@ class TrainReport:
             },
         }
 
+    def _data(self) -> DatasetInfo:
+        from nasmlcn.data import open_dataset
+
+        return self.data if self.data is not None else open_dataset(self.dataset)
+
+
+def job_dataset(job: TrainJob) -> DatasetInfo:
+    """The dataset ``job`` trains on, opened (a user's images read from the cache).
+
+    Raises:
+        UnknownNameError: An unknown name.
+        DatasetError: Data that cannot be read.
+    """
+    from nasmlcn.data import open_dataset
+
+    return open_dataset(job.dataset, image_size=job.image_size, data_dir=job.data_dir)
+
 
 def job_run_options(job: TrainJob, out: Path | None, checkpoint: Path | None) -> RunOptions:
     """How a job of one process trains and what it keeps (its :func:`job_outputs`):
@@ -279,11 +304,14 @@ def job_run_options(job: TrainJob, out: Path | None, checkpoint: Path | None) ->
 
 
 def job_data(job: TrainJob) -> dict[str, Any]:
-    """What ``job`` trains and validates on, as its checkpoint records it (a resume on
-    other data is refused: :func:`~nasmlcn.training._checkpoint.check_same_training`)."""
+    """What ``job`` trains and validates on, as its checkpoint records it, with the
+    dataset's identity (a resume on other data, or on a user's data changed since, is refused: :func:`~nasmlcn.training._checkpoint.check_same_training`)."""
     from nasmlcn.training._checkpoint import RESUMED_DATA
 
-    return {name: getattr(job, name) for name in RESUMED_DATA}
+    identity = job_dataset(job).identity
+    data = {name: getattr(job, name) for name in RESUMED_DATA if name != "dataset_sha256"}
+    # the content's hash is compared on resuming; the whole record says what the data is
+    return {**data, "dataset_sha256": identity.sha256, "dataset_identity": identity.to_dict()}
 
 
 def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None, Path | None]:
@@ -346,7 +374,7 @@ def load_job_splits(job: TrainJob) -> Any:
     from nasmlcn.data import load_splits
 
     splits = load_splits(
-        job.dataset,
+        job_dataset(job),
         job.data_dir,
         download=job.download,
         val_fraction=job.val_fraction,

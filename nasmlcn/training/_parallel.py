@@ -22,7 +22,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from nasmlcn.data import DATASETS
 from nasmlcn.errors import SpecError, option
 from nasmlcn.parallel import PARALLELISMS
 from nasmlcn.specs import ArchSpec, MLCNSpec
@@ -32,6 +31,7 @@ from nasmlcn.training._job import (
     InMemoryJob,
     TrainJob,
     arch_for_dataset,
+    job_dataset,
     job_outputs,
     job_run_options,
     load_job_splits,
@@ -61,7 +61,7 @@ def check_parallelism(parallelism: str) -> None:
 
 
 def lane_parallel_arch(job: TrainJob) -> MLCNSpec:
-    arch = arch_for_dataset(job.arch, DATASETS.get(job.dataset), strict=True)
+    arch = arch_for_dataset(job.arch, job_dataset(job), strict=True)
     if not isinstance(arch, MLCNSpec):
         raise SpecError(
             f"lane parallelism needs an MLCN; {arch.describe()} has no lanes "
@@ -125,7 +125,7 @@ def train_placed(
     placed = run.module
     assert isinstance(placed, PlacedMLCN)
     result = ParallelReport.of(
-        run.report(job.dataset, ",".join(str(d) for d in placed.devices), out),
+        run.report(job_dataset(job), ",".join(str(d) for d in placed.devices), out),
         "lane-parallel",
         "in-process",
         1,
@@ -173,7 +173,7 @@ def train_rank(
     if parallelism == "lanes":
         arch: ArchSpec = lane_parallel_arch(job)
     else:
-        arch = arch_for_dataset(job.arch, DATASETS.get(job.dataset), strict=True)
+        arch = arch_for_dataset(job.arch, job_dataset(job), strict=True)
     out, checkpoint = job_outputs(job, can_resume=False)
     splits = load_job_splits(job)
     config = replace(job.config, device=ctx.device)
@@ -205,7 +205,7 @@ def train_rank(
     if parallelism == "lanes":
         extra["lanes_per_rank"] = [list(assignment).count(r) for r in range(ctx.world_size)]
     result = ParallelReport.of(
-        run.report(job.dataset, label, out),
+        run.report(job_dataset(job), label, out),
         "lane-parallel" if parallelism == "lanes" else "data-parallel",
         ctx.launcher,
         ctx.world_size,
@@ -336,7 +336,7 @@ def train_processes(
     job_outputs(job, can_resume=False)  # fail here, not in every rank
     if device == "cpu" or (device == "auto" and not _cuda_available()):
         # The ranks share this machine's memory: together they hold at least one model.
-        arch_spec = arch_for_dataset(job.arch, DATASETS.get(job.dataset), strict=True)
+        arch_spec = arch_for_dataset(job.arch, job_dataset(job), strict=True)
         check_training_memory(arch_spec, step_batch_size(job), "cpu")
     if threads is None:
         threads = max(1, usable_cores() // processes)

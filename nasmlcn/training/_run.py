@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from nasmlcn.data import DataSplits
+from nasmlcn.data import DatasetInfo, DataSplits
 from nasmlcn.models import MLCN, build_model, count_parameters
 from nasmlcn.specs import ArchSpec, save_arch
 from nasmlcn.training._callbacks import Callback, CallbackList, TrainStart
@@ -32,6 +32,7 @@ from nasmlcn.training._job import (
     TrainJob,
     TrainReport,
     arch_for_dataset,
+    job_dataset,
     job_outputs,
     job_run_options,
     load_job_splits,
@@ -78,14 +79,14 @@ class JobRun:
     selection: Selection | None = None
     protocol: str = PROTOCOL
 
-    def report(self, dataset: str, device: str, out_dir: Path | None) -> TrainReport:
-        """The job's report; ``device`` says where it trained."""
+    def report(self, data: DatasetInfo, device: str, out_dir: Path | None) -> TrainReport:
+        """The job's report on ``data``; ``device`` says where it trained."""
         assert self.test is not None, "a report needs RunOptions(test=True)"
         assert self.test_last is not None, "a report needs RunOptions(test=True)"
         assert self.selection is not None, "a tested run selects an epoch"
         return TrainReport(
             arch=self.arch,
-            dataset=dataset,
+            dataset=data.name,
             params=self.params,
             history=self.history,
             test_loss=self.test[0],
@@ -98,6 +99,7 @@ class JobRun:
             train_images=self.train_images,
             device=device,
             out_dir=str(out_dir) if out_dir else None,
+            data=data,
         )
 
 
@@ -200,10 +202,10 @@ def _test(module: nn.Module, splits: DataSplits, config: TrainConfig) -> tuple[f
 def train_on_one_device(job: TrainJob, callbacks: list[Callback] | None = None) -> TrainReport:
     """Loads the data, builds and trains the model on ``job.config.device``, tests it
     and writes the files: :func:`~nasmlcn.training.train` without parallelism."""
-    from nasmlcn.data import DATASETS
     from nasmlcn.training._memory import check_training_memory
 
-    arch = arch_for_dataset(job.arch, DATASETS.get(job.dataset), strict=True)
+    data = job_dataset(job)
+    arch = arch_for_dataset(job.arch, data, strict=True)
     device = str(resolve_device(job.config.device))
     out, checkpoint = job_outputs(job)
     check_training_memory(arch, step_batch_size(job), device)
@@ -211,6 +213,6 @@ def train_on_one_device(job: TrainJob, callbacks: list[Callback] | None = None) 
     run = run_in_memory(
         InMemoryJob(arch, load_job_splits(job), job.config, options), callbacks or ()
     )
-    report = run.report(job.dataset, device, out)
+    report = run.report(data, device, out)
     write_result(out, report.to_dict())
     return report

@@ -69,7 +69,7 @@ def evaluate(
     device: torch.device | str = "cpu",
     reconstruction_weight: float = 0.0005,
     should_stop: Callable[[], str | None] | None = None,
-    step: EvalStep | None = None,
+    step: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]] | None = None,
 ) -> tuple[float, float]:
     """Mean loss and accuracy of ``model`` on ``split`` (eval mode, no gradients).
 

@@ -40,6 +40,7 @@ IDENTITY_FIELDS = (
     "objectives",
     "evaluator",
     "dataset",
+    "image_size",
     "epochs",
     "train_limit",
     "val_limit",
@@ -47,7 +48,10 @@ IDENTITY_FIELDS = (
     "cost_model",
     "latency_budget",
 )
-"""Fields that must match to continue a study (the rest may change between runs)."""
+"""Fields that must match to continue a study (the rest may change between runs).
+``image_size`` is part of it only when given (studies made before it keep their
+names). A user's dataset is compared by its content too (the study's stored
+dataset record), so that a worker may find it at another path."""
 
 
 MAX_TRIALS = 1_000_000
@@ -106,8 +110,26 @@ class SearchConfig:
         "head is left out); inference: predicted per-image inference latency (batch 1); energy: per inference on CapsAcc (--devices capsacc)",
     )
     evaluator: str = setting("train", "train (real training) or proxy (analytic stand-in)")
-    dataset: str = setting("fashion-mnist", "Dataset")
-    data_dir: str | None = setting(None, "Dataset directory", path=True)
+    dataset: str = setting(
+        "fashion-mnist",
+        "A built-in dataset (nasmlcn data list), or your own images: a folder of class folders "
+        "(PNG, JPEG, BMP; optionally in train/ and test/) or an .npz with x_train, y_train "
+        "[, x_test, y_test]; a value with a '/' or ending in .npz is a path",
+        metavar="NAME|PATH",
+    )
+    data_dir: str | None = setting(
+        None,
+        "Data directory: the built-ins' files and the cache of decoded user datasets",
+        path=True,
+        shown_default="$NASMLCN_DATA_DIR or ~/.cache/nasmlcn/data",
+    )
+    image_size: str | None = setting(
+        None,
+        "Resize your own images to N or HxW pixels (bilinear, stretched: the aspect ratio is "
+        "not kept); needed when their sizes differ",
+        shown_default="as they are",
+        metavar="N|HxW",
+    )
     epochs: int = setting(
         10,
         "Epochs per trial",
@@ -240,6 +262,7 @@ class SearchConfig:
             objectives = tuple(o for o in objectives if o)
         object.__setattr__(self, "objectives", tuple(objectives))
         check_ranges(self)  # every number within the range its field declares
+        _canonical_data(self)
         if self.mlflow is not None:  # a URI MLflow cannot open is refused here, not mid-run
             from nasmlcn._tracking_uri import check_tracking_uri
 
@@ -285,7 +308,10 @@ class SearchConfig:
     def identity(self) -> dict[str, Any]:
         """The fields a study's trials depend on (see :data:`IDENTITY_FIELDS`)."""
         data = self.to_dict()
-        return {name: data[name] for name in IDENTITY_FIELDS}
+        identity = {name: data[name] for name in IDENTITY_FIELDS}
+        if identity["image_size"] is None:  # as before image sizes, so the names stay
+            del identity["image_size"]
+        return identity
 
     def identity_hash(self) -> str:
         text = json.dumps(self.identity(), sort_keys=True)
@@ -330,6 +356,32 @@ class SearchConfig:
         """A copy with the non-None ``overrides`` applied."""
         given = {k: v for k, v in overrides.items() if v is not None}
         return replace(self, **given)
+
+
+def _canonical_data(config: SearchConfig) -> None:
+    """A dataset path made absolute (the study records where its data was read; a
+    relative path would mean another folder from another one) and the image size
+    spelled ``HxW``.
+
+    Raises:
+        SearchError: An image size that is no size, or one for a built-in dataset.
+    """
+    from nasmlcn.data import format_image_size, is_dataset_path
+    from nasmlcn.errors import DatasetError, nested
+
+    dataset = config.dataset
+    if isinstance(dataset, str) and is_dataset_path(dataset):
+        object.__setattr__(config, "dataset", str(Path(dataset).expanduser().resolve()))
+    try:
+        size = format_image_size(config.image_size)
+    except DatasetError as err:
+        raise SearchError(nested(err)) from None
+    if size is not None and isinstance(dataset, str) and not is_dataset_path(dataset):
+        raise SearchError(
+            f"{option('image_size')} resizes your own images (a folder or .npz given as "
+            f"{option('dataset')} PATH); {dataset!r} is a built-in dataset"
+        )
+    object.__setattr__(config, "image_size", size)
 
 
 def check_schema_version(value: Any, origin: str) -> None:

@@ -118,7 +118,7 @@ class TrainEvaluator:
 
             c = self.config
             self._splits = load_splits(
-                self.dataset.name,
+                self.dataset,
                 c.data_dir,
                 download=True,
                 seed=c.seed,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn._version import versions
-from nasmlcn.errors import NasmlcnError, SearchError
+from nasmlcn.errors import NasmlcnError, SearchError, option
 from nasmlcn.search._evaluators.evaluator import EVALUATORS
 from nasmlcn.search._loop.observer import SearchObserver
 from nasmlcn.search._loop.samplers import SAMPLERS
@@ -56,6 +56,7 @@ def open_study(
                 + ". Use the same options to continue it, or another ‹study›"
             )
         _check_same_devices_and_seed(name, stored, setup)
+        _check_same_data(name, stored, setup)
         # The space file's content is part of the identity: an edited range would
         # mix two spaces in one study (or break the sampler on a changed choice).
         changed = space_changes(stored.get("space"), setup.space.describe())
@@ -83,6 +84,7 @@ def open_study(
         {
             "identity": config.identity(),
             "config": config.to_dict(),
+            "dataset": setup.dataset.identity.to_dict(),
             "objectives": list(config.objectives),
             "metric_names": setup.metric_names,
             "evaluator": config.evaluator,
@@ -128,6 +130,8 @@ def _alike(stored: dict[str, Any], setup: SearchSetup) -> set[str]:
             alike.add("flops")
     except NasmlcnError:
         pass
+    if _same_data(stored, setup) and then.get("image_size") == setup.config.image_size:
+        alike.add("dataset")  # a user's data found at another path (another machine)
     space = str(then.get("space"))
     if Path(space).name == Path(setup.config.space).name and not space_changes(
         stored.get("space"), setup.space.describe()
@@ -188,6 +192,41 @@ def _check_same_devices_and_seed(name: str, stored: dict[str, Any], setup: Searc
             f"draws the train/validation split and each model's training seed. Continue "
             f"with ‹seed› {seed}, or use another ‹study›"
         )
+
+
+def _same_data(stored: dict[str, Any], setup: SearchSetup) -> bool:
+    """Whether the study's stored dataset record is this search's data (the same
+    content, for a user's own data; studies older than the records: never)."""
+    from nasmlcn.data import DataIdentity
+
+    record = stored.get("dataset")
+    if not isinstance(record, dict):
+        return False
+    try:
+        return DataIdentity.from_dict(record).same_data(setup.dataset.identity)
+    except NasmlcnError:
+        return False
+
+
+def _check_same_data(name: str, stored: dict[str, Any], setup: SearchSetup) -> None:
+    """A study goes on with the data it was made on: a user's folder or ``.npz``
+    changed since (images added, relabelled, resized) would mix two datasets' results.
+
+    Raises:
+        SearchError: The stored record's content hash differs from this data's.
+    """
+    from nasmlcn.data import DataIdentity
+
+    record = stored.get("dataset")
+    now = setup.dataset.identity
+    if not isinstance(record, dict) or _same_data(stored, setup):
+        return
+    then = DataIdentity.from_dict(record)
+    raise SearchError(
+        f"study {name!r} was made on other data: {then.describe()} (now {now.describe()}); "
+        f"continue it on that data (a worker may give its path with {option('dataset')}), or "
+        f"use another {option('study')}"
+    )
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from nasmlcn.costs import CostContext, CostModel, get_cost_model
-from nasmlcn.data import DATASETS, DatasetInfo
+from nasmlcn.data import DatasetInfo, images_too_small_hint, open_dataset
 from nasmlcn.errors import SearchError, nested
 from nasmlcn.hardware import DeviceSpec, load_catalog, parse_devices
 from nasmlcn.planning import FlopsLimit, parse_flops
@@ -82,7 +82,8 @@ def setup_search(config: SearchConfig) -> SearchSetup:
     SAMPLERS.get(config.sampler)
     PRUNERS.get(config.pruner)
     EVALUATORS.get(config.evaluator)
-    dataset = DATASETS.get(config.dataset)  # its shape and classes shape every model
+    # its shape and classes shape every model; a user's images are read (once) here
+    dataset = open_dataset(config.dataset, image_size=config.image_size, data_dir=config.data_dir)
     space = load_space(config.space)
     options = {"calibration_file": config.calibration} if config.calibration else {}
     if config.calibration and config.cost_model != "calibrated":
@@ -105,8 +106,9 @@ def setup_search(config: SearchConfig) -> SearchSetup:
     setup = SearchSetup(
         config, devices, flops, space, cost_model, objectives, dataset, space_context
     )
-    _check_some_lane_fits(setup)
-    space.prepare(space_context)  # its choices for these devices (fixed for the study)
+    with images_too_small_hint(dataset):
+        _check_some_lane_fits(setup)
+        space.prepare(space_context)  # its choices for these devices (fixed for the study)
     _check_run_on(config.run_on)
     _check_data(setup)
     _check_artifacts(config)

@@ -12,7 +12,7 @@ import optuna
 
 from nasmlcn.errors import SearchError
 from nasmlcn.search._results.results import best_trials
-from nasmlcn.study import artifacts_dir, export_trial, open_store, study_info
+from nasmlcn.study import artifacts_dir, export_trial, open_store, search_data, study_info
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,9 @@ def export_best(
     folder = artifacts_dir(storage, artifacts)
     if not folder.is_dir():
         raise SearchError(f"no artifact folder {str(folder)!r}; give the search's with ‹artifacts›")
-    dataset = study_info(study).get("config", {}).get("dataset", "fashion-mnist")
-    paths = export_trial(chosen, open_store(folder), out_dir, dataset=str(dataset))
+    paths = export_trial(
+        chosen, open_store(folder), out_dir, dataset=search_data(study_info(study))
+    )
     return ExportedTrial(
         trial=chosen.number,
         arch=str(paths["arch"]),
@@ -102,6 +103,8 @@ def _train_command(
         "--dataset",
         str(config.get("dataset", "fashion-mnist")),
     ]
+    if config.get("image_size") is not None:  # a user's images, resized as in the search
+        command += ["--image-size", str(config["image_size"])]
     if config.get("seed") is not None:  # the seed that drew the search's split
         command += ["--seed", str(int(config["seed"]))]
     for key in ("train_limit", "val_limit"):  # the images the search trained on

@@ -294,13 +294,14 @@ def retrained_caveats(model: RetrainedModel) -> list[str]:
     """What a reader of ``model``'s test accuracy must know: that the model did not
     learn (below :func:`~nasmlcn.search._trial.objectives.learning_threshold`, as a search's
     trials), and that it rests on fewer images than the whole splits."""
-    from nasmlcn.data import DATASETS
+    from nasmlcn.data import known_identity
 
     caveats = []
-    try:
-        classes = DATASETS.get(model.dataset).num_classes
-    except NasmlcnError:  # a dataset this version does not know: no threshold to give
-        classes = None
+    try:  # a user's dataset: its cached copy says
+        known = known_identity(model.dataset)
+    except NasmlcnError:  # a data directory not here: no threshold to give
+        known = None
+    classes = None if known is None else len(known.classes)
     if classes is not None and model.test_accuracy < learning_threshold(classes):
         caveats.append(
             f"did not learn (below {learning_threshold(classes):.2f}; chance "

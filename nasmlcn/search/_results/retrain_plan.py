@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
 
+    from nasmlcn.data import DatasetInfo
     from nasmlcn.specs import ArchSpec
     from nasmlcn.training import TrainConfig, TrainJob
 
@@ -34,8 +35,10 @@ class RetrainOptions:
         epochs: Training epochs (None: the search's).
         train_limit: Training images (None: the whole training split).
         test_limit: Test images (None: the whole test set).
-        dataset: Train and test on this dataset instead of the search's (the
-            architecture's input and classes are fitted to it).
+        dataset: Train and test on this dataset (a name or a path) instead of the
+            search's (the architecture's input and classes are fitted to it).
+        image_size: With a ``dataset`` path: resize its images to ``N`` or ``HxW``
+            (None: the search's resize where it had one).
         data_dir: Dataset directory (None: the search's, else the default).
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
         out_dir: Run folders go here, one per trial (``trial-0007``).
@@ -70,8 +73,12 @@ class RetrainOptions:
     seed: int | None = None
     allow_proxy: bool = False
     refit: bool = False
+    image_size: str | None = None
 
     def __post_init__(self) -> None:
+        from nasmlcn.data import format_image_size
+
+        object.__setattr__(self, "image_size", format_image_size(self.image_size))
         if self.pareto and self.top is not None:
             raise SearchError(
                 "give ‹pareto› or ‹top› K, not both (‹pareto›: the Pareto front; "
@@ -112,6 +119,7 @@ class RetrainTarget:
     search_accuracy: float | None
     search_epochs: int | None
     refit: bool = False  # the refit of the run with the same number (see refit_target)
+    image_size: str | None = None
 
     @property
     def label(self) -> str:
@@ -157,11 +165,20 @@ def select_trials(study: optuna.Study, *, pareto: bool, top: int | None) -> list
 
 def selection_notes(study: optuna.Study, options: RetrainOptions) -> list[str]:
     """What the selection of ``options`` left out, in words: the trials skipped as
-    repeats of a better one, and fewer models than ``top`` asked for."""
+    repeats of a better one, and fewer models than ``top`` asked for; and other data
+    than the search's, where ``options.dataset`` gives it."""
     chosen, skipped = _select(study, options.pareto, options.top)
     notes = [
         f"trial {n} skipped: the same model and training as trial {same}" for n, same in skipped
     ]
+    data, other = retrain_data(study, options)
+    if other:
+        from nasmlcn.study import search_data, study_info
+
+        notes.append(
+            f"trained and tested on {data.identity.describe()}, not the search's "
+            f"{search_data(study_info(study)).describe()}: the search's accuracies do not compare"
+        )
     if options.top is not None and len(chosen) < options.top:
         notes.append(
             f"{len(chosen)} of the top {options.top}: the study has {len(chosen)} different "
@@ -229,11 +246,13 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
     Raises:
         SearchError: No trial to retrain, or a trial stored no architecture.
         UnknownNameError: ``options.dataset`` is not a registered dataset.
+        DatasetError: The search's own data is gone (no cached copy) or has changed
+            since (then ``options.dataset`` retrains on it as it is), or
+            ``options.dataset`` cannot be read.
         SpecError: An architecture that does not fit the dataset.
         CheckpointError: A run folder already holds a checkpoint (without
             ``resume``), or cannot be made.
     """
-    from nasmlcn.data import DATASETS
     from nasmlcn.specs import arch_from_dict
     from nasmlcn.study import TrialRecord, study_info
     from nasmlcn.training import TrainConfig, arch_for_dataset, job_outputs
@@ -246,10 +265,8 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
             "accuracies are an analytic stand-in, nothing was trained, so its best models "
             "were chosen by made-up figures; retrain them anyway with ‹allow_proxy›"
         )
-    search_data = config.get("dataset") or "fashion-mnist"
-    dataset = options.dataset or search_data
-    info_dataset = DATASETS.get(dataset)  # an unknown name fails here, before any work
-    other = dataset != search_data
+    info_dataset, other = retrain_data(study, options)  # fails here, before any work
+    dataset = info_dataset.name
     targets = []
     for trial in select_trials(study, pareto=options.pareto, top=options.top):
         record = TrialRecord.of(trial)
@@ -278,6 +295,7 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
             dataset=dataset,
             config=train_config,
             data_dir=options.data_dir or config.get("data_dir"),
+            image_size=info_dataset.identity.image_size,
             val_limit=None if other else config.get("val_limit"),
             run_dir=Path(options.out_dir) / run_folder(trial.number, options.seed),
             search_accuracy=None if other or not curve else curve[-1],
@@ -289,6 +307,31 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
             job_outputs(target_job(refit_target(target, train_config.epochs), options))
         targets.append(target)
     return targets
+
+
+def retrain_data(study: optuna.Study, options: RetrainOptions) -> tuple[DatasetInfo, bool]:
+    """The dataset the retraining trains and tests on, and whether it is other data
+    than the search's: ``options.dataset`` where given (the search's own resize
+    where none is given for the same path), else the search's, found where it was
+    read or by its content in the cache.
+
+    Raises:
+        DatasetError: The search's data is gone or changed; other data unreadable.
+    """
+    from nasmlcn.data import is_dataset_path, open_dataset, open_recorded
+    from nasmlcn.study import search_data, study_info
+
+    info = study_info(study)
+    searched = search_data(info)
+    data_dir = options.data_dir or (info.get("config") or {}).get("data_dir")
+    if options.dataset is None:
+        what = f"study {study.study_name!r} searched on it"
+        return open_recorded(searched, data_dir=data_dir, what=what), False
+    size = options.image_size
+    if size is None and is_dataset_path(options.dataset):
+        size = searched.image_size
+    given = open_dataset(options.dataset, image_size=size, data_dir=data_dir)
+    return given, not given.identity.same_data(searched)
 
 
 def run_folder(number: int, seed: int | None) -> str:
@@ -313,4 +356,5 @@ def target_job(target: RetrainTarget, options: RetrainOptions) -> TrainJob:
         out_dir=str(target.run_dir),
         resume=options.resume,
         refit=target.refit,
+        image_size=target.image_size,
     )
