@@ -41,7 +41,8 @@ def test_a_grey_folder_reads_its_classes_shape_and_pixels(tmp_path: Path) -> Non
     info = open_dataset(str(tmp_path / "grey"), data_dir=tmp_path)
     identity = info.identity
     assert (identity.kind, identity.name) == ("folder", "grey")
-    assert info.input_shape == (1, 20, 24) and info.num_classes == 3
+    assert info.input_shape == (1, 20, 24)
+    assert info.num_classes == 3
     assert info.class_names == ("c0", "c1", "c2")
     assert info.normalization is None  # grey: [0, 1], as the built-in grey sets
     # one image in 7 of each class of 14 is a test image: 2 a class
@@ -66,7 +67,8 @@ def test_a_colour_folder_of_twelve_classes_is_normalised_by_its_training_split(
         suffix=".bmp", names=names,
     )  # fmt: skip
     info = open_dataset(str(tmp_path / "colour"), data_dir=tmp_path)
-    assert info.input_shape == (3, 30, 21) and info.class_names == tuple(names)
+    assert info.input_shape == (3, 30, 21)
+    assert info.class_names == tuple(names)
     raw = info.load(tmp_path, False)
     train = raw.train_images.double() / 255  # (N, 3, H, W)
     assert info.normalization is not None
@@ -120,7 +122,8 @@ def test_splits_index_the_memory_mapped_cache_rather_than_copy_it(tmp_path: Path
     write_folder(tmp_path / "d", classes=3, per_class=14)
     info = open_dataset(str(tmp_path / "d"), data_dir=tmp_path)
     splits = load_splits(info, seed=0, train_limit=20)
-    assert splits.train.index is not None and len(splits.train) == 20
+    assert splits.train.index is not None
+    assert len(splits.train) == 20
     assert len(splits.train.images) == 36  # the whole cached training set, shared
     dense = splits.train.dense()
     batches = list(splits.train.batches(7))
@@ -128,7 +131,8 @@ def test_splits_index_the_memory_mapped_cache_rather_than_copy_it(tmp_path: Path
     assert torch.equal(torch.cat([y for _, y in batches]), dense.labels)
     assert splits.train.nbytes == dense.nbytes
     refit = splits.refit()
-    assert len(refit.train) == 20 + len(splits.val) and len(refit.val) == 0
+    assert len(refit.train) == 20 + len(splits.val)
+    assert len(refit.val) == 0
 
 
 def test_sizes_differ_only_with_an_image_size_and_resize_bilinear_stretched(
@@ -141,7 +145,8 @@ def test_sizes_differ_only_with_an_image_size_and_resize_bilinear_stretched(
     with pytest.raises(DatasetError, match=r"2 sizes \(20x20: 8, 30x40: 1\).*image_size"):
         open_dataset(str(root), data_dir=tmp_path)
     info = open_dataset(str(root), image_size="24x28", data_dir=tmp_path)
-    assert info.input_shape == (1, 24, 28) and info.identity.image_size == "24x28"
+    assert info.input_shape == (1, 24, 28)
+    assert info.identity.image_size == "24x28"
     raw = info.load(tmp_path, False)
     stretched = np.array(Image.fromarray(odd).resize((28, 24), Image.Resampling.BILINEAR))
     everything = torch.cat((raw.train_images, raw.test_images))[:, 0]
@@ -196,7 +201,8 @@ def test_npz_layouts_and_float_images_read_as_uint8_channels_first(
         x[:, None] if layout == "grey" else x.transpose(0, 3, 1, 2) if layout == "last" else x
     )
     assert torch.equal(raw.train_images, torch.from_numpy(expected))
-    assert info.identity.test_split == "x_test" and raw.test_labels.tolist() == [0, 1, 2]
+    assert info.identity.test_split == "x_test"
+    assert raw.test_labels.tolist() == [0, 1, 2]
     floats = write_npz(
         tmp_path / f"{layout}-float.npz", x_train=x.astype(np.float32) / 255, y_train=y
     )
@@ -212,7 +218,8 @@ def test_npz_class_names_name_the_classes(tmp_path: Path) -> None:
         class_names=np.array(["cat", "dog", "eel"]),
     )  # fmt: skip
     info = open_dataset(str(path), data_dir=tmp_path)
-    assert info.class_names == ("cat", "dog", "eel") and info.identity.kind == "npz"
+    assert info.class_names == ("cat", "dog", "eel")
+    assert info.identity.kind == "npz"
 
 
 def test_stray_files_are_skipped_and_counted(tmp_path: Path) -> None:
@@ -234,7 +241,9 @@ def test_the_same_images_elsewhere_are_the_same_data_and_a_change_is_other_data(
     shutil.copytree(tmp_path / "a", tmp_path / "b")
     a = open_dataset(str(tmp_path / "a"), data_dir=tmp_path).identity
     b = open_dataset(str(tmp_path / "b"), data_dir=tmp_path).identity
-    assert a.sha256 == b.sha256 and a.same_data(b) and a.source != b.source
+    assert a.sha256 == b.sha256
+    assert a.same_data(b)
+    assert a.source != b.source
     Image.fromarray(np.zeros((20, 20), np.uint8)).save(tmp_path / "b" / "c0" / "0000.png")
     changed = open_dataset(str(tmp_path / "b"), data_dir=tmp_path).identity
     assert not changed.same_data(a)
@@ -255,7 +264,8 @@ def test_gone_data_is_found_again_by_its_content_in_the_cache(tmp_path: Path) ->
     assert again.identity.sha256 == first.identity.sha256
     assert open_dataset(str(tmp_path / "imgs"), data_dir=tmp_path / "cache").num_classes == 2
     known = known_identity(str(tmp_path / "imgs"), tmp_path / "cache")
-    assert known is not None and known.sha256 == first.identity.sha256
+    assert known is not None
+    assert known.sha256 == first.identity.sha256
     with pytest.raises(DatasetError, match="holds no copy"):
         open_recorded(first.identity, data_dir=tmp_path / "empty-cache", what="study s searched")
 
