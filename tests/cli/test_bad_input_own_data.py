@@ -125,7 +125,8 @@ def _refused(root: Path, *args: str, cached: bool = False) -> str:
     result = run_cli(*args, env={"NASMLCN_DATA_DIR": str(root / "data")}, cwd=root)
     assert result.returncode == 2, (result.stdout, result.stderr)
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: "), result.stderr
     assert "Traceback" not in result.stderr + result.stdout
     after = {k: v for k, v in _snapshot(root).items() if not (cached and k.startswith("data/own"))}
     assert after == before  # no study, no cache entry, nothing in the user's folder
