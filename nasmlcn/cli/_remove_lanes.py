@@ -5,6 +5,7 @@ Fig. 4.6). It was ``nasmlcn prune``, a name that clashed with ``search --prune``
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -20,6 +21,7 @@ from nasmlcn.cli._options import (
     QUIET,
     RUN,
     RUN_DATASET,
+    RUN_IMAGE_SIZE,
     RUN_ON,
     local_file,
 )
@@ -48,6 +50,7 @@ class RemoveLanesOptions:
 
     run: Path = option(RUN)  # noqa: RUF009
     dataset: str | None = option(RUN_DATASET)
+    image_size: str | None = option(RUN_IMAGE_SIZE)
     data_dir: Path | None = option(DATA_DIR)  # noqa: RUF009
     download: bool = option(
         typer.Option(True, "--download/--no-download", help="Download missing data.")
@@ -94,7 +97,12 @@ def remove_lanes(options: RemoveLanesOptions) -> None:
     accuracy and the measured inference throughput (forward only) after each step."""
     from nasmlcn.runs import check_removable, check_removal_out_dir, load_run
 
-    loaded = load_run(options.run, dataset=options.dataset)
+    loaded = load_run(
+        options.run,
+        dataset=options.dataset,
+        image_size=options.image_size,
+        data_dir=options.data_dir,
+    )
     check_removable(loaded, options.keep)
     folder = options.out_dir if options.out_dir is not None else loaded.path / "pruned"
     check_removal_out_dir(folder, keep=options.keep is not None)  # before the work, not after it
@@ -164,10 +172,15 @@ def _print(result: dict[str, Any]) -> None:
     )
     if "kept" in result:
         kept = result["kept"]
+        data = ""  # train's default is fashion-mnist: any other dataset is named
+        if result["dataset"] != "fashion-mnist":
+            data = f" --dataset {shlex.quote(str(result['dataset']))}"
+        if result.get("image_size"):
+            data += f" --image-size {result['image_size']}"
         out.print(
             f"wrote the {kept['lanes']}-lane model to {kept['out']} (nasmlcn evaluate --run "
             f"{kept['out']}; fine-tune: nasmlcn train --arch {kept['out']}/arch.json --out "
-            f"{kept['out']} --resume)",
+            f"{kept['out']} --resume{data})",
             markup=False,
             soft_wrap=True,
         )

@@ -51,6 +51,8 @@ class SearchProgress(ProgressDisplay, SearchObserver):
             highlight=False,
             soft_wrap=True,
         )
+        if start.data:
+            self.console.print(f"data: {start.data}", highlight=False, markup=False, soft_wrap=True)
         if start.resumed and start.done >= start.target:
             self.console.print(
                 f"[yellow]nothing to run: the study has {start.done} results and --trials "

@@ -42,6 +42,11 @@ def train(options: TrainOptions) -> None:
         with contextlib.ExitStack() as stack:
             stack.enter_context(sigterm_as_interrupt())  # a scheduler's stop, as Ctrl-C
             show = reporting and not options.quiet
+            data = options.data()
+            if show and data.own is not None:  # what was read, resized, skipped
+                err.print(
+                    f"data: {data.description}", markup=False, highlight=False, soft_wrap=True
+                )
             callbacks = [stack.enter_context(TrainProgress(err, title(job)))] if show else []
             report = train_job(job, callbacks=callbacks, **where)
     except KeyboardInterrupt as stop:  # exit 130 (SIGTERM: 143), what is kept on stderr

@@ -277,9 +277,12 @@ class TrainOptions:
 def title(job: TrainJob) -> str:
     """The progress display's title: the model, the data, epochs and batch, and a
     batch policy or an augmentation that is not the default."""
+    from nasmlcn.training import job_dataset
+
     config = job.config
+    data = job_dataset(job).identity
     text = (
-        f"training {job.arch.describe()} on {job.dataset}, {counted(config.epochs, 'epoch')}, "
+        f"training {job.arch.describe()} on {data.name}, {counted(config.epochs, 'epoch')}, "
         f"batch {config.batch_size}"
     )
     if config.batch_policy != "fixed":

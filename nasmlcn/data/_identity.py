@@ -20,7 +20,7 @@ from nasmlcn.errors import DatasetError, option
 
 IDENTITY_SCHEMA_VERSION = 1
 
-RESIZE_METHOD = "bilinear (Pillow, antialiased when shrinking), stretched to the size"
+RESIZE_METHOD = "Pillow's bilinear filter, antialiased when shrinking; stretched, not cropped"
 """How ``--image-size`` resizes: every image to exactly H x W, its aspect ratio not
 kept, nothing cropped."""
 

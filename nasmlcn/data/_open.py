@@ -14,10 +14,15 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nasmlcn.data._data_dir import resolve_data_dir
-from nasmlcn.data._identity import DataIdentity, format_image_size, is_dataset_path
+from nasmlcn.data._identity import (
+    RESIZE_METHOD,
+    DataIdentity,
+    format_image_size,
+    is_dataset_path,
+)
 from nasmlcn.data._registry import DATASETS, DatasetInfo
 from nasmlcn.errors import DatasetError, UnknownNameError, nested, option
 
@@ -171,13 +176,28 @@ def _info(entry: CacheEntry, source: str) -> DatasetInfo:
         name=source,
         num_classes=len(identity.classes),
         input_shape=identity.input_shape,
-        description=identity.describe(),
+        description=describe(identity, entry.meta),
         load=load,
         prepare=prepare,
         normalization=entry.normalization,
         classes=identity.classes,
         own=identity,
     )
+
+
+def describe(identity: DataIdentity, meta: dict[str, Any]) -> str:
+    """A user's dataset in one line, with what reading it did that a user should know."""
+    parts = [
+        f"{identity.describe()}: {identity.train_images:,} training and "
+        f"{identity.test_images:,} test images (test split: {identity.test_split})"
+    ]
+    if identity.image_size:
+        parts.append(f"resized to {identity.image_size} by {RESIZE_METHOD}")
+    if meta.get("made_colour"):
+        parts.append(f"{meta['made_colour']:,} grey images made colour")
+    if meta.get("skipped"):
+        parts.append(f"{meta['skipped']:,} stray files skipped")
+    return "; ".join(parts)
 
 
 def raw_from_cache(entry: CacheEntry) -> RawData:

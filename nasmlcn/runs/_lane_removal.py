@@ -359,8 +359,9 @@ def save_without_lanes(report: LaneRemovalReport, keep: int, out_dir: Path) -> P
     are put in place together (:func:`~nasmlcn.training._run_folder.write_run_folder`).
 
     The checkpoint has epoch 0, no optimizer state and a ``train_config`` naming
-    only the dataset, the split seed and the reconstruction weight, so a resumed
-    training starts afresh from the pruned weights on the same split.
+    only the dataset (its name or path, resize and identity), the split seed, the
+    reconstruction weight and the inputs' normalisation, so a resumed training
+    starts afresh from the pruned weights on the same split.
 
     Raises:
         CheckpointError: ``out_dir`` already holds a model, is a file or cannot
@@ -380,14 +381,24 @@ def save_without_lanes(report: LaneRemovalReport, keep: int, out_dir: Path) -> P
             epoch=0,
             train_config={
                 "dataset": report.run.dataset,
+                **_identity(report.run),
                 "seed": report.run.seed,
                 "reconstruction_weight": report.run.reconstruction_weight,
+                "normalization": report.run.train_config.get("normalization"),
             },
         )
         save_arch(pruned.spec, folder / ARCH_NAME)
 
     write_run_folder(out_dir, write, option="--out")
     return out_dir / CHECKPOINT_NAME
+
+
+def _identity(run: LoadedRun) -> dict[str, Any]:
+    """What the pruned run records of its data: the resize and the identity."""
+    if run.data is None:
+        return {}
+    identity = run.data.identity
+    return {"image_size": identity.image_size, "dataset_identity": identity.to_dict()}
 
 
 def check_removal_out_dir(out_dir: Path, *, keep: bool) -> None:

@@ -237,6 +237,7 @@ def run_summary(run: LoadedRun) -> dict[str, Any]:
         "kind": run.arch.kind,
         "lanes": run.arch.describe(),
         "dataset": run.dataset,
+        "image_size": run.data.identity.image_size if run.data is not None else None,
         "dataset_source": run.dataset_source,
         "epochs_trained": run.epoch,
     }

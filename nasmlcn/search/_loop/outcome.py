@@ -62,6 +62,7 @@ class SearchStart:
     directions: tuple[str, ...]
     metric_names: tuple[str, ...]
     count_repeats: bool = False  # a repeat moves the trials bar only when it counts
+    data: str = ""  # a user's own data, in one line (empty: a built-in dataset)
 
 
 @dataclass

@@ -128,6 +128,7 @@ def start_run(
             tuple(setup.directions),
             tuple(setup.metric_names),
             config.count_repeats,
+            setup.dataset.description if setup.dataset.own is not None else "",
         )
     )
     return SearchResult(

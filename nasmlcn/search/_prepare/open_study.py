@@ -48,6 +48,7 @@ def open_study(
             raise SearchError(
                 f"study {name!r} exists but was not made by nasmlcn search; choose another ‹study›"
             )
+        _check_same_data(name, stored, setup)  # before the fields: it says more
         differing = _differences(stored, setup)
         if differing:
             raise SearchError(
@@ -56,7 +57,6 @@ def open_study(
                 + ". Use the same options to continue it, or another ‹study›"
             )
         _check_same_devices_and_seed(name, stored, setup)
-        _check_same_data(name, stored, setup)
         # The space file's content is part of the identity: an edited range would
         # mix two spaces in one study (or break the sampler on a changed choice).
         changed = space_changes(stored.get("space"), setup.space.describe())
