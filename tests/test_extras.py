@@ -38,6 +38,9 @@ def test_the_core_install_leaves_each_optional_part_to_its_extra() -> None:
         assert {_name(r) for r in optional[extra]} == names
         assert not names & core
     assert optional["all"] == [f"nasmlcn[{','.join(EXTRAS)}]"]
+    # the digits example's scikit-learn: a docs extra, neither core nor in [all] (nor a test's)
+    assert {_name(r) for r in optional["docs"]} == {"scikit-learn"}
+    assert "scikit-learn" not in core
 
 
 def test_a_postgresql_url_without_the_driver_names_the_extra(

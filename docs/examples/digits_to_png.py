@@ -20,7 +20,11 @@ from pathlib import Path
 def main() -> None:
     import numpy as np
     from PIL import Image
-    from sklearn.datasets import load_digits
+
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError:
+        raise SystemExit("scikit-learn is not installed: pip install 'nasmlcn[docs]'") from None
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="the folder to write (must not exist)")

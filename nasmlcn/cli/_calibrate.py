@@ -12,7 +12,7 @@ import typer
 from nasmlcn._setting import MAX_SEED
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import err, out
-from nasmlcn.cli._options import JSON, QUIET, local_file
+from nasmlcn.cli._options import IMAGE_SIZE, JSON, QUIET, local_file
 
 if TYPE_CHECKING:
     from nasmlcn.measure import CalibrationRequest
@@ -93,14 +93,27 @@ class CalibrateOptions:
             "step time; 0: none (lane sums are used).",
         )
     )
+    dataset: str = option(
+        typer.Option(
+            "fashion-mnist",
+            "--dataset",
+            help="The images to calibrate for (their shape and classes): a built-in name or "
+            "the path of your own images.",
+        )
+    )
+    image_size: str | None = option(IMAGE_SIZE)
     as_json: bool = option(JSON)
     quiet: bool = option(QUIET)
 
     def request(self) -> CalibrationRequest:
         """The measurement these options ask for."""
+        from nasmlcn.data import open_dataset
         from nasmlcn.measure import CalibrationRequest
 
+        data = open_dataset(self.dataset, image_size=self.image_size)
         return CalibrationRequest(
+            input_shape=data.input_shape,
+            num_classes=data.num_classes,
             lanes=self.lanes,
             seed=self.seed,
             batch_size=self.batch_size,

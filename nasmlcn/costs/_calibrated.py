@@ -159,7 +159,8 @@ class CalibratedCostModel(CostModel):
             self._warned.add(key)
             log.warning(
                 "the calibration was measured for input %s, %d classes, %s routing x%d; "
-                "predicting for %s, %d classes, %s routing x%d extrapolates",
+                "predicting for %s, %d classes, %s routing x%d extrapolates (calibrate for "
+                "these images: nasmlcn calibrate --dataset ...)",
                 "x".join(map(str, ref.input_shape)),
                 ref.num_classes,
                 ref.routing,

@@ -56,6 +56,9 @@ class CalibrationRequest:
         models: Random whole models to measure for the whole-model step time
             (:mod:`nasmlcn.costs._whole`; 0: none, lane sums are used; ``quick``:
             at most ``QUICK_MODELS`` of at most 4 lanes).
+        input_shape: ``(C, H, W)`` of the images the lanes are measured on (the
+            coefficients belong to it: a search on other images extrapolates).
+        num_classes: Classes of the head the models are measured with.
     """
 
     lanes: int = 24
@@ -69,6 +72,8 @@ class CalibrationRequest:
     rounds: int = 2
     quick: bool = False
     models: int = 24
+    input_shape: tuple[int, int, int] = (1, 28, 28)
+    num_classes: int = 10
 
 
 @dataclass(frozen=True)
@@ -281,7 +286,10 @@ def measure_calibration(
     quick = request.quick
     batch = request.batch_size or (QUICK_BATCH if quick else DEFAULT_BATCH)
     ctx = CostContext(
-        batch_size=batch, routing=DEFAULT_ROUTING if request.routing is None else request.routing
+        input_shape=request.input_shape,
+        num_classes=request.num_classes,
+        batch_size=batch,
+        routing=DEFAULT_ROUTING if request.routing is None else request.routing,
     )
     small = {"max_width": 2, "max_depth": 2} if quick else {}
     specs = calibration_lanes(request.lanes, request.seed, **small)

@@ -158,3 +158,26 @@ def test_calibration_of_20_lanes(tmp_path: Path) -> None:
         assert model["memory"]["mape"] < 25, model
         assert model["time"]["pearson"] > 0.9, model
         assert model["memory"]["pearson"] > 0.95, model
+
+
+@pytest.mark.slow  # a quick calibration: about 20 s
+def test_a_calibration_for_ones_own_images_is_measured_at_their_shape(tmp_path: Path) -> None:
+    import numpy as np
+
+    from tests.data._images import write_npz
+
+    data = write_npz(
+        tmp_path / "colour.npz",
+        x_train=np.zeros((8, 32, 40, 3), np.uint8),
+        y_train=np.arange(8) % 4,
+    )
+    out = tmp_path / "calibration.json"
+    result = run_cli(
+        *("calibrate", "--quick", "--lanes", "3", "--threads", "1", "--models", "0"),
+        *("--dataset", str(data), "--out", str(out), "--json"),
+        env={"NASMLCN_DATA_DIR": str(tmp_path)},
+    )
+    assert result.returncode == 0, result.stderr
+    saved = Calibration.load(out)
+    assert saved.context.input_shape == (3, 32, 40)
+    assert saved.context.num_classes == 4
