@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import optuna
 import pytest
 import torch
 from PIL import Image
@@ -112,11 +113,20 @@ def test_a_search_goes_on_with_its_data_at_another_path_and_not_with_changed_dat
     assert isinstance(root, Path)
     assert isinstance(env, dict)
     assert isinstance(storage, tuple)
-    shutil.copytree(root / "imgs", root / "moved")
-    _ok(run_cli(*SEARCH, *storage, "--dataset", str(root / "moved"), "--trials", "5", env=env))
+    # a worker where the path is not: the data directory's cache has the data
+    (root / "imgs").rename(root / "away")
+    try:
+        search = (*SEARCH, *storage, "--dataset", str(root / "imgs"))
+        _ok(run_cli(*search, "--trials", "5", env=env))
+    finally:
+        (root / "away").rename(root / "imgs")
+    shutil.copytree(root / "imgs", root / "moved")  # the same images at another path
+    _ok(run_cli(*SEARCH, *storage, "--dataset", str(root / "moved"), "--trials", "6", env=env))
     changed = root / "moved" / "train" / "c0" / "0001.png"
     Image.fromarray(np.zeros((28, 28, 3), np.uint8)).save(changed)
-    result = run_cli(*SEARCH, *storage, "--dataset", str(root / "moved"), "--trials", "6", env=env)
+    result = run_cli(*SEARCH, *storage, "--dataset", str(root / "moved"), "--trials", "7", env=env)
     assert result.returncode == 2
     assert "error: study 'own' was made on other data: folder 'imgs'" in result.stderr
     assert "(now folder 'moved'" in result.stderr
+    trials = optuna.load_study(study_name="own", storage=storage[1]).trials
+    assert len(trials) == 6  # 4, then one from the cache, one from the copy; none after

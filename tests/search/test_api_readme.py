@@ -58,6 +58,7 @@ def test_the_python_blocks_run(
     assert "on the Pareto front" in out
     assert "study hooks target 3" in out
     assert "test at the best-validation epoch" in out  # the training block's report
+    assert "(3, 28, 28) ('0', '1', '2') True" in out  # the own-images block
     # the calls wrote only the storage named (and its SQLite side files), the
     # recipe and the architecture the blocks wrote themselves, and the folder the
     # reproduce block names
@@ -69,6 +70,8 @@ def test_the_python_blocks_run(
         "api.db.lock",
         "recipe.toml",
         "arch.json",
+        "mine.npz",  # the own-images block's data, and its cache (data_dir=".")
+        "own",
     }
 
 

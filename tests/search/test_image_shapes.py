@@ -68,3 +68,27 @@ def test_the_buckets_fill_with_models_that_fit_on_larger_colour_images(tmp_path:
             assert all(d["memory_bytes"] <= d["memory_limit_bytes"] for d in devices)
     flops = [statistics.median(r.predicted["train_flops"] for r in rs) for rs in (small, large)]
     assert flops[1] > 3 * flops[0]  # a 1x FLOPS budget of 3x64x64 images is larger
+
+
+def test_a_recipe_names_ones_own_images_and_their_size(tmp_path: Path) -> None:
+    from nasmlcn.search import load_search_recipe
+
+    rng = np.random.default_rng(1)
+    path = write_npz(
+        tmp_path / "mine.npz",
+        x_train=rng.integers(0, 256, (9, 20, 30), dtype=np.uint8),
+        y_train=np.arange(9) % 3,
+    )
+    recipe = tmp_path / "mine.toml"
+    recipe.write_text(
+        f'devices = "1xK80"\nmem = "12GB"\nevaluator = "proxy"\ndataset = "{path}"\n'
+        f'image_size = 24\ndata_dir = "{tmp_path}"\n'
+    )
+    options, _, _ = load_search_recipe(recipe)
+    config = SearchConfig(**options, storage=f"sqlite:///{tmp_path / 's.db'}")
+    assert config.image_size == "24x24"
+    from nasmlcn.search import setup_search
+
+    setup = setup_search(config)
+    assert setup.dataset.input_shape == (1, 24, 24)
+    assert setup.dataset.class_names == ("0", "1", "2")

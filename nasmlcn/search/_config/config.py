@@ -123,7 +123,7 @@ class SearchConfig:
         path=True,
         shown_default="$NASMLCN_DATA_DIR or ~/.cache/nasmlcn/data",
     )
-    image_size: str | None = setting(
+    image_size: str | int | None = setting(
         None,
         "Resize your own images to N or HxW pixels (bilinear, stretched: the aspect ratio is "
         "not kept); needed when their sizes differ",
