@@ -32,6 +32,7 @@ def list_datasets(as_json: bool = typer.Option(False, "--json", help="Print JSON
                         "input_shape": list(r.input_shape),
                         "description": r.description,
                         "normalization": r.normalization.to_dict() if r.normalization else None,
+                        "classes": list(r.class_names),
                     }
                     for r in rows
                 ]

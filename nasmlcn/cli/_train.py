@@ -42,7 +42,7 @@ def train(options: TrainOptions) -> None:
         with contextlib.ExitStack() as stack:
             stack.enter_context(sigterm_as_interrupt())  # a scheduler's stop, as Ctrl-C
             show = reporting and not options.quiet
-            data = options.data()
+            data = options.data
             if show and data.own is not None:  # what was read, resized, skipped
                 err.print(
                     f"data: {data.description}", markup=False, highlight=False, soft_wrap=True

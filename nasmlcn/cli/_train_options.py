@@ -7,6 +7,7 @@ and ranges are written in ``TrainConfig``, which checks the values given."""
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,7 +181,7 @@ class TrainOptions:
         from nasmlcn.data import images_too_small_hint
         from nasmlcn.training import resolve_arch
 
-        data = self.data()
+        data = self.data
         with images_too_small_hint(data):
             return resolve_arch(
                 data,
@@ -194,8 +195,10 @@ class TrainOptions:
                 vote_init=self.vote_init,
             )
 
+    @functools.cached_property
     def data(self) -> DatasetInfo:
-        """The dataset of ``--dataset`` (a user's images read once, into the cache)."""
+        """The dataset of ``--dataset`` (a user's images read once, into the cache;
+        opened once per command: a large folder's fingerprint walks every file)."""
         from nasmlcn.data import open_dataset
 
         return open_dataset(self.dataset, image_size=self.image_size, data_dir=self.data_dir)
@@ -216,7 +219,7 @@ class TrainOptions:
         out_dir = self.out_dir
         self._check_something_to_resume()
         if out_dir is None:
-            name = self.data().identity.name.replace("/", "-")
+            name = self.data.identity.name.replace("/", "-")
             out_dir = Path("runs") / time.strftime(f"train-%Y%m%d-%H%M%S-{name}")
         return TrainJob(
             spec,

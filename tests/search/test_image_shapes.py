@@ -92,3 +92,26 @@ def test_a_recipe_names_ones_own_images_and_their_size(tmp_path: Path) -> None:
     setup = setup_search(config)
     assert setup.dataset.input_shape == (1, 24, 24)
     assert setup.dataset.class_names == ("0", "1", "2")
+
+
+@pytest.mark.parametrize(
+    ("shape", "classes"), [((1, 20, 20), 3), ((3, 96, 96), 12), ((3, 20, 33), 5)]
+)
+def test_the_model_builds_and_classifies_from_20x20_to_96x96(
+    shape: tuple[int, int, int], classes: int
+) -> None:
+    from dataclasses import replace
+
+    import torch
+
+    from nasmlcn.models import build_model
+    from nasmlcn.specs import MLCNSpec
+
+    spec = replace(
+        MLCNSpec.from_lanes("mlcn1:1x1,mlcn2:2x2"), input_shape=shape, num_classes=classes
+    )
+    model = build_model(spec).eval()
+    with torch.no_grad():
+        out = model(torch.rand(2, *shape))
+    assert tuple(out.lengths.shape) == (2, classes)
+    assert tuple(out.reconstruction.shape[1:]) in (shape, (shape[0] * shape[1] * shape[2],))
