@@ -115,3 +115,35 @@ def test_the_model_builds_and_classifies_from_20x20_to_96x96(
         out = model(torch.rand(2, *shape))
     assert tuple(out.lengths.shape) == (2, classes)
     assert tuple(out.reconstruction.shape[1:]) in (shape, (shape[0] * shape[1] * shape[2],))
+
+
+def test_a_warm_start_takes_the_same_data_at_another_path_and_not_changed_data(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 256, (12, 28, 28), dtype=np.uint8)
+    first = write_npz(tmp_path / "a.npz", x_train=x, y_train=np.arange(12) % 3)
+    shutil.copy(first, tmp_path / "copy.npz")
+    write_npz(tmp_path / "changed.npz", x_train=255 - x, y_train=np.arange(12) % 3)
+    base = SearchConfig(
+        devices="2xK80", mem="12GB", evaluator="proxy", dataset=str(first), data_dir=str(tmp_path),
+        trials=4, sampler="random", seed=0, study="first", prune=False,
+        storage=f"sqlite:///{tmp_path / 's.db'}",
+    )  # fmt: skip
+    run_search(base)
+    same = run_search(
+        base.with_overrides(dataset=str(tmp_path / "copy.npz"), study="same", warm_start="first")
+    ).warm_start
+    assert same is not None
+    assert same["transferred"] == 4
+    other = run_search(
+        base.with_overrides(
+            dataset=str(tmp_path / "changed.npz"), study="other", warm_start="first"
+        )
+    ).warm_start
+    assert other is not None
+    assert other["transferred"] == 0
+    assert other["no_transfer"].startswith("trained differently: data npz 'a' (1x28x28, 3 classes")
+    assert "(now npz 'changed' (1x28x28, 3 classes" in other["no_transfer"]

@@ -49,6 +49,7 @@ from nasmlcn.search._trial.run import build_and_place, write_candidate
 from nasmlcn.study import (
     TrialRecord,
     load_existing_study,
+    search_data,
     study_info,
     update_study_info,
     write_training,
@@ -65,7 +66,8 @@ if TYPE_CHECKING:
 WARM_START_ATTR = "warm_start"
 """The study's ``nasmlcn`` info key, and the seed trials' user attribute."""
 TRAINING_FIELDS = ("evaluator", "dataset", "epochs", "train_limit", "val_limit", "batch_size")
-"""The configuration that decides a trained result besides the model."""
+"""The configuration that decides a trained result besides the model (the dataset
+compared by what it is: a user's data by its content, wherever it was read)."""
 DEFAULT_TOP = 5
 WS = option("warm_start")
 
@@ -333,14 +335,16 @@ def _transferable(
     info = study_info(source)
     theirs = info.get("config") or {}
     ours = setup.config.to_dict()
-    differing = [f for f in TRAINING_FIELDS if theirs.get(f) != ours.get(f)]
+    differing = [
+        f"{f} {theirs.get(f)!r} (now {ours.get(f)!r})"
+        for f in TRAINING_FIELDS
+        if f != "dataset" and theirs.get(f) != ours.get(f)
+    ]
+    then, now = search_data(info), setup.dataset.identity
+    if not then.same_data(now):  # by content: the same data at another path is the same
+        differing.insert(0, f"data {then.describe()} (now {now.describe()})")
     if differing:
-        return (
-            [],
-            "trained differently: "
-            + ", ".join(f"{f} {theirs.get(f)!r} (now {ours.get(f)!r})" for f in differing),
-            0,
-        )
+        return [], "trained differently: " + ", ".join(differing), 0
     their_objectives = list(info.get("objectives") or ())
     out = []
     differently = 0
