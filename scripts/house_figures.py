@@ -9,16 +9,24 @@
   ``nasmlcn.parallel`` ``__all__`` that are functions named ``train*`` or ``run_*``
   (and not ``run_search``/``run_workers``, the search's verbs);
 - README lines; lines of ``benchmarks/`` that pyproject installs into the wheel;
+- the floors of ``nasmlcn/search/`` (``scripts/import_graph.py``'s ``SEARCH_FLOORS``):
+  its import circles and its import statements to a higher floor, type-only imports
+  counted;
+- ``getattr`` with a default on an evaluator, pruner or observer: a member its
+  protocol does not declare;
+- imports of private modules (``nasmlcn.x._y``) in ``tests/``;
 - with ``--trace``: the files of ``nasmlcn/search/`` whose functions run while one real
   trial (1 epoch, 200 images, Fashion-MNIST) goes from ``nasmlcn search`` to its stored
   result, and their lines; and those of the trial itself, from the loop's claim to
-  Optuna's tell (the files a reader opens to follow a trial).
+  Optuna's tell (the files a reader opens to follow a trial), with the functions that
+  run in them and those functions' lines.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import re
 import sys
@@ -75,6 +83,67 @@ def training_verbs() -> list[str]:
     return sorted(verbs)
 
 
+def _graph() -> Any:
+    spec = importlib.util.spec_from_file_location("import_graph", ROOT / "scripts/import_graph.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["import_graph"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def search_floors() -> tuple[list[list[str]], list[str]]:
+    """``nasmlcn.search``'s import circles and its import statements up a floor."""
+    graph = _graph()
+    edges = graph.imports()
+    up = {
+        (
+            e.source,
+            e.line,
+        ): f"{e.source}:{e.line} -> {e.target}{' (type only)' if e.type_only else ''}"
+        for e in graph.imports_up(edges)
+    }
+    return graph.search_circles(edges), sorted(up.values())
+
+
+PROTOCOL_HOLDERS = ("evaluator", "pruner", "observer")
+
+
+def protocol_getattrs() -> list[str]:
+    """``getattr(x, "member", default)`` in the package where ``x`` names an evaluator,
+    a pruner or an observer: a member read as if its protocol might lack it."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "getattr"):
+                continue
+            if len(node.args) != 3 or not isinstance(node.args[1], ast.Constant):
+                continue
+            holder = ast.unparse(node.args[0]).lower()
+            if any(word in holder for word in PROTOCOL_HOLDERS):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.args[1].value}")
+    return found
+
+
+def private_test_imports() -> int:
+    """Import statements in ``tests/`` that name a private module of the package."""
+    count = 0
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            private = [
+                n
+                for n in names
+                if n.startswith("nasmlcn.") and any(p.startswith("_") for p in n.split(".")[1:])
+            ]
+            count += bool(private)
+    return count
+
+
 def wheel_benchmark_lines() -> int:
     """Lines of ``benchmarks/`` that pyproject's package-dir installs as a package."""
     mapped = re.search(
@@ -85,15 +154,16 @@ def wheel_benchmark_lines() -> int:
     return sum(lines(p) for p in (ROOT / mapped.group(1)).rglob("*.py"))
 
 
-def traced_trial_files() -> tuple[dict[str, int], dict[str, int]]:
+def traced_trial_files() -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
     """Files of nasmlcn/search whose functions run during a one-trial search: all of
     them, and those of the trial itself (inside ``TrialRun.__call__``, plus the loop
-    that calls it)."""
+    that calls it); and the trial's functions with their lines."""
     from nasmlcn.cli import run
 
     search_dir = str(PACKAGE / "search")
     seen: set[str] = set()
     in_trial: set[str] = set()
+    trial_functions: dict[str, int] = {}
     depth = 0
 
     def is_trial(code: Any) -> bool:
@@ -118,6 +188,8 @@ def traced_trial_files() -> tuple[dict[str, int], dict[str, int]]:
             seen.add(code.co_filename)
             if depth > 0:
                 in_trial.add(code.co_filename)
+                place = f"{Path(code.co_filename).relative_to(ROOT)}:{code.co_firstlineno} {code.co_name}"
+                trial_functions[place] = _function_lines(code)
 
     with tempfile.TemporaryDirectory() as tmp:
         argv = [
@@ -137,7 +209,21 @@ def traced_trial_files() -> tuple[dict[str, int], dict[str, int]]:
     def sized(files: set[str]) -> dict[str, int]:
         return {str(Path(f).relative_to(ROOT)): lines(Path(f)) for f in sorted(files)}
 
-    return sized(seen), sized({f for f in in_trial if f.startswith(search_dir)})
+    trial = sized({f for f in in_trial if f.startswith(search_dir)})
+    return sized(seen), trial, trial_functions
+
+
+def _function_lines(code: Any) -> int:
+    """The lines of the function whose code object is ``code`` (its ``def`` to its end)."""
+    tree = ast.parse(Path(code.co_filename).read_text())
+    for node in ast.walk(tree):
+        is_function = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+        if is_function and node.lineno <= code.co_firstlineno <= (node.end_lineno or 0):
+            decorated = getattr(node, "decorator_list", [])
+            first = min([node.lineno, *(d.lineno for d in decorated)])
+            if first == code.co_firstlineno or node.lineno == code.co_firstlineno:
+                return (node.end_lineno or node.lineno) - first + 1
+    return 0
 
 
 def main() -> int:
@@ -155,12 +241,28 @@ def main() -> int:
     print(f"public training verbs: {len(verbs)} ({', '.join(verbs)})")
     print(f"README lines: {lines(ROOT / 'README.md')}")
     print(f"lines of benchmarks/ in the wheel: {wheel_benchmark_lines()}")
+    circles, up = search_floors()
+    print(f"circles in nasmlcn/search (type-only imports counted): {len(circles)}")
+    for circle in circles:
+        print("  " + " <-> ".join(m.removeprefix("nasmlcn.search.") for m in circle))
+    print(f"imports up a floor inside nasmlcn/search: {len(up)}")
+    for line in up:
+        print(f"  {line}")
+    getattrs = protocol_getattrs()
+    print(f"getattr with a default on an evaluator, pruner or observer: {len(getattrs)}")
+    for line in getattrs:
+        print(f"  {line}")
+    print(f"private-module imports in tests: {private_test_imports()}")
     if "--trace" in sys.argv[1:]:
-        every, trial = traced_trial_files()
+        every, trial, functions_run = traced_trial_files()
         for title, files in (("a one-trial search", every), ("the trial (claim to tell)", trial)):
             print(f"nasmlcn/search files run by {title}: {len(files)}, {sum(files.values())} lines")
             for name, size in files.items():
                 print(f"  {size:4d}  {name}")
+        print(
+            f"functions the trial runs in them: {len(functions_run)}, "
+            f"{sum(functions_run.values())} lines"
+        )
     return 0
 
 

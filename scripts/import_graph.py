@@ -185,18 +185,25 @@ def private_cross_package(found_imports: list[Import]) -> list[Import]:
     return list(seen.values())
 
 
-def cycles(found_imports: list[Import], packages: bool = False) -> list[list[str]]:
+def cycles(
+    found_imports: list[Import], packages: bool = False, *, type_only: bool = False
+) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan), sorted.
 
     ``packages``: follow each import to the module it names, not to the one that
     defines the name: ``from nasmlcn.search import X`` runs ``nasmlcn.search``'s
     ``__init__``, which imports every module of the package, so a module that a
     package imports and that imports the package back closes a circle even when
-    ``X``'s own module never imports it."""
+    ``X``'s own module never imports it.
+
+    ``type_only``: count the imports under ``if TYPE_CHECKING:`` too (they never run,
+    but a reader follows them: the floor plan of ``nasmlcn.search`` counts them)."""
     graph: dict[str, set[str]] = {}
     for edge in found_imports:
         target = edge.named if packages else edge.target
-        if edge.type_only or not target.startswith("nasmlcn") or edge.source == target:
+        if (edge.type_only and not type_only) or not target.startswith("nasmlcn"):
+            continue
+        if edge.source == target:
             continue
         graph.setdefault(edge.source, set()).add(target)
     index: dict[str, int] = {}
@@ -231,6 +238,73 @@ def cycles(found_imports: list[Import], packages: bool = False) -> list[list[str
         if node not in index:
             visit(node)
     return sorted(components)
+
+
+SEARCH = "nasmlcn.search"
+SEARCH_FLOORS: tuple[tuple[str, ...], ...] = (
+    ("spaces",),  # the search spaces (public)
+    ("_config",),  # what a search is: SearchConfig, a field's setting, the run's limits
+    ("_types", "_pruners"),  # the types the parts share; the pruning rules
+    ("_registries",),  # samplers, evaluators, objectives and pruners, by name
+    ("_evaluators", "_results.results"),  # how a candidate is scored; the study's answer
+    ("_trial",),  # one trial, claim to tell
+    ("_prepare",),  # from a configuration to an open study (warm start's trials included)
+    ("_loop",),  # the run: propose, run a trial, tell the observers
+    ("_workers", "_results"),  # many processes on one study; after the search
+    ("_run", ""),  # run_search; the package's face
+)
+"""The floors of ``nasmlcn.search``, bottom first: a module's floor is the one whose
+entry is the longest prefix of its name (inside ``nasmlcn.search``); every import,
+type-only ones included, goes to the same floor or a lower one. Modules from before
+the floors were laid are placed where they belonged (``SEARCH_FLOORS_BEFORE``), so
+the figure of imports up can be taken on the old tree too."""
+
+SEARCH_FLOORS_BEFORE: dict[str, str] = {
+    "_config.recipe": "_prepare",
+    "_evaluators.evaluator": "_types",
+    "_loop.observer": "_types",
+    "_loop.outcome": "_types",
+    "_loop.samplers": "_registries",
+    "_loop.waits": "_trial",
+    "_loop.search": "_run",
+    "_pruners.pruners": "_registries",
+    "_trial.objectives": "_registries",
+}
+"""Where the modules of the tree before the floors go in :data:`SEARCH_FLOORS`."""
+
+
+def search_floor(module: str) -> int | None:
+    """The floor of a module of ``nasmlcn.search`` (None: not one of its modules)."""
+    if module != SEARCH and not module.startswith(SEARCH + "."):
+        return None
+    inner = module[len(SEARCH) + 1 :]
+    inner = next((to for old, to in SEARCH_FLOORS_BEFORE.items() if inner == old), inner)
+    best, floor = -1, None
+    for level, prefixes in enumerate(SEARCH_FLOORS):
+        for prefix in prefixes:
+            if inner == prefix or inner.startswith(prefix + ".") or prefix == "":
+                if len(prefix) > best:
+                    best, floor = len(prefix), level
+    return floor
+
+
+def imports_up(found_imports: list[Import]) -> list[Import]:
+    """Imports inside ``nasmlcn.search`` (type-only ones included) from a module to one
+    on a higher floor (:data:`SEARCH_FLOORS`)."""
+    up = []
+    for edge in found_imports:
+        here, there = search_floor(edge.source), search_floor(edge.target)
+        if here is not None and there is not None and there > here:
+            up.append(edge)
+    return up
+
+
+def search_circles(found_imports: list[Import]) -> list[list[str]]:
+    """Import circles inside ``nasmlcn.search``, type-only imports counted."""
+    inner = [
+        e for e in found_imports if e.source.startswith(SEARCH) and e.target.startswith(SEARCH)
+    ]
+    return cycles(inner, type_only=True)
 
 
 def arrows_up(found_imports: list[Import]) -> list[Import]:
