@@ -85,7 +85,8 @@ def training_verbs() -> list[str]:
 
 def _graph() -> Any:
     spec = importlib.util.spec_from_file_location("import_graph", ROOT / "scripts/import_graph.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["import_graph"] = module
     spec.loader.exec_module(module)

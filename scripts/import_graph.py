@@ -282,9 +282,9 @@ def search_floor(module: str) -> int | None:
     best, floor = -1, None
     for level, prefixes in enumerate(SEARCH_FLOORS):
         for prefix in prefixes:
-            if inner == prefix or inner.startswith(prefix + ".") or prefix == "":
-                if len(prefix) > best:
-                    best, floor = len(prefix), level
+            under = inner == prefix or inner.startswith(prefix + ".") or prefix == ""
+            if under and len(prefix) > best:
+                best, floor = len(prefix), level
     return floor
 
 
