@@ -12,7 +12,7 @@ import difflib
 import fnmatch
 import itertools
 from collections.abc import Callable, Iterable, Iterator
-from typing import Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 from nasmlcn.errors import UnknownNameError
 
@@ -60,6 +60,28 @@ def _shared_start(a: str, b: str) -> int:
     )
 
 
+_BY_KIND: dict[str, Registry[Any]] = {}
+"""Every registry by the kind it holds (the first one made of each kind)."""
+
+
+def names_of(kind: str) -> Callable[[], list[str]]:
+    """The names of the registry of ``kind``, asked for when called: what a field's
+    help lists without its module importing the registry (a configuration sits
+    below the registries that name its choices).
+
+    Raises (when called):
+        UnknownNameError: No registry of ``kind`` was made.
+    """
+
+    def names() -> list[str]:
+        registry = _BY_KIND.get(kind)
+        if registry is None:
+            raise UnknownNameError(f"no registry of {kind!r}s")
+        return registry.names()
+
+    return names
+
+
 class Registry(Generic[T]):
     """Maps names to objects of one kind.
 
@@ -70,6 +92,7 @@ class Registry(Generic[T]):
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._entries: dict[str, T] = {}
+        _BY_KIND.setdefault(kind, self)
 
     @overload
     def register(self, name: str) -> Callable[[T], T]: ...

@@ -255,22 +255,7 @@ SEARCH_FLOORS: tuple[tuple[str, ...], ...] = (
 )
 """The floors of ``nasmlcn.search``, bottom first: a module's floor is the one whose
 entry is the longest prefix of its name (inside ``nasmlcn.search``); every import,
-type-only ones included, goes to the same floor or a lower one. Modules from before
-the floors were laid are placed where they belonged (``SEARCH_FLOORS_BEFORE``), so
-the figure of imports up can be taken on the old tree too."""
-
-SEARCH_FLOORS_BEFORE: dict[str, str] = {
-    "_config.recipe": "_prepare",
-    "_evaluators.evaluator": "_types",
-    "_loop.observer": "_types",
-    "_loop.outcome": "_types",
-    "_loop.samplers": "_registries",
-    "_loop.waits": "_trial",
-    "_loop.search": "_run",
-    "_pruners.pruners": "_registries",
-    "_trial.objectives": "_registries",
-}
-"""Where the modules of the tree before the floors go in :data:`SEARCH_FLOORS`."""
+type-only ones included, goes to the same floor or a lower one (``tests/test_imports.py``)."""
 
 
 def search_floor(module: str) -> int | None:
@@ -278,7 +263,6 @@ def search_floor(module: str) -> int | None:
     if module != SEARCH and not module.startswith(SEARCH + "."):
         return None
     inner = module[len(SEARCH) + 1 :]
-    inner = next((to for old, to in SEARCH_FLOORS_BEFORE.items() if inner == old), inner)
     best, floor = -1, None
     for level, prefixes in enumerate(SEARCH_FLOORS):
         for prefix in prefixes:

@@ -63,6 +63,43 @@ def test_the_cycle_finder_finds_a_cycle_through_a_lazy_import(graph: ModuleType)
     assert graph.cycles(edges) == [["nasmlcn.a._x", "nasmlcn.a._y"]]
 
 
+def test_the_search_is_laid_in_floors(graph: ModuleType, edges: list[Any]) -> None:
+    """``nasmlcn.search`` has no circle and no import to a higher floor
+    (``SEARCH_FLOORS``), counting the imports under ``TYPE_CHECKING`` too: a type-only
+    import is a dependency a reader follows. Every module has a floor."""
+    assert graph.search_circles(edges) == []
+    assert [f"{e.source}:{e.line} -> {e.target}" for e in graph.imports_up(edges)] == []
+    search = [m for m in graph.modules() if m.startswith("nasmlcn.search")]
+    assert len(search) > 40
+    assert [m for m in search if graph.search_floor(m) is None] == []
+
+
+def test_the_floor_checks_can_fail(graph: ModuleType) -> None:
+    """A type-only import closes a circle for the floors (not for the run-time check),
+    and an import from the configuration up to the trial is an import up."""
+    edges = [
+        graph.Import(
+            "nasmlcn.search._config.config", "nasmlcn.search._trial.run",
+            "nasmlcn.search._trial.run", 3, False, False,
+        ),
+        graph.Import(
+            "nasmlcn.search._trial.run", "nasmlcn.search._config.config",
+            "nasmlcn.search._config.config", 5, False, True,
+        ),
+    ]  # fmt: skip
+    assert graph.search_circles(edges) == [
+        ["nasmlcn.search._config.config", "nasmlcn.search._trial.run"]
+    ]
+    assert graph.cycles(edges) == []
+    assert [(e.source, e.line) for e in graph.imports_up(edges)] == [
+        ("nasmlcn.search._config.config", 3)
+    ]
+    assert graph.search_floor("nasmlcn.search._run") > graph.search_floor(
+        "nasmlcn.search._loop.runner"
+    )
+    assert graph.search_floor("nasmlcn.cli._search") is None
+
+
 def test_packages_use_each_other_s_public_names(graph: ModuleType, edges: list[Any]) -> None:
     found = {
         f"{edge.source} -> {edge.named}": edge.line for edge in graph.private_cross_package(edges)

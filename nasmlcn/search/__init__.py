@@ -9,26 +9,28 @@ front or best trials again and tests them (NASCaps' second stage). Registries:
 ``SAMPLERS``, ``PRUNERS``, ``OBJECTIVES``, ``EVALUATORS`` and ``SPACE_KINDS`` (in
 :mod:`nasmlcn.search.spaces`).
 
-Where things are, by concern (each a private subpackage):
+Where things are, in floors (each imports only from its own floor or those below,
+type-only imports included; ``tests/test_imports.py`` holds it so), bottom first:
 
-- ``_config``: a search's description (``config``: :class:`SearchConfig`; ``setting``:
-  a field's default, help and range; ``recipe``: study recipes and their sweeps);
-- ``_prepare``: from a configuration to an open study (``setup``: everything checked up
-  front; ``open_study``: create or load and check its identity, warm start included;
-  ``warm``; ``entry``: what a library call adds around a run);
-- ``_loop``: the run (``search``: :func:`run_search`, here or with workers;
-  ``runner``: claim -> trial -> tell the observers; ``observer``, ``outcome``,
-  ``samplers``, ``waits``);
-- ``_trial``: one trial's life (``run``; ``repeats``: a model trained once;
-  ``objectives``, and whether a trial learned);
-- ``_evaluators``: how a candidate is scored (``evaluator``: the protocol; ``train``,
-  ``proxy``);
-- ``_pruners``: stopping weak trials (``pruners``: the registry; ``correlation``, the
-  default, and ``halving``);
-- ``_results``: after the search (``results``, ``retrain_plan`` and ``retrain``,
-  ``export``);
-- ``_workers``: many worker processes on one study (``pool``);
-- ``spaces/``: the search spaces (public).
+1. ``spaces/``: the search spaces (public);
+2. ``_config``: what a search is (``config``: :class:`SearchConfig`; ``setting``: a
+   field's default, help and range; ``limits``: when a run stops asking);
+3. ``_types``: the types the parts share (``setup``: :class:`SearchSetup`;
+   ``evaluation``: what an evaluator takes and gives, and its protocol; ``objective``;
+   ``pruner``: the pruner's protocol; ``observer``; ``outcome``); ``_pruners``: the
+   pruning rules (``correlation``, the default, and ``halving``);
+4. ``_registries``: ``SAMPLERS``, ``EVALUATORS``, ``OBJECTIVES``, ``PRUNERS``, side by side;
+5. ``_evaluators``: real training (``train``) and the analytic stand-in (``proxy``);
+   ``_results.results``: the study's answer (best trials, the front, summaries);
+6. ``_trial``: one trial, claim to tell (``run``; ``repeats``: a model trained once;
+   ``pruning``: the pruner's view of the trial; ``waits``);
+7. ``_prepare``: from a configuration to an open study (``setup``: everything checked
+   up front; ``recipe``; ``open_study`` and ``warm``; ``entry``: what a library call
+   adds around a run);
+8. ``_loop``: the run (``runner``: propose, run a trial, tell the observers);
+9. ``_workers``: many worker processes on one study (``pool``); ``_results``: after the
+   search (``retrain_plan`` and ``retrain``, ``export``);
+10. ``_run``: :func:`run_search`, here or with workers; this package's face.
 
 What a study stores, and its storage, is :mod:`nasmlcn.study`.
 """
@@ -39,31 +41,20 @@ from typing import TYPE_CHECKING
 
 from nasmlcn._lazy import lazy_exports
 from nasmlcn._storage_url import DEFAULT_STORAGE
+from nasmlcn.search import _registries
 from nasmlcn.search._config.config import IDENTITY_FIELDS, SearchConfig
-from nasmlcn.search._config.recipe import load_recipe, load_search_recipe
 from nasmlcn.search._evaluators import (
     proxy,
     train,
 )
+from nasmlcn.search._prepare.recipe import load_recipe, load_search_recipe
 
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
-    from nasmlcn.search._config.recipe import expand_sweep
-    from nasmlcn.search._evaluators.evaluator import (
-        EVALUATORS,
-        EpochCallback,
-        EpochDecision,
-        EpochReport,
-        EvalRequest,
-        Evaluation,
-        Evaluator,
-    )
+    from nasmlcn.search._config.limits import REPEATS_IN_A_ROW
     from nasmlcn.search._evaluators.proxy import ProxyEvaluator, proxy_accuracy
-    from nasmlcn.search._loop.observer import SearchObserver
-    from nasmlcn.search._loop.outcome import SearchResult, SearchStart, TrialOutcome
-    from nasmlcn.search._loop.samplers import SAMPLERS
-    from nasmlcn.search._loop.search import run_search
     from nasmlcn.search._prepare.entry import ProgressObserver, TrialProgress
-    from nasmlcn.search._prepare.setup import SearchSetup, setup_search
+    from nasmlcn.search._prepare.recipe import expand_sweep
+    from nasmlcn.search._prepare.setup import setup_search
     from nasmlcn.search._pruners.correlation import (
         CorrelationPruner,
         EpochCorrelation,
@@ -74,7 +65,10 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
         retrained_correlations,
     )
     from nasmlcn.search._pruners.halving import HalvingPruner
-    from nasmlcn.search._pruners.pruners import PRUNERS, EpochPruner
+    from nasmlcn.search._registries.evaluators import EVALUATORS
+    from nasmlcn.search._registries.objectives import OBJECTIVES
+    from nasmlcn.search._registries.pruners import PRUNERS
+    from nasmlcn.search._registries.samplers import SAMPLERS
     from nasmlcn.search._results.export import ExportedTrial, export_best
     from nasmlcn.search._results.results import (
         CorrelationReport,
@@ -95,15 +89,26 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
         retrained_caveats,
     )
     from nasmlcn.search._results.retrain_plan import RetrainOptions, RetrainTarget
-    from nasmlcn.search._trial.objectives import OBJECTIVES, Objective
-    from nasmlcn.search._trial.repeats import REPEATS_IN_A_ROW
+    from nasmlcn.search._run import run_search
+    from nasmlcn.search._types.evaluation import (
+        EpochCallback,
+        EpochDecision,
+        EpochReport,
+        EvalRequest,
+        Evaluation,
+        Evaluator,
+    )
+    from nasmlcn.search._types.objective import Objective
+    from nasmlcn.search._types.observer import SearchObserver
+    from nasmlcn.search._types.outcome import SearchResult, SearchStart, TrialOutcome
+    from nasmlcn.search._types.pruner import EpochPruner
+    from nasmlcn.search._types.setup import SearchSetup
 
 _LAZY = {
     name: module
     for module, names in {
-        "_config.recipe": ("expand_sweep",),
-        "_evaluators.evaluator": (
-            "EVALUATORS",
+        "_prepare.recipe": ("expand_sweep",),
+        "_types.evaluation": (
             "EpochCallback",
             "EpochReport",
             "EvalRequest",
@@ -111,13 +116,15 @@ _LAZY = {
             "Evaluator",
             "EpochDecision",
         ),
+        "_registries.evaluators": ("EVALUATORS",),
         "_evaluators.proxy": ("ProxyEvaluator", "proxy_accuracy"),
-        "_loop.observer": ("SearchObserver",),
-        "_loop.outcome": ("SearchResult", "SearchStart", "TrialOutcome"),
-        "_loop.search": ("run_search",),
-        "_loop.samplers": ("SAMPLERS",),
+        "_types.observer": ("SearchObserver",),
+        "_types.outcome": ("SearchResult", "SearchStart", "TrialOutcome"),
+        "_run": ("run_search",),
+        "_registries.samplers": ("SAMPLERS",),
         "_prepare.entry": ("ProgressObserver", "TrialProgress"),
-        "_prepare.setup": ("SearchSetup", "setup_search"),
+        "_types.setup": ("SearchSetup",),
+        "_prepare.setup": ("setup_search",),
         "_pruners.correlation": (
             "CorrelationPruner",
             "EpochCorrelation",
@@ -128,7 +135,8 @@ _LAZY = {
             "retrained_correlations",
         ),
         "_pruners.halving": ("HalvingPruner",),
-        "_pruners.pruners": ("PRUNERS", "EpochPruner"),
+        "_registries.pruners": ("PRUNERS",),
+        "_types.pruner": ("EpochPruner",),
         "_results.export": ("ExportedTrial", "export_best"),
         "_results.results": (
             "CorrelationReport",
@@ -149,8 +157,9 @@ _LAZY = {
             "retrained_caveats",
         ),
         "_results.retrain_plan": ("RetrainOptions", "RetrainTarget"),
-        "_trial.objectives": ("OBJECTIVES", "Objective"),
-        "_trial.repeats": ("REPEATS_IN_A_ROW",),
+        "_registries.objectives": ("OBJECTIVES",),
+        "_types.objective": ("Objective",),
+        "_config.limits": ("REPEATS_IN_A_ROW",),
     }.items()
     for name in names
 }

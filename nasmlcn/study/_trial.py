@@ -55,7 +55,7 @@ ARTIFACT_PREFIX = "artifacts:"
 LEARNING_CONSTRAINT = "learning"
 MEMORY_CONSTRAINT = "memory"
 """The constraint of the trial's planned memory against the devices' (:func:`write_plan`)."""
-"""The constraint of a trained trial's accuracy against chance (:mod:`nasmlcn.search._trial.objectives`)."""
+"""The constraint of a trained trial's accuracy against chance (:mod:`nasmlcn.search._registries.objectives`)."""
 FAILURE_ATTRS = ("fail_reason", "failure", "traceback", "prune_reason")
 """The attributes of how a trial ended (a retry's copy starts without them)."""
 
@@ -174,7 +174,7 @@ class TrialRecord:
     def learned(self) -> bool:
         """Whether the trial's accuracy beat chance by a clear margin (True when it
         was not trained, or trained before nasmlcn checked; see
-        :mod:`nasmlcn.search._trial.objectives`)."""
+        :mod:`nasmlcn.search._registries.objectives`)."""
         return self.constraints.get(LEARNING_CONSTRAINT, 0.0) <= 0
 
     @property

@@ -13,13 +13,9 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
 from nasmlcn.search import SearchConfig, run_search
-from nasmlcn.search._evaluators.evaluator import EvalRequest
-from nasmlcn.search._trial.repeats import (
-    REPEATS_IN_A_ROW,
-    model_key,
-    trained_original,
-    training_seed,
-)
+from nasmlcn.search._config.limits import REPEATS_IN_A_ROW
+from nasmlcn.search._trial.repeats import model_key, trained_original, training_seed
+from nasmlcn.search._types.evaluation import EvalRequest
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.study import TrialRecord, load_existing_study
 

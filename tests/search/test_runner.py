@@ -352,11 +352,11 @@ def test_ctrl_c_inside_a_query_while_another_worker_commits_still_queues_the_tri
 
     calls: list[object] = []
 
-    def pruning_of(context_of_run: Any, plan: Any) -> Any:
+    def pruning_of(setup: Any, pruner: Any, study: Any, plan: Any) -> Any:
         calls.append(plan)
         if len(calls) == 2:  # trial 1: the query the pruner makes is cut short
             monkeypatch.setattr(context.QueryContext, "__init__", interrupted)
-        return of(context_of_run, plan)
+        return of(setup, pruner, study, plan)
 
     study_name = "cut"
     monkeypatch.setattr(run.Pruning, "of", pruning_of)

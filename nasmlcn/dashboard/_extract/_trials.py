@@ -51,7 +51,7 @@ class TrialRow(NamedTuple):
     attrs: Mapping[str, Any]
     learned: bool = True
     """False when the trained model did not beat chance by a clear margin
-    (:mod:`nasmlcn.search._trial.objectives`): infeasible, and drawn apart from trials
+    (:mod:`nasmlcn.search._registries.objectives`): infeasible, and drawn apart from trials
     over a budget."""
     repeat_of: int | None = None
     """A repeat (:mod:`nasmlcn.search._trial.repeats`): it took this trial's result, the

@@ -26,8 +26,9 @@ from typing import Any
 from nasmlcn._setting import SEED_RANGE
 from nasmlcn._storage_url import STORAGE_HELP, redact_url
 from nasmlcn.errors import SearchError, option
+from nasmlcn.registry import names_of
+from nasmlcn.search._config.limits import REPEATS_IN_A_ROW
 from nasmlcn.search._config.setting import Range, check_ranges, setting
-from nasmlcn.search._trial.repeats import REPEATS_IN_A_ROW
 from nasmlcn.training import MAX_EPOCHS
 
 CONFIG_SCHEMA_VERSION = 1
@@ -56,13 +57,6 @@ dataset record), so that a worker may find it at another path."""
 
 MAX_TRIALS = 1_000_000
 """The most trials a study may be asked to reach: more is no run's target but a typo."""
-
-
-def _samplers() -> list[str]:
-    """The sampler names (read when ``--help`` is made: the config imports no sampler)."""
-    from nasmlcn.search._loop.samplers import SAMPLERS
-
-    return list(SAMPLERS)
 
 
 def _cost_models() -> list[str]:
@@ -102,7 +96,8 @@ class SearchConfig:
         "image (2.4G)",
     )
     space: str = setting("mlcn-buckets", "Search space name or .toml path")
-    sampler: str = setting("tpe", "{choices}", choices=_samplers)
+    # the samplers' names, read when --help is made (SAMPLERS sits on a floor above)
+    sampler: str = setting("tpe", "{choices}", choices=names_of("sampler"))
     objectives: tuple[str, ...] = setting(
         ("accuracy",),
         "accuracy[,latency,inference,memory,params,energy]; several make a Pareto study. "
@@ -302,7 +297,7 @@ class SearchConfig:
     def poll_seconds(self) -> float:
         """The longest a waiting worker goes without looking at the study again: an
         eighth of ``grace``, between 0.2 and 5 seconds (see
-        :func:`nasmlcn.search._loop.waits.waits`)."""
+        :func:`nasmlcn.search._trial.waits.waits`)."""
         return min(5.0, max(0.2, self.grace / 8))
 
     def identity(self) -> dict[str, Any]:

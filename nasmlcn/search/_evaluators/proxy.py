@@ -25,13 +25,8 @@ import random
 import time
 
 from nasmlcn.costs import CostContext, get_cost_model
-from nasmlcn.search._evaluators.evaluator import (
-    EVALUATORS,
-    EpochCallback,
-    EpochReport,
-    EvalRequest,
-    Evaluation,
-)
+from nasmlcn.search._registries.evaluators import EVALUATORS
+from nasmlcn.search._types.evaluation import EpochCallback, EpochReport, EvalRequest, Evaluation
 from nasmlcn.specs import LaneSpec, MLCNSpec
 
 

@@ -46,13 +46,8 @@ from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.data import DatasetInfo
 from nasmlcn.errors import DeviceError, SearchError, nested
 from nasmlcn.search._config.config import workers_per_gpu
-from nasmlcn.search._evaluators.evaluator import (
-    EVALUATORS,
-    EpochCallback,
-    EpochReport,
-    EvalRequest,
-    Evaluation,
-)
+from nasmlcn.search._registries.evaluators import EVALUATORS
+from nasmlcn.search._types.evaluation import EpochCallback, EpochReport, EvalRequest, Evaluation
 from nasmlcn.training import Callback, EpochResult, check_training_memory
 
 if TYPE_CHECKING:

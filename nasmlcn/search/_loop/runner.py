@@ -4,7 +4,7 @@ A thin loop over Optuna's ask-and-tell interface that adds what a hardware-aware
 NAS needs: each turn claims the next trial (:func:`nasmlcn.study.claim`: many
 workers on one study, no overshoot), runs it (:class:`~nasmlcn.search._trial.run.TrialRun`:
 build, place, record, evaluate with per-epoch pruning, tell) and tells the
-observers (:mod:`nasmlcn.search._loop.observer`). Failures of any kind are recorded on
+observers (:mod:`nasmlcn.search._types.observer`). Failures of any kind are recorded on
 the trial and the search goes on; Ctrl-C and SIGTERM
 fail the running trial cleanly, queue it again and stop: a scheduler's stop (SIGTERM)
 is handled as Ctrl-C, and neither may cut the writing-down of the interrupted trial.
@@ -31,16 +31,14 @@ from nasmlcn._signals import (
 from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config.config import SearchConfig
-from nasmlcn.search._evaluators.evaluator import EVALUATORS, Evaluator
-from nasmlcn.search._loop.observer import Observers, SearchObserver
-from nasmlcn.search._loop.outcome import SearchResult, SearchStart, TrialOutcome, failure_reason
-from nasmlcn.search._loop.samplers import SAMPLERS, suggest_all
-from nasmlcn.search._loop.waits import waits
+from nasmlcn.search._config.limits import FAILURES_IN_A_ROW, FALLBACK_AFTER, REPEATS_IN_A_ROW
 from nasmlcn.search._prepare.entry import quiet_optuna, require_storage, require_tracker
 from nasmlcn.search._prepare.open_study import OpenedSearch, open_search
-from nasmlcn.search._prepare.setup import SearchSetup, setup_search
+from nasmlcn.search._prepare.setup import setup_search
 from nasmlcn.search._prepare.warm import transferred_count
-from nasmlcn.search._pruners.pruners import PRUNERS, EpochPruner
+from nasmlcn.search._registries.evaluators import EVALUATORS
+from nasmlcn.search._registries.pruners import PRUNERS
+from nasmlcn.search._registries.samplers import SAMPLERS, suggest_all
 from nasmlcn.search._results.results import (
     best_trials,
     correlation_report,
@@ -50,14 +48,20 @@ from nasmlcn.search._results.results import (
     summarize,
     trial_counts,
 )
-from nasmlcn.search._trial.objectives import learning_threshold
-from nasmlcn.search._trial.repeats import FALLBACK_AFTER, REPEATS_IN_A_ROW, random_proposal
+from nasmlcn.search._trial.repeats import random_proposal
 from nasmlcn.search._trial.run import (
     RunContext,
     SearchTimeout,
     TrialRun,
     retry_of,
 )
+from nasmlcn.search._trial.waits import waits
+from nasmlcn.search._types.evaluation import Evaluator
+from nasmlcn.search._types.objective import learning_threshold
+from nasmlcn.search._types.observer import Observers, SearchObserver
+from nasmlcn.search._types.outcome import SearchResult, SearchStart, TrialOutcome, failure_reason
+from nasmlcn.search._types.pruner import EpochPruner
+from nasmlcn.search._types.setup import SearchSetup
 from nasmlcn.study import (
     BufferedStorage,
     TrialFiles,
@@ -80,10 +84,6 @@ from nasmlcn.study import (
 
 if TYPE_CHECKING:
     import optuna
-
-FAILURES_IN_A_ROW = 10
-"""A worker stops after this many trials in a row failed (failures do not count
-toward the trial target, so a space where every candidate fails would never end)."""
 
 
 def run_in_process(

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import SearchError, option
 from nasmlcn.search._config.config import SearchConfig
-from nasmlcn.search._loop.observer import SearchObserver
-from nasmlcn.search._loop.outcome import SearchStart, TrialOutcome
+from nasmlcn.search._types.observer import SearchObserver
+from nasmlcn.search._types.outcome import SearchStart, TrialOutcome
 from nasmlcn.study import finished
 
 if TYPE_CHECKING:

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from nasmlcn._version import versions
 from nasmlcn.errors import NasmlcnError, SearchError, option
-from nasmlcn.search._evaluators.evaluator import EVALUATORS
-from nasmlcn.search._loop.observer import SearchObserver
-from nasmlcn.search._loop.samplers import SAMPLERS
-from nasmlcn.search._prepare.setup import SearchSetup
 from nasmlcn.search._prepare.warm import WarmStart, load_source, warm_start
+from nasmlcn.search._registries.evaluators import EVALUATORS
+from nasmlcn.search._registries.samplers import SAMPLERS
+from nasmlcn.search._types.observer import SearchObserver
+from nasmlcn.search._types.setup import SearchSetup
 from nasmlcn.search.spaces import space_changes
 from nasmlcn.study import frozen_info, hold, open_storage, redact_stored_url, write_study_info
 

@@ -7,48 +7,23 @@ touched, so bad input never creates or changes a study.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from nasmlcn.costs import CostContext, CostModel, get_cost_model
-from nasmlcn.data import DatasetInfo, images_too_small_hint, open_dataset
+from nasmlcn.costs import CostContext, get_cost_model
+from nasmlcn.data import images_too_small_hint, open_dataset
 from nasmlcn.errors import SearchError, nested
-from nasmlcn.hardware import DeviceSpec, load_catalog, parse_devices
-from nasmlcn.planning import FlopsLimit, parse_flops
+from nasmlcn.hardware import load_catalog, parse_devices
+from nasmlcn.planning import parse_flops
 from nasmlcn.search._config.config import SearchConfig
-from nasmlcn.search._evaluators.evaluator import EVALUATORS
-from nasmlcn.search._loop.samplers import SAMPLERS
-from nasmlcn.search._pruners.pruners import PRUNERS
-from nasmlcn.search._trial.objectives import OBJECTIVES, Objective
-from nasmlcn.search.spaces import SearchSpace, SpaceContext, load_space
+from nasmlcn.search._registries.evaluators import EVALUATORS
+from nasmlcn.search._registries.objectives import OBJECTIVES
+from nasmlcn.search._registries.pruners import PRUNERS
+from nasmlcn.search._registries.samplers import SAMPLERS
+from nasmlcn.search._types.setup import SearchSetup
+from nasmlcn.search.spaces import SpaceContext, load_space
 
 MAX_HEAD_LANES = 256
 """Lanes the head device's memory reservation is sized for."""
-
-
-@dataclass(frozen=True)
-class SearchSetup:
-    """A validated search: the config and the objects built from it."""
-
-    config: SearchConfig
-    devices: tuple[DeviceSpec, ...]
-    flops: FlopsLimit
-    space: SearchSpace
-    cost_model: CostModel
-    objectives: tuple[Objective, ...]
-    dataset: DatasetInfo
-    space_context: SpaceContext
-
-    @property
-    def directions(self) -> list[str]:
-        return [o.direction for o in self.objectives]
-
-    @property
-    def metric_names(self) -> list[str]:
-        return [o.metric for o in self.objectives]
-
-    @property
-    def needs_training(self) -> bool:
-        return any(o.needs_training for o in self.objectives)
 
 
 def with_devices_cost_model(config: SearchConfig) -> SearchConfig:
@@ -60,7 +35,7 @@ def with_devices_cost_model(config: SearchConfig) -> SearchConfig:
             an objective needs a cost model the devices do not have.
     """
     from nasmlcn.costs import devices_cost_model
-    from nasmlcn.search._trial.objectives import check_cost_model
+    from nasmlcn.search._registries.objectives import check_cost_model
 
     cost_model = devices_cost_model(config.devices, config.cost_model, config.device_file)
     check_cost_model(config.objectives, cost_model)
@@ -117,7 +92,7 @@ def setup_search(config: SearchConfig) -> SearchSetup:
 
 def _check_artifacts(config: SearchConfig) -> None:
     """The trials' weights folder can be made, before the study is written."""
-    from nasmlcn.search._evaluators.evaluator import EVALUATORS
+    from nasmlcn.search._registries.evaluators import EVALUATORS
     from nasmlcn.study import artifacts_dir
 
     if not config.storage or not getattr(EVALUATORS.get(config.evaluator), "checkpoints", False):

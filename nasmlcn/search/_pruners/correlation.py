@@ -178,6 +178,10 @@ class CorrelationPruner:
     percentile: float = 50.0
     min_trials: int = 5
 
+    #: The trials it compares with: finished ones only (a pruned trial's last epoch
+    #: is no result).
+    wants_pruned = False
+
     def allows(self, epoch: int, correlations: Sequence[EpochCorrelation]) -> bool:
         """Whether the gate is open at ``epoch``: it is not the last epoch, enough
         trials have finished, and their Spearman rho at ``epoch`` reaches the threshold.

@@ -344,7 +344,7 @@ def describe_counts(counts: dict[str, int], count_repeats: bool = False) -> str:
 
 
 def not_learning(study: optuna.Study) -> list[dict[str, Any]]:
-    """The completed trials that did not learn (:mod:`nasmlcn.search._trial.objectives`):
+    """The completed trials that did not learn (:mod:`nasmlcn.search._registries.objectives`):
     per trial its number and final validation accuracy, in trial order."""
     from optuna.trial import TrialState
 

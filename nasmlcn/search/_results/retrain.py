@@ -63,7 +63,7 @@ from nasmlcn.search._results.retrain_plan import (
     selection_notes,
     target_job,
 )
-from nasmlcn.search._trial.objectives import chance_accuracy, learning_threshold
+from nasmlcn.search._types.objective import chance_accuracy, learning_threshold
 from nasmlcn.study import RetrainedModel, store_retrained
 
 if TYPE_CHECKING:
@@ -292,7 +292,7 @@ def _write_result(
 
 def retrained_caveats(model: RetrainedModel) -> list[str]:
     """What a reader of ``model``'s test accuracy must know: that the model did not
-    learn (below :func:`~nasmlcn.search._trial.objectives.learning_threshold`, as a search's
+    learn (below :func:`~nasmlcn.search._registries.objectives.learning_threshold`, as a search's
     trials), and that it rests on fewer images than the whole splits."""
     from nasmlcn.data import known_identity
 

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn._defaults import LEARNING_RATE
-from nasmlcn.search._loop.waits import waits
+from nasmlcn.search._trial.waits import waits
 
 if TYPE_CHECKING:
     import optuna
@@ -53,15 +53,6 @@ if TYPE_CHECKING:
     from nasmlcn.specs import ArchSpec
 
 logger = logging.getLogger(__name__)
-
-FALLBACK_AFTER = 2
-"""Repeats in a row after which a run's next proposal comes from a random sampler
-(seeded as the trial's own), not the study's: a GP or TPE sampler that proposed a
-model already trained twice in a row is likely to do so again."""
-
-REPEATS_IN_A_ROW = 25
-"""Proposals in a row that were all repeats, after which a run stops: the sampler has
-nothing new to propose (a converged search, or a space with few models)."""
 
 
 @dataclass(frozen=True)
@@ -268,7 +259,7 @@ def wait_for_twin(
     passed). A twin whose worker died (no heartbeat for ``grace`` seconds) is failed
     and queued again, as taking a trial does (:mod:`nasmlcn.study._recovery`), so a
     dead worker is never waited for longer than that. It looks again after a short
-    pause, doubling up to ``poll`` seconds (:func:`~nasmlcn.search._loop.waits.waits`)."""
+    pause, doubling up to ``poll`` seconds (:func:`~nasmlcn.search._trial.waits.waits`)."""
     from nasmlcn._optuna_compat import storage_of
     from nasmlcn.study import fail_stale_trials, hold
 

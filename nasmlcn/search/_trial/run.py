@@ -7,7 +7,7 @@ are written (:mod:`nasmlcn.study._trial`), the evaluator trains it with per-epoc
 reporting, the correlation-gated pruner and the time limits, and the objectives
 are told. Every early end (cannot be built, does not fit, pruned, failed, values
 not finite) goes through :class:`Ended` to one place that records it, with the reason
-in one line a table can show (:func:`~nasmlcn.search._loop.outcome.failure_reason`).
+in one line a table can show (:func:`~nasmlcn.search._types.outcome.failure_reason`).
 """
 
 from __future__ import annotations
@@ -24,19 +24,7 @@ from nasmlcn._version import versions
 from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.planning import Plan, plan_model
 from nasmlcn.search._config.config import SearchConfig
-from nasmlcn.search._evaluators.evaluator import (
-    CONTINUE,
-    EpochDecision,
-    EpochReport,
-    EvalRequest,
-    Evaluation,
-    Evaluator,
-)
-from nasmlcn.search._loop.observer import SearchObserver
-from nasmlcn.search._loop.outcome import TrialOutcome, failure_reason
-from nasmlcn.search._prepare.setup import SearchSetup
-from nasmlcn.search._pruners.pruners import EpochPruner, Pruning
-from nasmlcn.search._trial.objectives import learning_constraint
+from nasmlcn.search._trial.pruning import Pruning
 from nasmlcn.search._trial.repeats import (
     TrialTraining,
     model_key,
@@ -48,6 +36,19 @@ from nasmlcn.search._trial.repeats import (
     unfit_original,
     wait_for_twin,
 )
+from nasmlcn.search._types.evaluation import (
+    CONTINUE,
+    EpochDecision,
+    EpochReport,
+    EvalRequest,
+    Evaluation,
+    Evaluator,
+)
+from nasmlcn.search._types.objective import learning_constraint
+from nasmlcn.search._types.observer import SearchObserver
+from nasmlcn.search._types.outcome import TrialOutcome, failure_reason
+from nasmlcn.search._types.pruner import EpochPruner
+from nasmlcn.search._types.setup import SearchSetup
 from nasmlcn.search.spaces import Candidate
 from nasmlcn.study import (
     TrialFiles,
@@ -257,7 +258,7 @@ class TrialRun:
         from optuna.trial import TrialState
 
         run = self.run
-        pruning = Pruning.of(run, plan)
+        pruning = Pruning.of(run.setup, run.pruner, run.study, plan)
         if pruning.pruner is None:
             return None
         why = replay_pruned(
@@ -313,7 +314,7 @@ class TrialRun:
         run, trial, files = self.run, self.trial, self.files
         config, setup = run.config, run.setup
         request = self._request(candidate, plan)
-        pruning = Pruning.of(run, plan)
+        pruning = Pruning.of(run.setup, run.pruner, run.study, plan)
         if pruning.costs:  # a pruned trial has no values: its costs for later trials' rivals
             write_pruning_costs(trial, pruning.costs)
         decide = self._decider(request, pruning)

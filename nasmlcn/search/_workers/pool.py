@@ -37,13 +37,15 @@ from nasmlcn._exit import before_exit
 from nasmlcn._signals import stop_kind
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config.config import WORKERS_PER_GPU_ENV, SearchConfig
-from nasmlcn.search._evaluators.evaluator import EVALUATORS, EpochReport
-from nasmlcn.search._loop.observer import Observers, SearchObserver
-from nasmlcn.search._loop.outcome import SearchResult, TrialOutcome
 from nasmlcn.search._loop.runner import run_in_process, start_run, summarize_study
 from nasmlcn.search._prepare.entry import quiet_optuna, require_storage, require_tracker
 from nasmlcn.search._prepare.open_study import open_search
-from nasmlcn.search._prepare.setup import SearchSetup, setup_search
+from nasmlcn.search._prepare.setup import setup_search
+from nasmlcn.search._registries.evaluators import EVALUATORS
+from nasmlcn.search._types.evaluation import EpochReport
+from nasmlcn.search._types.observer import Observers, SearchObserver
+from nasmlcn.search._types.outcome import SearchResult, TrialOutcome
+from nasmlcn.search._types.setup import SearchSetup
 from nasmlcn.search._workers.signals import (
     StopRelay,
     parent_alive,

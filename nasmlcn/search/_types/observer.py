@@ -12,9 +12,9 @@ if TYPE_CHECKING:
     import optuna
 
     from nasmlcn.planning import Plan
-    from nasmlcn.search._evaluators.evaluator import EpochReport
-    from nasmlcn.search._loop.outcome import SearchResult, SearchStart, TrialOutcome
-    from nasmlcn.search._prepare.setup import SearchSetup
+    from nasmlcn.search._types.evaluation import EpochReport
+    from nasmlcn.search._types.outcome import SearchResult, SearchStart, TrialOutcome
+    from nasmlcn.search._types.setup import SearchSetup
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from nasmlcn._defaults import LEARNING_RATE
-from nasmlcn.registry import Registry
 from nasmlcn.specs import MLCNSpec
 
 
@@ -170,7 +169,3 @@ class Evaluator(Protocol):
     measured: bool
 
     def evaluate(self, request: EvalRequest, on_epoch: EpochCallback) -> Evaluation: ...
-
-
-EvaluatorFactory = Callable[..., Evaluator]
-EVALUATORS: Registry[EvaluatorFactory] = Registry("evaluator")

@@ -14,10 +14,10 @@ from typing import Any
 
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config.config import SearchConfig
-from nasmlcn.search._evaluators.evaluator import Evaluator
-from nasmlcn.search._loop.observer import SearchObserver
-from nasmlcn.search._loop.outcome import SearchResult
 from nasmlcn.search._loop.runner import run_in_process
+from nasmlcn.search._types.evaluation import Evaluator
+from nasmlcn.search._types.observer import SearchObserver
+from nasmlcn.search._types.outcome import SearchResult
 from nasmlcn.search._workers.pool import run_workers
 
 

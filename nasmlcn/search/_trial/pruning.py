@@ -1,0 +1,60 @@
+"""The pruner's view of one trial: the finished trials it is compared with and its
+own predicted costs, made once per trial, asked after every epoch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import optuna
+
+    from nasmlcn.planning import Plan
+    from nasmlcn.search._pruners.correlation import FinishedTrial
+    from nasmlcn.search._types.evaluation import EpochReport
+    from nasmlcn.search._types.pruner import EpochPruner
+    from nasmlcn.search._types.setup import SearchSetup
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """The pruner's view of one trial: the finished trials it is compared with and
+    its own costs (predictions, known before it trains)."""
+
+    pruner: EpochPruner | None
+    finished: list[FinishedTrial]
+    costs: dict[str, float]
+
+    @classmethod
+    def of(
+        cls, setup: SearchSetup, pruner: EpochPruner | None, study: optuna.Study, plan: Plan
+    ) -> Pruning:
+        """The view of a trial of ``study`` planned as ``plan``, for ``pruner``."""
+        from nasmlcn.search._results.results import finished_for_pruning
+
+        # one epoch leaves nothing to prune (the last epoch is the result)
+        if pruner is None or setup.config.epochs <= 1:
+            return cls(None, [], {})
+        objectives = cost_objectives(setup)
+        costs = {
+            name: (-1.0 if maximize else 1.0) * float(setup.objectives[i].value(plan, None))
+            for name, i, maximize in objectives
+        }
+        finished = finished_for_pruning(study, objectives, with_pruned=pruner.wants_pruned)
+        return cls(pruner, finished, costs)
+
+    def decide(self, report: EpochReport) -> str | None:
+        """Why to prune the trial after ``report`` (None: go on)."""
+        if self.pruner is None:
+            return None
+        return self.pruner.decide(report.epoch, report.val_accuracy, self.finished, self.costs)
+
+
+def cost_objectives(setup: SearchSetup) -> list[tuple[str, int, bool]]:
+    """Per objective known before training (latency, memory, ...): its name, its
+    index in a trial's values, and whether it is maximised."""
+    return [
+        (o.name, i, o.direction == "maximize")
+        for i, o in enumerate(setup.objectives)
+        if not o.needs_training
+    ]
