@@ -61,3 +61,17 @@ def test_did_you_mean_prefers_a_name_with_the_same_start() -> None:
     """'lanse' is closer to 'balance' by difflib's ratio, but a typo keeps the start."""
     keys = ["kind", "lane_types", "width", "depth", "fill", "balance", "routing"]
     assert did_you_mean("lanse", keys, otherwise="") == "did you mean 'lane_types' or 'balance'?"
+
+
+def test_names_of_a_kind_are_read_when_asked() -> None:
+    from nasmlcn.errors import UnknownNameError
+    from nasmlcn.registry import names_of
+
+    names = names_of("test kind only this test makes")
+    with pytest.raises(UnknownNameError, match="no registry"):
+        names()
+    registry: Registry[int] = Registry("test kind only this test makes")
+    registry.register("b", 2)
+    registry.register("a", 1)
+    assert names() == ["a", "b"]  # asked after the registry was made and filled
+    assert "tpe" in names_of("sampler")()  # the search's, made when nasmlcn.search is imported
