@@ -76,7 +76,7 @@ def names_of(kind: str) -> Callable[[], list[str]]:
     def names() -> list[str]:
         registry = _BY_KIND.get(kind)
         if registry is None:
-            raise UnknownNameError(f"no registry of {kind!r}s")
+            raise UnknownNameError(f"no registry holds {kind!r} entries")
         return registry.names()
 
     return names
