@@ -31,7 +31,7 @@ def summarize_storage(url: str) -> dict[str, Any]:
     import optuna
     from optuna.trial import TrialState
 
-    from nasmlcn.search import completed_curves, epoch_correlations, is_feasible
+    from nasmlcn.search import best_trials, completed_curves, epoch_correlations, is_feasible
     from nasmlcn.study import open_storage
 
     storage = open_storage(url, read_only=True, heartbeat=False)
@@ -61,7 +61,7 @@ def summarize_storage(url: str) -> dict[str, Any]:
             "correlation": [c.to_dict() for c in epoch_correlations(completed_curves(study))],
         }
         if len(study.directions) > 1:
-            front = [t for t in study.best_trials if is_feasible(t)]
+            front = best_trials(study)  # the front as every answer gives it: each model once
             names = list(
                 study.metric_names or [f"objective{i}" for i in range(len(study.directions))]
             )

@@ -47,6 +47,7 @@ from nasmlcn.study._claim import (
     counts,
     finished,
 )
+from nasmlcn.study._front import best_of, best_trials, candidates, pareto_mask
 from nasmlcn.study._heartbeat import heartbeat
 from nasmlcn.study._identity import (
     frozen_info,
@@ -88,6 +89,7 @@ from nasmlcn.study._trial import (
     write_training,
     write_transferred,
 )
+from nasmlcn.study._values import number, objective_signs
 
 if TYPE_CHECKING:
     from nasmlcn.study._buffered_storage import BufferedStorage
@@ -106,6 +108,9 @@ __all__ = [
     "TrialFiles",
     "TrialRecord",
     "artifacts_dir",
+    "best_of",
+    "best_trials",
+    "candidates",
     "claim",
     "count",
     "count_by_attr",
@@ -120,8 +125,11 @@ __all__ = [
     "hold",
     "load_existing_study",
     "metric_names",
+    "number",
+    "objective_signs",
     "open_storage",
     "open_store",
+    "pareto_mask",
     "parse_keep",
     "redact_stored_url",
     "retrained_by_trial",

@@ -39,6 +39,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn.study._values import number
+
 if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
@@ -64,8 +66,10 @@ def _dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+def _constraint(value: Any) -> float | None:
+    """A stored constraint's value; a NaN or an infinity stays (it is no figure, but a
+    verdict: ``<= 0`` is then False, so the trial counts as infeasible)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,7 @@ class TrialRecord:
         constraints = {
             k[len(CONSTRAINT_PREFIX) :]: float(v)
             for k, v in system.items()
-            if k.startswith(CONSTRAINT_PREFIX) and _number(v) is not None
+            if k.startswith(CONSTRAINT_PREFIX) and _constraint(v) is not None
         }
         weights = _dict(attrs.get("weights")) or None
         kept = weights is not None and f"{ARTIFACT_PREFIX}{weights.get('artifact_id')}" in system
@@ -140,7 +144,7 @@ class TrialRecord:
             fail_reason=attrs.get("fail_reason"),
             failure=attrs.get("failure"),
             prune_reason=attrs.get("prune_reason"),
-            seconds_saved=_number(attrs.get("seconds_saved")),
+            seconds_saved=number(attrs.get("seconds_saved")),
             worker=attrs.get("worker"),
             sampler_seed=int(seed) if isinstance(seed, int) else None,
             checkpoint=dict(checkpoint) if isinstance(checkpoint, Mapping) else None,

@@ -40,9 +40,8 @@ from nasmlcn.dashboard._extract._trials import (
     TrialRow,
     best_rows,
     extract_study,
-    objective_signs,
-    pareto_mask,
 )
+from nasmlcn.study import objective_signs, pareto_mask  # the study's one convention
 
 __all__ = [
     "HYPERVOLUME_MARGIN",

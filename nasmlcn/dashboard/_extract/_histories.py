@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, NamedTuple
 
-from nasmlcn.dashboard._extract._trials import StudyData, TrialRow, objective_signs
+from nasmlcn.dashboard._extract._trials import StudyData, TrialRow
+from nasmlcn.study import objective_signs
 
 if TYPE_CHECKING:
     from nasmlcn.search import EpochCorrelation

@@ -1,16 +1,18 @@
 """A study's trials as rows: what every figure, note and export reads.
 
 :func:`extract_study` reads every trial once into a :class:`TrialRow`; the Pareto
-front (:func:`pareto_mask`) is marked on the rows, and :func:`best_rows` picks the
-trials the report shows first.
+front is marked on the rows and :func:`best_rows` picks the trials the report shows
+first, both by the study's one answer (:func:`nasmlcn.study.best_of`).
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+from nasmlcn.study import best_of
+from nasmlcn.study import number as _number
 
 if TYPE_CHECKING:
     import optuna
@@ -174,59 +176,28 @@ def _row(trial: FrozenTrial) -> TrialRow:
     )
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
-
-
-def objective_signs(directions: Sequence[str]) -> list[float]:
-    """Multiplying by these turns every objective into one to minimise."""
-    return [-1.0 if d == "maximize" else 1.0 for d in directions]
-
-
-def pareto_mask(points: Sequence[Sequence[float]], directions: Sequence[str]) -> list[bool]:
-    """Whether each point is on the Pareto front (no other point dominates it).
-
-    A point dominates another when it is at least as good in every objective and
-    better in one; equal points are therefore all on the front.
-
-    Args:
-        points: One row of objective values per point.
-        directions: ``"maximize"`` or ``"minimize"`` per objective.
-    """
-    import numpy as np
-
-    if len(points) == 0:
-        return []
-    loss = np.asarray(points, dtype=float) * np.asarray(objective_signs(directions))
-    # (n, n): [i, j] is True when j dominates i; n is a study's trial count, so the
-    # quadratic memory (500 trials: 250k booleans) is no concern.
-    le = (loss[None, :, :] <= loss[:, None, :]).all(axis=2)
-    lt = (loss[None, :, :] < loss[:, None, :]).any(axis=2)
-    return [bool(v) for v in ~(le & lt).any(axis=1)]
+def _answering(rows: Sequence[TrialRow]) -> list[TrialRow]:
+    """The rows that may answer (:func:`nasmlcn.study.candidates`' rule, on rows):
+    completed, feasible, with values, no repeat (its original's model and result)."""
+    return [
+        r
+        for r in rows
+        if r.complete and r.feasible and r.values is not None and r.repeat_of is None
+    ]
 
 
 def _front_numbers(rows: Sequence[TrialRow], directions: Sequence[str]) -> set[int]:
-    # a repeat is its original's model and result: the original alone is on the front
-    candidates = [r for r in rows if r.complete and r.feasible and r.repeat_of is None]
-    if not candidates:
-        return set()
-    points = [r.values for r in candidates if r.values is not None]
-    if len(directions) == 1:
-        # Single objective: the "front" is the best trial (ties included).
-        sign = objective_signs(directions)[0]
-        best = min(sign * p[0] for p in points)
-        return {r.number for r, p in zip(candidates, points, strict=True) if sign * p[0] == best}
-    mask = pareto_mask(points, directions)
-    return {r.number for r, on in zip(candidates, mask, strict=True) if on}
+    """The front's trials; of a single objective, the best trial (ties included)."""
+    ranked = best_of(_answering(rows), directions, top=None)
+    if len(directions) > 1 or not ranked:
+        return {r.number for r in ranked}
+    best = ranked[0].values[0]  # type: ignore[index]
+    return {r.number for r in ranked if r.values is not None and r.values[0] == best}
 
 
 def best_rows(data: StudyData, top: int = 5) -> list[TrialRow]:
-    """The Pareto front, best first objective first (several objectives); else
-    the ``top`` feasible completed trials, best first. Each model once: a repeat's
-    original stands for it (``proposed`` says how many trials proposed it)."""
-    sign = objective_signs(data.directions)[0]
-    done = [r for r in data.models if r.feasible and r.values is not None]
-    ordered = sorted(done, key=lambda r: (sign * r.values[0], r.number))  # type: ignore[index]
-    if data.multi_objective:
-        return [r for r in ordered if r.pareto]
-    return ordered[:top]
+    """The study's answer (:func:`nasmlcn.study.best_of`) as rows: the Pareto front,
+    best first objective first (several objectives), else the ``top`` best. Each
+    model once: a repeat's original stands for it (``proposed`` says how many trials
+    proposed it)."""
+    return best_of(_answering(data.rows), data.directions, top)

@@ -16,6 +16,7 @@ from nasmlcn._text import counted
 from nasmlcn.errors import SearchError
 from nasmlcn.search._pruners.correlation import EpochCorrelation, FinishedTrial, epoch_correlations
 from nasmlcn.study import TrialRecord
+from nasmlcn.study import best_trials as answer
 
 if TYPE_CHECKING:
     import optuna
@@ -132,40 +133,25 @@ def proposals(study: optuna.Study) -> dict[int, int]:
 
 
 def best_trials(study: optuna.Study, top: int = 5) -> list[FrozenTrial]:
-    """Single objective: the ``top`` feasible completed trials, best first.
-    Several objectives: the feasible Pareto front (Optuna's), best first objective first.
-    A repeat is left out: its original, the same model with the same result, is in.
+    """The study's answer (:func:`nasmlcn.study.best_trials`): single objective, the
+    ``top`` feasible completed trials, best first; several objectives, the feasible
+    Pareto front, best first objective first. A repeat is left out: its original, the
+    same model with the same result, is in.
 
     Raises:
         SearchError: ``top`` is not an integer >= 1 (``-1`` would drop the last).
     """
-    from optuna.trial import TrialState
-
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise SearchError(f"top must be an integer >= 1, got {top!r}")
-    if len(study.directions) > 1:
-        front = [t for t in study.best_trials if not _is_repeat(t)]  # each model once
-        return sorted(front, key=lambda t: rank_key(study, t))
-    done = [
-        t
-        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        if is_feasible(t) and t.values is not None and not _is_repeat(t)
-    ]
-    return sorted(done, key=lambda t: rank_key(study, t))[:top]
-
-
-def _is_repeat(trial: FrozenTrial) -> bool:
-    """A repeat took its original's result (search/_trial/repeats.py): the original stands
-    for the model in every answer."""
-    return TrialRecord.of(trial).repeat_of is not None
+    return answer(study.get_trials(deepcopy=False), study.directions, top)
 
 
 def rank_key(study: optuna.Study, trial: FrozenTrial) -> tuple[float, int]:
-    from optuna.study import StudyDirection
+    """How trials rank by the first objective, best first (then by number)."""
+    from nasmlcn.study import objective_signs
 
     assert trial.values is not None
-    value = trial.values[0]
-    return (-value if study.directions[0] == StudyDirection.MAXIMIZE else value, trial.number)
+    return (objective_signs(study.directions)[0] * trial.values[0], trial.number)
 
 
 def completed_curves(study: optuna.Study) -> list[list[float]]:
