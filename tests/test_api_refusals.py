@@ -48,6 +48,22 @@ def test_an_evaluator_name_is_refused_not_run_as_failing_trials(tmp_path: Path) 
     assert _studies(tmp_path) == []
 
 
+def test_an_evaluator_that_does_not_say_what_it_keeps_is_refused(tmp_path: Path) -> None:
+    """The search reads ``measured`` and ``checkpoints`` (the Evaluator protocol): an
+    object without them is refused in one line that names them, before any study."""
+    from nasmlcn.search import ProxyEvaluator
+
+    class Bare:
+        name = "bare"
+
+        def evaluate(self, request: object, on_epoch: object) -> object:
+            return ProxyEvaluator().evaluate(request, on_epoch)  # type: ignore[arg-type]
+
+    with pytest.raises(SearchError, match=r"Bare object .*, which lacks measured, checkpoints;"):
+        run_search(_config(tmp_path), evaluator=Bare())  # type: ignore[arg-type]
+    assert _studies(tmp_path) == []
+
+
 def test_an_artifact_folder_that_cannot_be_made_is_refused_before_the_study(
     tmp_path: Path,
 ) -> None:

@@ -94,6 +94,7 @@ class CachedEvaluator:
         self.inner = inner
         self.name = inner.name
         self.measured = inner.measured
+        self.checkpoints = inner.checkpoints
         self.cache = cache
         self.training = dict(training)
         self.meta = dict(meta)

@@ -285,14 +285,14 @@ def estimate(
     training (:func:`seconds_per_training`) / workers; the tail of the schedule (one
     worker idle) is left out.
     """
-    from nasmlcn.search import EVALUATORS
+    from nasmlcn.search import ProxyEvaluator
 
     tick = time.perf_counter()
     dry = cache.detached()  # real results where known: the searches follow them
     training = settings.training()
     need: dict[str, int] = {}
     for task in schedule(settings):
-        evaluator = CachedEvaluator(EVALUATORS.get("proxy")(), dry, training, {})
+        evaluator = CachedEvaluator(ProxyEvaluator(), dry, training, {})
         search(task, settings, storage_url(tmp, task, "dry"), evaluator, proxy=True)
         need[task.run.key] = need.get(task.run.key, 0) + len(evaluator.trained)
     dry_run = time.perf_counter() - tick

@@ -77,6 +77,27 @@ def run_search(
     )
 
 
+EVALUATOR_MEMBERS = ("name", "measured", "checkpoints", "evaluate")
+"""What an evaluator given to :func:`run_search` must have (the ``Evaluator`` protocol)."""
+
+
+def _check_evaluator(evaluator: Any) -> None:
+    """An evaluator object has every member of the protocol, read by the search.
+
+    Raises:
+        SearchError: Naming the members it lacks.
+    """
+    missing = [m for m in EVALUATOR_MEMBERS if not hasattr(evaluator, m)]
+    if "evaluate" not in missing and not callable(evaluator.evaluate):
+        missing.append("evaluate")
+    if missing:
+        raise SearchError(
+            f"evaluator must be an Evaluator (name, measured, checkpoints and evaluate()), "
+            f"got {evaluator!r}, which lacks {', '.join(missing)}; to choose one by name, set "
+            "SearchConfig(evaluator=...)"
+        )
+
+
 def _check_arguments(config: Any, observers: Any, workers: Any, evaluator: Any) -> None:
     """Arguments of the wrong kind, refused before anything is written (an evaluator
     name filled a study with failed trials)."""
@@ -84,10 +105,7 @@ def _check_arguments(config: Any, observers: Any, workers: Any, evaluator: Any) 
         raise SearchError(f"run_search needs a SearchConfig, got {type(config).__name__}")
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise SearchError(f"workers must be an integer >= 1, got {workers!r}")
-    if evaluator is not None and not callable(getattr(evaluator, "evaluate", None)):
-        raise SearchError(
-            f"evaluator must be an Evaluator (with evaluate()), got {evaluator!r}; to choose "
-            "one by name, set SearchConfig(evaluator=...)"
-        )
+    if evaluator is not None:
+        _check_evaluator(evaluator)
     if not isinstance(observers, Sequence) or isinstance(observers, str):
         raise SearchError(f"observers must be a sequence of SearchObserver, got {observers!r}")

@@ -39,7 +39,7 @@ from nasmlcn.search import (
 from nasmlcn.specs import MLCNSpec
 
 NAMES = list(EVALUATORS)
-CHECKPOINTING = [n for n in NAMES if getattr(EVALUATORS.get(n), "checkpoints", False)]
+CHECKPOINTING = [n for n in NAMES if EVALUATORS.get(n).checkpoints]
 EPOCHS = 2
 SPEC = MLCNSpec.from_lanes("mlcn1:1x1,mlcn2:1x1")
 MODES = ("single-device", "lane-parallel", "proxy")
@@ -231,3 +231,15 @@ def test_successive_halving_stops_trials_at_the_rung_only(name: str, tmp_path: P
         earlier.append(FinishedTrial(tuple(curve), feasible=TrialRecord.of(t).feasible))
     states = {t.state for t in trials}
     assert states == {TrialState.PRUNED, TrialState.COMPLETE}  # the rung stopped some only
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_evaluator_class_declares_what_the_search_reads(name: str) -> None:
+    """``measured`` and ``checkpoints`` are read from the registered class before an
+    evaluator is made (the study's label, whether to keep trials' files): both are
+    declared, as bools, and the class's ``name`` is its registry name."""
+    factory = EVALUATORS.get(name)
+    assert factory.name == name
+    assert isinstance(factory.measured, bool)
+    assert isinstance(factory.checkpoints, bool)
+    assert factory.checkpoints <= factory.measured  # only real training has files to keep

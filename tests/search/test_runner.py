@@ -145,6 +145,7 @@ class _Flaky:
 
     name = "flaky"
     measured = False
+    checkpoints = False
 
     def __init__(self) -> None:
         self.proxy = ProxyEvaluator()
@@ -486,6 +487,7 @@ def test_only_predicted_objectives_need_no_training(tmp_path: Path) -> None:
     class _Never:
         name = "never"
         measured = False
+        checkpoints = False
 
         def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
             raise AssertionError("no objective needs training")

@@ -59,6 +59,7 @@ class ProxyEvaluator:
 
     name = "proxy"
     measured = False
+    checkpoints = False  # nothing trained: nothing to keep
 
     def __init__(self, **_: object) -> None:
         pass

@@ -166,7 +166,7 @@ def _run_search(
     workdir = tempfile.TemporaryDirectory(prefix="nasmlcn-trial-")
     store = (
         open_store(artifacts_dir(config.storage, config.artifacts))
-        if getattr(evaluator, "checkpoints", False)
+        if evaluator.checkpoints
         else None
     )
     index = failed_in_a_row = repeats_in_a_row = 0

@@ -88,7 +88,7 @@ def open_study(
             "objectives": list(config.objectives),
             "metric_names": setup.metric_names,
             "evaluator": config.evaluator,
-            "accuracy_is_proxy": not getattr(EVALUATORS.get(config.evaluator), "measured", True),
+            "accuracy_is_proxy": not EVALUATORS.get(config.evaluator).measured,
             "space": setup.space.describe(),
             "devices": [d.to_dict() for d in setup.devices],
             "cost_model": setup.cost_model.name,

@@ -95,7 +95,7 @@ def _check_artifacts(config: SearchConfig) -> None:
     from nasmlcn.search._registries.evaluators import EVALUATORS
     from nasmlcn.study import artifacts_dir
 
-    if not config.storage or not getattr(EVALUATORS.get(config.evaluator), "checkpoints", False):
+    if not config.storage or not EVALUATORS.get(config.evaluator).checkpoints:
         return
     folder = artifacts_dir(config.storage, config.artifacts)
     for place in (folder, *folder.parents):
@@ -158,6 +158,6 @@ def _check_data(setup: SearchSetup) -> None:
     config = setup.config
     if config.data_dir is not None:
         resolve_data_dir(config.data_dir)  # must exist, whatever the evaluator
-    trains = bool(getattr(EVALUATORS.get(config.evaluator), "measured", False))
+    trains = EVALUATORS.get(config.evaluator).measured
     if trains and setup.needs_training:
         setup.dataset.prepare(resolve_data_dir(config.data_dir), True)

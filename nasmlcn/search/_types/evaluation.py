@@ -162,10 +162,15 @@ class Evaluator(Protocol):
 
     Attributes:
         name: Registry name.
-        measured: True when accuracy comes from real training.
+        measured: True when accuracy comes from real training (a proxy's is labelled
+            as such on every trial and on the study).
+        checkpoints: True when it writes ``request.checkpoint_path`` after every epoch
+            and resumes from it (the search then keeps trials' checkpoints and
+            weights as Optuna artifacts).
     """
 
     name: str
     measured: bool
+    checkpoints: bool
 
     def evaluate(self, request: EvalRequest, on_epoch: EpochCallback) -> Evaluation: ...

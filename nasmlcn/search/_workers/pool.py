@@ -175,7 +175,7 @@ def check_gpu_sharing(setup: SearchSetup, slots: Sequence[WorkerSlot]) -> None:
             "‹workers_per_gpu› gives each worker one GPU (its cuda:0), so ‹run_on› must be "
             f"auto or cuda:0, got {config.run_on!r}"
         )
-    trains = bool(getattr(EVALUATORS.get(config.evaluator), "measured", False))
+    trains = EVALUATORS.get(config.evaluator).measured
     if not (trains and setup.needs_training):
         return
     from nasmlcn.hardware import format_bytes
