@@ -43,25 +43,35 @@ def test_present_targets_are_placed(monkeypatch: pytest.MonkeyPatch) -> None:
     assert explicit.lane_devices(JOB) == ("cuda:0", "cuda:1", "cuda:0", "cuda:1")
 
 
-def test_lane_parallel_evaluation_says_so() -> None:
+def _placed(
+    evaluator: TrainEvaluator, targets: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``evaluator`` as if its target devices ran on ``targets`` (this machine has one
+    CPU and no GPU: a CPU never spreads lanes on its own)."""
+    lanes = tuple(targets[i] for i in JOB.assignment)
+    monkeypatch.setattr(evaluator, "target_map", lambda: targets)
+    monkeypatch.setattr(evaluator, "lane_devices", lambda request: lanes)
+
+
+def test_lane_parallel_evaluation_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    single = _evaluator("2xcpu", "cpu").evaluate(JOB, lambda report: EpochDecision())
+    assert single.mode == "single-device"
     evaluator = _evaluator("2xcpu", "cpu")
-    result = evaluator._train(JOB, lambda report: EpochDecision(), ("cpu",) * 4, "cpu")
+    _placed(evaluator, ("cpu", "cpu"), monkeypatch)
+    result = evaluator.evaluate(JOB, lambda report: EpochDecision())
     assert result.mode == "lane-parallel"
     assert result.device == "cpu"
     assert result.extra["lane_devices"] == ["cpu"] * 4
     assert result.peak_memory_bytes is not None
     assert result.images_per_second
-    single = evaluator.evaluate(JOB, lambda report: EpochDecision())
-    assert single.mode == "single-device"
     assert single.accuracy == result.accuracy  # same seed, same numbers
 
 
 @pytest.mark.gpu
-def test_lanes_on_the_gpu() -> None:
+def test_lanes_on_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     evaluator = _evaluator("2xcpu", "cuda:0")
-    result = evaluator._train(
-        JOB, lambda report: EpochDecision(), ("cuda:0", "cpu", "cuda:0", "cpu"), "cuda:0"
-    )
+    _placed(evaluator, ("cuda:0", "cpu"), monkeypatch)  # the head on target 0's cuda:0
+    result = evaluator.evaluate(JOB, lambda report: EpochDecision())
     assert result.mode == "lane-parallel"
     assert result.device == "cuda:0,cpu"
     assert set(result.extra["peak_memory_bytes_per_device"]) == {"cuda:0", "cpu"}

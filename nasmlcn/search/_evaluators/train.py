@@ -156,23 +156,9 @@ class TrainEvaluator:
         return lanes if is_spread(lanes) else None
 
     def evaluate(self, request: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
-        lanes = self.lane_devices(request)
-        if lanes is None:
-            return self._train(request, on_epoch, None, self.device())
-        mapped = self.target_map()
-        assert mapped is not None
-        # The head runs where target device 0 (the plan's head device) runs.
-        return self._train(request, on_epoch, lanes, mapped[0])
-
-    def _train(
-        self,
-        request: EvalRequest,
-        on_epoch: EpochCallback,
-        lanes: tuple[str, ...] | None,
-        device: str,
-    ) -> Evaluation:
-        """Trains on ``device``, or with each lane on its local device in ``lanes``
-        and the head on ``device``."""
+        """Trains the candidate on this machine's device, or lane-parallel with each
+        lane on the local device its target device maps to and the head where target
+        device 0 (the plan's head device) runs."""
         from nasmlcn.measure import PeakMemory
         from nasmlcn.parallel import placer
         from nasmlcn.training import (
@@ -184,6 +170,9 @@ class TrainEvaluator:
         )
 
         began = time.perf_counter()
+        lanes = self.lane_devices(request)
+        mapped = self.target_map()
+        device = mapped[0] if lanes is not None and mapped is not None else self.device()
         splits = self.splits()
         used = [str(resolve_device(d)) for d in dict.fromkeys([device, *(lanes or ())])]
         # The space fits the target devices; this machine may be smaller.

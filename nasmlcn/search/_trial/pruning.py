@@ -1,5 +1,6 @@
 """The pruner's view of one trial: the finished trials it is compared with and its
-own predicted costs, made once per trial, asked after every epoch."""
+own predicted costs, made once per trial; the trial asks the pruner after every epoch
+with them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ if TYPE_CHECKING:
 
     from nasmlcn.planning import Plan
     from nasmlcn.search._pruners.correlation import FinishedTrial
-    from nasmlcn.search._types.evaluation import EpochReport
     from nasmlcn.search._types.pruner import EpochPruner
     from nasmlcn.search._types.setup import SearchSetup
 
@@ -42,12 +42,6 @@ class Pruning:
         }
         finished = finished_for_pruning(study, objectives, with_pruned=pruner.wants_pruned)
         return cls(pruner, finished, costs)
-
-    def decide(self, report: EpochReport) -> str | None:
-        """Why to prune the trial after ``report`` (None: go on)."""
-        if self.pruner is None:
-            return None
-        return self.pruner.decide(report.epoch, report.val_accuracy, self.finished, self.costs)
 
 
 def cost_objectives(setup: SearchSetup) -> list[tuple[str, int, bool]]:

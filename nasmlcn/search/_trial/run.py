@@ -147,7 +147,10 @@ class TrialRun:
         setup, study, trial = self.run.setup, self.run.study, self.trial
         self.start = time.perf_counter()
         try:
-            candidate, plan = self._build_and_place()
+            try:
+                candidate, plan = build_and_place(setup, trial.params)
+            except Exception as err:  # a space that cannot build: recorded, the search goes on
+                raise Ended("FAIL", failure_reason(err)) from err
             self.lanes = candidate.spec.describe()
             tick = time.perf_counter()
             self.timings["build"] = tick - self.start
@@ -163,17 +166,12 @@ class TrialRun:
                 raise self._unfit(candidate)
             evaluation: Evaluation | None = None
             if self.key is not None:
-                complete, pruned = originals(study, self.key)
-                original = complete or self._wait_for_twin()
-                if original is not None:
-                    return self._repeat(original)
-                if self.waited:  # the twin ended pruned (or failed) meanwhile
-                    _, pruned = originals(study, self.key)
-                replayed = self._replay(pruned, plan) if pruned is not None else None
-                if replayed is not None:
-                    return replayed
+                pruning = Pruning.of(setup, self.run.pruner, study, plan)  # once a trial
+                repeated = self._repeated(pruning)
+                if repeated is not None:
+                    return repeated
                 tick = time.perf_counter()
-                evaluation = self._evaluate(candidate, plan)
+                evaluation = self._evaluate(candidate, plan, pruning)
                 self.timings["evaluate"] = time.perf_counter() - tick
                 write_training(
                     trial,
@@ -184,7 +182,6 @@ class TrialRun:
                     },
                     learning_constraint(evaluation.accuracy, setup.dataset.num_classes),
                 )
-            if self.key is not None:
                 # another worker may have finished the same model meanwhile: the
                 # answer keeps one trial per model, its own result taken
                 original = trained_original(study, self.key)
@@ -203,6 +200,20 @@ class TrialRun:
         return TrialOutcome(
             trial.number, "COMPLETE", values, self.lanes, None, time.perf_counter() - self.start
         )
+
+    def _repeated(self, pruning: Pruning) -> TrialOutcome | None:
+        """The one repeat check before training (search/_trial/repeats.py): this model's
+        result where a trial (here, or another worker's it waits for) has it; a PRUNED
+        repeat where the pruner stops the model's pruned curve now; else None: this
+        trial trains it."""
+        assert self.key is not None
+        complete, pruned = originals(self.run.study, self.key)
+        original = complete or self._wait_for_twin()
+        if original is not None:
+            return self._repeat(original)
+        if self.waited:  # the twin ended pruned (or failed) meanwhile
+            _, pruned = originals(self.run.study, self.key)
+        return self._replay(pruned, pruning) if pruned is not None else None
 
     @property
     def training(self) -> TrialTraining:
@@ -252,21 +263,18 @@ class TrialRun:
         why = f"does not fit the devices: {candidate.reason}"
         return Ended("PRUNED", why, repeat_of=earlier.number if earlier else None)
 
-    def _replay(self, original: FrozenTrial, plan: Plan) -> TrialOutcome | None:
+    def _replay(self, original: FrozenTrial, pruning: Pruning) -> TrialOutcome | None:
         """The pruned ``original``'s curve told to the pruner as it stands now: a
         PRUNED repeat of it where the pruner stops it, None where this trial trains."""
         from optuna.trial import TrialState
 
-        run = self.run
-        pruning = Pruning.of(run.setup, run.pruner, run.study, plan)
-        if pruning.pruner is None:
+        run, pruner = self.run, pruning.pruner
+        if pruner is None:
             return None
         why = replay_pruned(
             self.trial,
             original,
-            lambda epoch, accuracy: pruning.pruner.decide(  # type: ignore[union-attr]
-                epoch, accuracy, pruning.finished, pruning.costs
-            ),
+            lambda epoch, accuracy: pruner.decide(epoch, accuracy, pruning.finished, pruning.costs),
             epochs=run.config.epochs,
             report=len(run.setup.directions) == 1,
             evaluator=run.evaluator.name,
@@ -279,13 +287,6 @@ class TrialRun:
         return TrialOutcome(
             self.trial.number, "PRUNED", None, self.lanes, why, elapsed, repeat_of=original.number
         )
-
-    def _build_and_place(self) -> tuple[Candidate, Plan]:
-        """The trial's architecture from its parameters, and its plan on the devices."""
-        try:
-            return build_and_place(self.run.setup, self.trial.params)
-        except Exception as err:  # a space that cannot build: recorded, the search goes on
-            raise Ended("FAIL", failure_reason(err)) from err
 
     def _request(self, candidate: Candidate, plan: Plan) -> EvalRequest:
         config, trial = self.run.config, self.trial
@@ -307,17 +308,17 @@ class TrialRun:
             should_stop=search_deadline(config, self.run.deadline),
         )
 
-    def _evaluate(self, candidate: Candidate, plan: Plan) -> Evaluation:
-        """Trains the candidate, deciding after every epoch whether it goes on; a
-        prune or a failure ends the trial through :class:`Ended`, the search's time
-        budget through :class:`SearchTimeout`."""
+    def _evaluate(self, candidate: Candidate, plan: Plan, pruning: Pruning) -> Evaluation:
+        """Trains the candidate, deciding after every epoch whether it goes on (the
+        search's time budget, for evaluators that do not ask between batches; then
+        ``--trial-timeout``; then the pruner); a prune or a failure ends the trial
+        through :class:`Ended`, the search's time budget through :class:`SearchTimeout`."""
         run, trial, files = self.run, self.trial, self.files
         config, setup = run.config, run.setup
         request = self._request(candidate, plan)
-        pruning = Pruning.of(run.setup, run.pruner, run.study, plan)
         if pruning.costs:  # a pruned trial has no values: its costs for later trials' rivals
             write_pruning_costs(trial, pruning.costs)
-        decide = self._decider(request, pruning)
+        stop_at, stop_why = trial_deadline(config, self.start)
         single = len(setup.directions) == 1
         seen: list[EpochReport] = []
         decision = CONTINUE
@@ -336,7 +337,23 @@ class TrialRun:
                 trial.report(report.val_accuracy, report.epoch)
             run.observer.on_epoch(trial.number, report, config.epochs)
             run.stop_lost()
-            decision = decide(report)
+            if report.epoch >= config.epochs:
+                return decision  # the last epoch: the trial completes
+            timeout = request.should_stop() if request.should_stop else None
+            now = time.perf_counter()
+            if timeout is not None:
+                decision = EpochDecision("stop", f"{timeout} (after epoch {report.epoch})")
+            elif stop_at is not None and now >= stop_at:
+                decision = EpochDecision(
+                    "prune",
+                    f"{stop_why}: stopped after epoch {report.epoch} of {config.epochs} "
+                    f"({now - self.start:.0f} s)",
+                )
+            elif pruning.pruner is not None:
+                why = pruning.pruner.decide(
+                    report.epoch, report.val_accuracy, pruning.finished, pruning.costs
+                )
+                decision = CONTINUE if why is None else EpochDecision("prune", why)
             return decision
 
         try:
@@ -356,32 +373,6 @@ class TrialRun:
             saved = per_epoch * (config.epochs - (seen[-1].epoch if seen else 0))
             raise Ended("PRUNED", decision.reason, seen=seen, saved=saved)
         return evaluation
-
-    def _decider(
-        self, request: EvalRequest, pruning: Pruning
-    ) -> Callable[[EpochReport], EpochDecision]:
-        """The decision after each epoch: the search's time budget (for evaluators
-        that do not ask between batches), then ``--trial-timeout``, then the pruner."""
-        config = self.run.config
-        stop_at, stop_why = trial_deadline(config, self.start)
-
-        def decide(report: EpochReport) -> EpochDecision:
-            if report.epoch >= config.epochs:
-                return CONTINUE  # the last epoch: the trial completes
-            timeout = request.should_stop() if request.should_stop else None
-            if timeout is not None:
-                return EpochDecision("stop", f"{timeout} (after epoch {report.epoch})")
-            now = time.perf_counter()
-            if stop_at is not None and now >= stop_at:
-                return EpochDecision(
-                    "prune",
-                    f"{stop_why}: stopped after epoch {report.epoch} of {config.epochs} "
-                    f"({now - self.start:.0f} s)",
-                )
-            reason = pruning.decide(report)
-            return CONTINUE if reason is None else EpochDecision("prune", reason)
-
-        return decide
 
     def _end(self, ended: Ended) -> TrialOutcome:
         """Records a trial that ended early (the one FAIL and PRUNED path) and tells it."""
