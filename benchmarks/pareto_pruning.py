@@ -34,7 +34,7 @@ from typing import Any
 
 from nasmlcn.search import SearchConfig, run_search, setup_search
 from nasmlcn.search._pruners.correlation import CorrelationPruner, replay_pruning
-from nasmlcn.search._results.results import finished_for_pruning
+from nasmlcn.search._results.summary import finished_for_pruning
 from nasmlcn.study import TrialRecord, load_existing_study
 
 

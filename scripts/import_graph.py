@@ -246,7 +246,7 @@ SEARCH_FLOORS: tuple[tuple[str, ...], ...] = (
     ("_config",),  # what a search is: SearchConfig, a field's setting, the run's limits
     ("_types", "_pruners"),  # the types the parts share; the pruning rules
     ("_registries",),  # samplers, evaluators, objectives and pruners, by name
-    ("_evaluators", "_results.results"),  # how a candidate is scored; the study's answer
+    ("_evaluators", "_results.summary"),  # how a candidate is scored; the study's answer
     ("_trial",),  # one trial, claim to tell
     ("_prepare",),  # from a configuration to an open study (warm start's trials included)
     ("_loop",),  # the run: propose, run a trial, tell the observers

@@ -21,9 +21,9 @@ type-only imports included; ``tests/test_imports.py`` holds it so), bottom first
    pruning rules (``correlation``, the default, and ``halving``);
 4. ``_registries``: ``SAMPLERS``, ``EVALUATORS``, ``OBJECTIVES``, ``PRUNERS``, side by side;
 5. ``_evaluators``: real training (``train``) and the analytic stand-in (``proxy``);
-   ``_results.results``: the study's answer (best trials, the front, summaries);
+   ``_results.summary``: the study's answer (best trials, the front, summaries);
 6. ``_trial``: one trial, claim to tell (``run``; ``repeats``: a model trained once;
-   ``pruning``: the pruner's view of the trial; ``waits``);
+   ``context``: what its trials share; ``pruning``: the pruner's view of the trial; ``waits``);
 7. ``_prepare``: from a configuration to an open study (``setup``: everything checked
    up front; ``recipe``; ``open_study`` and ``warm``; ``entry``: what a library call
    adds around a run);
@@ -70,7 +70,14 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.search._registries.pruners import PRUNERS
     from nasmlcn.search._registries.samplers import SAMPLERS
     from nasmlcn.search._results.export import ExportedTrial, export_best
-    from nasmlcn.search._results.results import (
+    from nasmlcn.search._results.retrain import (
+        RetrainObserver,
+        RetrainReport,
+        retrain_study,
+        retrained_caveats,
+    )
+    from nasmlcn.search._results.retrain_plan import RetrainOptions, RetrainTarget
+    from nasmlcn.search._results.summary import (
         CorrelationReport,
         TrialSummary,
         best_trials,
@@ -82,13 +89,6 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
         proposals,
         summarize,
     )
-    from nasmlcn.search._results.retrain import (
-        RetrainObserver,
-        RetrainReport,
-        retrain_study,
-        retrained_caveats,
-    )
-    from nasmlcn.search._results.retrain_plan import RetrainOptions, RetrainTarget
     from nasmlcn.search._run import run_search
     from nasmlcn.search._types.evaluation import (
         EpochCallback,
@@ -138,7 +138,7 @@ _LAZY = {
         "_registries.pruners": ("PRUNERS",),
         "_types.pruner": ("EpochPruner",),
         "_results.export": ("ExportedTrial", "export_best"),
-        "_results.results": (
+        "_results.summary": (
             "CorrelationReport",
             "TrialSummary",
             "best_trials",

@@ -1,3 +1,2 @@
 """A search's description: :class:`~nasmlcn.search.SearchConfig` (``config``), its
-fields' defaults, help and ranges (``setting``), study recipes and their sweeps
-(``recipe``)."""
+fields' defaults, help and ranges (``setting``), and the run's limits (``limits``)."""

@@ -1,2 +1,2 @@
-"""How a candidate's accuracy is obtained: the protocol (``evaluator``), real training
-(``train``) and the analytic stand-in (``proxy``)."""
+"""How a candidate's accuracy is obtained (the protocol: ``_types.evaluation``): real
+training (``train``) and the analytic stand-in (``proxy``)."""

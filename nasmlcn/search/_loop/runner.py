@@ -39,7 +39,7 @@ from nasmlcn.search._prepare.warm import transferred_count
 from nasmlcn.search._registries.evaluators import EVALUATORS
 from nasmlcn.search._registries.pruners import PRUNERS
 from nasmlcn.search._registries.samplers import SAMPLERS, suggest_all
-from nasmlcn.search._results.results import (
+from nasmlcn.search._results.summary import (
     best_trials,
     correlation_report,
     not_learning,
@@ -48,9 +48,9 @@ from nasmlcn.search._results.results import (
     summarize,
     trial_counts,
 )
+from nasmlcn.search._trial.context import RunContext
 from nasmlcn.search._trial.repeats import random_proposal
 from nasmlcn.search._trial.run import (
-    RunContext,
     SearchTimeout,
     TrialRun,
     retry_of,

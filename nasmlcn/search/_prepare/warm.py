@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from nasmlcn.errors import NasmlcnError, SearchError, nested, option
 from nasmlcn.search._registries.samplers import suggest_all
-from nasmlcn.search._results.results import best_trials
+from nasmlcn.search._results.summary import best_trials
 from nasmlcn.search._trial.run import build_and_place, write_candidate
 from nasmlcn.search._types.objective import learning_constraint
 from nasmlcn.study import (

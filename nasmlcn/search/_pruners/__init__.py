@@ -1,2 +1,3 @@
-"""Stopping weak trials after an epoch: the registry (``pruners``), correlation-gated
-pruning, the default (``correlation``), and successive halving (``halving``)."""
+"""The rules that stop weak trials after an epoch: correlation-gated pruning, the
+default (``correlation``), and successive halving (``halving``); by name: ``PRUNERS``
+(``_registries.pruners``)."""

@@ -11,7 +11,7 @@ from typing import Any
 import optuna
 
 from nasmlcn.errors import SearchError
-from nasmlcn.search._results.results import best_trials
+from nasmlcn.search._results.summary import best_trials
 from nasmlcn.study import artifacts_dir, export_trial, open_store, search_data, study_info
 
 

@@ -193,7 +193,7 @@ def _select(
     """The chosen trials and the skipped ones, each with the trial it repeats."""
     from optuna.trial import TrialState
 
-    from nasmlcn.search._results.results import best_trials, is_feasible, rank_key
+    from nasmlcn.search._results.summary import best_trials, is_feasible, rank_key
 
     if pareto:
         ranked = best_trials(study, top=1)

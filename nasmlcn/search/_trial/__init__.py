@@ -1,3 +1,4 @@
-"""One trial's life from its parameters to Optuna's tell (``run``): repeats of a model
-already trained (``repeats``), the objectives and whether it learned
-(``objectives``)."""
+"""One trial's life from its parameters to Optuna's tell (``run``), with what the
+run's trials share (``context``), the repeats of a model already trained
+(``repeats``), the pruner's view of the trial (``pruning``) and how a trial waits for
+another worker (``waits``)."""

@@ -30,7 +30,7 @@ class Pruning:
         cls, setup: SearchSetup, pruner: EpochPruner | None, study: optuna.Study, plan: Plan
     ) -> Pruning:
         """The view of a trial of ``study`` planned as ``plan``, for ``pruner``."""
-        from nasmlcn.search._results.results import finished_for_pruning
+        from nasmlcn.search._results.summary import finished_for_pruning
 
         # one epoch leaves nothing to prune (the last epoch is the result)
         if pruner is None or setup.config.epochs <= 1:

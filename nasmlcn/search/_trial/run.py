@@ -24,6 +24,7 @@ from nasmlcn._version import versions
 from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.planning import Plan, plan_model
 from nasmlcn.search._config.config import SearchConfig
+from nasmlcn.search._trial.context import RunContext
 from nasmlcn.search._trial.pruning import Pruning
 from nasmlcn.search._trial.repeats import (
     TrialTraining,
@@ -42,12 +43,9 @@ from nasmlcn.search._types.evaluation import (
     EpochReport,
     EvalRequest,
     Evaluation,
-    Evaluator,
 )
 from nasmlcn.search._types.objective import learning_constraint
-from nasmlcn.search._types.observer import SearchObserver
 from nasmlcn.search._types.outcome import TrialOutcome, failure_reason
-from nasmlcn.search._types.pruner import EpochPruner
 from nasmlcn.search._types.setup import SearchSetup
 from nasmlcn.search.spaces import Candidate
 from nasmlcn.study import (
@@ -71,23 +69,6 @@ if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class RunContext:
-    """What every trial of one run shares."""
-
-    setup: SearchSetup
-    study: optuna.Study
-    evaluator: Evaluator
-    pruner: EpochPruner | None
-    observer: SearchObserver
-    deadline: float | None  # the search's --timeout, on time.perf_counter's clock
-    stop_lost: Callable[[], None] = lambda: None  # a swallowed or converted stop, raised
-
-    @property
-    def config(self) -> SearchConfig:
-        return self.setup.config
 
 
 class SearchTimeout(Exception):

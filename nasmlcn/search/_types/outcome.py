@@ -97,7 +97,7 @@ class SearchResult:
     # --workers: each worker's GPUs, threads and why it stopped; what went wrong
     workers: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    # the study's trials by how they ended (nasmlcn.search._results.results.trial_counts):
+    # the study's trials by how they ended (nasmlcn.search._results.summary.trial_counts):
     # only complete and pruned ones count toward --trials
     trial_counts: dict[str, int] = field(default_factory=dict)
     # --warm-start: what it did when it made the study (WarmStart.to_dict()), else None
