@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-import importlib.util
 import inspect
 import re
 import sys
@@ -83,19 +82,10 @@ def training_verbs() -> list[str]:
     return sorted(verbs)
 
 
-def _graph() -> Any:
-    spec = importlib.util.spec_from_file_location("import_graph", ROOT / "scripts/import_graph.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["import_graph"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def search_floors() -> tuple[list[list[str]], list[str]]:
     """``nasmlcn.search``'s import circles and its import statements up a floor."""
-    graph = _graph()
+    import import_graph as graph  # the sibling script (scripts/ is on sys.path when run)
+
     edges = graph.imports()
     up = {
         (

@@ -47,7 +47,7 @@ def train(options: TrainOptions) -> None:
                 err.print(
                     f"data: {data.description}", markup=False, highlight=False, soft_wrap=True
                 )
-            callbacks = [stack.enter_context(TrainProgress(err, title(job)))] if show else []
+            callbacks = [stack.enter_context(TrainProgress(err, title(job, data)))] if show else []
             report = train_job(job, callbacks=callbacks, **where)
     except KeyboardInterrupt as stop:  # exit 130 (SIGTERM: 143), what is kept on stderr
         if reporting:  # "stopped by SIGTERM" (Terminated's own words) or "interrupted"

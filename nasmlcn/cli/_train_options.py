@@ -277,15 +277,12 @@ class TrainOptions:
         return parse_devices(self.devices, catalog=load_catalog(str(self.device_file)))
 
 
-def title(job: TrainJob) -> str:
+def title(job: TrainJob, data: DatasetInfo) -> str:
     """The progress display's title: the model, the data, epochs and batch, and a
     batch policy or an augmentation that is not the default."""
-    from nasmlcn.training import job_dataset
-
     config = job.config
-    data = job_dataset(job).identity
     text = (
-        f"training {job.arch.describe()} on {data.name}, {counted(config.epochs, 'epoch')}, "
+        f"training {job.arch.describe()} on {data.identity.name}, {counted(config.epochs, 'epoch')}, "
         f"batch {config.batch_size}"
     )
     if config.batch_policy != "fixed":

@@ -289,29 +289,33 @@ def job_dataset(job: TrainJob) -> DatasetInfo:
     return open_dataset(job.dataset, image_size=job.image_size, data_dir=job.data_dir)
 
 
-def job_run_options(job: TrainJob, out: Path | None, checkpoint: Path | None) -> RunOptions:
+def job_run_options(
+    job: TrainJob, out: Path | None, checkpoint: Path | None, data: DatasetInfo | None = None
+) -> RunOptions:
     """How a job of one process trains and what it keeps (its :func:`job_outputs`):
     the checkpoint after every epoch, resumed where ``job.resume`` says, ``out``'s
     files, and the test at the epoch validation selects (a refit validates on
-    nothing: its last epoch)."""
+    nothing: its last epoch). ``data``: the job's dataset, opened already."""
     return RunOptions(
         checkpoint_path=checkpoint,
         resume=job.resume,
         out_dir=out,
         select=not job.refit,
-        data=job_data(job),
+        data=job_data(job, data),
     )
 
 
-def job_data(job: TrainJob) -> dict[str, Any]:
+def job_data(job: TrainJob, data: DatasetInfo | None = None) -> dict[str, Any]:
     """What ``job`` trains and validates on, as its checkpoint records it, with the
-    dataset's identity (a resume on other data, or on a user's data changed since, is refused: :func:`~nasmlcn.training._checkpoint.check_same_training`)."""
+    dataset's identity (a resume on other data, or on a user's data changed since, is
+    refused: :func:`~nasmlcn.training._checkpoint.check_same_training`). ``data``: the
+    job's dataset, opened already (opening a large folder walks all its files)."""
     from nasmlcn.training._checkpoint import RESUMED_DATA
 
-    identity = job_dataset(job).identity
-    data = {name: getattr(job, name) for name in RESUMED_DATA if name != "dataset_sha256"}
+    identity = (data or job_dataset(job)).identity
+    given = {name: getattr(job, name) for name in RESUMED_DATA if name != "dataset_sha256"}
     # the content's hash is compared on resuming; the whole record says what the data is
-    return {**data, "dataset_sha256": identity.sha256, "dataset_identity": identity.to_dict()}
+    return {**given, "dataset_sha256": identity.sha256, "dataset_identity": identity.to_dict()}
 
 
 def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None, Path | None]:
@@ -368,13 +372,14 @@ def step_batch_size(job: TrainJob) -> int:
     return largest
 
 
-def load_job_splits(job: TrainJob) -> Any:
+def load_job_splits(job: TrainJob, data: DatasetInfo | None = None) -> Any:
     """The seeded train/validation/test splits of ``job`` (a ``DataSplits``); a refit's
-    trains on the training and validation images and validates on none."""
+    trains on the training and validation images and validates on none. ``data``: the
+    job's dataset, opened already."""
     from nasmlcn.data import load_splits
 
     splits = load_splits(
-        job_dataset(job),
+        data or job_dataset(job),
         job.data_dir,
         download=job.download,
         val_fraction=job.val_fraction,
