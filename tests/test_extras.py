@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import tomllib
 
-from nasmlcn._toml import read_toml
-from nasmlcn.errors import DashboardError, NasmlcnError, StorageError
+from nasmlcn.errors import DashboardError, StorageError
 
 ROOT = Path(__file__).resolve().parents[1]
 EXTRAS = {
@@ -31,7 +31,7 @@ def _name(requirement: str) -> str:
 
 
 def test_the_core_install_leaves_each_optional_part_to_its_extra() -> None:
-    project = read_toml(ROOT / "pyproject.toml", "pyproject", NasmlcnError)["project"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     core = {_name(r) for r in project["dependencies"]}
     optional = project["optional-dependencies"]
     for extra, names in EXTRAS.items():
@@ -60,7 +60,7 @@ def test_a_postgresql_url_without_the_driver_names_the_extra(
 def test_the_dashboard_without_optuna_dashboard_names_the_extra(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from nasmlcn.dashboard._live import make_dashboard_server
+    from nasmlcn.dashboard import make_dashboard_server
 
     monkeypatch.setitem(sys.modules, "optuna_dashboard", None)
     with pytest.raises(DashboardError, match=r"pip install 'nasmlcn\[dashboard\]'"):

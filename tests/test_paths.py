@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nasmlcn.costs._calibration_file import default_calibration_path
+from nasmlcn.costs import default_calibration_path
 from nasmlcn.data import default_data_dir
 
 

@@ -14,12 +14,10 @@ from typing import Any
 import pytest
 
 from nasmlcn._toml import check_keys, read_toml
-from nasmlcn.costs import CostContext
-from nasmlcn.costs._calibration_file import Calibration
+from nasmlcn.costs import Calibration, CostContext, LaneSample
 from nasmlcn.costs._features import MEMORY_FEATURES, TIME_FEATURES
-from nasmlcn.costs._samples import LaneSample
 from nasmlcn.errors import CalibrationError, DeviceError, NasmlcnError, SearchError
-from nasmlcn.hardware._catalog import read_catalog_file
+from nasmlcn.hardware import read_catalog_file
 from nasmlcn.reproduce import all_recipes, find_recipe
 from nasmlcn.search import SearchConfig, load_search_recipe
 from nasmlcn.search.spaces import SPACE_KINDS, load_space

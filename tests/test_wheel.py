@@ -21,9 +21,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-
-from nasmlcn._toml import read_toml
-from nasmlcn.errors import NasmlcnError
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 SPACES = sorted(p.name for p in (ROOT / "search_spaces").glob("*.toml"))
@@ -41,7 +39,7 @@ ENGINES = ROOT / "nasmlcn" / "reproduce" / "engines"
 
 def test_the_package_list_matches_the_source_tree() -> None:
     """pyproject.toml lists the packages (two live outside nasmlcn/): none forgotten."""
-    setuptools = read_toml(ROOT / "pyproject.toml", "pyproject", NasmlcnError)["tool"]["setuptools"]
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     found = {
         ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "nasmlcn").rglob("__init__.py")
     }

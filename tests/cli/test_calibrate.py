@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nasmlcn.costs._calibration_file import Calibration
+from nasmlcn.costs import Calibration
 from nasmlcn.specs import parse_lane
 from tests.conftest import run_cli
 

@@ -12,7 +12,7 @@ import typer
 import typer.main
 from typer.testing import CliRunner
 
-from nasmlcn.cli._app import app
+from nasmlcn.cli import app
 from nasmlcn.cli._calibrate import CalibrateOptions
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._evaluate import EvaluateOptions

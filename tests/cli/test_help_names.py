@@ -7,16 +7,13 @@ from __future__ import annotations
 import pytest
 import typer.main
 
-from nasmlcn.cli._app import app
-from nasmlcn.costs import COST_MODELS
-from nasmlcn.costs._targets import TARGETS
+from nasmlcn.cli import app
+from nasmlcn.costs import COST_MODELS, TARGETS
 from nasmlcn.placement import PLACERS
-from nasmlcn.runs._formats import EXPORT_FORMATS
+from nasmlcn.runs import EXPORT_FORMATS
 from nasmlcn.search import EVALUATORS, OBJECTIVES, SAMPLERS
 from nasmlcn.specs import DECODERS, ROUTINGS
-from nasmlcn.training._augment import AUGMENTATIONS
-from nasmlcn.training._batch_policy import BATCH_POLICIES
-from nasmlcn.training._schedules import LR_POLICIES
+from nasmlcn.training import AUGMENTATIONS, BATCH_POLICIES, LR_POLICIES
 
 CASES = [
     ("search", "--sampler", SAMPLERS),

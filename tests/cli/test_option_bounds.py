@@ -17,7 +17,7 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
-from nasmlcn.cli._app import app
+from nasmlcn.cli import app
 from nasmlcn.cli._search import search
 from nasmlcn.errors import SearchError
 from nasmlcn.search import SearchConfig

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import typer.main
 
-from nasmlcn.cli._app import app
+from nasmlcn.cli import app
 from nasmlcn.cli._renamed import respell
 from tests.conftest import run_cli
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from nasmlcn.cli._app import app
+from nasmlcn.cli import app
 from tests.conftest import run_cli
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import typer.main
 
-from nasmlcn.cli._app import app
+from nasmlcn.cli import app
 from nasmlcn.cli._config_options import help_text
 from nasmlcn.cli._train_options import TrainOptions
 from nasmlcn.training import TrainConfig

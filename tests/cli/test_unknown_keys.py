@@ -13,8 +13,7 @@ from tests.conftest import ROOT, run_cli
 
 
 def _calibration(path: Path) -> Path:
-    from nasmlcn.costs import CostContext
-    from nasmlcn.costs._calibration_file import Calibration
+    from nasmlcn.costs import Calibration, CostContext
     from nasmlcn.costs._features import MEMORY_FEATURES, TIME_FEATURES
 
     data = Calibration(

@@ -21,8 +21,7 @@ _MEMORY_COEFFICIENTS = (1.0, 1.05, 750.0, 1.5e6)
 
 
 def _calibrated() -> CostModel:
-    from nasmlcn.costs._calibrated import CalibratedCostModel
-    from nasmlcn.costs._calibration_file import Calibration
+    from nasmlcn.costs import CalibratedCostModel, Calibration
 
     calibration = Calibration(
         device="cpu",

@@ -21,7 +21,7 @@ import pytest
 from optuna.study import StudyDirection
 from optuna.trial import TrialState
 
-from nasmlcn.costs._devices import devices_cost_model
+from nasmlcn.costs import devices_cost_model
 from nasmlcn.hardware import load_catalog, parse_devices
 from nasmlcn.planning import plan_model
 from nasmlcn.search import (

@@ -12,14 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from nasmlcn.costs import CostContext, get_cost_model
-from nasmlcn.costs._calibrated import CalibratedCostModel
+from nasmlcn.costs import (
+    CalibratedCostModel,
+    CostContext,
+    LaneSample,
+    calibration_lanes,
+    get_cost_model,
+    relative_speeds,
+    score_cost_model,
+)
 from nasmlcn.costs._calibration_file import SCHEMA_VERSION, Calibration
 from nasmlcn.costs._features import MEMORY_FEATURES, TIME_FEATURES, memory_features, time_features
 from nasmlcn.costs._fit import cross_validated, fit_calibration, fit_samples
-from nasmlcn.costs._host import relative_speeds
-from nasmlcn.costs._samples import LaneSample, calibration_lanes
-from nasmlcn.costs._scoring import score_cost_model
 from nasmlcn.errors import CalibrationError
 from nasmlcn.specs import LaneSpec, MLCNSpec
 

@@ -8,15 +8,15 @@ import random
 
 import pytest
 
-from nasmlcn.costs import CostContext
-from nasmlcn.costs._features import dot
-from nasmlcn.costs._samples import calibration_models
-from nasmlcn.costs._whole import (
+from nasmlcn.costs import (
     MODEL_TIME_FEATURES,
+    CostContext,
+    calibration_models,
     fit_model_time,
     model_time_features,
     whole_model_features,
 )
+from nasmlcn.costs._features import dot
 from nasmlcn.specs import MLCNSpec, execution_groups
 
 

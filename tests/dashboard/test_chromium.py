@@ -10,8 +10,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
-from nasmlcn.dashboard import ExportError, _chromium
-from nasmlcn.dashboard._export import write_images
+from nasmlcn.dashboard import ExportError, _chromium, write_images
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -13,9 +13,8 @@ import pytest
 import torch
 
 import nasmlcn.cli
-from nasmlcn.data import DATASETS, DataSplits
+from nasmlcn.data import DATASETS, DataSplits, RawData, make_splits
 from nasmlcn.data._normalize import CIFAR10_NORMALIZATION, SVHN_NORMALIZATION
-from nasmlcn.data._splits import RawData, make_splits
 from nasmlcn.models import CapsuleLoss, build_model, count_parameters
 from nasmlcn.search import summarize
 from nasmlcn.specs import MLCNSpec, save_arch

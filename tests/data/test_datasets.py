@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from nasmlcn.data import DATASETS, Normalization, load_splits, prepare_dataset
+from nasmlcn.data import DATASETS, Normalization, RawData, load_splits, make_splits, prepare_dataset
 from nasmlcn.data._normalize import CIFAR10_NORMALIZATION, SVHN_NORMALIZATION
-from nasmlcn.data._splits import RawData, make_splits
 from nasmlcn.data._torchvision import DEBIAN_FASHION_MNIST, IDX_FILES, SVHN_FILES
 from nasmlcn.errors import DatasetError, UnknownNameError
 from tests.data._files import trust_generated_files, write_svhn

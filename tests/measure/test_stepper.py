@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from nasmlcn.costs import CostContext
-from nasmlcn.measure._stepper import LaneStepper
+from nasmlcn.measure import LaneStepper
 from nasmlcn.models import per_lane_tensors
 from nasmlcn.specs import parse_lane
 from tests.models.reference_lane import Lane

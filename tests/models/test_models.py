@@ -238,8 +238,7 @@ def test_folded_pointwise_conv_equals_the_two_layers() -> None:
 
 
 def test_mlcn2_executes_its_first_two_layers_folded() -> None:
-    from nasmlcn.specs import LaneSpec
-    from nasmlcn.specs._layers import executed_convs
+    from nasmlcn.specs import LaneSpec, executed_convs
 
     layout = LaneSpec("mlcn2", 4, 2).layout((1, 28, 28))
     executed = executed_convs(layout.convs)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nasmlcn.parallel._launch import reports_here
+from nasmlcn.parallel import reports_here
 
 TORCHRUN = {
     "LOCAL_RANK": "0",

@@ -135,8 +135,8 @@ def test_a_tie_shows_its_interval_in_the_page_and_the_csv(tmp_path: Path) -> Non
 
 def test_a_smoke_run_s_figure_colours_no_point_as_failed() -> None:
     """A smoke run gets no verdict, so its figure marks no point red (or green)."""
+    from nasmlcn.reproduce import compare
     from nasmlcn.reproduce._report import _figure
-    from nasmlcn.reproduce._verdict import compare
 
     recipe = find_recipe("thesis-table4.1")
     rows = compare(recipe, _table_output(0.5), "smoke")

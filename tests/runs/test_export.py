@@ -158,7 +158,7 @@ def test_export_model_help_names_every_format() -> None:
     import typer.core
     import typer.main
 
-    from nasmlcn.cli._app import app
+    from nasmlcn.cli import app
 
     group = typer.main.get_command(app)
     assert isinstance(group, typer.core.TyperGroup)

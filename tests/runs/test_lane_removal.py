@@ -14,7 +14,7 @@ import torch
 from nasmlcn.data import load_splits
 from nasmlcn.errors import CheckpointError, SpecError
 from nasmlcn.models import MLCN, build_model
-from nasmlcn.runs import InferenceSettings, evaluate_run, load_run
+from nasmlcn.runs import InferenceSettings, evaluate_run, load_run, write_lane_removal_figure
 from nasmlcn.runs._lane_removal import (
     lane_importance,
     removal_order,
@@ -23,7 +23,6 @@ from nasmlcn.runs._lane_removal import (
     select_lanes,
     subset_accuracy,
 )
-from nasmlcn.runs._lane_removal_figure import write_lane_removal_figure
 from nasmlcn.specs import MLCNSpec, create_arch
 from nasmlcn.training import TrainConfig, TrainJob, evaluate, train
 from tests.conftest import run_cli

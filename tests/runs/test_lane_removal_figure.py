@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nasmlcn.runs import InferenceSettings, load_run
-from nasmlcn.runs._lane_removal import remove_lanes
+from nasmlcn.runs import InferenceSettings, load_run, remove_lanes
 from nasmlcn.runs._lane_removal_figure import lane_removal_figure
 from nasmlcn.specs import MLCNSpec
 from tests.runs.conftest import write_run

@@ -12,10 +12,8 @@ import pytest
 from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
-from nasmlcn.search import SearchConfig, run_search
-from nasmlcn.search._config.limits import REPEATS_IN_A_ROW
+from nasmlcn.search import REPEATS_IN_A_ROW, EvalRequest, SearchConfig, run_search
 from nasmlcn.search._trial.repeats import model_key, trained_original, training_seed
-from nasmlcn.search._types.evaluation import EvalRequest
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.study import TrialRecord, load_existing_study
 

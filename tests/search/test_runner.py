@@ -24,13 +24,13 @@ from nasmlcn.search import (
     EpochReport,
     EvalRequest,
     Evaluation,
+    FinishedTrial,
     ProxyEvaluator,
     SearchConfig,
     epoch_correlations,
     first_epoch_reaching,
     run_search,
 )
-from nasmlcn.search._pruners.correlation import FinishedTrial
 from nasmlcn.study import load_existing_study
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 
-from nasmlcn._toml import read_toml
 from nasmlcn.errors import SearchError
 from nasmlcn.planning import plan_model
 from nasmlcn.search import SearchConfig, load_search_recipe, setup_search
@@ -26,7 +26,7 @@ def _config(name: str) -> SearchConfig:
 
 
 def _is_search(path: Path) -> bool:
-    reproduce = read_toml(path, "recipe", SearchError).get("reproduce", {})
+    reproduce = tomllib.loads(Path(path).read_text()).get("reproduce", {})
     return bool(reproduce.get("engine", "search") == "search")
 
 

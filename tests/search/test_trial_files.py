@@ -128,8 +128,7 @@ def test_weights_are_uploaded_anew_when_the_file_changed_after_the_last_epoch(
     working file is the one it copied; a file written since is uploaded itself."""
     import optuna
 
-    from nasmlcn.study import open_store
-    from nasmlcn.study._artifacts import TrialFiles
+    from nasmlcn.study import TrialFiles, open_store
 
     study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}")
     store = open_store(tmp_path / "artifacts")
@@ -256,7 +255,7 @@ def test_optuna_dashboard_lists_and_serves_a_trial_s_weights(
     import threading
     import urllib.request
 
-    from nasmlcn.dashboard._live import make_dashboard_server
+    from nasmlcn.dashboard import make_dashboard_server
 
     config = _config(data_dir, tmp_path, "dash", epochs=1, train_limit=200)
     run_search(config)

@@ -420,8 +420,7 @@ def test_one_killed_worker_does_not_end_the_listening_to_the_others() -> None:
     'every worker failed' for a study that finished."""
     import queue
 
-    from nasmlcn.search._types.observer import SearchObserver
-    from nasmlcn.search._types.outcome import SearchResult
+    from nasmlcn.search import SearchObserver, SearchResult
     from nasmlcn.search._workers.pool import _listen
 
     class Process:

@@ -141,8 +141,7 @@ def test_mlcn2_ref_is_the_reference_lane_at_depth_1() -> None:
 
 
 def test_grouped_convolutions_are_validated_and_never_folded() -> None:
-    from nasmlcn.specs import ConvSpec
-    from nasmlcn.specs._layers import can_fold, executed_convs
+    from nasmlcn.specs import ConvSpec, can_fold, executed_convs
 
     with pytest.raises(SpecError, match=r"ConvSpec\.groups 3 must divide in_channels 8"):
         ConvSpec(8, 8, 3, groups=3)

@@ -12,7 +12,7 @@ import pytest
 import torch
 import typer.main
 
-from nasmlcn.cli._app import app
+from nasmlcn.cli import app
 from nasmlcn.errors import CheckpointError, SpecError
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.training import (
@@ -25,9 +25,9 @@ from nasmlcn.training import (
     default_lr_policy,
     epoch_batch_sizes,
     load_checkpoint,
+    step_batch_size,
     train,
 )
-from nasmlcn.training._job import step_batch_size
 from tests.conftest import run_cli
 
 IMAGES = 12  # training images of the tiny jobs: 12 steps at batch 1, 2 at batch 8

@@ -9,7 +9,7 @@ import pytest
 from nasmlcn.data import DATASETS
 from nasmlcn.errors import SpecError, UnknownNameError
 from nasmlcn.specs import DEFAULT_LANES, CapsNetSpec, MLCNSpec, save_arch
-from nasmlcn.training._job import resolve_arch
+from nasmlcn.training import resolve_arch
 
 FMNIST = DATASETS.get("fashion-mnist")
 CIFAR = DATASETS.get("cifar10")

@@ -10,7 +10,7 @@ import pytest
 
 from nasmlcn.errors import CheckpointError, RunError
 from nasmlcn.specs import MLCNSpec
-from nasmlcn.training._run_folder import (
+from nasmlcn.training import (
     ARCH_NAME,
     CHECKPOINT_NAME,
     RESULT_NAME,

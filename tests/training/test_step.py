@@ -232,7 +232,7 @@ def test_graphed_steps_equal_eager_ones_on_a_gpu() -> None:
 def test_a_graphed_step_on_resident_batches_never_waits_on_the_host() -> None:
     """After warm-up and capture, cutting a shuffled, augmented batch on the GPU and
     training on it make no host synchronisation (torch raises on one)."""
-    from nasmlcn.training._augment import AUGMENTATIONS
+    from nasmlcn.training import AUGMENTATIONS
     from nasmlcn.training._trainer import _Sums, resident
 
     device = torch.device("cuda")

@@ -372,7 +372,7 @@ def test_should_stop_stops_between_batches_and_keeps_the_last_epoch_s_checkpoint
     """The search's --timeout: a stop within a batch, not at the
     epoch's end, raised as an interruption (Ctrl-C's path), the checkpoint of the
     last finished epoch whole, and the run id kept by the resume."""
-    from nasmlcn.training._callbacks import TrainingStopped
+    from nasmlcn.training import TrainingStopped
 
     spec = MLCNSpec("mlcn1:1x1")
     splits = load_splits("synthetic", train_limit=40, val_limit=10)

@@ -21,8 +21,7 @@ from nasmlcn.data import DATASETS
 from nasmlcn.errors import SpecError
 from nasmlcn.models import build_model, capsule_loss, count_parameters, per_lane_tensors
 from nasmlcn.specs import CapsNetSpec, MLCNSpec, arch_from_dict
-from nasmlcn.training import load_checkpoint
-from nasmlcn.training._job import resolve_arch
+from nasmlcn.training import load_checkpoint, resolve_arch
 from tests.conftest import run_cli
 
 
