@@ -250,7 +250,7 @@ SEARCH_FLOORS: tuple[tuple[str, ...], ...] = (
     ("_trial",),  # one trial, claim to tell
     ("_prepare",),  # from a configuration to an open study (warm start's trials included)
     ("_loop",),  # the run: propose, run a trial, tell the observers
-    ("_workers", "_results"),  # many processes on one study; after the search
+    ("_workers", "_results", "_retrain"),  # many processes on one study; after the search
     ("_run", ""),  # run_search; the package's face
 )
 """The floors of ``nasmlcn.search``, bottom first: a module's floor is the one whose

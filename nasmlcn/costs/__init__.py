@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from nasmlcn.costs import _analytic, _calibrated, _capsacc, _thesis  # noqa: F401  (built-ins)
+from nasmlcn.costs._analytic import AnalyticCostModel
 from nasmlcn.costs._base import (
     COST_MODELS,
     INFERENCE_BATCH_SIZE,
@@ -32,7 +33,11 @@ from nasmlcn.costs._capsacc import (
     CapsAccLayer,
     LayerEstimate,
     estimate_capsacc,
+    estimate_capsacc_layers,
     mlcn_energy_j,
+)
+from nasmlcn.costs._capsacc import (
+    LAYER_KINDS as CAPSACC_LAYER_KINDS,
 )
 from nasmlcn.costs._context import CostContext
 from nasmlcn.costs._devices import devices_cost_model
@@ -61,6 +66,7 @@ DEFAULT_COST_MODEL = "analytic"
 
 __all__ = [
     "CAPSACC",
+    "CAPSACC_LAYER_KINDS",
     "COST_MODELS",
     "DEFAULT_COST_MODEL",
     "INFERENCE_BATCH_SIZE",
@@ -68,6 +74,7 @@ __all__ = [
     "MIN_LANES",
     "MODEL_TIME_FEATURES",
     "TARGETS",
+    "AnalyticCostModel",
     "CalibratedCostModel",
     "Calibration",
     "CapsAcc",
@@ -92,6 +99,7 @@ __all__ = [
     "default_calibration_path",
     "devices_cost_model",
     "estimate_capsacc",
+    "estimate_capsacc_layers",
     "fit_calibration",
     "fit_model_time",
     "get_cost_model",

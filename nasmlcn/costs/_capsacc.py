@@ -278,7 +278,9 @@ class CapsAccEstimate:
         }
 
 
-def estimate_layers(layers: Sequence[CapsAccLayer], acc: CapsAcc = CAPSACC) -> CapsAccEstimate:
+def estimate_capsacc_layers(
+    layers: Sequence[CapsAccLayer], acc: CapsAcc = CAPSACC
+) -> CapsAccEstimate:
     """The estimate of a sequence of layer descriptors."""
     return CapsAccEstimate(tuple(layer.estimate(acc) for layer in layers), acc)
 
@@ -396,11 +398,11 @@ def arch_layers(spec: ArchSpec) -> list[CapsAccLayer]:
 
 def estimate_capsacc(spec: ArchSpec, acc: CapsAcc = CAPSACC) -> CapsAccEstimate:
     """Latency, energy and memory of one inference of ``spec`` on CapsAcc, per layer."""
-    return estimate_layers(arch_layers(spec), acc)
+    return estimate_capsacc_layers(arch_layers(spec), acc)
 
 
 def lane_estimate(lane: LaneSpec, ctx: CostContext, acc: CapsAcc = CAPSACC) -> CapsAccEstimate:
-    return estimate_layers(lane_layers(lane, ctx), acc)
+    return estimate_capsacc_layers(lane_layers(lane, ctx), acc)
 
 
 def mlcn_energy_j(spec: MLCNSpec, acc: CapsAcc = CAPSACC) -> float:

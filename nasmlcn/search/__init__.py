@@ -1,7 +1,9 @@
 """The search (pure Python; the ``train`` evaluator imports torch when it runs).
 
-Importing the package is cheap (the configuration only: the CLI builds its options
-from it); the rest is imported when first used.
+Importing the package loads the configuration, the registries and the built-in
+evaluators, which register themselves (about 100 modules of nasmlcn, 0.2 s; neither
+torch nor Optuna): the CLI builds its options and their choices from them. The rest
+is imported when first used.
 
 :func:`run_search` runs an Optuna study over a search space for target devices;
 :class:`SearchConfig` describes one; :func:`retrain_study` trains a study's Pareto
@@ -25,11 +27,12 @@ type-only imports included; ``tests/test_imports.py`` holds it so), bottom first
 6. ``_trial``: one trial, claim to tell (``run``; ``repeats``: a model trained once;
    ``context``: what its trials share; ``pruning``: the pruner's view of the trial; ``waits``);
 7. ``_prepare``: from a configuration to an open study (``setup``: everything checked
-   up front; ``recipe``; ``open_study`` and ``warm``; ``entry``: what a library call
-   adds around a run);
+   up front; ``recipe``; ``open_study`` and ``warm``; ``progress``: a callback after every
+   trial; ``guards``: what a library call checks and quiets before a run);
 8. ``_loop``: the run (``runner``: propose, run a trial, tell the observers);
-9. ``_workers``: many worker processes on one study (``pool``); ``_results``: after the
-   search (``retrain_plan`` and ``retrain``, ``export``);
+9. ``_workers``: many worker processes on one study (``pool``; ``shares``: each
+   worker's GPUs and threads); ``_results``: after the search (``export``);
+   ``_retrain``: the chosen trials trained again (``plan``, ``run``);
 10. ``_run``: :func:`run_search`, here or with workers; this package's face.
 
 What a study stores, and its storage, is :mod:`nasmlcn.study`.
@@ -52,7 +55,8 @@ from nasmlcn.search._prepare.recipe import load_recipe, load_search_recipe
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.search._config.limits import REPEATS_IN_A_ROW
     from nasmlcn.search._evaluators.proxy import ProxyEvaluator, proxy_accuracy
-    from nasmlcn.search._prepare.entry import ProgressObserver, TrialProgress
+    from nasmlcn.search._evaluators.train import TrainEvaluator
+    from nasmlcn.search._prepare.progress import ProgressObserver, TrialProgress
     from nasmlcn.search._prepare.recipe import expand_sweep
     from nasmlcn.search._prepare.setup import setup_search
     from nasmlcn.search._pruners.correlation import (
@@ -70,13 +74,6 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.search._registries.pruners import PRUNERS
     from nasmlcn.search._registries.samplers import SAMPLERS
     from nasmlcn.search._results.export import ExportedTrial, export_best
-    from nasmlcn.search._results.retrain import (
-        RetrainObserver,
-        RetrainReport,
-        retrain_study,
-        retrained_caveats,
-    )
-    from nasmlcn.search._results.retrain_plan import RetrainOptions, RetrainTarget
     from nasmlcn.search._results.summary import (
         CorrelationReport,
         TrialSummary,
@@ -88,6 +85,13 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
         not_learning,
         proposals,
         summarize,
+    )
+    from nasmlcn.search._retrain.plan import RetrainOptions, RetrainTarget
+    from nasmlcn.search._retrain.run import (
+        RetrainObserver,
+        RetrainReport,
+        retrain_study,
+        retrained_caveats,
     )
     from nasmlcn.search._run import run_search
     from nasmlcn.search._types.evaluation import (
@@ -118,11 +122,12 @@ _LAZY = {
         ),
         "_registries.evaluators": ("EVALUATORS",),
         "_evaluators.proxy": ("ProxyEvaluator", "proxy_accuracy"),
+        "_evaluators.train": ("TrainEvaluator",),
         "_types.observer": ("SearchObserver",),
         "_types.outcome": ("SearchResult", "SearchStart", "TrialOutcome"),
         "_run": ("run_search",),
         "_registries.samplers": ("SAMPLERS",),
-        "_prepare.entry": ("ProgressObserver", "TrialProgress"),
+        "_prepare.progress": ("ProgressObserver", "TrialProgress"),
         "_types.setup": ("SearchSetup",),
         "_prepare.setup": ("setup_search",),
         "_pruners.correlation": (
@@ -150,13 +155,13 @@ _LAZY = {
             "proposals",
             "summarize",
         ),
-        "_results.retrain": (
+        "_retrain.run": (
             "RetrainObserver",
             "RetrainReport",
             "retrain_study",
             "retrained_caveats",
         ),
-        "_results.retrain_plan": ("RetrainOptions", "RetrainTarget"),
+        "_retrain.plan": ("RetrainOptions", "RetrainTarget"),
         "_registries.objectives": ("OBJECTIVES",),
         "_types.objective": ("Objective",),
         "_config.limits": ("REPEATS_IN_A_ROW",),

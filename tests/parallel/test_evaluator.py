@@ -6,8 +6,7 @@ import pytest
 
 from nasmlcn.data import DATASETS
 from nasmlcn.hardware import LocalDevice
-from nasmlcn.search import EpochDecision, EvalRequest, SearchConfig
-from nasmlcn.search._evaluators.train import TrainEvaluator
+from nasmlcn.search import EpochDecision, EvalRequest, SearchConfig, TrainEvaluator
 from nasmlcn.specs import MLCNSpec
 
 SPEC = MLCNSpec.from_lanes("4*mlcn2:1x1")

@@ -6,8 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from nasmlcn.costs import CostContext, HeadCost, get_cost_model
-from nasmlcn.costs._analytic import AnalyticCostModel
+from nasmlcn.costs import AnalyticCostModel, CostContext, HeadCost, get_cost_model
 from nasmlcn.errors import DeviceError, PlacementError
 from nasmlcn.hardware import parse_devices
 from nasmlcn.planning import (

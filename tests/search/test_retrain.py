@@ -162,7 +162,7 @@ def test_a_refit_trains_anew_on_training_and_validation_for_the_selected_epochs(
 ) -> None:
     from nasmlcn.data import load_splits
     from nasmlcn.runs import evaluate_run, load_run
-    from nasmlcn.search._results.retrain_plan import refit_protocol
+    from nasmlcn.search._retrain.plan import refit_protocol
     from nasmlcn.training import FIXED_EPOCHS_PROTOCOL, load_checkpoint
 
     options = RetrainOptions(out_dir=str(tmp_path), refit=True, **SELECTING)
@@ -336,7 +336,7 @@ def test_pareto_on_a_single_objective_study_is_its_best_trial(
 def test_top_k_are_k_different_models(proxy: SearchConfig, tmp_path: Path) -> None:
     from optuna.trial import create_trial
 
-    from nasmlcn.search._results.retrain_plan import plan_retrain, selection_notes
+    from nasmlcn.search._retrain.plan import plan_retrain, selection_notes
 
     url = f"sqlite:///{tmp_path / 'copy.db'}"
     optuna.copy_study(
@@ -512,7 +512,7 @@ def test_retrained_correlations_pair_each_curve_with_its_own_trial() -> None:
 
 def test_the_report_names_the_run_folders_it_wrote() -> None:
     from nasmlcn.search import RetrainReport
-    from nasmlcn.search._results.retrain_plan import run_folder
+    from nasmlcn.search._retrain.plan import run_folder
 
     plain = RetrainReport("s", "top 1", "synthetic", "out", ())
     seeded = replace(plain, seed=1)

@@ -20,9 +20,9 @@ from nasmlcn.search import (
     EvalRequest,
     Evaluation,
     SearchConfig,
+    TrainEvaluator,
     run_search,
 )
-from nasmlcn.search._evaluators.train import TrainEvaluator
 from nasmlcn.study import artifacts_dir, load_existing_study, parse_keep
 from nasmlcn.study._artifacts import has_weights
 from nasmlcn.training import load_checkpoint

@@ -25,14 +25,14 @@ from nasmlcn.search import (
     SearchConfig,
     SearchObserver,
     SearchSetup,
+    TrainEvaluator,
     setup_search,
 )
-from nasmlcn.search._evaluators.train import TrainEvaluator
-from nasmlcn.search._workers.pool import (
+from nasmlcn.search._workers.pool import run_workers
+from nasmlcn.search._workers.shares import (
     check_gpu_sharing,
     largest_model_memory,
     plan_workers,
-    run_workers,
 )
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.training import check_training_memory

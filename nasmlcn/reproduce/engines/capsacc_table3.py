@@ -35,10 +35,17 @@ import argparse
 import json
 from typing import Any
 
-from nasmlcn.costs import CapsAccEstimate, CapsAccLayer, estimate_capsacc
-from nasmlcn.costs._capsacc import CLASS, CONV, PRIMARY, ROUTING, estimate_layers
+from nasmlcn.costs import (
+    CAPSACC_LAYER_KINDS,
+    CapsAccEstimate,
+    CapsAccLayer,
+    estimate_capsacc,
+    estimate_capsacc_layers,
+)
 from nasmlcn.data import DATASETS
 from nasmlcn.specs import create_arch
+
+CONV, PRIMARY, CLASS, ROUTING = CAPSACC_LAYER_KINDS
 
 PAPER = {"energy_mJ": 88.80, "latency_ms": 1.82, "memory_KiB": 8573.0}
 """NASCaps Table 3, CapsNet row (CIFAR-10)."""
@@ -67,7 +74,10 @@ def figures(estimate: CapsAccEstimate) -> dict[str, float]:
 def compare() -> dict[str, Any]:
     cifar = DATASETS.get("cifar10")
     ours_spec = create_arch("capsnet", input_shape=cifar.input_shape, num_classes=cifar.num_classes)
-    sides = {"nascaps": estimate_layers(nascaps_descriptor()), "ours": estimate_capsacc(ours_spec)}
+    sides = {
+        "nascaps": estimate_capsacc_layers(nascaps_descriptor()),
+        "ours": estimate_capsacc(ours_spec),
+    }
     out: dict[str, Any] = {"paper": PAPER, "runs": 1}
     for name, est in sides.items():
         values = figures(est)

@@ -283,14 +283,10 @@ class SearchConfig:
                 f"study name {self.study!r} is empty; give a name, or leave it out for one "
                 "derived from the configuration"
             )
-        if self.study is not None and (
-            str(self.study).strip() in (".", "..")
-            or any(c in "/\\" or not c.isprintable() for c in str(self.study))
-        ):
+        if self.study is not None and not str(self.study).isprintable():
             raise SearchError(
-                f"study name {self.study!r} is not a name a folder can take (its export goes "
-                "to dashboards/exports/NAME/): leave out '/', '\\', control characters, "
-                "'.' and '..'"
+                f"study name {self.study!r} holds a control character (a tab or a line "
+                "break): give a name of printable characters"
             )
 
     @property

@@ -32,7 +32,7 @@ from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config.config import SearchConfig
 from nasmlcn.search._config.limits import FAILURES_IN_A_ROW, FALLBACK_AFTER, REPEATS_IN_A_ROW
-from nasmlcn.search._prepare.entry import quiet_optuna, require_storage, require_tracker
+from nasmlcn.search._prepare.guards import quiet_optuna, require_storage, require_tracker
 from nasmlcn.search._prepare.open_study import OpenedSearch, open_search
 from nasmlcn.search._prepare.setup import setup_search
 from nasmlcn.search._prepare.warm import transferred_count

@@ -63,7 +63,7 @@ class TrialSummary:
     measured: dict[str, Any]
     retrained: dict[str, Any] | None = None
     """The trial's ``nasmlcn retrain`` result on the search's dataset (None: never
-    retrained); :class:`~nasmlcn.search._results.retrain.RetrainedModel` as a dict."""
+    retrained); :class:`~nasmlcn.search._retrain.run.RetrainedModel` as a dict."""
     proposed: int = 1
     """Trials that proposed this model: it and its repeats (:func:`proposals`)."""
 
@@ -93,7 +93,7 @@ def summarize(
     proposed: int = 1,
 ) -> TrialSummary:
     """``trial`` as reports show it, with its retrained result if given
-    (:func:`~nasmlcn.search._results.retrain.retrained_by_trial`) and how many trials
+    (:func:`~nasmlcn.search._retrain.run.retrained_by_trial`) and how many trials
     proposed its model (:func:`proposals`)."""
     record = TrialRecord.of(trial)
     values = None

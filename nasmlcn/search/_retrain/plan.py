@@ -1,6 +1,6 @@
 """What ``nasmlcn retrain`` trains: the chosen trials of a study as training jobs,
 each checked before anything is trained (:func:`plan_retrain`), and their refits;
-:mod:`nasmlcn.search._results.retrain` runs them."""
+:mod:`nasmlcn.search._retrain.run` runs them."""
 
 from __future__ import annotations
 

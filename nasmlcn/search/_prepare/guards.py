@@ -1,78 +1,28 @@
-"""What a call of :func:`run_search` or :func:`run_workers` adds around the search.
+"""What a call of :func:`run_search` or :func:`run_workers` checks and quiets before
+the search starts.
 
 - The study storage must be named: the library creates no file or folder the
   caller did not ask for (``nasmlcn search`` names ``sqlite:///studies/nasmlcn.db``
-  when the user names none).
-- Optuna's own log lines ("A new study created in RDB ...") stay quiet for the
-  call; the caller's Optuna verbosity is restored after it.
-- A run is watched through the observers it is given (:class:`ProgressObserver`
-  turns a callback into one).
+  when the user names none) (:func:`require_storage`).
 - ``SearchConfig.mlflow`` asks for an experiment tracker: the caller makes it
   (``nasmlcn.tracking.MlflowObserver``, as ``nasmlcn search --mlflow`` does) and
   passes it among the observers; the search imports nothing of the tracking, and
   refuses a config whose tracker is missing (:func:`require_tracker`).
+- Optuna's own log lines ("A new study created in RDB ...") stay quiet for the
+  call; the caller's Optuna verbosity is restored after it (:func:`quiet_optuna`).
 """
 
 from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import SearchError, option
 from nasmlcn.search._config.config import SearchConfig
 from nasmlcn.search._types.observer import SearchObserver
-from nasmlcn.search._types.outcome import SearchStart, TrialOutcome
-from nasmlcn.study import finished
-
-if TYPE_CHECKING:
-    import optuna
-
-
-@dataclass(frozen=True)
-class TrialProgress:
-    """What a ``progress`` callback receives after every trial.
-
-    Attributes:
-        outcome: How the trial ended.
-        done: The study's trials that count toward ``target`` (COMPLETE and
-            PRUNED, by every worker), this one included, when the callback is
-            called (in a ``run_workers`` pool the parent relays each trial after
-            it ended, so other trials may have finished since: ``done`` never
-            goes back, but may step by more than one).
-        target: The trials the study should reach (``SearchConfig.trials``).
-    """
-
-    outcome: TrialOutcome
-    done: int
-    target: int
-
-
-ProgressCallback = Callable[[TrialProgress], None]
-
-
-class ProgressObserver(SearchObserver):
-    """Calls ``progress`` after every trial (a ``--workers`` pool's parent relays
-    every worker's trials)."""
-
-    def __init__(self, progress: ProgressCallback) -> None:
-        self.progress = progress
-        self.study: optuna.Study | None = None
-        self.target = 0
-
-    def on_study(self, study: optuna.Study) -> None:
-        self.study = study
-
-    def on_start(self, start: SearchStart) -> None:
-        self.target = start.target
-
-    def on_trial_end(self, outcome: TrialOutcome) -> None:
-        done = finished(self.study) if self.study is not None else 0
-        self.progress(TrialProgress(outcome, done, self.target))
 
 
 def require_storage(config: SearchConfig) -> None:

@@ -52,7 +52,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.errors import NasmlcnError
-from nasmlcn.search._results.retrain_plan import (
+from nasmlcn.search._retrain.plan import (
     REFIT_SUFFIX,
     RetrainOptions,
     RetrainTarget,
