@@ -29,17 +29,29 @@ def cli_option(field: str, options: Mapping[str, str] | None = None) -> str:
     return (options or {}).get(field) or "--" + field.replace("_", "-")
 
 
+def field_text(text: str) -> str:
+    """A message with fields named by :func:`option`, as a library shows it: the
+    fields (``train_limit``)."""
+    return _OPTION.sub(lambda m: m[1], text)
+
+
+def cli_text(text: str, options: Mapping[str, str] | None = None) -> str:
+    """A message with fields named by :func:`option`, as the CLI shows it: their
+    options (``--train-limit``; ``options`` as in :func:`cli_option`)."""
+    return _OPTION.sub(lambda m: cli_option(m[1], options), text)
+
+
 class NasmlcnError(Exception):
     """Base class of every error nasmlcn raises on purpose."""
 
     def __str__(self) -> str:
-        return _OPTION.sub(lambda m: m[1], super().__str__())
+        return field_text(super().__str__())
 
     def for_cli(self, options: Mapping[str, str] | None = None) -> str:
         """The message as the CLI prints it: each field named by :func:`option`
         becomes its command-line option (``options`` maps the fields whose option
         is not ``--`` plus the field with dashes)."""
-        return _OPTION.sub(lambda m: cli_option(m[1], options), super().__str__())
+        return cli_text(super().__str__(), options)
 
 
 def nested(err: BaseException) -> str:

@@ -81,10 +81,18 @@ def best(
         out.print(
             f"wrote trial {exported['trial']}'s {exported['arch']} and {exported['weights']}; "
             f"test it: nasmlcn evaluate --run {shlex.quote(str(export))}; export it: nasmlcn "
-            f"export-model --run {shlex.quote(str(export))}; train it on: {exported['command']}",
+            f"export-model --run {shlex.quote(str(export))}; {_GOES_ON[exported['command_does']]}: "
+            f"{exported['command']}",
             markup=False,
             soft_wrap=True,
         )
+
+
+_GOES_ON = {
+    "resume": "train it on (the epochs it had left)",
+    "longer": "train a fresh one for twice its epochs",
+}
+"""What ``best --export``'s printed ``train`` command does, by ``command_does``."""
 
 
 class _Found(NamedTuple):

@@ -96,8 +96,9 @@ class RetrainCommandOptions:
             "--seed",
             min=0,
             max=MAX_SEED,
-            help="Seed of the split, initialisation and batch order [default: the search's, "
-            "whose validation images then stay unseen]; run folders become trial-NNNN-seed-S.",
+            help="Seed of the split, initialisation and batch order [default: the trial's: "
+            "the study's split, whose validation images then stay unseen, and the trial's "
+            "training seed]; run folders become trial-NNNN-seed-S.",
         )
     )
     run_on: str = option(RUN_ON)

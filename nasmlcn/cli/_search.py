@@ -129,7 +129,7 @@ def _run_one(config: SearchConfig, *, quiet: bool, pool: Pool) -> SearchResult:
     ``quiet``."""
     import functools
 
-    from nasmlcn.cli._search_progress import SearchProgress
+    from nasmlcn.cli._search_progress import NoticePrinter, SearchProgress
     from nasmlcn.dashboard import DashboardObserver
     from nasmlcn.search import run_search
 
@@ -144,7 +144,7 @@ def _run_one(config: SearchConfig, *, quiet: bool, pool: Pool) -> SearchResult:
         workers_per_gpu=pool.workers_per_gpu,
     )
     if quiet:
-        result: SearchResult = run(config, observers)
+        result: SearchResult = run(config, [NoticePrinter(err), *observers])
     else:
         with SearchProgress(err) as progress:
             result = run(config, [progress, *observers])

@@ -11,11 +11,13 @@ pruned trials: a failed trial, retried or not, does not move it.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from nasmlcn.cli._progress import ProgressDisplay
+from nasmlcn.errors import cli_text
 from nasmlcn.planning import Plan
 from nasmlcn.search import EpochReport, SearchObserver, SearchStart, TrialOutcome
 
@@ -24,6 +26,23 @@ if TYPE_CHECKING:
 
 COUNTED = ("COMPLETE", "PRUNED")
 """The states that count toward ``--trials`` (and move the trials bar)."""
+
+
+def print_notices(console: Console, notices: Sequence[str]) -> None:
+    """What the search says before its first trial (``SearchStart.notices``), one
+    warning a line."""
+    for line in notices:
+        console.print(f"warning: {cli_text(line)}", style="yellow", markup=False, soft_wrap=True)
+
+
+class NoticePrinter(SearchObserver):
+    """``search -q``: no display, but the notices still show."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def on_start(self, start: SearchStart) -> None:
+        print_notices(self.console, start.notices)
 
 
 class SearchProgress(ProgressDisplay, SearchObserver):
@@ -53,6 +72,7 @@ class SearchProgress(ProgressDisplay, SearchObserver):
         )
         if start.data:
             self.console.print(f"data: {start.data}", highlight=False, markup=False, soft_wrap=True)
+        print_notices(self.console, start.notices)
         if start.resumed and start.done >= start.target:
             self.console.print(
                 f"[yellow]nothing to run: the study has {start.done} results and --trials "

@@ -182,6 +182,11 @@ def _info(entry: CacheEntry, source: str) -> DatasetInfo:
         normalization=entry.normalization,
         classes=identity.classes,
         own=identity,
+        images=(
+            (identity.train_images, identity.test_images or 0)
+            if identity.train_images is not None
+            else None
+        ),
     )
 
 

@@ -35,6 +35,8 @@ class DatasetInfo:
         classes: The class names in label order (empty: ``0``..``K-1``).
         own: What a user's own data is (a folder or ``.npz``, see
             :func:`~nasmlcn.data.open_dataset`); None for a registered dataset.
+        images: Its training images (validation is held out of them) and test
+            images, known before it is read (None: not known until then).
     """
 
     name: str
@@ -46,6 +48,16 @@ class DatasetInfo:
     normalization: Normalization | None = None
     classes: tuple[str, ...] = ()
     own: DataIdentity | None = None
+    images: tuple[int, int] | None = None
+
+    def split_sizes(self, val_fraction: float = 0.1) -> tuple[int, int] | None:
+        """The images of its training and validation splits, before any limit, as
+        :func:`~nasmlcn.data.make_splits` cuts them (None: not known until read)."""
+        if self.images is None:
+            return None
+        n = self.images[0]
+        val = max(1, round(n * val_fraction))
+        return n - val, val
 
     @property
     def class_names(self) -> tuple[str, ...]:

@@ -72,5 +72,6 @@ DATASETS.register(
         f"generated blobs, {SYNTHETIC_TRAIN}/{SYNTHETIC_TEST} 28x28 grey (for tests, no files)",
         _load_synthetic,
         _prepare_synthetic,
+        images=(SYNTHETIC_TRAIN, SYNTHETIC_TEST),
     ),
 )

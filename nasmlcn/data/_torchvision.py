@@ -265,6 +265,7 @@ DATASETS.register(
         _load_fashion_mnist,
         _prepare_fashion_mnist,
         classes=FASHION_MNIST_CLASSES,
+        images=(60_000, 10_000),
     ),
 )
 DATASETS.register(
@@ -277,6 +278,7 @@ DATASETS.register(
         _load_mnist,
         _prepare_mnist,
         classes=DIGITS,
+        images=(60_000, 10_000),
     ),
 )
 DATASETS.register(
@@ -290,6 +292,7 @@ DATASETS.register(
         _prepare_cifar10,
         CIFAR10_NORMALIZATION,
         classes=CIFAR10_CLASSES,
+        images=(50_000, 10_000),
     ),
 )
 DATASETS.register(
@@ -303,5 +306,6 @@ DATASETS.register(
         _prepare_svhn,
         SVHN_NORMALIZATION,
         classes=DIGITS,  # torchvision maps the files' 10 to the digit 0
+        images=(73_257, 26_032),
     ),
 )

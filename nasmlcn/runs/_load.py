@@ -13,9 +13,10 @@ else the one ``result.json`` records, else the one the checkpoint's
 own data recorded by a run is found by its path, else by its content in the cache
 (:func:`~nasmlcn.data.open_recorded`), and refused if it has changed since.
 
-The split seed is the checkpoint's ``train_config`` seed, so the validation
-split of a ``nasmlcn train`` run is the one it was validated on (held out from
-its training images). A search trial's checkpoint carries the trial's training
+The split seed is the one the run's data record holds (``split_seed``), else the
+checkpoint's ``train_config`` seed, so the validation split of a ``nasmlcn train``
+or ``retrain`` run is the one it was validated on (held out from its training
+images). A search trial's checkpoint carries the trial's training
 seed, not the search's split seed: its validation split may overlap the images
 it was trained on.
 """
@@ -58,7 +59,8 @@ class LoadedRun:
         data: That dataset, opened (None with no dataset).
         recorded: The dataset the run records it was trained on (None: it records
             none), opened or not.
-        seed: Seed of the train/validation split (the run's training seed).
+        seed: Seed of the train/validation split (its data record's ``split_seed``, else
+            the training seed).
         epoch: Epochs the weights were trained for, the selected epoch (0: not
             trained here, e.g. a pruned model).
         train_config: The checkpoint's training configuration (may be empty).
@@ -151,7 +153,7 @@ def load_run(
         model=model,
         dataset=data.name if data is not None else None,
         dataset_source=source if data is not None else None,
-        seed=int(train_config.get("seed", 0)),
+        seed=_split_seed(train_config),
         epoch=epoch,
         train_config=train_config,
         data=data,
@@ -195,6 +197,16 @@ def _data(
         where = f"run {str(folder)!r} was trained"
         return open_recorded(recorded, data_dir=data_dir, what=where), recorded, source
     return None, recorded, None
+
+
+def _split_seed(train_config: dict[str, Any]) -> int:
+    """The seed of the run's train/validation split: the job's data record's (a
+    ``retrain`` run splits as its search did, with the study's seed), else the
+    training seed, which seeded both before the two could differ."""
+    data = train_config.get("data")
+    if isinstance(data, dict) and isinstance(data.get("split_seed"), int):
+        return int(data["split_seed"])
+    return int(train_config.get("seed", 0))
 
 
 def _recorded(

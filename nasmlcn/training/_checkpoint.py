@@ -176,6 +176,7 @@ RESUMED_DATA = (
     "refit",
     "image_size",
     "dataset_sha256",
+    "split_seed",
 )
 """What a resumed run trains and validates on, as :class:`~nasmlcn.training.TrainJob`
 names it, with the seed that draws its split (the test data may change: it is used
@@ -206,8 +207,9 @@ def check_same_training(
     then = {name: saved[name] for name in RESUMED_SETTINGS if name in saved}
     if data is not None and isinstance(saved.get("data"), Mapping):
         now.update({name: data[name] for name in RESUMED_DATA}, seed=config.seed)
-        then.update({name: saved["data"][name] for name in RESUMED_DATA if name in saved["data"]})
+        # the seed first: where it seeds the split too, that is the option to name
         then.update({"seed": saved["seed"]} if "seed" in saved else {})
+        then.update({name: saved["data"][name] for name in RESUMED_DATA if name in saved["data"]})
     for name, value in then.items():
         if value != now[name]:
             raise CheckpointError(

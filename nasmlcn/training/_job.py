@@ -136,6 +136,10 @@ class TrainJob:
             after the last epoch (nothing is held out to select an epoch on:
             ``config.epochs`` was chosen beforehand, on validation;
             :meth:`~nasmlcn.data.DataSplits.refit`).
+        split_seed: Seed of the train/validation split when it is not
+            ``config.seed``: ``retrain`` splits as the search did (the study's seed)
+            and seeds the weights as the trial did (its training seed). None:
+            ``config.seed`` seeds both.
     """
 
     arch: ArchSpec
@@ -151,6 +155,12 @@ class TrainJob:
     resume: bool = False
     refit: bool = False
     image_size: str | None = None
+    split_seed: int | None = None
+
+    @property
+    def data_seed(self) -> int:
+        """The seed of the train/validation split (``split_seed``, else ``config.seed``)."""
+        return self.config.seed if self.split_seed is None else self.split_seed
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "image_size", format_image_size(self.image_size))
@@ -313,9 +323,19 @@ def job_data(job: TrainJob, data: DatasetInfo | None = None) -> dict[str, Any]:
     from nasmlcn.training._checkpoint import RESUMED_DATA
 
     identity = (data or job_dataset(job)).identity
-    given = {name: getattr(job, name) for name in RESUMED_DATA if name != "dataset_sha256"}
+    given = {name: getattr(job, name) for name in RESUMED_DATA if name not in SEEN_AFTER_OPENING}
     # the content's hash is compared on resuming; the whole record says what the data is
-    return {**given, "dataset_sha256": identity.sha256, "dataset_identity": identity.to_dict()}
+    return {
+        **given,
+        "split_seed": job.data_seed,
+        "dataset_sha256": identity.sha256,
+        "dataset_identity": identity.to_dict(),
+    }
+
+
+SEEN_AFTER_OPENING = ("dataset_sha256", "split_seed")
+"""Names of :data:`RESUMED_DATA` that :func:`job_data` records from more than the job's
+own fields."""
 
 
 def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None, Path | None]:
@@ -383,7 +403,7 @@ def load_job_splits(job: TrainJob, data: DatasetInfo | None = None) -> Any:
         job.data_dir,
         download=job.download,
         val_fraction=job.val_fraction,
-        seed=job.config.seed,
+        seed=job.data_seed,
         train_limit=job.train_limit,
         val_limit=job.val_limit,
         test_limit=job.test_limit,

@@ -198,9 +198,14 @@ def test_best_export_writes_arch_and_weights_that_train_resume_tests(
     theirs = _weights(config, trial)
     ours = load_checkpoint(folder / "checkpoint.pt")["model"]
     assert all(torch.equal(ours[k], theirs[k]) for k in theirs)
-    # the printed command continues the checkpoint (nothing left to train) and tests it
+    # the trial ran all its epochs: nothing is left to resume (that command trained
+    # nothing, then tested on every test image), so the printed command trains a
+    # fresh model for twice its epochs, beside the export
+    assert exported["command_does"] == "longer"
     command = shlex.split(exported["command"])[1:]
     assert command[:3] == ["train", "--arch", str(folder / "arch.json")]
+    assert "--resume" not in command
+    assert command[command.index("--out") + 1] == str(tmp_path / "best-4-epochs")
     # the search's split and image limits are part of it (seed 5, train_limit 200,
     # val_limit 200): it validates on the images the search validated on
     assert command[command.index("--seed") + 1] == "5"
@@ -210,9 +215,12 @@ def test_best_export_writes_arch_and_weights_that_train_resume_tests(
     trained = run_cli(*command, *limits)
     assert trained.returncode == 0, trained.stderr
     report = json.loads(trained.stdout)
-    assert report["epochs"] == 2
-    assert report["val_accuracy_per_epoch"][-1] == trial.value
+    assert report["epochs"] == 4
+    assert len(report["val_accuracy_per_epoch"]) == 4
     assert 0.0 <= report["test_accuracy"] <= 1.0
+    assert {p.name for p in folder.iterdir()} == {"arch.json", "checkpoint.pt"}  # untouched
+    shown = run_cli("best", "--storage", config.storage, "--export", str(tmp_path / "again"))
+    assert "train a fresh one for twice its epochs: nasmlcn train" in " ".join(shown.stdout.split())
     # a trial without weights (and a bad number) get one clear line each
     missing = run_cli("best", "--storage", config.storage, "--export", str(folder), "--trial", "5")
     assert missing.returncode != 0

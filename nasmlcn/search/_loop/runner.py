@@ -129,6 +129,7 @@ def start_run(
             tuple(setup.metric_names),
             config.count_repeats,
             setup.dataset.description if setup.dataset.own is not None else "",
+            setup.notices,
         )
     )
     return SearchResult(
@@ -137,6 +138,7 @@ def start_run(
         done,
         metric_names=setup.metric_names,
         directions=setup.directions,
+        notices=list(setup.notices),
     )
 
 

@@ -7,11 +7,13 @@ touched, so bad input never creates or changes a study.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from nasmlcn.costs import CostContext, get_cost_model
 from nasmlcn.data import images_too_small_hint, open_dataset
-from nasmlcn.errors import SearchError, nested
+from nasmlcn.errors import SearchError, nested, option
 from nasmlcn.hardware import load_catalog, parse_devices
 from nasmlcn.planning import parse_flops
 from nasmlcn.search._config.config import SearchConfig
@@ -21,6 +23,10 @@ from nasmlcn.search._registries.pruners import PRUNERS
 from nasmlcn.search._registries.samplers import SAMPLERS
 from nasmlcn.search._types.setup import SearchSetup
 from nasmlcn.search.spaces import SpaceContext, load_space
+
+if TYPE_CHECKING:
+    from nasmlcn.data import DatasetInfo
+    from nasmlcn.hardware import Catalog, DeviceSpec
 
 MAX_HEAD_LANES = 256
 """Lanes the head device's memory reservation is sized for."""
@@ -59,6 +65,8 @@ def setup_search(config: SearchConfig) -> SearchSetup:
     EVALUATORS.get(config.evaluator)
     # its shape and classes shape every model; a user's images are read (once) here
     dataset = open_dataset(config.dataset, image_size=config.image_size, data_dir=config.data_dir)
+    config, limited = within_the_data(config, dataset)
+    notices = (*memory_above_catalog(config, devices, catalog), *limited)
     space = load_space(config.space)
     options = {"calibration_file": config.calibration} if config.calibration else {}
     if config.calibration and config.cost_model != "calibrated":
@@ -79,7 +87,7 @@ def setup_search(config: SearchConfig) -> SearchSetup:
     )
     space_context = SpaceContext(devices, cost_model, ctx, flops, (head,), rewards_cost)
     setup = SearchSetup(
-        config, devices, flops, space, cost_model, objectives, dataset, space_context
+        config, devices, flops, space, cost_model, objectives, dataset, space_context, notices
     )
     with images_too_small_hint(dataset):
         _check_some_lane_fits(setup)
@@ -88,6 +96,47 @@ def setup_search(config: SearchConfig) -> SearchSetup:
     _check_data(setup)
     _check_artifacts(config)
     return setup
+
+
+def within_the_data(config: SearchConfig, dataset: DatasetInfo) -> tuple[SearchConfig, list[str]]:
+    """``config`` with a ‹train_limit› or ‹val_limit› above the images its split has
+    lowered to them (the study stores what the trials use, and a run that asks the
+    same again continues it), and a line for each it lowered."""
+    sizes = dataset.split_sizes()
+    if sizes is None:
+        return config, []
+    lowered: dict[str, Any] = {}
+    notices: list[str] = []
+    splits = zip(("train_limit", "val_limit"), sizes, ("training", "validation"), strict=True)
+    for name, have, split in splits:
+        asked = getattr(config, name)
+        if asked is not None and asked > have:
+            lowered[name] = have
+            notices.append(
+                f"{option(name)} {asked:,} is above the {have:,} images of {dataset.name}'s "
+                f"{split} split: the trials use {have:,}, and the study stores {have:,}"
+            )
+    return (replace(config, **lowered) if lowered else config), notices
+
+
+def memory_above_catalog(
+    config: SearchConfig, devices: Sequence[DeviceSpec], catalog: Catalog
+) -> list[str]:
+    """A line for each device kind that ‹mem› gives more memory than the device
+    catalog says it has: planned for as asked (a what-if may be meant), said aloud."""
+    from nasmlcn.hardware import format_bytes
+
+    notices = []
+    for kind in dict.fromkeys(d.kind for d in devices):
+        given = next(d.memory_bytes for d in devices if d.kind == kind)
+        has = catalog[kind].memory_bytes
+        if given > has:
+            notices.append(
+                f"{option('mem')} {config.mem} is above the {format_bytes(has)} of a {kind} in "
+                f"the device catalog: the search plans for {format_bytes(given)} a device, as "
+                f"asked (leave {option('mem')} out for the catalog's)"
+            )
+    return notices
 
 
 def _check_artifacts(config: SearchConfig) -> None:

@@ -1,5 +1,8 @@
 """``nasmlcn best --export``: a trial's architecture and weights, and the
-``nasmlcn train`` command that loads and tests them."""
+``nasmlcn train`` command that goes on from them: a trial stopped before its epochs
+(pruned, or stopped by a time limit) resumes to its end; a trial that ran them all
+has nothing left to resume (its schedule is laid out for them), so a fresh model
+trains for twice its epochs in a folder beside it."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ class ExportedTrial:
     arch: str
     weights: str
     command: str
+    command_does: str  # "resume": the epochs the trial had left; "longer": a fresh model
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -61,11 +65,13 @@ def export_best(
     paths = export_trial(
         chosen, open_store(folder), out_dir, dataset=search_data(study_info(study))
     )
+    command, does = _train_command(study, chosen, paths["arch"], out_dir)
     return ExportedTrial(
         trial=chosen.number,
         arch=str(paths["arch"]),
         weights=str(paths["weights"]),
-        command=shlex.join(_train_command(study, chosen, paths["arch"], out_dir)),
+        command=shlex.join(command),
+        command_does=does,
     )
 
 
@@ -85,19 +91,25 @@ def _chosen(study: optuna.Study, number: int | None) -> optuna.trial.FrozenTrial
 
 def _train_command(
     study: optuna.Study, trial: optuna.trial.FrozenTrial, arch: Path, out_dir: Path
-) -> list[str]:
+) -> tuple[list[str], str]:
+    """The ``nasmlcn train`` command that goes on from the exported trial, and what
+    it does (``resume`` or ``longer``: see the module's docstring)."""
+    from nasmlcn.study import TrialRecord
+
     config = study_info(study).get("config", {})
-    # the schedule the trial was laid out for (a pruned trial's resumes to its end)
+    epochs = int(config.get("epochs", 10))
+    trained = len(TrialRecord.of(trial).accuracy_per_epoch)
+    if 0 < trained < epochs:  # the schedule the trial was laid out for, to its end
+        does, where = "resume", ["--out", str(out_dir), "--resume", "--epochs", str(epochs)]
+    else:
+        longer = out_dir.with_name(f"{out_dir.name}-{2 * epochs}-epochs")
+        does, where = "longer", ["--out", str(longer), "--epochs", str(2 * epochs)]
     command = [
         "nasmlcn",
         "train",
         "--arch",
         str(arch),
-        "--out",
-        str(out_dir),
-        "--resume",
-        "--epochs",
-        str(config.get("epochs", 10)),
+        *where,
         "--batch-size",
         str(int(trial.params.get("batch_size", config.get("batch_size", 100)))),
         "--dataset",
@@ -115,4 +127,4 @@ def _train_command(
     for key in ("lr_policy", "batch_policy"):  # where the space searched them
         if key in trial.params:
             command += [f"--{key.replace('_', '-')}", str(trial.params[key])]
-    return command
+    return command, does

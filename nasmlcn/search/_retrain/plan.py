@@ -4,9 +4,10 @@ each checked before anything is trained (:func:`plan_retrain`), and their refits
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nasmlcn._text import counted
 from nasmlcn.errors import SearchError
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
     from nasmlcn.data import DatasetInfo
     from nasmlcn.specs import ArchSpec
+    from nasmlcn.study import TrialRecord
     from nasmlcn.training import TrainConfig, TrainJob
 
 INFERENCE_THROUGHPUT_BATCH = 100
@@ -46,8 +48,10 @@ class RetrainOptions:
         inference_batch_size: Images per timed inference pass.
         download: Allow downloading a missing dataset.
         seed: Seed of the train/validation split, the initialisation and the
-            batch order (None: the search's, so the search's validation images
-            stay unseen). Another seed is another split: its training set may hold
+            batch order (None: the search's: its split with the study's seed, so the
+            search's validation images stay unseen, and each trial's weights and
+            batch order with the training seed the trial trained with, so the same
+            settings reach the trial's figure). Another seed is another split: its training set may hold
             images the search validated on (their test images stay unseen). Run
             folders are then ``trial-0007-seed-1``, so seeds share an ``out_dir``.
         allow_proxy: Retrain a study searched with the ``proxy`` evaluator (its
@@ -120,6 +124,7 @@ class RetrainTarget:
     search_epochs: int | None
     refit: bool = False  # the refit of the run with the same number (see refit_target)
     image_size: str | None = None
+    split_seed: int | None = None  # the search's split, where config.seed is the trial's
 
     @property
     def label(self) -> str:
@@ -284,8 +289,9 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
             lr=training.lr,
             lr_policy=training.lr_policy,  # None: the batch policy's own
             batch_policy=training.batch_policy,
-            # by default the search's seed: the same train/validation split
-            seed=int(config.get("seed") or 0) if options.seed is None else options.seed,
+            # by default the trial's own seeds: the search's train/validation split
+            # and the weights and batch order the trial trained with
+            seed=trial_seed(record, config) if options.seed is None else options.seed,
             device=options.device,
         )
         curve = record.accuracy_per_epoch
@@ -300,6 +306,7 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
             run_dir=Path(options.out_dir) / run_folder(trial.number, options.seed),
             search_accuracy=None if other or not curve else curve[-1],
             search_epochs=len(curve) or None,
+            split_seed=int(config.get("seed") or 0) if options.seed is None else None,
         )
         job_outputs(target_job(target, options))  # an occupied --out fails now
         if options.refit and not options.resume:
@@ -334,6 +341,16 @@ def retrain_data(study: optuna.Study, options: RetrainOptions) -> tuple[DatasetI
     return given, not given.identity.same_data(searched)
 
 
+def trial_seed(record: TrialRecord, config: Mapping[str, Any]) -> int:
+    """What seeded the trial's training: the training seed it stored (from the study's
+    seed and its model: ``EvalRequest.training_seed``); a trial stored before it was
+    kept, the study's seed."""
+    stored = record.training.get("training_seed")
+    if isinstance(stored, int) and not isinstance(stored, bool):
+        return stored
+    return int(config.get("seed") or 0)
+
+
 def run_folder(number: int, seed: int | None) -> str:
     """The run folder's name of trial ``number`` retrained with ``seed`` (None: the
     search's seed)."""
@@ -357,4 +374,5 @@ def target_job(target: RetrainTarget, options: RetrainOptions) -> TrainJob:
         resume=options.resume,
         refit=target.refit,
         image_size=target.image_size,
+        split_seed=target.split_seed,
     )

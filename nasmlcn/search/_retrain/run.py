@@ -13,7 +13,8 @@ nasmlcn wrote:
 - how: each trial's stored architecture (the ``arch`` attribute,
   :class:`~nasmlcn.study._trial.TrialRecord`) with the trial's own training
   settings as the ``train`` evaluator used them (its sampled ``batch_size`` and
-  ``lr``, else the search's; the search's epochs, dataset and seed), any of them
+  ``lr``, else the search's; the search's epochs and dataset; the search's split
+  and the trial's training seed), any of them
   overridden by :class:`RetrainOptions`; trained by
   :func:`~nasmlcn.training.train` (the one training path) on the whole
   training split (``train_limit`` None) of the same seeded train/validation split
@@ -267,7 +268,9 @@ def _record(
         weights=str((final.run_dir / CHECKPOINT_NAME).resolve()),
         run_dir=str(final.run_dir.resolve()),
         retrained_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        seed=final.config.seed,
+        # the --seed it ran with; without one the search's (the split's; the weights
+        # took the trial's training seed, which the search's seed and the model make)
+        seed=final.config.seed if final.split_seed is None else final.split_seed,
         selected_epoch=report.selected_epoch,
         last_epoch_test_accuracy=report.last_epoch_test_accuracy,
         protocol=refit_protocol(final.config.epochs) if final.refit else report.protocol,

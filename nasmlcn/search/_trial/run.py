@@ -122,6 +122,7 @@ class TrialRun:
     key: str | None = None  # the placed model's (search/_trial/repeats.py), once built
     seed_key: str | None = None  # the model's, whatever its placement: its seed
     waited: bool = False  # it waited for a twin (another worker training its model)
+    training_seed: int | None = None  # what seeded its training, once requested
 
     def __call__(self) -> TrialOutcome:
         """Builds, places, evaluates and tells the trial; how it ended."""
@@ -159,6 +160,8 @@ class TrialRun:
                     {
                         **evaluation.to_dict(),
                         "evaluator": self.run.evaluator.name,
+                        # what retrain seeds the weights with to train it again alike
+                        "training_seed": self.training_seed,
                         "versions": versions(),
                     },
                     learning_constraint(evaluation.accuracy, setup.dataset.num_classes),
@@ -297,6 +300,7 @@ class TrialRun:
         run, trial, files = self.run, self.trial, self.files
         config, setup = run.config, run.setup
         request = self._request(candidate, plan)
+        self.training_seed = request.training_seed
         if pruning.costs:  # a pruned trial has no values: its costs for later trials' rivals
             write_pruning_costs(trial, pruning.costs)
         stop_at, stop_why = trial_deadline(config, self.start)

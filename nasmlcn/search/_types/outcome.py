@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from nasmlcn.errors import DivergedError, TrainingError
+from nasmlcn.errors import DivergedError, TrainingError, field_text
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class SearchStart:
     metric_names: tuple[str, ...]
     count_repeats: bool = False  # a repeat moves the trials bar only when it counts
     data: str = ""  # a user's own data, in one line (empty: a built-in dataset)
+    notices: tuple[str, ...] = ()  # what the user should know (SearchSetup.notices)
 
 
 @dataclass
@@ -105,6 +106,9 @@ class SearchResult:
     # the study's pruned trials, this run's and earlier runs' (``pruned`` in to_dict,
     # so that it agrees with trial_counts); None: this run's only
     study_pruned: list[dict[str, Any]] | None = None
+    # what the user should know before the first trial (a limit above the data, a
+    # --mem above the catalog's): SearchSetup.notices
+    notices: list[str] = field(default_factory=list)
 
     @property
     def failures(self) -> list[TrialOutcome]:
@@ -148,6 +152,7 @@ class SearchResult:
             "errors": self.errors,
             "trial_counts": self.trial_counts,
             "warm_start": self.warm_start,
+            "notices": [field_text(n) for n in self.notices],
         }
 
 

@@ -28,6 +28,7 @@ class SearchSetup:
     objectives: tuple[Objective, ...]
     dataset: DatasetInfo
     space_context: SpaceContext
+    notices: tuple[str, ...] = ()  # what the user should know before the first trial
 
     @property
     def directions(self) -> list[str]:
