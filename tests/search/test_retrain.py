@@ -131,12 +131,14 @@ def test_retrain_with_the_search_s_settings_reaches_the_trial_s_figures(
     from nasmlcn.training import load_checkpoint
 
     study = load_existing_study("s", trained.storage)
-    settings = {"epochs": trained.epochs, "train_limit": trained.train_limit}
-    report = retrain_study(
-        "s",
-        trained.storage,
-        RetrainOptions(top=1, out_dir=str(tmp_path), test_limit=10, **settings),
+    options = RetrainOptions(
+        top=1,
+        out_dir=str(tmp_path),
+        test_limit=10,
+        epochs=trained.epochs,  # the search's settings
+        train_limit=trained.train_limit,
     )
+    report = retrain_study("s", trained.storage, options)
     (model,) = report.models
     trial = study.trials[model.number]
     seed = trial.user_attrs["training"]["training_seed"]
