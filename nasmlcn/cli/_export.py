@@ -33,12 +33,20 @@ def export(
     as_json: bool = JSON,
 ) -> None:
     """Export a study: an offline HTML report, PNG/SVG figures, CSV/JSON of all trials."""
-    from nasmlcn.dashboard import export_study, parse_formats
+    from nasmlcn.dashboard import (
+        check_export_folder,
+        default_out_dir,
+        export_study,
+        parse_formats,
+    )
     from nasmlcn.study import load_existing_study
 
     chosen = parse_formats(formats)  # fail on a typo before reading the study
     storage = resolve_storage(storage)
     loaded = load_existing_study(study, storage)
+    # another study's export there is refused before a word of this one's
+    folder = out_dir if out_dir is not None else default_out_dir(loaded.study_name)
+    check_export_folder(folder, loaded.study_name, given=out_dir is not None)
     err.print(f"exporting {loaded.study_name} ({', '.join(chosen)}) ...", markup=False)
     result = export_study(loaded, out_dir, chosen, storage=storage, scale=scale)
     if as_json:

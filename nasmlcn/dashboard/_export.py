@@ -136,10 +136,13 @@ def export_study(
     formats = parse_formats(formats)
     started = time.perf_counter()
     out = Path(out_dir) if out_dir is not None else default_out_dir(study.study_name)
+    earlier = check_export_folder(out, study.study_name, given=out_dir is not None)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ExportError(f"cannot create {str(out)!r}: {err.strerror}") from None
+    for name in earlier:  # this study's earlier export: none of its files stays stale
+        (out / name).unlink(missing_ok=True)
     result = ExportResult(study.study_name, out)
 
     tick = time.perf_counter()
@@ -177,9 +180,57 @@ def export_study(
             tick = time.perf_counter()
             result.files += write_images(figures, out / "figures", images, scale=scale)
             result.seconds["images"] = time.perf_counter() - tick
+    written = sorted(str(p.relative_to(out)) for p in result.files)
+    mark = {"study": study.study_name, "files": written}
+    (out / EXPORT_MARK).write_text(json.dumps(mark, indent=1) + "\n", encoding="utf-8")
     result.seconds["total"] = time.perf_counter() - started
     logger.info("exported %s to %s in %.1f s", study.study_name, out, result.seconds["total"])
     return result
+
+
+EXPORT_MARK = ".nasmlcn-export.json"
+"""In an export folder: the study exported there and the files written."""
+
+
+def check_export_folder(out: Path, study_name: str, *, given: bool) -> list[str]:
+    """Refuses to export ``study_name`` into a folder that holds anything but an
+    earlier export of the same study (another study's report and figures beside this
+    one's, or a folder of the user's own); returns the files that earlier export
+    wrote (relative to ``out``). ``given``: the user named the folder (the default
+    folder, named after the study, may hold an export older than the mark).
+
+    Raises:
+        ExportError: ``out`` is a file, or holds another study's export or other files.
+    """
+    if not out.exists():
+        return []
+    if not out.is_dir():
+        raise ExportError(f"{option('out')} {str(out)!r} is a file; give a folder")
+    names = [p.name for p in out.iterdir()]
+    if not names:
+        return []
+    mark = out / EXPORT_MARK
+    if not mark.is_file():
+        if not given:
+            return []
+        raise ExportError(
+            f"{option('out')} {str(out)!r} already holds files that are no export of study "
+            f"{study_name!r}; give a new or empty folder (an export never mixes with them)"
+        )
+    try:
+        earlier = json.loads(mark.read_text(encoding="utf-8"))
+        owner, files = str(earlier["study"]), [str(f) for f in earlier["files"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ExportError(
+            f"{option('out')} {str(out)!r}: its {EXPORT_MARK} cannot be read; give a new or "
+            "empty folder"
+        ) from None
+    if owner != study_name:
+        raise ExportError(
+            f"{option('out')} {str(out)!r} holds the export of study {owner!r}; give another "
+            f"folder for study {study_name!r} (two studies' reports and figures never mix)"
+        )
+    return [f for f in files if ".." not in Path(f).parts and not Path(f).is_absolute()]
 
 
 def write_images(

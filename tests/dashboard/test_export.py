@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -148,6 +149,41 @@ def test_export_cli(pareto_study: Made, tmp_path: Path) -> None:
     assert result["study"] == pareto_study.name
     assert sorted(Path(p).name for p in result["files"]) == ["trials.csv", "trials.json"]
     assert (out / "trials.csv").is_file()
+
+
+def test_an_export_never_mixes_with_another_study_s_or_a_user_s_files(
+    pareto_study: Made, single_study: Made, tmp_path: Path
+) -> None:
+    # `export --study mo1 --out exports/real1` wrote mo1's report beside real1's
+    # trials.json and figures, without a word
+    def export(
+        made: Made, out: Path, formats: str = "csv,json"
+    ) -> subprocess.CompletedProcess[str]:
+        args = ("--study", made.name, "--storage", made.url, "--out", str(out))
+        return run_cli("export", *args, "--format", formats)
+
+    out = tmp_path / "real1"
+    assert export(pareto_study, out).returncode == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    other = export(single_study, out)
+    assert other.returncode == 2
+    assert other.stderr.strip() == (
+        f"error: --out {str(out)!r} holds the export of study 'pareto'; give another folder "
+        "for study 'single' (two studies' reports and figures never mix)"
+    )
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    # the same study again refreshes its export, leaving none of its old files stale
+    again = export(pareto_study, out, "json")
+    assert again.returncode == 0, again.stderr
+    assert {p.name for p in out.iterdir()} == {"trials.json", ".nasmlcn-export.json"}
+    # a folder of the user's own is not written into either
+    own = tmp_path / "mine"
+    own.mkdir()
+    (own / "notes.txt").write_text("mine")
+    refused = export(pareto_study, own)
+    assert refused.returncode == 2
+    assert "already holds files that are no export of study 'pareto'" in refused.stderr
+    assert [p.name for p in own.iterdir()] == ["notes.txt"]
 
 
 @pytest.mark.parametrize(
