@@ -204,12 +204,20 @@ def open_storage(
 def _prepare_sqlite_file(
     path: Path, url: str, shown: str, *, create: bool, read_only: bool
 ) -> None:
-    """Checks a SQLite file before it is opened, and creates its folder when ``create``."""
+    """Checks a SQLite file before it is opened; with ``create``, its folder must exist
+    (the default storage's, ``studies/``, is made)."""
     if not create and not path.is_file():
         where = "" if path.is_absolute() else f" (relative to {os.getcwd()})"
         raise StorageError(
             f"storage {shown!r}: no such database file {str(path)!r}{where}; name the "
             f"study's with {option('storage')} or $NASMLCN_STORAGE"
+        )
+    if create and not path.parent.exists() and path.parent != sqlite_path(DEFAULT_STORAGE).parent:
+        # a folder missing from a URL the user typed is most likely a typo
+        raise StorageError(
+            f"storage {shown!r}: there is no folder {str(path.parent)!r} for the database "
+            "file; check the path, or create the folder first (only the default storage's "
+            "folder, studies/, is made)"
         )
     if not read_only:
         _refuse_read_only_sqlite(url, shown)

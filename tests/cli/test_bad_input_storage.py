@@ -133,6 +133,19 @@ def test_a_storage_folder_that_cannot_be_written_is_refused_in_one_line(
     assert [p.name for p in tmp_path.iterdir()] == ["a-file"]
 
 
+def test_a_typed_storage_in_a_folder_that_does_not_exist_is_refused(tmp_path: Path) -> None:
+    """``sqlite:////nonexistent/dir/x.db`` made /nonexistent/dir and searched there: a
+    folder missing from a typed URL is most likely a typo. Only the default
+    storage's folder (studies/) is made."""
+    url = f"sqlite:///{tmp_path}/typo/dir/x.db"
+    result = run_cli("search", *PROXY, "--trials", "1", "--storage", url, cwd=tmp_path)
+    _refused(result, f"there is no folder '{tmp_path}/typo/dir' for the database file")
+    assert list(tmp_path.iterdir()) == []
+    made = run_cli("search", *PROXY, "--trials", "1", "-q", cwd=tmp_path)  # the default
+    assert made.returncode == 0, made.stderr
+    assert (tmp_path / "studies" / "nasmlcn.db").is_file()
+
+
 def test_a_path_given_as_storage_is_answered_with_its_url(tmp_path: Path) -> None:
     """Item 5: said only "not a valid URL"."""
     result = run_cli("search", *PROXY, "--trials", "1", "--storage", "a.db", cwd=tmp_path)
