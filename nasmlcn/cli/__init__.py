@@ -94,7 +94,18 @@ def _usage_message(exc: typer.TyperException) -> str:
         given = None
     if isinstance(given, str) and repr(given) not in message:
         message += f", got {given!r}"
+    option = getattr(exc, "option_name", None)
+    if type(exc).__name__ == "NoSuchOption" and option in _BEFORE_THE_COMMAND:  # Typer's click
+        command = getattr(getattr(exc, "ctx", None), "info_name", None) or "COMMAND"
+        message += (
+            f"; {option} is nasmlcn's own option: give it before the command, as in "
+            f"nasmlcn {option} {command} ..."
+        )
     return message
+
+
+_BEFORE_THE_COMMAND = ("-v", "--verbose", "--debug", "--version")
+"""Options of ``nasmlcn`` itself, which a user may put after the command."""
 
 
 def _print_traceback(exc: BaseException, code: int) -> int:

@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from nasmlcn._text import counted
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import out, phase_status
 from nasmlcn.cli._options import (
@@ -95,7 +96,7 @@ def _print(result: dict[str, Any]) -> None:
     table.add_row(
         "inference",
         f"{result['inference_images_per_second']:,.0f} images/s (batch {timing['batch_size']}, "
-        f"median of {timing['passes']} passes, {timing['threads']} threads"
+        f"median of {counted(timing['passes'], 'pass', 'passes')}, {counted(timing['threads'], 'thread')}"
         + (f", load {load:.1f})" if load is not None else ")"),
     )
     table.add_row("device", result["device"])

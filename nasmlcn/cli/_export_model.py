@@ -25,6 +25,9 @@ def export_model(
         parser=local_file,
         help="The file to write [default: RUN/model.torchscript.pt or RUN/model.onnx].",
     ),
+    replace: bool = typer.Option(
+        False, "--replace", help="Write over the file if it exists [default: refuse]."
+    ),
     as_json: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:
@@ -37,7 +40,7 @@ def export_model(
     loaded = load_run(run, require_dataset=False)
     with phase_status(quiet, f"{loaded.arch.describe()} as {fmt}") as tell:
         tell("exporting")
-        result = export_run(loaded, fmt, out_file).to_dict()
+        result = export_run(loaded, fmt, out_file, replace=replace).to_dict()
     if as_json:
         print(json.dumps(result))
         return

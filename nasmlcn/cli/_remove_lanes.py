@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import typer
 
+from nasmlcn._text import counted
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import err, out
 from nasmlcn.cli._options import (
@@ -166,7 +167,7 @@ def _print(result: dict[str, Any]) -> None:
     load = inference["load_average"]
     out.print(
         f"inference: batch {inference['batch_size']}, median of {inference['passes']} passes "
-        f"on {inference['device']}, {inference['threads']} threads"
+        f"on {inference['device']}, {counted(inference['threads'], 'thread')}"
         + (f", load {load:.1f}" if load is not None else ""),
         markup=False,
     )

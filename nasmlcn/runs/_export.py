@@ -113,6 +113,7 @@ def export_run(
     path: str | Path | None = None,
     *,
     images: torch.Tensor | None = None,
+    replace: bool = False,
 ) -> ExportedModel:
     """Writes ``run``'s classifier as ``fmt`` to ``path`` and checks it.
 
@@ -122,11 +123,14 @@ def export_run(
         path: The file (default :func:`default_export_path`); written atomically,
             its missing folders made (as every command's ``--out``).
         images: Inputs ``(N, C, H, W)`` as the model takes them, to check on.
+        replace: Write over a file already at ``path`` (else it is refused: a model
+            exported earlier, perhaps of another run, is not lost without a word).
 
     Raises:
         UnknownNameError: ``fmt`` is not registered.
-        ExportError: ``path`` is a folder or cannot be written, the format's
-            packages are missing, or the export's outputs differ from the model's.
+        ExportError: ``path`` is a folder, already exists (without ``replace``) or
+            cannot be written, the format's packages are missing, or the export's
+            outputs differ from the model's.
     """
     spec = EXPORT_FORMATS.get(fmt)
     target = Path(path) if path is not None else default_export_path(run, fmt)
@@ -138,6 +142,11 @@ def export_run(
         )
     _check_not_a_run_file(run, target, fmt)
     _check_not_a_run_file(run, preprocessing_path(target), fmt)
+    if target.exists() and not replace:
+        raise ExportError(
+            f"export file {str(target)!r} already exists; give another ‹out›, or ‹replace› "
+            "to write over it"
+        )
     model = classifier(run.model.cpu(), run.arch)
     shape = run.arch.input_shape
     if images is None:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nasmlcn._text import counted
 from nasmlcn.runs._lane_removal import LaneRemovalReport
 
 if TYPE_CHECKING:
@@ -59,7 +60,7 @@ def lane_removal_figure(
     images = f"{first.images:,} validation images"
     timing = (
         f"batch {first.inference.batch}, median of {first.inference.passes} passes on "
-        f"{first.device}, {first.threads} threads"
+        f"{first.device}, {counted(first.threads, 'thread')}"
     )
     text = title or f"Lane pruning of {first.run.arch.describe()} on {first.run.dataset}"
     fig.update_layout(

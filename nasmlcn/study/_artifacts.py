@@ -209,6 +209,21 @@ def has_weights(trial: Any) -> bool:
     return TrialRecord.of(trial).weights_kept
 
 
+def _why_no_weights(record: TrialRecord) -> str:
+    """Why a trial kept no weights, in words a user can act on."""
+    if record.weights is not None:
+        return "they were removed (‹keep_weights›)"
+    if record.training.get("evaluator") == "proxy":
+        return "the study was searched with the proxy evaluator, which trains nothing"
+    if record.repeat_of is not None:
+        return f"it took trial {record.repeat_of}'s result (the same model): export that trial"
+    if record.state == "PRUNED":
+        return "it was pruned, and a pruned trial keeps no weights"
+    if record.state in ("FAIL", "RUNNING", "WAITING"):
+        return f"it is {record.state.lower().replace('fail', 'failed')}, with no finished training"
+    return "it kept none (trained by a version that kept no weights, or not by the train evaluator)"
+
+
 def export_trial(
     trial: Any, store: ArtifactStore, out_dir: Path, *, dataset: DataIdentity | None = None
 ) -> dict[str, Path]:
@@ -235,10 +250,9 @@ def export_trial(
         raise SearchError(f"trial {trial.number} has no architecture to export")
     weights = record.weights
     if weights is None or not record.weights_kept:
-        why = "they were removed (‹keep_weights›)" if weights else "it kept none"
         raise SearchError(
-            f"trial {trial.number} has no weights to export: {why}; only trials trained by "
-            "this version's train evaluator keep them"
+            f"trial {trial.number} has no weights to export: {_why_no_weights(record)}; "
+            "‹export_arch› FILE writes its architecture alone, to train with nasmlcn train"
         )
     try:
         with store.open_reader(weights["artifact_id"]) as reader:

@@ -163,3 +163,31 @@ def test_train_places_lanes_on_devices_of_a_device_file(tmp_path: Path, data_dir
         "(e.g. --devices 2xMYGPU)"
     )
     assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize(("given", "command"), [("-v", "search"), ("--debug", "best")])
+def test_nasmlcn_s_own_options_after_the_command_get_a_hint(given: str, command: str) -> None:
+    # said "No such option: -v" and no more
+    result = run_cli(command, given)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"error: No such option: {given}; {given} is nasmlcn's own option: give it before "
+        f"the command, as in nasmlcn {given} {command} ..."
+    )
+
+
+def test_one_thread_is_one_thread(tmp_path: Path) -> None:
+    # evaluate printed "median of 5 passes, 1 threads"
+    from nasmlcn.specs import MLCNSpec
+    from tests._cli import run_cli_subprocess
+    from tests.runs.conftest import write_run
+
+    write_run(tmp_path / "run", MLCNSpec.from_lanes("mlcn1:1x1"), dataset="synthetic")
+    shown = run_cli_subprocess(
+        *("evaluate", "--run", str(tmp_path / "run"), "--test-limit", "10", "--passes", "1"),
+        env={"OMP_NUM_THREADS": "1"},
+    )
+    assert shown.returncode == 0, shown.stderr
+    text = " ".join(shown.stdout.split())
+    assert "median of 1 pass, 1 thread" in text
+    assert "threads" not in text

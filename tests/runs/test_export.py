@@ -148,6 +148,25 @@ def test_cli_export_model_json(tmp_path: Path) -> None:
     assert printed["max_abs_difference"] < 1e-5
 
 
+def test_an_existing_export_file_is_kept_unless_replace_is_given(tmp_path: Path) -> None:
+    # export-model wrote over an earlier model file without a word
+    write_run(tmp_path / "run", MODELS["capsnet-grey"], dataset=None)
+    target = tmp_path / "model.pt"
+    command = ("export-model", "--run", str(tmp_path / "run"), "--out", str(target), "-q")
+    assert run_cli(*command).returncode == 0
+    target.write_bytes(b"an earlier model")
+    again = run_cli(*command)
+    assert again.returncode == 2
+    assert again.stderr.strip() == (
+        f"error: export file {str(target)!r} already exists; give another --out, or "
+        "--replace to write over it"
+    )
+    assert target.read_bytes() == b"an earlier model"
+    replaced = run_cli(*command, "--replace")
+    assert replaced.returncode == 0, replaced.stderr
+    assert target.read_bytes() != b"an earlier model"
+
+
 def test_runs_and_its_format_registry_import_without_torch() -> None:
     code = "import sys, nasmlcn.runs; nasmlcn.runs.EXPORT_FORMATS; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -335,3 +335,42 @@ def test_the_search_timeout_stops_a_trial_within_a_batch_and_a_re_run_resumes_it
     assert [(t.number, t.state) for t in resumed.run_trials] == [(queued.number, "COMPLETE")]
     done = load_existing_study("s", config.storage).trials[queued.number]
     assert done.user_attrs["resumed_from_epoch"] == 1
+
+
+@pytest.mark.parametrize(
+    ("state", "attrs", "why"),
+    [
+        (
+            "COMPLETE",
+            {"training": {"evaluator": "proxy"}},
+            "the study was searched with the proxy evaluator, which trains nothing",
+        ),
+        ("PRUNED", {"training": {"evaluator": "train"}}, "it was pruned, and a pruned trial"),
+        ("COMPLETE", {"repeat_of": 2}, "it took trial 2's result (the same model): export that"),
+    ],
+)
+def test_a_trial_without_weights_says_why_and_offers_its_architecture(
+    tmp_path: Path, state: str, attrs: dict[str, Any], why: str
+) -> None:
+    # it said "only trials trained by this version's train evaluator keep them" for a
+    # proxy study and a pruned trial alike, and never named --export-arch
+    import optuna
+
+    from nasmlcn.specs import MLCNSpec
+    from nasmlcn.study import export_trial, open_store
+
+    arch = {"arch": MLCNSpec.from_lanes("mlcn1:2x1").to_dict()}
+    trial = optuna.trial.create_trial(
+        state=getattr(optuna.trial.TrialState, state),
+        values=[0.5] if state == "COMPLETE" else None,
+        params={},
+        distributions={},
+        user_attrs={**arch, **attrs},
+    )
+    with pytest.raises(SearchError) as err:
+        export_trial(trial, open_store(tmp_path / "store"), tmp_path / "out")
+    assert f"has no weights to export: {why}" in str(err.value)
+    assert err.value.for_cli().endswith(
+        "--export-arch FILE writes its architecture alone, to train with nasmlcn train"
+    )
+    assert not (tmp_path / "out").exists()
