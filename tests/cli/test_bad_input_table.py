@@ -66,6 +66,8 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
     (root / "cwd").mkdir()  # the commands' working directory: nothing may appear there
     run = root / "run"
     _ok(run_cli("train", "--lanes", LANES, *TINY_TRAIN, "--out", str(run)))
+    for folder in ("proxy", "trained"):  # a storage's folder must exist
+        (root / folder).mkdir()
     proxy = f"sqlite:///{root / 'proxy' / 's.db'}"
     _ok(run_cli(*SEARCH[:-3], "--trials", "3", "--storage", proxy, "-q"))
     trained = f"sqlite:///{root / 'trained' / 's.db'}"  # artifacts/ beside it
