@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -119,6 +120,7 @@ def setting(
     choices: Callable[[], Iterable[str] | Mapping[str, str]] | None = None,
     path: bool = False,
     metavar: str | None = None,
+    duration: bool = False,
 ) -> Any:
     """A dataclass field with its option's metadata.
 
@@ -135,6 +137,8 @@ def setting(
             when the help is made, so that the field does not import the registry).
         path: The option takes a file or folder.
         metavar: The option's value as ``--help`` names it.
+        duration: A time in seconds, also given with a unit (``5ms``, ``0.005s``:
+            :func:`parse_durations` turns it into seconds).
     """
     metadata = {
         "help": help,
@@ -143,8 +147,31 @@ def setting(
         "choices": choices,
         "path": path,
         "metavar": metavar,
+        "duration": duration,
     }
     return field(default=default, metadata=metadata)
+
+
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(ms|s|us|µs|min)?\s*$")
+_SECONDS = {"s": 1.0, None: 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "min": 60.0}
+
+
+def parse_durations(config: Any, error: Callable[[str], Exception]) -> None:
+    """Turns each duration field of ``config`` (:func:`setting`'s ``duration``)
+    given as text (``5ms``, ``0.005 s``, ``2min``; a bare number is seconds) into
+    seconds, in place (a frozen dataclass too); ``error(message)`` for text that is
+    no time."""
+    for item in fields(config):
+        value = getattr(config, item.name)
+        if not item.metadata.get("duration") or not isinstance(value, str):
+            continue
+        match = _DURATION.match(value)
+        if match is None:
+            raise error(
+                f"{option(item.name)} {value!r} is not a time; give a number and a unit, "
+                "e.g. 5ms or 0.005s (ms, s, us, min; a bare number is seconds)"
+            )
+        object.__setattr__(config, item.name, float(match[1]) * _SECONDS[match[2]])
 
 
 def check_ranges(config: Any, error: Callable[[str], Exception]) -> None:

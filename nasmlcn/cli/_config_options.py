@@ -80,7 +80,7 @@ def _value_type(hint: Any, path: bool) -> type:
 def _option_info(item: dataclasses.Field[Any], hint: Any) -> tuple[OptionInfo, type]:
     """The option of field ``item`` (typed ``hint``), default None, and the type of
     value it parses."""
-    kind = _value_type(hint, item.metadata["path"])
+    kind = str if item.metadata.get("duration") else _value_type(hint, item.metadata["path"])
     flag = "--" + item.name.replace("_", "-")
     declared = f"{flag}/--no-{flag[2:]}" if kind is bool else flag
     info = typer.Option(

@@ -181,8 +181,11 @@ def why_none_feasible(completed: int, latency_budget: float | None, idle: int = 
         )
     if not completed or latency_budget is None:
         return "no completed feasible trials yet"
+    from nasmlcn.dashboard import format_seconds
+
     return (
-        f"none of the {completed} completed trials meets --latency-budget {latency_budget:g} s "
+        f"none of the {completed} completed trials meets --latency-budget "
+        f"{format_seconds(latency_budget)} "
         "(the predicted training step of the lanes on the target devices); raise the budget, "
         "or give devices, a space or --flops that hold smaller models"
     )

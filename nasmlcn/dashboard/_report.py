@@ -209,6 +209,8 @@ def _why_missing(name: str, data: ReportData) -> str:
 
 
 def _summary_section(data: ReportData) -> str:
+    from nasmlcn.dashboard._labels import format_seconds, metric_label, metric_unit
+
     study = data.study
     info = study.info
     config = info.get("config") or {}
@@ -228,12 +230,17 @@ def _summary_section(data: ReportData) -> str:
     ):
         if config.get(key) is not None:
             items.append((label, config[key]))
+    items = [  # a budget on the step time, stored in seconds, shown as every time is
+        (label, format_seconds(v) if label == "latency budget" else v) for label, v in items
+    ]
     if info.get("created"):
         items.append(("created", info["created"]))
     hv = data.hypervolume
     if hv is not None and hv.values:
+        unit = next((r.time_unit for r in study.models), "s")
         reference = ", ".join(
-            f"{n} {v:.4g}" for n, v in zip(study.metric_names, hv.reference_point, strict=False)
+            f"{metric_label(n, unit)} {v * metric_unit(n, unit)[2]:.4g}"
+            for n, v in zip(study.metric_names, hv.reference_point, strict=False)
         )
         items.append(("final hypervolume", f"{hv.values[-1]:.4f} (reference point {reference})"))
     body = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in items)
@@ -256,7 +263,7 @@ def _best_section(data: ReportData) -> str:
     trial, what was predicted for the target devices (named), and what was
     measured where the trial trained (named, with its spread), a rule between
     the groups so that figures for different devices do not run together."""
-    from nasmlcn.dashboard._labels import PREDICTED_METRICS, predicted_on
+    from nasmlcn.dashboard._labels import PREDICTED_METRICS, metric_label, predicted_on
 
     study = data.study
     best = data.best
@@ -285,9 +292,18 @@ def _best_section(data: ReportData) -> str:
     names = study.metric_names
     own = [n for n in names if n not in PREDICTED_METRICS]
     predicted = [n for n in names if n in PREDICTED_METRICS]
+    unit = next((r.time_unit for r in best), "s")  # latency_s is shown in ms, as everywhere
     groups = (
-        ("", ["#", *own, "lanes", "lane mix", "params"]),
-        (on, [*predicted, "peak memory", "imbalance", "inference per image"]),
+        ("", ["#", *(metric_label(n, unit) for n in own), "lanes", "lane mix", "params"]),
+        (
+            on,
+            [
+                *(metric_label(n, unit) for n in predicted),
+                "peak memory",
+                "imbalance",
+                "inference per image",
+            ],
+        ),
         (f"measured {where}", ["inference per image (median, IQR)"]),
     )
     top = "".join(
@@ -334,9 +350,12 @@ def _best_row(
     predicted_names: Sequence[str],
     device: str | None,
 ) -> str:
-    from nasmlcn.dashboard._labels import format_measured
+    from nasmlcn.dashboard._labels import format_measured, metric_unit
 
-    by_name = dict(zip(names, r.values or (), strict=False))
+    by_name = {
+        n: v * metric_unit(n, r.time_unit)[2] if isinstance(v, (int, float)) else v
+        for n, v in zip(names, r.values or (), strict=False)
+    }
     own_values = "".join(f"<td>{_num(by_name.get(n))}</td>" for n in own)
     predicted_values = "".join(
         f'<td class="{"group" if i == 0 else ""}">{_num(by_name.get(n))}</td>'

@@ -212,7 +212,8 @@ def _prepare_sqlite_file(
             f"storage {shown!r}: no such database file {str(path)!r}{where}; name the "
             f"study's with {option('storage')} or $NASMLCN_STORAGE"
         )
-    if create and not path.parent.exists() and path.parent != sqlite_path(DEFAULT_STORAGE).parent:
+    default_folder = Path(DEFAULT_STORAGE.removeprefix("sqlite:///")).parent  # studies/
+    if create and not path.parent.exists() and path.parent != default_folder:
         # a folder missing from a URL the user typed is most likely a typo
         raise StorageError(
             f"storage {shown!r}: there is no folder {str(path.parent)!r} for the database "

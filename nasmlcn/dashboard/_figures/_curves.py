@@ -23,6 +23,7 @@ from nasmlcn.dashboard._figures._style import (
     not_learning_name,
     pin,
 )
+from nasmlcn.dashboard._labels import metric_label, metric_unit
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -94,7 +95,9 @@ def _add_history(
         "infeasible": [j for j, f in enumerate(h.feasible) if not f and learned[j]],
         "idle": [j for j, ok in enumerate(learned) if not ok],
     }
-    values = list(h.values)
+    unit = next((r.time_unit for r in data.study.models), "s")
+    _, shown_unit, scale = metric_unit(h.name, unit)  # latency_s in ms, as everywhere
+    values = [v * scale for v in h.values]
     bounds = None
     if h.name == ACCURACY:
         bounds = accuracy_range(
@@ -124,22 +127,26 @@ def _add_history(
             col=1,
         )
         shown.add(kind)
-    _add_best_so_far(fig, h, row)
+    _add_best_so_far(fig, h, row, scale)
     fig.update_yaxes(
-        title_text=axis_title(h.name, h.direction, data.study.accuracy_is_proxy),
+        title_text=axis_title(
+            metric_label(h.name, unit) if shown_unit else h.name,
+            h.direction,
+            data.study.accuracy_is_proxy,
+        ),
         row=row,
         col=1,
     )
 
 
-def _add_best_so_far(fig: go.Figure, h: ObjectiveHistory, row: int) -> None:
+def _add_best_so_far(fig: go.Figure, h: ObjectiveHistory, row: int, scale: float = 1.0) -> None:
     """Draws the best feasible value so far as a red step line (one legend entry)."""
     import plotly.graph_objects as go
 
     fig.add_trace(
         go.Scatter(
             x=list(h.numbers),
-            y=list(h.best_so_far),
+            y=[None if v is None else v * scale for v in h.best_so_far],
             mode="lines",
             line={"shape": "hv", "color": FRONT_COLOR, "width": 2},
             name="best so far",

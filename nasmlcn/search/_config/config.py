@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from nasmlcn._setting import SEED_RANGE
+from nasmlcn._setting import SEED_RANGE, parse_durations
 from nasmlcn._storage_url import STORAGE_HELP, redact_url
 from nasmlcn.errors import SearchError, option
 from nasmlcn.registry import names_of
@@ -229,8 +229,10 @@ class SearchConfig:
     cost_model: str = setting("analytic", "{choices}", choices=_cost_models)
     latency_budget: float | None = setting(
         None,
-        "Constraint: predicted step time <= this many seconds",
+        "Constraint: predicted step time at most this: 5ms, 0.005s (a bare number is seconds)",
         range=Range(0.0, low_open=True, finite=True),
+        duration=True,
+        metavar="TIME",
     )
     device_file: str | None = setting(None, "Extra device catalog (TOML)", path=True)
     calibration: str | None = setting(
@@ -256,6 +258,7 @@ class SearchConfig:
                 )
             objectives = tuple(o for o in objectives if o)
         object.__setattr__(self, "objectives", tuple(objectives))
+        parse_durations(self, SearchError)  # --latency-budget 5ms: seconds from here on
         check_ranges(self)  # every number within the range its field declares
         _canonical_data(self)
         if self.mlflow is not None:  # a URI MLflow cannot open is refused here, not mid-run
