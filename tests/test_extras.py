@@ -20,6 +20,7 @@ EXTRAS = {
     "dashboard": {"optuna-dashboard"},
     "onnx": {"onnx", "onnxscript", "onnxruntime"},
     "tracking": {"mlflow-skinny"},
+    "analysis": {"pandas"},
 }
 
 
@@ -88,3 +89,17 @@ def test_tracking_without_mlflow_names_the_extra(
         "(or pip install mlflow)"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # refused before the study
+
+
+def test_a_study_s_trials_come_as_a_dataframe_with_all(tmp_path: Path) -> None:
+    # study.trials_dataframe() failed: pandas was in no extra
+    import optuna
+
+    from nasmlcn.search import SearchConfig, run_search
+
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    run_search(SearchConfig(evaluator="proxy", trials=3, storage=storage, study="d"))
+    frame = optuna.load_study(study_name="d", storage=storage).trials_dataframe()
+    assert len(frame) == 3
+    assert "user_attrs_lanes" in frame.columns
+
