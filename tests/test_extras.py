@@ -102,4 +102,3 @@ def test_a_study_s_trials_come_as_a_dataframe_with_all(tmp_path: Path) -> None:
     frame = optuna.load_study(study_name="d", storage=storage).trials_dataframe()
     assert len(frame) == 3
     assert "user_attrs_lanes" in frame.columns
-

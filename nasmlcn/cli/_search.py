@@ -58,7 +58,7 @@ def search(
 ) -> int:
     """Search MLCNs that fit the target devices (Optuna study, SQL storage)."""
     from nasmlcn._storage_url import DEFAULT_STORAGE, resolve_storage
-    from nasmlcn.search import expand_sweep, load_search_recipe
+    from nasmlcn.search import expand_sweep, load_search_recipe, stored_config
 
     options = {name: str(v) if isinstance(v, Path) else v for name, v in given.items()}
     sweep: dict[str, list[Any]] = {}
@@ -71,6 +71,9 @@ def search(
     options["storage"] = resolve_storage(
         options["storage"], fallback=base.storage or DEFAULT_STORAGE
     )
+    if config is None and options.get("study") is not None:
+        # --study NAME of an existing study: its stored settings, unless given again
+        base = stored_config(options["study"], options["storage"]) or base
     # a bad value is refused before any study is made
     configs = expand_sweep(base.with_overrides(**options), sweep)
     pool = Pool(workers, gpus_per_trial, workers_per_gpu)

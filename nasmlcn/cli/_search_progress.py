@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from nasmlcn._text import counted
 from nasmlcn.cli._progress import ProgressDisplay
 from nasmlcn.errors import cli_text
 from nasmlcn.planning import Plan
@@ -62,11 +63,15 @@ class SearchProgress(ProgressDisplay, SearchObserver):
 
     def on_start(self, start: SearchStart) -> None:
         self._start = start
-        verb = "continuing" if start.resumed else "created"
+        # first: whether the name was found, so that a mistyped one shows at once
+        what = (
+            f"continuing study {start.study!r} ({start.done} of {start.target} trials done)"
+            if start.resumed
+            else f"new study {start.study!r} ({counted(start.target, 'trial')})"
+        )
         self.console.print(
-            f"study {start.study!r} ({verb}, {start.done}/{start.target} trials done) in "
-            f"{start.storage}; sampler {start.sampler}, evaluator {start.evaluator}, "
-            f"objectives {', '.join(start.metric_names)}",
+            f"{what} in {start.storage}; sampler {start.sampler}, evaluator "
+            f"{start.evaluator}, objectives {', '.join(start.metric_names)}",
             highlight=False,
             soft_wrap=True,
         )

@@ -28,7 +28,7 @@ type-only imports included; ``tests/test_imports.py`` holds it so), bottom first
    ``context``: what its trials share; ``pruning``: the pruner's view of the trial; ``waits``);
 7. ``_prepare``: from a configuration to an open study (``setup``: everything checked
    up front; ``recipe``; ``open_study`` and ``warm``; ``progress``: a callback after every
-   trial; ``guards``: what a library call checks and quiets before a run);
+   trial; ``stored``: a study's own configuration, to continue it by name; ``guards``: what a library call checks and quiets before a run);
 8. ``_loop``: the run (``runner``: propose, run a trial, tell the observers);
 9. ``_workers``: many worker processes on one study (``pool``; ``shares``: each
    worker's GPUs and threads); ``_results``: after the search (``export``);
@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.search._prepare.progress import ProgressObserver, TrialProgress
     from nasmlcn.search._prepare.recipe import expand_sweep
     from nasmlcn.search._prepare.setup import setup_search
+    from nasmlcn.search._prepare.stored import stored_config
     from nasmlcn.search._pruners.correlation import (
         CorrelationPruner,
         EpochCorrelation,
@@ -130,6 +131,7 @@ _LAZY = {
         "_prepare.progress": ("ProgressObserver", "TrialProgress"),
         "_types.setup": ("SearchSetup",),
         "_prepare.setup": ("setup_search",),
+        "_prepare.stored": ("stored_config",),
         "_pruners.correlation": (
             "CorrelationPruner",
             "EpochCorrelation",

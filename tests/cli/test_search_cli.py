@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from nasmlcn.specs import MLCNSpec, load_arch
+from nasmlcn.study import load_existing_study, study_info
 from tests.conftest import ROOT, run_cli, run_cli_subprocess
 
 
@@ -195,6 +196,42 @@ def test_rerunning_the_same_command_continues(tmp_path: Path) -> None:
         "nothing to run: the study has 4 results and --trials 3 asks for 3 in all; "
         "give --trials 7 for 3 more" in " ".join(fewer.stderr.split())
     )
+
+
+def test_a_study_named_again_continues_with_its_own_settings(tmp_path: Path) -> None:
+    # `search --study real1 --trials 6` was refused with the fields that differ from
+    # the defaults: the user had to repeat every original option
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    made = run_cli(
+        *("search", "--evaluator", "proxy", "--devices", "4xK80", "--epochs", "3"),
+        *("--objectives", "accuracy,latency", "--sampler", "random", "--seed", "7"),
+        *("--study", "real1", "--storage", storage, "--trials", "2", "-q"),
+    )
+    assert made.returncode == 0, made.stderr
+    again = run_cli("search", "--study", "real1", "--storage", storage, "--trials", "4")
+    assert again.returncode == 0, again.stderr
+    first = again.stderr.strip().splitlines()[0]
+    assert first.startswith("continuing study 'real1' (2 of 4 trials done) in ")
+    assert "sampler random, evaluator proxy, objectives accuracy, latency_s" in first
+    study = load_existing_study("real1", storage)
+    assert len(study.trials) == 4
+    stored = study_info(study)["config"]
+    assert (stored["devices"], stored["epochs"], stored["seed"]) == ("4xK80", 3, 7)
+    # an option given again must agree; one that may change between runs may
+    other = run_cli("search", "--study", "real1", "--storage", storage, "--epochs", "5")
+    assert other.returncode == 2
+    assert "epochs 3 (now 5). Leave those options out" in other.stderr
+    same = run_cli(
+        *("search", "--study", "real1", "--storage", storage, "--epochs", "3"),
+        *("--trials", "5", "--timeout", "600", "-q"),
+    )
+    assert same.returncode == 0, same.stderr
+    # a name not in the storage is a new study, and the first line says so
+    new = run_cli(
+        "search", "--study", "real2", "--storage", storage, "--evaluator", "proxy", "--trials", "1"
+    )
+    assert new.returncode == 0, new.stderr
+    assert new.stderr.startswith("new study 'real2' (1 trial) in ")
 
 
 @pytest.mark.parametrize(

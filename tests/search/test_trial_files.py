@@ -28,6 +28,12 @@ from nasmlcn.study._artifacts import has_weights
 from nasmlcn.training import load_checkpoint
 
 
+def _folder(path: Path) -> Path:
+    """``path``, made (a storage's folder must exist)."""
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def _config(data_dir: Path, tmp_path: Path, name: str, **kw: Any) -> SearchConfig:
     base: dict[str, Any] = {
         "devices": "2xK80",
@@ -42,7 +48,7 @@ def _config(data_dir: Path, tmp_path: Path, name: str, **kw: Any) -> SearchConfi
         "batch_size": 20,  # enough steps that the models learn (beat chance clearly)
         "trials": 1,
         "sampler": "random",
-        "storage": f"sqlite:///{tmp_path / name / 'study.db'}",  # artifacts/ beside it
+        "storage": f"sqlite:///{_folder(tmp_path / name) / 'study.db'}",  # artifacts/ beside it
         "study": "s",
         "run_on": "cpu",
         "seed": 3,

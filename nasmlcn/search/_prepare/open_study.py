@@ -54,7 +54,8 @@ def open_study(
             raise SearchError(
                 f"study {name!r} was made with another configuration: "
                 + "; ".join(differing)
-                + ". Use the same options to continue it, or another ‹study›"
+                + ". Leave those options out to continue it with its own settings, or give "
+                "another ‹study›"
             )
         _check_same_devices_and_seed(name, stored, setup)
         # The space file's content is part of the identity: an edited range would
