@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
 
-    from nasmlcn.study import RetrainedModel
+    from nasmlcn.study import Limit, RetrainedModel
 
 
 def best(
@@ -29,17 +29,33 @@ def best(
         None,
         "--export-arch",
         parser=local_file,
-        help="Write the best architecture (highest first objective) as JSON.",
+        help="Write the picked trial's architecture (--pick: the best by default) as JSON.",
     ),
     export: Path | None = typer.Option(
         None,
         "--export",
         parser=local_file,
-        help="Write the best trial's (or --trial's) arch.json and trained weights "
+        help="Write the picked trial's (or --trial's) arch.json and trained weights "
         "(checkpoint.pt) into this folder.",
     ),
     trial_number: int | None = typer.Option(
-        None, "--trial", min=0, help="The trial --export writes [default: the best]."
+        None, "--trial", min=0, help="The trial --export writes [default: the picked one]."
+    ),
+    most: str | None = typer.Option(
+        None,
+        "--max",
+        help="Keep trials at most these, by objective: latency=5ms,memory=2GiB (the answer "
+        "is made of those left).",
+    ),
+    least: str | None = typer.Option(
+        None, "--min", help="Keep trials at least these, by objective: accuracy=0.9."
+    ),
+    how: str = typer.Option(
+        "best",
+        "--pick",
+        help="The trial --export and --export-arch write: best (the first objective's "
+        "best) or knee (the front's point nearest the ideal, each objective scaled to "
+        "[0, 1]).",
     ),
     artifacts: Path | None = typer.Option(
         None,
@@ -57,7 +73,7 @@ def best(
         raise SearchError(
             f"--trial {trial_number} picks the trial --export writes; give --export DIR"
         )
-    found = _read(study, resolve_storage(storage), top)
+    found = _read(study, resolve_storage(storage), top, Choice(most, least, how))
     if export_arch is not None:
         _export_arch(found, export_arch)
     exported = None
@@ -69,7 +85,7 @@ def best(
             export,
             storage=found.storage,
             artifacts=str(artifacts) if artifacts else None,
-            trial=trial_number,
+            trial=trial_number if trial_number is not None else _picked_number(found),
         ).to_dict()
     if as_json:
         print(json.dumps(_as_json(found, export_arch, exported)))
@@ -95,6 +111,29 @@ _GOES_ON = {
 """What ``best --export``'s printed ``train`` command does, by ``command_does``."""
 
 
+class Choice(NamedTuple):
+    """``--max``, ``--min`` and ``--pick``: limits on the answer, and its trial to write."""
+
+    most: str | None
+    least: str | None
+    how: str
+
+
+def _picked_number(found: _Found) -> int | None:
+    """The trial ``--export`` writes: the picked one (None: nothing to pick; the
+    export then says the study has no trial to export)."""
+    if found.picked is None:
+        from nasmlcn.errors import SearchError
+
+        if found.limits:
+            raise SearchError(
+                "no completed feasible trial meets "
+                + " and ".join(f"{'--max' if x.upper else '--min'} {x.text}" for x in found.limits)
+            )
+        return None
+    return found.picked.number
+
+
 class _Found(NamedTuple):
     """A study's best trials, read back."""
 
@@ -106,25 +145,45 @@ class _Found(NamedTuple):
     retrained: dict[int, RetrainedModel]
     config: dict[str, Any]
     idle: list[dict[str, Any]]  # the completed trials that did not learn
+    limits: list[Limit]  # --max and --min
+    how: str  # --pick
+    picked: FrozenTrial | None  # the trial --export and --export-arch write
 
 
-def _read(study: str | None, storage: str, top: int) -> _Found:
+def _read(study: str | None, storage: str, top: int, choice: Choice) -> _Found:
     """The ``top`` best trials (or the Pareto front) of ``study`` in ``storage``, as
-    table rows, with their retrained models and the search's configuration."""
-    from nasmlcn.search import best_trials, not_learning, proposals, summarize
-    from nasmlcn.study import load_existing_study, metric_names, retrained_by_trial, study_info
+    table rows, with their retrained models and the search's configuration; with
+    limits, the answer of the trials that meet them; and the trial ``choice`` picks."""
+    from nasmlcn.search import not_learning, proposals, summarize
+    from nasmlcn.study import (
+        answer_within,
+        load_existing_study,
+        metric_names,
+        parse_limits,
+        pick,
+        retrained_by_trial,
+        study_info,
+    )
 
     loaded = load_existing_study(study, storage)
     names = metric_names(loaded)
-    trials = best_trials(loaded, top=top)
+    limits = [
+        *parse_limits(choice.most, names, upper=True),
+        *parse_limits(choice.least, names, upper=False),
+    ]
+    trials = answer_within(loaded.get_trials(deepcopy=False), loaded.directions, names, limits, top)
+    picked = pick(trials, loaded.directions, choice.how)
     retrained = retrained_by_trial(study_info(loaded))
     proposed = proposals(loaded)  # a model's repeats are shown with it, not as rows
-    rows = [
-        summarize(t, names, retrained.get(t.number), proposed.get(t.number, 1)).to_dict()
-        for t in trials
-    ]
+    rows = []
+    for t in trials:
+        row = summarize(t, names, retrained.get(t.number), proposed.get(t.number, 1)).to_dict()
+        rows.append({**row, "picked": t is picked})
     config = study_info(loaded).get("config") or {}
-    return _Found(loaded, storage, names, trials, rows, retrained, config, not_learning(loaded))
+    idle = not_learning(loaded)
+    return _Found(
+        loaded, storage, names, trials, rows, retrained, config, idle, limits, choice.how, picked
+    )
 
 
 def _export_arch(found: _Found, path: Path) -> None:
@@ -143,7 +202,7 @@ def _export_arch(found: _Found, path: Path) -> None:
             f"{str(path.parent)!r} (beside its {run_files[0]}); give another file, or "
             "--export FOLDER for a run folder of the best trial"
         )
-    best_arch = TrialRecord.of(found.trials[0]).arch if found.trials else {}
+    best_arch = TrialRecord.of(found.picked).arch if found.picked is not None else {}
     if not best_arch:
         raise SearchError(
             f"study {found.study.study_name!r} has no completed feasible trial to export"
@@ -167,6 +226,9 @@ def _as_json(
         "evaluator": config.get("evaluator"),
         "accuracy_is_proxy": config.get("evaluator") == "proxy",
         "best": found.rows,
+        "limits": [x.to_dict() for x in found.limits],
+        "pick": found.how,
+        "picked": found.picked.number if found.picked is not None else None,
         "not_learning": found.idle,
         "exported_arch": str(export_arch) if export_arch else None,
         "exported": exported,
@@ -188,7 +250,24 @@ def _print_found(found: _Found) -> None:
 
         completed = len(loaded.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
         why = why_none_feasible(completed, config.get("latency_budget"), len(found.idle))
+        if found.limits and completed:
+            kept = " and ".join(f"{'--max' if x.upper else '--min'} {x.text}" for x in found.limits)
+            why = f"no completed feasible trial meets {kept}; loosen the limits"
         out.print(why, highlight=False)
+    if found.picked is not None and (found.how != "best" or found.limits):
+        kept = " and ".join(f"{'--max' if x.upper else '--min'} {x.text}" for x in found.limits)
+        out.print(
+            f"picked: trial {found.picked.number}"
+            + (
+                " (the knee: nearest the ideal point, each objective scaled to [0, 1] over "
+                "the front)"
+                if found.how == "knee"
+                else " (the best by the first objective)"
+            )
+            + (f", among the trials that meet {kept}" if kept else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
     others = sorted(set(retrained) - {r["number"] for r in rows})
     if others:
         from nasmlcn.cli._trials_table import retrained_text

@@ -38,9 +38,11 @@ def _mib(value: Any) -> float | None:
 
 
 def number_cell(row: dict[str, Any]) -> str:
-    """A trial's number, and ``(x3)`` when 3 trials proposed its model (repeats)."""
+    """A trial's number, ``(x3)`` when 3 trials proposed its model (repeats), and ``*``
+    on the trial ``best --pick`` picked."""
     proposed = int(row.get("proposed") or 1)
-    return str(row["number"]) + (f" (x{proposed})" if proposed > 1 else "")
+    picked = " *" if row.get("picked") else ""
+    return str(row["number"]) + (f" (x{proposed})" if proposed > 1 else "") + picked
 
 
 def devices_line(devices: str | None) -> str:

@@ -264,6 +264,7 @@ def _best_section(data: ReportData) -> str:
     measured where the trial trained (named, with its spread), a rule between
     the groups so that figures for different devices do not run together."""
     from nasmlcn.dashboard._labels import PREDICTED_METRICS, metric_label, predicted_on
+    from nasmlcn.study import knee
 
     study = data.study
     best = data.best
@@ -284,6 +285,12 @@ def _best_section(data: ReportData) -> str:
         "training: the median of the timed passes and their interquartile range (IQR); "
         "- where nothing was measured (the proxy evaluator)."
     )
+    marked = knee(best, study.directions) if study.multi_objective else None
+    if marked is not None:
+        desc += (
+            f" The knee, trial {marked.number} (marked): the front's trial nearest the ideal "
+            "point, each objective scaled to [0, 1] over the front (nasmlcn best --pick knee)."
+        )
     if any(r.proposed > 1 for r in best):
         desc += (
             " Each model is shown once: # (xN) is the trial that trained it, and N the "
@@ -316,7 +323,7 @@ def _best_section(data: ReportData) -> str:
         for i, h in enumerate(heads)
     )
     head = f"<tr>{top}</tr><tr>{head}</tr>"
-    row = lambda r: _best_row(r, names, own, predicted, device)  # noqa: E731
+    row = lambda r: _best_row(r, names, own, predicted, device, r is marked)  # noqa: E731
     shown = [row(r) for r in best[:SHOWN_BEST_ROWS]]
     folded = [row(r) for r in best[SHOWN_BEST_ROWS:MAX_BEST_ROWS]]
     table = f"<table><thead>{head}</thead><tbody>{''.join(shown)}</tbody></table>"
@@ -349,6 +356,7 @@ def _best_row(
     own: Sequence[str],
     predicted_names: Sequence[str],
     device: str | None,
+    is_knee: bool = False,
 ) -> str:
     from nasmlcn.dashboard._labels import format_measured, metric_unit
 
@@ -368,7 +376,8 @@ def _best_row(
     measured = format_measured(r.attrs.get("training") or {}, device=device is None)
     first = "" if predicted_names else ' class="group"'
     return (
-        f"<tr><td>{r.number}{f' (x{r.proposed})' if r.proposed > 1 else ''}</td>{own_values}<td>{_num(r.num_lanes)}</td>"
+        f"<tr><td>{r.number}{f' (x{r.proposed})' if r.proposed > 1 else ''}"
+        f"{' <b>knee</b>' if is_knee else ''}</td>{own_values}<td>{_num(r.num_lanes)}</td>"
         f'<td class="mono">{_e(r.lane_mix or r.lanes or "")}</td><td>{params}</td>'
         f"{predicted_values}<td{first}>{memory}</td><td>{imbalance}</td>"
         f'<td>{_time(predicted, r.time_unit)}</td><td class="group">{_e(measured)}</td></tr>'

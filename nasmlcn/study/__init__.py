@@ -59,6 +59,7 @@ from nasmlcn.study._identity import (
 )
 from nasmlcn.study._lock import hold
 from nasmlcn.study._lookup import count_by_attr, trials_by_attr
+from nasmlcn.study._pick import PICKS, Limit, answer_within, knee, parse_limits, pick, within
 from nasmlcn.study._recovery import fail_stale_trials, retry
 from nasmlcn.study._retrained import (
     RetrainedModel,
@@ -103,10 +104,13 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 __all__ = [
     "CONSTRAINT_PREFIX",
     "LEARNING_CONSTRAINT",
+    "PICKS",
     "BufferedStorage",
+    "Limit",
     "RetrainedModel",
     "TrialFiles",
     "TrialRecord",
+    "answer_within",
     "artifacts_dir",
     "best_of",
     "best_trials",
@@ -123,6 +127,7 @@ __all__ = [
     "frozen_study_id",
     "heartbeat",
     "hold",
+    "knee",
     "load_existing_study",
     "metric_names",
     "number",
@@ -131,6 +136,8 @@ __all__ = [
     "open_store",
     "pareto_mask",
     "parse_keep",
+    "parse_limits",
+    "pick",
     "redact_stored_url",
     "retrained_by_trial",
     "retrained_models",
@@ -147,6 +154,7 @@ __all__ = [
     "trials_by_attr",
     "unbuffered",
     "update_study_info",
+    "within",
     "write_ended_early",
     "write_failed",
     "write_model",
