@@ -55,6 +55,7 @@ def _register() -> None:
         _reproduce,
         _retrain,
         _search,
+        _studies,
         _train,
     )
     from nasmlcn.cli._renamed import renamed_command
@@ -77,6 +78,7 @@ def _register() -> None:
     app.command("remove-lanes", cls=renamed_command(_remove_lanes.RENAMED))(remove_lanes)
     app.command("reproduce")(_reproduce.reproduce)
     app.add_typer(_data.data_app, name="data")
+    app.add_typer(_studies.studies_app, name="studies")
     # the old name of remove-lanes (it clashed with search --prune): one more release
     old = renamed_command(_remove_lanes.RENAMED, old_name="prune", new_name="remove-lanes")
     app.command("prune", cls=old, hidden=True)(remove_lanes)

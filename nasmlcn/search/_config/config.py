@@ -182,7 +182,10 @@ class SearchConfig:
         path=True,
     )
     keep_weights: str = setting(
-        "all", "Which finished trials keep their weights: all, pareto or best:K"
+        "best:5",
+        "Which finished trials keep their weights: best:K (the Pareto front, or the best "
+        "K of one objective: the trials nasmlcn best can still export), pareto (the front, "
+        "or the best one) or all; a running trial keeps its resume checkpoint",
     )
     prune: bool = setting(True, "Correlation-gated pruning of weak trials", shown_default="on")
     prune_threshold: float = setting(
