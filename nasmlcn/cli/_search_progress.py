@@ -78,6 +78,8 @@ class SearchProgress(ProgressDisplay, SearchObserver):
         if start.data:
             self.console.print(f"data: {start.data}", highlight=False, markup=False, soft_wrap=True)
         print_notices(self.console, start.notices)
+        if start.forecast:
+            self.console.print(start.forecast, highlight=False, markup=False, soft_wrap=True)
         if start.resumed and start.done >= start.target:
             self.console.print(
                 f"[yellow]nothing to run: the study has {start.done} results and --trials "

@@ -453,3 +453,40 @@ def test_a_sweep_over_space_files_names_each_study_by_the_file(tmp_path: Path) -
     )
     assert result.returncode == 0, result.stderr
     assert [r["study"] for r in json.loads(result.stdout)["sweep"]] == ["s-space-a", "s-space-b"]
+
+
+def test_a_search_says_how_long_its_trials_will_take_before_the_first(tmp_path: Path) -> None:
+    # the README's first command (10 epochs x 54,000 images a trial) started on a CPU
+    # without a word on its hours
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    command = (
+        *("search", "--dataset", "synthetic", "--devices", "1xK80", "--flops", "0.05x"),
+        *("--epochs", "1", "--train-limit", "100", "--val-limit", "50", "--batch-size", "10"),
+        *("--storage", storage, "--run-on", "cpu"),
+    )
+    shown = run_cli(*command, "--trials", "2", "--study", "a")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stderr.splitlines()
+    (line,) = [x for x in lines if x.startswith("predicted: at most about ")]
+    assert "for the 2 trials left on cpu (from timed steps of the space's models" in line
+    assert lines.index(line) < next(i for i, x in enumerate(lines) if x.startswith("trial 0"))
+    data = json.loads(run_cli(*command, "--trials", "3", "--study", "a", "--json", "-q").stdout)
+    forecast = data["forecast"]
+    assert forecast["trials"] == 1  # the trials left
+    assert forecast["device"] == "cpu"
+    assert forecast["upper_bound"] is True  # pruning is on
+    assert 0 < forecast["step_seconds"] < forecast["trial_seconds"] == forecast["total_seconds"]
+    proxy = run_cli(
+        "search",
+        "--evaluator",
+        "proxy",
+        "--trials",
+        "1",
+        "--storage",
+        storage,
+        "--study",
+        "p",
+        "--json",
+        "-q",
+    )
+    assert json.loads(proxy.stdout)["forecast"] is None  # nothing trains

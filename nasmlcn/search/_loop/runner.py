@@ -32,6 +32,7 @@ from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import SearchError
 from nasmlcn.search._config.config import SearchConfig
 from nasmlcn.search._config.limits import FAILURES_IN_A_ROW, FALLBACK_AFTER, REPEATS_IN_A_ROW
+from nasmlcn.search._prepare.forecast import forecast_search
 from nasmlcn.search._prepare.guards import quiet_optuna, require_storage, require_tracker
 from nasmlcn.search._prepare.open_study import OpenedSearch, open_search
 from nasmlcn.search._prepare.setup import setup_search
@@ -91,10 +92,11 @@ def run_in_process(
     observers: Sequence[SearchObserver] = (),
     *,
     evaluator: Evaluator | None = None,
+    forecast: bool = True,
 ) -> SearchResult:
     """:func:`~nasmlcn.search.run_search` in this process, without workers (each
-    worker of a pool runs this); arguments, result and errors as there, and
-    ``evaluator`` overrides the configured one (tests)."""
+    worker of a pool runs this, with no ``forecast``: the parent made it); arguments,
+    result and errors as there, and ``evaluator`` overrides the configured one (tests)."""
 
     require_storage(config)
     require_tracker(config, observers)
@@ -102,7 +104,7 @@ def run_in_process(
         every = Observers(observers)
         opened = open_search(setup_search(config), every)
         with frozen_heap():  # a trial's collections walk its own objects only
-            return _run_search(opened, every, evaluator, stop_lost)
+            return _run_search(opened, every, evaluator, stop_lost, forecast)
 
 
 def start_run(
@@ -112,9 +114,15 @@ def start_run(
     resumed: bool,
     done: int,
     observer: SearchObserver,
+    *,
+    workers: int = 1,
+    forecast: bool = True,
 ) -> SearchResult:
-    """Tells ``observer`` the run starts; the run's (empty) result."""
+    """Tells ``observer`` the run starts, with how long its trials are predicted to
+    take (``forecast``: a pool's workers leave it to the parent, which shares it out
+    over its ``workers``); the run's (empty) result."""
     shown = redact_url(config.storage)  # results and progress never show a password
+    predicted = forecast_search(setup, config.trials - done, workers) if forecast else None
     observer.on_start(
         SearchStart(
             study.study_name,
@@ -130,6 +138,7 @@ def start_run(
             config.count_repeats,
             setup.dataset.description if setup.dataset.own is not None else "",
             setup.notices,
+            predicted.line() if predicted is not None else "",
         )
     )
     return SearchResult(
@@ -139,6 +148,7 @@ def start_run(
         metric_names=setup.metric_names,
         directions=setup.directions,
         notices=list(setup.notices),
+        forecast=predicted.to_dict() if predicted is not None else None,
     )
 
 
@@ -147,6 +157,7 @@ def _run_search(
     observer: SearchObserver,
     evaluator: Evaluator | None,
     stop_lost: Callable[[], None],
+    forecast: bool = True,
 ) -> SearchResult:
     """The loop: claim a trial, run it, tell the observers, until a stop
     (``stop_lost`` raises a Ctrl-C or SIGTERM that was swallowed or turned into an error)."""
@@ -159,7 +170,7 @@ def _run_search(
     done = finished(study, config.count_repeats) - transferred
     if evaluator is None:
         evaluator = EVALUATORS.get(config.evaluator)(config=config, dataset=setup.dataset)
-    result = start_run(config, setup, study, opened.resumed, done, observer)
+    result = start_run(config, setup, study, opened.resumed, done, observer, forecast=forecast)
     result.warm_start = opened.warmed.to_dict() if opened.warmed is not None else None
     distributions = setup.space.distributions()
     deadline = started + config.timeout if config.timeout is not None else None

@@ -64,6 +64,7 @@ class SearchStart:
     count_repeats: bool = False  # a repeat moves the trials bar only when it counts
     data: str = ""  # a user's own data, in one line (empty: a built-in dataset)
     notices: tuple[str, ...] = ()  # what the user should know (SearchSetup.notices)
+    forecast: str = ""  # how long the trials left will take, in one line (empty: none)
 
 
 @dataclass
@@ -109,6 +110,9 @@ class SearchResult:
     # what the user should know before the first trial (a limit above the data, a
     # --mem above the catalog's): SearchSetup.notices
     notices: list[str] = field(default_factory=list)
+    # how long a trial and the trials left were predicted to take, before the first
+    # (nasmlcn.search._prepare.forecast.Forecast.to_dict()); None: not forecast
+    forecast: dict[str, Any] | None = None
 
     @property
     def failures(self) -> list[TrialOutcome]:
@@ -153,6 +157,7 @@ class SearchResult:
             "trial_counts": self.trial_counts,
             "warm_start": self.warm_start,
             "notices": [field_text(n) for n in self.notices],
+            "forecast": self.forecast,
         }
 
 

@@ -88,7 +88,9 @@ def _worker(
         take_stop_signals(stop)  # ignored since the parent started it (StopRelay)
         stop_with_parent()
         observers = [make() for make in observer_factories]
-        result = run_in_process(config, [_ToParent(channel, slot.index), *observers])
+        result = run_in_process(
+            config, [_ToParent(channel, slot.index), *observers], forecast=False
+        )
     except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM, the first while it started too
         if parent_alive():  # no one to tell, and a broken pipe's traceback
             channel.put(("done", slot.index, stop_kind(stop)))
@@ -155,9 +157,8 @@ def run_workers(
     # errors here, before any worker; a new study is warm-started here, once
     opened = open_search(setup, observer)
     setup, study = opened.setup, opened.study
-    result = start_run(
-        config, setup, study, opened.resumed, finished(study, config.count_repeats), observer
-    )
+    done = finished(study, config.count_repeats)
+    result = start_run(config, setup, study, opened.resumed, done, observer, workers=len(slots))
     result.warm_start = opened.warmed.to_dict() if opened.warmed is not None else None
     with StopRelay() as relay:  # Ctrl-C and SIGTERM noted and passed on to the workers
         processes, channel = _start_workers(config, slots, worker_observers, relay)

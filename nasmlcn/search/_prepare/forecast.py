@@ -1,0 +1,136 @@
+"""How long the search will take, said before its first trial.
+
+A short timing on the device the trials train on. Models are drawn from the search
+space (seeded, so always the same ones: the first trials of a search are random
+ones); the two at the first and third quartile of training FLOPs are timed for a
+few training steps as training runs them (:func:`nasmlcn.measure.time_model_step`:
+fused lanes, both losses, Adam) at the search's batch size. A step's time is then a
+fixed part plus a part per FLOP (the line through the two timings: small models
+are bound by what a step pays whatever its size), averaged over the drawn models.
+A trial is its epochs of training steps over the training images it uses, the
+validation passes (a forward pass costs about a third of a training step per image)
+and what a trial pays besides (building, measuring its inference, writing its
+files: :data:`TRIAL_OVERHEAD_S`). The whole search is that times the trials left,
+shared out over the workers. With pruning on it is an upper bound: a pruned trial
+stops early. Only the ``train`` evaluator's trials are forecast (the proxy's take
+milliseconds).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from nasmlcn.search._types.setup import SearchSetup
+
+DRAWS = 16
+"""Models drawn from the space: two are timed, all are averaged over."""
+
+TRIAL_OVERHEAD_S = 1.5
+"""Seconds a trial spends outside its epochs on a CPU: building and placing the model,
+timing its inference after training, writing its checkpoint and record (measured:
+``scripts/quickstart.sh``'s trials, 1.2 to 1.8 s)."""
+
+EVAL_SHARE = 1 / 3
+"""A validation image's forward pass, as a share of a training step's time per image."""
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """The predicted time of a trial and of the trials left, on ``device``."""
+
+    trial_seconds: float
+    total_seconds: float
+    trials: int  # trials left to run
+    workers: int
+    device: str
+    model: str  # the larger timed model
+    step_seconds: float  # a training step at the search's batch size, averaged
+    upper_bound: bool  # pruning is on: trials may stop early
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def line(self) -> str:
+        """One line for the display: ``predicted: about 12 s a trial, 2.1 min for
+        the 10 trials left on cpu``."""
+        bound = " at most" if self.upper_bound else ""
+        shared = f" over {self.workers} workers" if self.workers > 1 else ""
+        return (
+            f"predicted:{bound} about {_duration(self.trial_seconds)} a trial, "
+            f"{_duration(self.total_seconds)} for the {self.trials} trials left{shared} on "
+            f"{self.device} (from timed steps of the space's models"
+            + ("; pruning may stop trials earlier)" if self.upper_bound else ")")
+        )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def forecast_search(setup: SearchSetup, trials_left: int, workers: int = 1) -> Forecast | None:
+    """The forecast of ``trials_left`` trials of ``setup`` (None: nothing to forecast:
+    no trial left, an evaluator that trains nothing, or no model the space builds)."""
+    config = setup.config
+    if trials_left <= 0 or config.evaluator != "train" or not setup.needs_training:
+        return None
+    drawn = _drawn_models(setup)
+    if not drawn:
+        return None
+    from nasmlcn.measure import time_model_step
+    from nasmlcn.parallel import parse_run_on
+    from nasmlcn.training import resolve_device
+
+    device = resolve_device(parse_run_on(config.run_on)[0])
+    ctx = setup.space_context.cost_context
+    low, high = drawn[len(drawn) // 4], drawn[(3 * len(drawn)) // 4]
+    timed = [
+        (f, time_model_step(lanes, ctx, device, steps=2, warmup=1)) for f, lanes in (low, high)
+    ]
+    (f0, t0), (f1, t1) = timed
+    per_flop = max(0.0, (t1 - t0) / (f1 - f0)) if f1 > f0 else 0.0
+    fixed = max(0.0, t0 - per_flop * f0) if f1 > f0 else (t0 + t1) / 2
+    step = statistics.fmean(fixed + per_flop * f for f, _ in drawn)
+    lanes = high[1]
+    sizes = setup.dataset.split_sizes() or (config.train_limit or 0, config.val_limit or 0)
+    train = config.train_limit or sizes[0]
+    val = config.val_limit or sizes[1]
+    per_epoch = math.ceil(train / config.batch_size) * step
+    per_epoch += val * (step / config.batch_size) * EVAL_SHARE
+    trial = config.epochs * per_epoch + TRIAL_OVERHEAD_S
+    total = trial * trials_left / max(1, workers)
+    from nasmlcn.specs import format_lane_mix
+
+    return Forecast(
+        trial_seconds=trial,
+        total_seconds=total,
+        trials=trials_left,
+        workers=workers,
+        device=str(device),
+        model=format_lane_mix(lanes),
+        step_seconds=step,
+        upper_bound=config.prune,
+    )
+
+
+def _drawn_models(setup: SearchSetup) -> list[tuple[int, tuple[Any, ...]]]:
+    """:data:`DRAWS` models drawn from the space (those it marks infeasible left out)
+    as (training FLOPs, lanes), fewest FLOPs first."""
+    import optuna
+
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    distributions = setup.space.distributions()
+    ctx = setup.space_context.cost_context
+    drawn = []
+    for _ in range(DRAWS):
+        candidate = setup.space.build(study.ask(distributions).params, setup.space_context)
+        if candidate.feasible:
+            flops = setup.cost_model.costs(candidate.spec.lanes, ctx).train_flops
+            drawn.append((flops, tuple(candidate.spec.lanes)))
+    return sorted(drawn, key=lambda d: d[0])
