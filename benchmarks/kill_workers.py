@@ -77,7 +77,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         victim.wait()
         kills += 1
         workers[workers.index(victim)] = _start(command, log)
-        print(f"kill {kills}/{args.kills} at {time.perf_counter() - started:.0f} s", flush=True)
+        print(
+            f"kill {kills}/{args.kills} at {time.perf_counter() - started:.0f} s", file=sys.stderr
+        )
     codes = [w.wait(timeout=3600) for w in workers]
     seconds = time.perf_counter() - started
 

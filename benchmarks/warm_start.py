@@ -106,6 +106,7 @@ def _search(
             t.seconds,
             t.lanes,
             observer.compute.get(t.number, 0.0),
+            t.repeat_of,
         )
         for t in sorted(result.run_trials, key=lambda t: t.number)
     ]

@@ -25,9 +25,17 @@ from _search_quality.settings import (
 )
 
 
+def models(records: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """The trials that trained a model: what ``--trials`` counts; a repeat (a model
+    proposed again, its original's result taken, nothing trained) comes on top and is
+    left out of the curves, so that every sampler's curve has one point per model."""
+    return [r for r in records if r.repeat_of is None]
+
+
 def best_so_far(records: Sequence[TrialRecord]) -> list[float | None]:
-    """After each trial (any state), the best accuracy of the completed ones so far."""
-    return running_best([r.accuracy if r.state == "COMPLETE" else None for r in records])
+    """After each model's trial (any state), the best accuracy of the completed ones
+    so far."""
+    return running_best([r.accuracy if r.state == "COMPLETE" else None for r in models(records)])
 
 
 def _hypervolume(points: Sequence[tuple[float, float]], reference: tuple[float, float]) -> float:
@@ -49,11 +57,11 @@ def _hypervolume(points: Sequence[tuple[float, float]], reference: tuple[float, 
 def hypervolume_so_far(
     records: Sequence[TrialRecord], accuracy_floor: float, latency_ref: float
 ) -> list[float]:
-    """After each trial, the normalised hypervolume of the completed ones so far."""
+    """After each model's trial, the normalised hypervolume of the completed ones so far."""
     box = (1.0 - accuracy_floor) * latency_ref
     points: list[tuple[float, float]] = []
     out: list[float] = []
-    for r in records:
+    for r in models(records):
         if r.state == "COMPLETE" and r.accuracy is not None and r.latency is not None:
             points.append((-r.accuracy, r.latency))
         out.append(_hypervolume(points, (-accuracy_floor, latency_ref)) / box if points else 0.0)
@@ -90,8 +98,8 @@ def best_within(records: Sequence[TrialRecord], budget: float) -> float | None:
 
 
 def compute_so_far(records: Sequence[TrialRecord]) -> list[float]:
-    """After each trial, the CPU seconds of training spent so far."""
-    return list(itertools.accumulate(r.compute for r in records))
+    """After each model's trial, the CPU seconds of training spent so far."""
+    return list(itertools.accumulate(r.compute for r in models(records)))
 
 
 def paired(

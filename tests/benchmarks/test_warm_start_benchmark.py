@@ -22,14 +22,19 @@ def test_quick_run(data_dir: Path, tmp_path: Path) -> None:
     assert data["target_accuracy"] == pytest.approx(sum(best_of) / len(best_of))
     for name, run in data["runs"].items():
         for seed, records in run["seeds"].items():
-            assert len(records) == trials, (name, seed)
-            assert all(r["compute"] > 0 for r in records), (name, seed)
+            # --trials counts models: a repeat (nothing trained) comes on top
+            trained = [r for r in records if r["repeat_of"] is None]
+            assert len(trained) == trials, (name, seed)
+            assert all(r["compute"] > 0 for r in trained), (name, seed)
+            assert all(r["compute"] == 0 for r in records if r not in trained), (name, seed)
         for reach, seed in zip(run["compute_to_reach"], run["seeds"], strict=True):
             if reach is None:
                 continue
             records = run["seeds"][seed]
             spent, best = 0.0, 0.0
-            for r in records:  # the first trial whose best-so-far reaches the target
+            for r in records:  # the first model whose best-so-far reaches the target
+                if r["repeat_of"] is not None:
+                    continue
                 spent += r["compute"]
                 best = max(best, r["accuracy"] or 0.0)
                 if best >= data["target_accuracy"]:

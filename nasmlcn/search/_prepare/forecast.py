@@ -91,7 +91,7 @@ def forecast_search(setup: SearchSetup, trials_left: int, workers: int = 1) -> F
     ctx = setup.space_context.cost_context
     low, high = drawn[len(drawn) // 4], drawn[(3 * len(drawn)) // 4]
     timed = [
-        (f, time_model_step(lanes, ctx, device, steps=2, warmup=1)) for f, lanes in (low, high)
+        (f, time_model_step(lanes, ctx, device, steps=1, warmup=1)) for f, lanes in (low, high)
     ]
     (f0, t0), (f1, t1) = timed
     per_flop = max(0.0, (t1 - t0) / (f1 - f0)) if f1 > f0 else 0.0
