@@ -285,7 +285,7 @@ def _run_trial(
             run.stop_lost()
             raise
     if files is not None:
-        _close_files(run.study, files, run.config.keep_weights)
+        _close_files(run.study, files, run.setup.config.keep_weights)
     return replace(outcome, timings=timings, retry_of=retry_of(trial, retried))
 
 

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import optuna
 
-    from nasmlcn.search._config.config import SearchConfig
     from nasmlcn.search._types.evaluation import Evaluator
     from nasmlcn.search._types.observer import SearchObserver
     from nasmlcn.search._types.pruner import EpochPruner
@@ -28,7 +27,3 @@ class RunContext:
     observer: SearchObserver
     deadline: float | None  # the search's --timeout, on time.perf_counter's clock
     stop_lost: Callable[[], None] = lambda: None  # a swallowed or converted stop, raised
-
-    @property
-    def config(self) -> SearchConfig:
-        return self.setup.config

@@ -140,7 +140,7 @@ class TrialRun:
             self.timings["record"] = time.perf_counter() - tick
             self.run.observer.on_trial_start(trial.number, self.index, self.lanes, plan)
             if setup.needs_training:
-                training = self.training.key_settings(self.run.config)
+                training = self.training.key_settings(self.run.setup.config)
                 self.key = model_key(candidate.spec, training, candidate.assignment)
                 self.seed_key = model_key(candidate.spec, training)
                 write_model_key(trial, self.key)
@@ -201,13 +201,13 @@ class TrialRun:
 
     @property
     def training(self) -> TrialTraining:
-        return TrialTraining.of(self.trial.params, self.run.config.batch_size)
+        return TrialTraining.of(self.trial.params, self.run.setup.config.batch_size)
 
     def _wait_for_twin(self) -> FrozenTrial | None:
         """The model's original once another worker has trained it (None: nobody is
         training it, or it ended without a result: this trial trains it)."""
         assert self.key is not None
-        config = self.run.config
+        config = self.run.setup.config
         self.waited = running_twin(self.run.study, self.key, self.trial.number) is not None
         if not self.waited:
             return None
@@ -259,7 +259,7 @@ class TrialRun:
             self.trial,
             original,
             lambda epoch, accuracy: pruner.decide(epoch, accuracy, pruning.finished, pruning.costs),
-            epochs=run.config.epochs,
+            epochs=run.setup.config.epochs,
             report=len(run.setup.directions) == 1,
             evaluator=run.evaluator.name,
             costs=pruning.costs,
@@ -273,7 +273,7 @@ class TrialRun:
         )
 
     def _request(self, candidate: Candidate, plan: Plan) -> EvalRequest:
-        config, trial = self.run.config, self.trial
+        config, trial = self.run.setup.config, self.trial
         return EvalRequest(
             spec=candidate.spec,
             # a retry trains with its original's seeds, so resuming changes nothing
@@ -298,7 +298,7 @@ class TrialRun:
         ``--trial-timeout``; then the pruner); a prune or a failure ends the trial
         through :class:`Ended`, the search's time budget through :class:`SearchTimeout`."""
         run, trial, files = self.run, self.trial, self.files
-        config, setup = run.config, run.setup
+        config, setup = run.setup.config, run.setup
         request = self._request(candidate, plan)
         self.training_seed = request.training_seed
         if pruning.costs:  # a pruned trial has no values: its costs for later trials' rivals
