@@ -92,4 +92,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from nasmlcn.reproduce.engines.common import exit_with
+
     main()
+    exit_with(0)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 
 from nasmlcn._storage_url import redact_url, resolve_storage
+from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import out
 from nasmlcn.cli._options import JSON, STORAGE, STUDY, local_file
 from nasmlcn.cli._trials_table import PROXY_NOTE, print_measured, why_none_feasible
@@ -21,87 +23,114 @@ if TYPE_CHECKING:
     from nasmlcn.study import Limit, RetrainedModel
 
 
-def best(
-    study: str | None = STUDY,
-    storage: str | None = STORAGE,
-    top: int = typer.Option(5, "--top", min=1, help="Best trials to list (single objective)."),
-    export_arch: Path | None = typer.Option(
-        None,
-        "--export-arch",
-        parser=local_file,
-        help="Write the picked trial's architecture (--pick: the best by default) as JSON.",
-    ),
-    export: Path | None = typer.Option(
-        None,
-        "--export",
-        parser=local_file,
-        help="Write the picked trial's (or --trial's) arch.json and trained weights "
-        "(checkpoint.pt) into this folder.",
-    ),
-    trial_number: int | None = typer.Option(
-        None, "--trial", min=0, help="The trial --export writes [default: the picked one]."
-    ),
-    most: str | None = typer.Option(
-        None,
-        "--max",
-        help="Keep trials at most these, by objective: latency=5ms,memory=2GiB (the answer "
-        "is made of those left).",
-    ),
-    least: str | None = typer.Option(
-        None, "--min", help="Keep trials at least these, by objective: accuracy=0.9."
-    ),
-    how: str = typer.Option(
-        "best",
-        "--pick",
-        help="The trial --export and --export-arch write: best (the first objective's "
-        "best) or knee (the front's point nearest the ideal, each objective scaled to "
-        "[0, 1]).",
-    ),
-    artifacts: Path | None = typer.Option(
-        None,
-        "--artifacts",
-        parser=local_file,
-        help="The search's artifact folder [default: artifacts/ beside a SQLite study "
-        "file, else studies/artifacts].",
-    ),
-    as_json: bool = JSON,
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class BestOptions:
+    """What ``nasmlcn best`` was given: one field per option, in ``--help``'s order."""
+
+    study: str | None = option(STUDY)
+    storage: str | None = option(STORAGE)
+    top: int = option(
+        typer.Option(5, "--top", min=1, help="Best trials to list (single objective).")
+    )
+    most: str | None = option(
+        typer.Option(
+            None,
+            "--max",
+            help="Keep trials at most these, by objective: latency=5ms,memory=2GiB (the "
+            "answer is made of those left).",
+        )
+    )
+    least: str | None = option(
+        typer.Option(None, "--min", help="Keep trials at least these, by objective: accuracy=0.9.")
+    )
+    how: str = option(
+        typer.Option(
+            "best",
+            "--pick",
+            help="The trial --export and --export-arch write: best (the first objective's "
+            "best) or knee (the front's point nearest the ideal, each objective scaled to "
+            "[0, 1]).",
+        )
+    )
+    export_arch: Path | None = option(  # noqa: RUF009
+        typer.Option(
+            None,
+            "--export-arch",
+            parser=local_file,
+            help="Write the picked trial's architecture (--pick: the best by default) as JSON.",
+        )
+    )
+    export: Path | None = option(  # noqa: RUF009
+        typer.Option(
+            None,
+            "--export",
+            parser=local_file,
+            help="Write the picked trial's (or --trial's) arch.json and trained weights "
+            "(checkpoint.pt) into this folder.",
+        )
+    )
+    trial_number: int | None = option(
+        typer.Option(
+            None, "--trial", min=0, help="The trial --export writes [default: the picked one]."
+        )
+    )
+    artifacts: Path | None = option(  # noqa: RUF009
+        typer.Option(
+            None,
+            "--artifacts",
+            parser=local_file,
+            help="The search's artifact folder [default: artifacts/ beside a SQLite study "
+            "file, else studies/artifacts].",
+        )
+    )
+    as_json: bool = option(JSON)
+
+
+@takes(BestOptions)
+def best(options: BestOptions) -> None:
     """The best trials of a study (single objective) or its Pareto front."""
-    if trial_number is not None and export is None:
+    if options.trial_number is not None and options.export is None:
         from nasmlcn.errors import SearchError
 
         raise SearchError(
-            f"--trial {trial_number} picks the trial --export writes; give --export DIR"
+            f"--trial {options.trial_number} picks the trial --export writes; give --export DIR"
         )
-    found = _read(study, resolve_storage(storage), top, Choice(most, least, how))
-    if export_arch is not None:
-        _export_arch(found, export_arch)
-    exported = None
-    if export is not None:
-        from nasmlcn.search import export_best
-
-        exported = export_best(
-            found.study,
-            export,
-            storage=found.storage,
-            artifacts=str(artifacts) if artifacts else None,
-            trial=trial_number if trial_number is not None else _picked_number(found),
-        ).to_dict()
-    if as_json:
-        print(json.dumps(_as_json(found, export_arch, exported)))
+    choice = Choice(options.most, options.least, options.how)
+    found = _read(options.study, resolve_storage(options.storage), options.top, choice)
+    if options.export_arch is not None:
+        _export_arch(found, options.export_arch)
+    exported = _export(found, options) if options.export is not None else None
+    if options.as_json:
+        print(json.dumps(_as_json(found, options.export_arch, exported)))
         return
     _print_found(found)
-    if export_arch is not None:
-        out.print(f"wrote {export_arch} (train it: nasmlcn train --arch {export_arch})")
+    if options.export_arch is not None:
+        arch = options.export_arch
+        out.print(f"wrote {arch} (train it: nasmlcn train --arch {arch})")
     if exported is not None:
+        folder = shlex.quote(str(options.export))
         out.print(
             f"wrote trial {exported['trial']}'s {exported['arch']} and {exported['weights']}; "
-            f"test it: nasmlcn evaluate --run {shlex.quote(str(export))}; export it: nasmlcn "
-            f"export-model --run {shlex.quote(str(export))}; {_GOES_ON[exported['command_does']]}: "
-            f"{exported['command']}",
+            f"test it: nasmlcn evaluate --run {folder}; export it: nasmlcn export-model --run "
+            f"{folder}; {_GOES_ON[exported['command_does']]}: {exported['command']}",
             markup=False,
             soft_wrap=True,
         )
+
+
+def _export(found: _Found, options: BestOptions) -> dict[str, Any]:
+    """``--export``: the picked trial's (or ``--trial``'s) files, as ``--json`` gives them."""
+    from nasmlcn.search import export_best
+
+    assert options.export is not None
+    number = options.trial_number
+    return export_best(
+        found.study,
+        options.export,
+        storage=found.storage,
+        artifacts=str(options.artifacts) if options.artifacts else None,
+        trial=number if number is not None else _picked_number(found),
+    ).to_dict()
 
 
 _GOES_ON = {
@@ -178,7 +207,10 @@ def _read(study: str | None, storage: str, top: int, choice: Choice) -> _Found:
     rows = []
     for t in trials:
         row = summarize(t, names, retrained.get(t.number), proposed.get(t.number, 1)).to_dict()
-        rows.append({**row, "picked": t is picked})
+        # marked where the user asked to choose (--pick knee, or limits); else the
+        # first row is the pick, as it always was
+        asked = choice.how != "best" or bool(limits)
+        rows.append({**row, "picked": t is picked and asked})
     config = study_info(loaded).get("config") or {}
     idle = not_learning(loaded)
     return _Found(

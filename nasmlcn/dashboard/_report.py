@@ -286,11 +286,7 @@ def _best_section(data: ReportData) -> str:
         "- where nothing was measured (the proxy evaluator)."
     )
     marked = knee(best, study.directions) if study.multi_objective else None
-    if marked is not None:
-        desc += (
-            f" The knee, trial {marked.number} (marked): the front's trial nearest the ideal "
-            "point, each objective scaled to [0, 1] over the front (nasmlcn best --pick knee)."
-        )
+    desc += _knee_text(marked)
     if any(r.proposed > 1 for r in best):
         desc += (
             " Each model is shown once: # (xN) is the trial that trained it, and N the "
@@ -339,6 +335,16 @@ def _best_section(data: ReportData) -> str:
     return (
         f'<section id="best"><h2>{title} ({len(best)})</h2><p class="desc">{desc}</p>'
         f"{table}</section>"
+    )
+
+
+def _knee_text(marked: TrialRow | None) -> str:
+    """What the best-trials table says of the knee it marks (nothing for none)."""
+    if marked is None:
+        return ""
+    return (
+        f" The knee, trial {marked.number} (marked): the front's trial nearest the ideal "
+        "point, each objective scaled to [0, 1] over the front (nasmlcn best --pick knee)."
     )
 
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from nasmlcn.errors import SearchError
+from nasmlcn.errors import SearchError, option
 from nasmlcn.study._front import R, best_of, candidates
 from nasmlcn.study._values import objective_signs
 
@@ -68,7 +68,7 @@ def parse_limits(text: str | None, metric_names: Sequence[str], *, upper: bool) 
         SearchError: A malformed part, a name that is no objective of the study, or a
             value in no unit the objective takes; the message names it.
     """
-    flag = "--max" if upper else "--min"
+    flag = option("max") if upper else option("min")
     limits = []
     for part in (text or "").split(","):
         if not part.strip():
@@ -167,7 +167,7 @@ def pick(front: Sequence[R], directions: Sequence[Any], how: str) -> R | None:
         SearchError: ``how`` is no pick.
     """
     if how not in PICKS:
-        raise SearchError(f"--pick {how!r}: choose one of: {', '.join(PICKS)}")
+        raise SearchError(f"{option('pick')} {how!r}: choose one of: {', '.join(PICKS)}")
     if how == "knee":
         return knee(front, directions)
     return front[0] if front else None

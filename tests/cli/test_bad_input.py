@@ -312,7 +312,7 @@ def test_an_empty_storage_is_refused_not_read_as_the_default(tmp_path: Path, com
         ("flops = 0.5", "--flops must be text (e.g. '1x'), got 0.5"),
         ("space = 5", "--space must be text (e.g. 'mlcn-buckets'), got 5"),
         ("study = 5", "--study must be text, got 5"),
-        ("keep_weights = 5", "--keep-weights must be text (e.g. 'all'), got 5"),
+        ("keep_weights = 5", "--keep-weights must be text (e.g. 'best:5'), got 5"),
     ],
 )
 def test_a_recipe_s_text_option_must_be_text(tmp_path: Path, line: str, expected: str) -> None:

@@ -41,6 +41,7 @@ COMMANDS = [
     "remove-lanes",
     "reproduce",
     "data",
+    "studies",
 ]
 """``nasmlcn --help``'s commands, in its order."""
 

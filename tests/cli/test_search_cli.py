@@ -124,11 +124,11 @@ def test_a_latency_budget_that_excludes_every_model_says_so(tmp_path: Path) -> N
     db = tmp_path / "s.db"
     result = _search(db, "--trials", "3", "--latency-budget", "1e-9")
     assert result.returncode == 0, result.stderr
-    assert "none of the 3 completed trials meets --latency-budget 1e-09 s" in result.stdout
+    assert "none of the 3 completed trials meets --latency-budget 1e-06 ms" in result.stdout
     assert "no completed feasible trials yet" not in result.stdout
     best = run_cli("best", "--storage", f"sqlite:///{db}")
     assert best.returncode == 0, best.stderr
-    assert "none of the 3 completed trials meets --latency-budget 1e-09 s" in best.stdout
+    assert "none of the 3 completed trials meets --latency-budget 1e-06 ms" in best.stdout
     # no empty table before that line, in either command
     for shown in (result.stdout, best.stdout):
         assert "best trials of" not in shown

@@ -271,7 +271,8 @@ def test_optuna_dashboard_lists_and_serves_a_trial_s_weights(
 
     from nasmlcn.dashboard import make_dashboard_server
 
-    config = _config(data_dir, tmp_path, "dash", epochs=1, train_limit=200)
+    # all: its one trial keeps its weights whether it learned or not
+    config = _config(data_dir, tmp_path, "dash", epochs=1, train_limit=200, keep_weights="all")
     run_search(config)
     study = load_existing_study("s", config.storage)
     (trial,) = study.trials

@@ -177,11 +177,8 @@ def _run_search(
     pruner = make_pruner(config)
     run = RunContext(setup, study, evaluator, pruner, observer, deadline, stop_lost)
     workdir = tempfile.TemporaryDirectory(prefix="nasmlcn-trial-")
-    store = (
-        open_store(artifacts_dir(config.storage, config.artifacts))
-        if evaluator.checkpoints
-        else None
-    )
+    folder = artifacts_dir(config.storage, config.artifacts)
+    store = open_store(folder) if evaluator.checkpoints else None
     index = failed_in_a_row = repeats_in_a_row = 0
     pauses = waits(config.poll_seconds)
     waited_for: tuple[int, ...] = ()
