@@ -464,13 +464,13 @@ def test_a_search_says_how_long_its_trials_will_take_before_the_first(tmp_path: 
         *("--epochs", "1", "--train-limit", "100", "--val-limit", "50", "--batch-size", "10"),
         *("--storage", storage, "--run-on", "cpu"),
     )
-    shown = run_cli(*command, "--trials", "2", "--study", "a")
+    shown = run_cli(*command, "--trials", "1", "--study", "a")
     assert shown.returncode == 0, shown.stderr
     lines = shown.stderr.splitlines()
     (line,) = [x for x in lines if x.startswith("predicted: at most about ")]
-    assert "for the 2 trials left on cpu (from timed steps of the space's models" in line
+    assert "for the 1 trial left on cpu (from timed steps of the space's models" in line
     assert lines.index(line) < next(i for i, x in enumerate(lines) if x.startswith("trial 0"))
-    data = json.loads(run_cli(*command, "--trials", "3", "--study", "a", "--json", "-q").stdout)
+    data = json.loads(run_cli(*command, "--trials", "2", "--study", "a", "--json", "-q").stdout)
     forecast = data["forecast"]
     assert forecast["trials"] == 1  # the trials left
     assert forecast["device"] == "cpu"

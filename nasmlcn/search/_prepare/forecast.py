@@ -23,6 +23,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from nasmlcn._text import counted
 from nasmlcn.search._types.setup import SearchSetup
 
 DRAWS = 16
@@ -60,7 +61,8 @@ class Forecast:
         shared = f" over {self.workers} workers" if self.workers > 1 else ""
         return (
             f"predicted:{bound} about {_duration(self.trial_seconds)} a trial, "
-            f"{_duration(self.total_seconds)} for the {self.trials} trials left{shared} on "
+            f"{_duration(self.total_seconds)} for the {counted(self.trials, 'trial')} left"
+            f"{shared} on "
             f"{self.device} (from timed steps of the space's models"
             + ("; pruning may stop trials earlier)" if self.upper_bound else ")")
         )
