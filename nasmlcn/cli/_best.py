@@ -148,6 +148,11 @@ class Choice(NamedTuple):
     how: str
 
 
+def _limits_text(found: _Found) -> str:
+    """The limits as given: ``--max latency=5ms and --min accuracy=0.9``."""
+    return " and ".join(f"{'--max' if x.upper else '--min'} {x.text}" for x in found.limits)
+
+
 def _picked_number(found: _Found) -> int | None:
     """The trial ``--export`` writes: the picked one (None: nothing to pick; the
     export then says the study has no trial to export)."""
@@ -155,10 +160,7 @@ def _picked_number(found: _Found) -> int | None:
         from nasmlcn.errors import SearchError
 
         if found.limits:
-            raise SearchError(
-                "no completed feasible trial meets "
-                + " and ".join(f"{'--max' if x.upper else '--min'} {x.text}" for x in found.limits)
-            )
+            raise SearchError(f"no completed feasible trial meets {_limits_text(found)}")
         return None
     return found.picked.number
 
@@ -283,11 +285,10 @@ def _print_found(found: _Found) -> None:
         completed = len(loaded.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
         why = why_none_feasible(completed, config.get("latency_budget"), len(found.idle))
         if found.limits and completed:
-            kept = " and ".join(f"{'--max' if x.upper else '--min'} {x.text}" for x in found.limits)
-            why = f"no completed feasible trial meets {kept}; loosen the limits"
+            why = f"no completed feasible trial meets {_limits_text(found)}; loosen the limits"
         out.print(why, highlight=False)
     if found.picked is not None and (found.how != "best" or found.limits):
-        kept = " and ".join(f"{'--max' if x.upper else '--min'} {x.text}" for x in found.limits)
+        kept = _limits_text(found)
         out.print(
             f"picked: trial {found.picked.number}"
             + (
