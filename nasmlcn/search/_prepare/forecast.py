@@ -18,6 +18,7 @@ milliseconds).
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import asdict, dataclass
@@ -85,16 +86,13 @@ def forecast_search(setup: SearchSetup, trials_left: int, workers: int = 1) -> F
     drawn = _drawn_models(setup)
     if not drawn:
         return None
-    from nasmlcn.measure import time_model_step
     from nasmlcn.parallel import parse_run_on
     from nasmlcn.training import resolve_device
 
     device = resolve_device(parse_run_on(config.run_on)[0])
     ctx = setup.space_context.cost_context
     low, high = drawn[len(drawn) // 4], drawn[(3 * len(drawn)) // 4]
-    timed = [
-        (f, time_model_step(lanes, ctx, device, steps=1, warmup=1)) for f, lanes in (low, high)
-    ]
+    timed = [(f, _step_seconds(lanes, ctx, str(device))) for f, lanes in (low, high)]
     (f0, t0), (f1, t1) = timed
     per_flop = max(0.0, (t1 - t0) / (f1 - f0)) if f1 > f0 else 0.0
     fixed = max(0.0, t0 - per_flop * f0) if f1 > f0 else (t0 + t1) / 2
@@ -119,6 +117,15 @@ def forecast_search(setup: SearchSetup, trials_left: int, workers: int = 1) -> F
         step_seconds=step,
         upper_bound=config.prune,
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _step_seconds(lanes: tuple[Any, ...], ctx: Any, device: str) -> float:
+    """A training step of ``lanes`` on ``device``, timed once a process: a search run
+    again in the same process (a sweep, a notebook) forecasts without timing again."""
+    from nasmlcn.measure import time_model_step
+
+    return time_model_step(lanes, ctx, device, steps=1, warmup=1)
 
 
 def _drawn_models(setup: SearchSetup) -> list[tuple[int, tuple[Any, ...]]]:
