@@ -226,6 +226,14 @@ def test_a_study_named_again_continues_with_its_own_settings(tmp_path: Path) -> 
         *("--trials", "5", "--timeout", "600", "-q"),
     )
     assert same.returncode == 0, same.stderr
+    # a key an older version stored and this one lacks does not stop the continuation
+    import optuna
+
+    writable = optuna.load_study(study_name="real1", storage=storage)
+    info = dict(writable.user_attrs["nasmlcn"])
+    writable.set_user_attr("nasmlcn", {**info, "config": {**info["config"], "gone": 1}})
+    older = run_cli("search", "--study", "real1", "--storage", storage, "--trials", "6", "-q")
+    assert older.returncode == 0, older.stderr
     # a name not in the storage is a new study, and the first line says so
     new = run_cli(
         "search", "--study", "real2", "--storage", storage, "--evaluator", "proxy", "--trials", "1"

@@ -5,6 +5,8 @@ study's identity check, which names the fields that differ."""
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 from nasmlcn.errors import NasmlcnError
 from nasmlcn.search._config.config import SearchConfig
 
@@ -22,7 +24,7 @@ def stored_config(study: str, storage: str) -> SearchConfig | None:
 
     Raises:
         SearchError: The stored configuration is one this version cannot read (a newer
-            schema, an unknown key).
+            schema, or a value no longer valid).
     """
     import optuna
 
@@ -37,5 +39,8 @@ def stored_config(study: str, storage: str) -> SearchConfig | None:
         return None
     if not isinstance(config, dict):
         return None
-    kept = {k: v for k, v in config.items() if k not in NOT_CARRIED}
+    # a key an older nasmlcn stored and this one no longer has is left out: the
+    # study's identity check compares what matters
+    known = {f.name for f in fields(SearchConfig)} | {"schema_version"}
+    kept = {k: v for k, v in config.items() if k in known and k not in NOT_CARRIED}
     return SearchConfig.from_dict({**kept, "storage": storage, "study": study})
