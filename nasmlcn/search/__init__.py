@@ -53,7 +53,7 @@ from nasmlcn.search._evaluators import (
 from nasmlcn.search._prepare.recipe import load_recipe, load_search_recipe
 
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
-    from nasmlcn.search._config.limits import REPEATS_IN_A_ROW
+    from nasmlcn.search._config.limits import FALLBACK_AFTER, REPEATS_IN_A_ROW
     from nasmlcn.search._evaluators.proxy import ProxyEvaluator, proxy_accuracy
     from nasmlcn.search._evaluators.train import TrainEvaluator
     from nasmlcn.search._prepare.progress import ProgressObserver, TrialProgress
@@ -166,7 +166,7 @@ _LAZY = {
         "_retrain.plan": ("RetrainOptions", "RetrainTarget"),
         "_registries.objectives": ("OBJECTIVES",),
         "_types.objective": ("Objective",),
-        "_config.limits": ("REPEATS_IN_A_ROW",),
+        "_config.limits": ("FALLBACK_AFTER", "REPEATS_IN_A_ROW"),
     }.items()
     for name in names
 }

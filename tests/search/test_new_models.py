@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nasmlcn.search import SearchConfig, describe_counts, run_search
-from nasmlcn.search._config.limits import FALLBACK_AFTER
+from nasmlcn.search import FALLBACK_AFTER, SearchConfig, describe_counts, run_search
 from nasmlcn.study import TrialRecord, load_existing_study
 
 

@@ -9,8 +9,7 @@ from optuna.trial import TrialState
 
 from nasmlcn.errors import SearchError
 from nasmlcn.search import SearchConfig, run_search, setup_search
-from nasmlcn.study import load_existing_study, open_storage
-from nasmlcn.study._storage import study_names
+from nasmlcn.study import list_studies, load_existing_study
 from tests._cli import run_cli
 
 
@@ -187,7 +186,7 @@ def test_refusals_name_the_reason_and_leave_no_study(
     config = earlier.with_overrides(study="new", **overrides)
     with pytest.raises(SearchError, match=message):
         run_search(config)
-    assert "new" not in study_names(open_storage(config.storage))
+    assert "new" not in [s.name for s in list_studies(config.storage)]
 
 
 def test_a_study_without_results_is_refused(tmp_path: Path) -> None:
