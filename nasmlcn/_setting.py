@@ -152,8 +152,11 @@ def setting(
     return field(default=default, metadata=metadata)
 
 
+TIME_UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
+"""Seconds in each unit a time is written in (``5ms``): a duration setting's, and a
+limit's on a time objective (``nasmlcn best --max latency=5ms``)."""
+
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(ms|s|us|µs|min)?\s*$")
-_SECONDS = {"s": 1.0, None: 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "min": 60.0}
 
 
 def parse_durations(config: Any, error: Callable[[str], Exception]) -> None:
@@ -171,7 +174,8 @@ def parse_durations(config: Any, error: Callable[[str], Exception]) -> None:
                 f"{option(item.name)} {value!r} is not a time; give a number and a unit, "
                 "e.g. 5ms or 0.005s (ms, s, us, min; a bare number is seconds)"
             )
-        object.__setattr__(config, item.name, float(match[1]) * _SECONDS[match[2]])
+        seconds = TIME_UNITS[match[2] or "s"]  # a bare number is seconds
+        object.__setattr__(config, item.name, float(match[1]) * seconds)
 
 
 def check_ranges(config: Any, error: Callable[[str], Exception]) -> None:

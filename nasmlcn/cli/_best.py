@@ -206,12 +206,12 @@ def _read(study: str | None, storage: str, top: int, choice: Choice) -> _Found:
     picked = pick(trials, loaded.directions, choice.how)
     retrained = retrained_by_trial(study_info(loaded))
     proposed = proposals(loaded)  # a model's repeats are shown with it, not as rows
+    # the pick is marked where the user asked to choose (--pick knee, or limits); else
+    # the first row is the pick, as it always was
+    asked = choice.how != "best" or bool(limits)
     rows = []
     for t in trials:
         row = summarize(t, names, retrained.get(t.number), proposed.get(t.number, 1)).to_dict()
-        # marked where the user asked to choose (--pick knee, or limits); else the
-        # first row is the pick, as it always was
-        asked = choice.how != "best" or bool(limits)
         rows.append({**row, "picked": t is picked and asked})
     config = study_info(loaded).get("config") or {}
     idle = not_learning(loaded)

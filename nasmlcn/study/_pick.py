@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn._setting import TIME_UNITS
 from nasmlcn.errors import SearchError, option
 from nasmlcn.study._front import R, best_of, candidates
 from nasmlcn.study._values import objective_signs
@@ -27,13 +28,12 @@ if TYPE_CHECKING:
 PICKS = ("best", "knee")
 """What ``--pick`` takes: the best by the first objective, or the front's knee."""
 
-_TIME = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
 _MEMORY = {"kib": 2**-10, "mib": 1.0, "gib": 2**10, "tib": 2**20, "kb": 1e3 / 2**20}
 _MEMORY |= {"mb": 1e6 / 2**20, "gb": 1e9 / 2**20, "tb": 1e12 / 2**20}
 _ENERGY = {"uj": 1e-3, "mj": 1.0, "j": 1e3}
 _COUNT = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
 UNITS_OF = {
-    "s": (_TIME, "a time, e.g. 5ms", "us, ms, s, min"),
+    "s": (TIME_UNITS, "a time, e.g. 5ms", "us, ms, s, min"),
     "MiB": (_MEMORY, "a size, e.g. 2GiB or 512MiB", "KiB, MiB, GiB, TiB, KB, MB, GB, TB"),
     "mJ": (_ENERGY, "an energy, e.g. 90mJ", "uJ, mJ, J"),
 }
