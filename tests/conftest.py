@@ -27,7 +27,13 @@ def pytest_configure(config: pytest.Config) -> None:
     and its OpenMP threads spin: two 2-thread trainings side by side took 29 s each
     here, with one thread each 10 s."""
     import os
+    import signal
 
+    # A shell without job control starts a background job (``pytest ... &``) with
+    # Ctrl-C ignored, and every process a test starts would inherit that: the tests
+    # that Ctrl-C a search or the dashboard waited out their timeouts and failed.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers < 2 or "OMP_NUM_THREADS" in os.environ:
         return
