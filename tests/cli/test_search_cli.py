@@ -498,3 +498,63 @@ def test_a_search_says_how_long_its_trials_will_take_before_the_first(tmp_path: 
         "-q",
     )
     assert json.loads(proxy.stdout)["forecast"] is None  # nothing trains
+
+
+def test_a_calibration_of_this_machine_forecasts_without_timing(tmp_path: Path) -> None:
+    """With a calibration of this host's CPU at the threads training has, for these
+    images, the forecast takes each drawn model's step from its whole-model fit
+    (here a flat 0.25 s a step) instead of timing; one measured with other threads
+    is not used."""
+    import socket
+
+    import torch
+
+    from nasmlcn.costs import CostContext, LaneSample, ModelSample, fit_calibration
+    from nasmlcn.specs import parse_lane, parse_lanes
+
+    def calibration(threads: int) -> Path:
+        path = tmp_path / f"calibration-{threads}.json"
+        fit_calibration(
+            [
+                LaneSample(parse_lane(x), 0.01 * (i + 1), 10**6)
+                for i, x in enumerate(("mlcn1:1x1", "mlcn2:2x2"))
+            ],
+            CostContext(batch_size=10),
+            device="cpu",
+            speed=1.0,
+            threads=threads,
+            model_samples=[
+                ModelSample(tuple(parse_lanes(m)), 0.25)
+                for m in ("mlcn1:1x1", "3*mlcn2:2x2", "8*mlcn1:1x3")
+            ],
+            created="2026-11-30T10:00:00Z",
+            hostname=socket.gethostname(),
+        ).save(path)
+        return path
+
+    command = (
+        *("search", "--dataset", "synthetic", "--devices", "1xK80", "--flops", "0.05x"),
+        *("--epochs", "1", "--train-limit", "100", "--val-limit", "50", "--batch-size", "10"),
+        *("--evaluator", "train", "--trials", "1", "--json", "-q"),
+    )
+    threads = torch.get_num_threads()
+    done = run_cli(
+        *command,
+        "--storage",
+        f"sqlite:///{tmp_path / 'a.db'}",
+        env={"NASMLCN_CALIBRATION": str(calibration(threads))},
+    )
+    assert done.returncode == 0, done.stderr
+    forecast = json.loads(done.stdout)["forecast"]
+    assert forecast["source"] == "the calibration of 2026-11-30"
+    assert forecast["step_seconds"] == pytest.approx(0.25, rel=1e-3)
+    # 1 epoch of 10 steps, 50 validation images at a third of a step's time each
+    per_epoch = 10 * 0.25 + 50 * (0.25 / 10) / 3
+    assert forecast["trial_seconds"] == pytest.approx(per_epoch + 1.5, rel=1e-3)
+    other = run_cli(
+        *command,
+        "--storage",
+        f"sqlite:///{tmp_path / 'b.db'}",
+        env={"NASMLCN_CALIBRATION": str(calibration(threads + 1))},
+    )
+    assert json.loads(other.stdout)["forecast"]["source"] == "timed steps of the space's models"

@@ -1,10 +1,13 @@
 """How long the search will take, said before its first trial.
 
-A short timing on the device the trials train on. Models are drawn from the search
+From this machine's calibration where there is one for the device the trials train
+on (``nasmlcn calibrate``: its whole-model step time, measured with as many threads
+and for the same images), else a short timing on that device. Models are drawn from the search
 space (seeded, so always the same ones: the first trials of a search are random
 ones); the two at the first and third quartile of training FLOPs are timed for a
 few training steps as training runs them (:func:`nasmlcn.measure.time_model_step`:
-fused lanes, both losses, Adam) at the search's batch size. A step's time is then a
+fused lanes, both losses, Adam) at the search's batch size (the calibration predicts
+each drawn model's step instead, and nothing is timed). A step's time is then a
 fixed part plus a part per FLOP (the line through the two timings: small models
 are bound by what a step pays whatever its size), averaged over the drawn models.
 A trial is its epochs of training steps over the training images it uses, the
@@ -19,6 +22,7 @@ milliseconds).
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import statistics
 from dataclasses import asdict, dataclass
@@ -26,6 +30,8 @@ from typing import Any
 
 from nasmlcn._text import counted
 from nasmlcn.search._types.setup import SearchSetup
+
+log = logging.getLogger(__name__)
 
 DRAWS = 16
 """Models drawn from the space: two are timed, all are averaged over."""
@@ -51,6 +57,7 @@ class Forecast:
     model: str  # the larger timed model
     step_seconds: float  # a training step at the search's batch size, averaged
     upper_bound: bool  # pruning is on: trials may stop early
+    source: str = "timed steps of the space's models"  # or "the calibration of DATE"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,7 +71,7 @@ class Forecast:
             f"predicted:{bound} about {_duration(self.trial_seconds)} a trial, "
             f"{_duration(self.total_seconds)} for the {counted(self.trials, 'trial')} left"
             f"{shared} on "
-            f"{self.device} (from timed steps of the space's models"
+            f"{self.device} (from {self.source}"
             + ("; pruning may stop trials earlier)" if self.upper_bound else ")")
         )
 
@@ -91,12 +98,17 @@ def forecast_search(setup: SearchSetup, trials_left: int, workers: int = 1) -> F
 
     device = resolve_device(parse_run_on(config.run_on)[0])
     ctx = setup.space_context.cost_context
-    low, high = drawn[len(drawn) // 4], drawn[(3 * len(drawn)) // 4]
-    timed = [(f, _step_seconds(lanes, ctx, str(device))) for f, lanes in (low, high)]
-    (f0, t0), (f1, t1) = timed
-    per_flop = max(0.0, (t1 - t0) / (f1 - f0)) if f1 > f0 else 0.0
-    fixed = max(0.0, t0 - per_flop * f0) if f1 > f0 else (t0 + t1) / 2
-    step = statistics.fmean(fixed + per_flop * f for f, _ in drawn)
+    high = drawn[(3 * len(drawn)) // 4]
+    calibration = calibration_for(setup, device.type)
+    if calibration is None:
+        step = _timed_step(drawn, ctx, str(device))
+        source = Forecast.source
+    else:
+        step = statistics.fmean(
+            calibration.model_local_seconds(lanes, ctx, head_lanes=len(lanes)) or 0.0
+            for _, lanes in drawn
+        )
+        source = f"the calibration of {calibration.created[:10] or 'unknown date'}"
     lanes = high[1]
     sizes = setup.dataset.split_sizes() or (config.train_limit or 0, config.val_limit or 0)
     train = config.train_limit or sizes[0]
@@ -116,7 +128,53 @@ def forecast_search(setup: SearchSetup, trials_left: int, workers: int = 1) -> F
         model=format_lane_mix(lanes),
         step_seconds=step,
         upper_bound=config.prune,
+        source=source,
     )
+
+
+def _timed_step(drawn: list[tuple[int, tuple[Any, ...]]], ctx: Any, device: str) -> float:
+    """The drawn models' mean step time, from the line through two of them timed."""
+    low, high = drawn[len(drawn) // 4], drawn[(3 * len(drawn)) // 4]
+    timed = [(f, _step_seconds(lanes, ctx, device)) for f, lanes in (low, high)]
+    (f0, t0), (f1, t1) = timed
+    per_flop = max(0.0, (t1 - t0) / (f1 - f0)) if f1 > f0 else 0.0
+    fixed = max(0.0, t0 - per_flop * f0) if f1 > f0 else (t0 + t1) / 2
+    return statistics.fmean(fixed + per_flop * f for f, _ in drawn)
+
+
+def calibration_for(setup: SearchSetup, device_type: str) -> Any:
+    """The calibration that predicts this search's steps, or None: the search's own
+    cost model's, else the default file's (``nasmlcn calibrate``), if it measured whole
+    models on this host's ``device_type`` with the threads training has now, for the
+    search's images (shape, classes, routing)."""
+    from nasmlcn.costs import CalibratedCostModel, Calibration, default_calibration_path
+    from nasmlcn.errors import CalibrationError
+
+    if isinstance(setup.cost_model, CalibratedCostModel):
+        calibration = setup.cost_model.calibration
+    else:
+        path = default_calibration_path()
+        if not path.is_file():
+            return None
+        try:
+            calibration = Calibration.load(path)
+        except CalibrationError as err:  # a broken file is calibrate's to report
+            log.debug("forecast: calibration not used: %s", err)
+            return None
+    import socket
+
+    import torch
+
+    ctx, ref = setup.space_context.cost_context, calibration.context
+    same = (
+        calibration.model_time_coefficients
+        and calibration.device_type == device_type
+        and calibration.hostname in ("", socket.gethostname())
+        and (device_type != "cpu" or calibration.threads == torch.get_num_threads())
+        and (ctx.input_shape, ctx.num_classes, ctx.routing, ctx.routing_iterations)
+        == (ref.input_shape, ref.num_classes, ref.routing, ref.routing_iterations)
+    )
+    return calibration if same else None
 
 
 @functools.lru_cache(maxsize=64)
