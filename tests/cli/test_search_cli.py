@@ -469,21 +469,27 @@ def test_a_search_says_how_long_its_trials_will_take_before_the_first(tmp_path: 
     storage = f"sqlite:///{tmp_path / 's.db'}"
     command = (
         *("search", "--dataset", "synthetic", "--devices", "1xK80", "--flops", "0.05x"),
-        *("--epochs", "1", "--train-limit", "100", "--val-limit", "50", "--batch-size", "10"),
+        *("--epochs", "1", "--train-limit", "50", "--val-limit", "50", "--batch-size", "10"),
         *("--storage", storage, "--run-on", "cpu"),
     )
     shown = run_cli(*command, "--trials", "1", "--study", "a")
     assert shown.returncode == 0, shown.stderr
     lines = shown.stderr.splitlines()
     (line,) = [x for x in lines if x.startswith("predicted: at most about ")]
-    assert "for the 1 trial left on cpu (from timed steps of the space's models" in line
+    # 5 training steps in all: one model timed, not two
+    assert "for the 1 trial left on cpu (from a timed step of one of the space's models" in line
     assert lines.index(line) < next(i for i, x in enumerate(lines) if x.startswith("trial 0"))
     data = json.loads(run_cli(*command, "--trials", "2", "--study", "a", "--json", "-q").stdout)
     forecast = data["forecast"]
     assert forecast["trials"] == 1  # the trials left
+    assert forecast["source"] == "a timed step of one of the space's models"
     assert forecast["device"] == "cpu"
     assert forecast["upper_bound"] is True  # pruning is on
     assert 0 < forecast["step_seconds"] < forecast["trial_seconds"] == forecast["total_seconds"]
+    longer = run_cli(*command, "--trials", "2", "--epochs", "2", "--study", "b", "--json", "-q")
+    forecast = json.loads(longer.stdout)["forecast"]  # 2 trials of 2 epochs of 5 steps
+    assert forecast["source"] == "timed steps of the space's models"  # two models timed
+    assert forecast["total_seconds"] == pytest.approx(2 * forecast["trial_seconds"])
     proxy = run_cli(
         "search",
         "--evaluator",
@@ -534,7 +540,7 @@ def test_a_calibration_of_this_machine_forecasts_without_timing(tmp_path: Path) 
 
     command = (
         *("search", "--dataset", "synthetic", "--devices", "1xK80", "--flops", "0.05x"),
-        *("--epochs", "1", "--train-limit", "100", "--val-limit", "50", "--batch-size", "10"),
+        *("--epochs", "1", "--train-limit", "50", "--val-limit", "50", "--batch-size", "10"),
         *("--evaluator", "train", "--trials", "1", "--json", "-q"),
     )
     threads = torch.get_num_threads()
@@ -548,8 +554,8 @@ def test_a_calibration_of_this_machine_forecasts_without_timing(tmp_path: Path) 
     forecast = json.loads(done.stdout)["forecast"]
     assert forecast["source"] == "the calibration of 2026-11-30"
     assert forecast["step_seconds"] == pytest.approx(0.25, rel=1e-3)
-    # 1 epoch of 10 steps, 50 validation images at a third of a step's time each
-    per_epoch = 10 * 0.25 + 50 * (0.25 / 10) / 3
+    # 1 epoch of 5 steps, 50 validation images at a third of a step's time each
+    per_epoch = 5 * 0.25 + 50 * (0.25 / 10) / 3
     assert forecast["trial_seconds"] == pytest.approx(per_epoch + 1.5, rel=1e-3)
     other = run_cli(
         *command,
@@ -557,4 +563,4 @@ def test_a_calibration_of_this_machine_forecasts_without_timing(tmp_path: Path) 
         f"sqlite:///{tmp_path / 'b.db'}",
         env={"NASMLCN_CALIBRATION": str(calibration(threads + 1))},
     )
-    assert json.loads(other.stdout)["forecast"]["source"] == "timed steps of the space's models"
+    assert json.loads(other.stdout)["forecast"]["source"].startswith("a timed step of one")

@@ -2,22 +2,23 @@
 
 From this machine's calibration where there is one for the device the trials train
 on (``nasmlcn calibrate``: its whole-model step time, measured with as many threads
-and for the same images), else a short timing on that device. Models are drawn from the search
-space (seeded, so always the same ones: the first trials of a search are random
-ones); the two at the first and third quartile of training FLOPs are timed for a
-few training steps as training runs them (:func:`nasmlcn.measure.time_model_step`:
-fused lanes, both losses, Adam) at the search's batch size (the calibration predicts
-each drawn model's step instead, and nothing is timed). A step's time is then a
-fixed part plus a part per FLOP (the line through the two timings: small models
-are bound by what a step pays whatever its size), averaged over the drawn models.
+and for the same images), else a short timing on that device. Models are drawn from
+the search space (seeded, so always the same ones: the first trials of a search are
+random ones). With a calibration, each drawn model's step is predicted and nothing
+is timed. Otherwise the two at the first and third quartile of training FLOPs are
+timed for a few training steps as training runs them
+(:func:`nasmlcn.measure.time_model_step`: fused lanes, both losses, Adam) at the
+search's batch size; a step's time is then a fixed part plus a part per FLOP (the
+line through the two timings: small models are bound by what a step pays whatever
+its size), averaged over the drawn models. A search of fewer than
+:data:`FEW_STEPS` training steps times one model instead.
 A trial is its epochs of training steps over the training images it uses, the
 validation passes (a forward pass costs about a third of a training step per image)
 and what a trial pays besides (building, measuring its inference, writing its
 files: :data:`TRIAL_OVERHEAD_S`). The whole search is that times the trials left,
 shared out over the workers. With pruning on it is an upper bound: a pruned trial
 stops early. Only the ``train`` evaluator's trials are forecast (the proxy's take
-milliseconds).
-"""
+milliseconds)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import functools
 import logging
 import math
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from nasmlcn._text import counted
@@ -40,6 +41,12 @@ TRIAL_OVERHEAD_S = 1.5
 """Seconds a trial spends outside its epochs on a CPU: building and placing the model,
 timing its inference after training, writing its checkpoint and record (measured:
 ``scripts/quickstart.sh``'s trials, 1.2 to 1.8 s)."""
+
+FEW_STEPS = 20
+"""Below this many training steps in all (the trials left, their epochs and batches),
+the forecast times one model (the median of the drawn models' FLOPs; a warm-up and a
+step) and scales it to the others by their FLOPs: timing two models (4 steps) would
+cost more than a fifth of the training it forecasts."""
 
 EVAL_SHARE = 1 / 3
 """A validation image's forward pass, as a share of a training step's time per image."""
@@ -98,23 +105,28 @@ def forecast_search(setup: SearchSetup, trials_left: int, workers: int = 1) -> F
 
     device = resolve_device(parse_run_on(config.run_on)[0])
     ctx = setup.space_context.cost_context
-    high = drawn[(3 * len(drawn)) // 4]
+    sizes = setup.dataset.split_sizes() or (config.train_limit or 0, config.val_limit or 0)
+    train = config.train_limit or sizes[0]
+    val = config.val_limit or sizes[1]
+    steps_per_epoch = math.ceil(train / config.batch_size)
+    if 0 < train < ctx.batch_size:  # each epoch is one batch of every training image
+        ctx = replace(ctx, batch_size=train)
     calibration = calibration_for(setup, device.type)
-    if calibration is None:
-        step = _timed_step(drawn, ctx, str(device))
-        source = Forecast.source
-    else:
+    if calibration is not None:
         step = statistics.fmean(
             calibration.model_local_seconds(lanes, ctx, head_lanes=len(lanes)) or 0.0
             for _, lanes in drawn
         )
         source = f"the calibration of {calibration.created[:10] or 'unknown date'}"
-    lanes = high[1]
-    sizes = setup.dataset.split_sizes() or (config.train_limit or 0, config.val_limit or 0)
-    train = config.train_limit or sizes[0]
-    val = config.val_limit or sizes[1]
-    per_epoch = math.ceil(train / config.batch_size) * step
-    per_epoch += val * (step / config.batch_size) * EVAL_SHARE
+    elif trials_left * config.epochs * steps_per_epoch < FEW_STEPS:
+        step = _one_timed_step(drawn, ctx, str(device))
+        source = "a timed step of one of the space's models"
+    else:
+        step = _timed_step(drawn, ctx, str(device))
+        source = Forecast.source
+    lanes = drawn[(3 * len(drawn)) // 4][1]
+    per_epoch = steps_per_epoch * step
+    per_epoch += val * (step / ctx.batch_size) * EVAL_SHARE
     trial = config.epochs * per_epoch + TRIAL_OVERHEAD_S
     total = trial * trials_left / max(1, workers)
     from nasmlcn.specs import format_lane_mix
@@ -130,6 +142,14 @@ def forecast_search(setup: SearchSetup, trials_left: int, workers: int = 1) -> F
         upper_bound=config.prune,
         source=source,
     )
+
+
+def _one_timed_step(drawn: list[tuple[int, tuple[Any, ...]]], ctx: Any, device: str) -> float:
+    """The drawn models' mean step time, from one timed step of the median one,
+    scaled to each by its FLOPs."""
+    flops, lanes = drawn[len(drawn) // 2]
+    seconds = _step_seconds(lanes, ctx, device)
+    return statistics.fmean(seconds * f / flops if flops else seconds for f, _ in drawn)
 
 
 def _timed_step(drawn: list[tuple[int, tuple[Any, ...]]], ctx: Any, device: str) -> float:
