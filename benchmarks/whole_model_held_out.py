@@ -223,4 +223,6 @@ def _print(result: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from nasmlcn.reproduce.engines.common import exit_with
+
+    exit_with(main())
