@@ -15,7 +15,6 @@ import pytest
 
 from nasmlcn._toml import check_keys, read_toml
 from nasmlcn.costs import Calibration, CostContext, LaneSample
-from nasmlcn.costs._features import MEMORY_FEATURES, TIME_FEATURES
 from nasmlcn.errors import CalibrationError, DeviceError, NasmlcnError, SearchError
 from nasmlcn.hardware import read_catalog_file
 from nasmlcn.reproduce import all_recipes, find_recipe
@@ -37,8 +36,8 @@ def _calibration_json() -> str:
         speed=0.15,
         context=CostContext(batch_size=100),
         threads=2,
-        time_coefficients=(1.0,) * len(TIME_FEATURES),
-        memory_coefficients=(1.0,) * len(MEMORY_FEATURES),
+        time_coefficients=(1.0,) * len(Calibration.time_features),  # one per feature
+        memory_coefficients=(1.0,) * len(Calibration.memory_features),
         samples=(LaneSample(LaneSpec("mlcn1", 1, 1), 0.01, 10**6),),
     )
     return calibration.to_json()

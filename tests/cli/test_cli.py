@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from nasmlcn import __version__
+import nasmlcn
+from nasmlcn import SearchConfig
 from nasmlcn.specs import MLCNSpec, save_arch
 from tests.conftest import run_cli, run_cli_subprocess
 
@@ -16,7 +17,7 @@ from tests.conftest import run_cli, run_cli_subprocess
 def test_version_and_help() -> None:
     version = run_cli("--version")
     assert version.returncode == 0
-    assert version.stdout.strip() == f"nasmlcn {__version__}"
+    assert version.stdout.strip() == f"nasmlcn {nasmlcn.__version__}"
     helped = run_cli_subprocess("--help")  # python -m nasmlcn itself, end to end
     assert helped.stderr == ""
     assert helped.returncode == 0
@@ -231,10 +232,11 @@ def test_debug_tracebacks_mask_passwords(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import nasmlcn.cli
-    from nasmlcn._storage_url import redact_url
 
     url = "postgresql://user:pw-debug-0451@db.example/nas"
-    redact_url(url)  # as every command does with --storage: the password is now known
+    # a search's config shows its storage redacted, as every command does with
+    # --storage: the password is now known
+    assert SearchConfig(storage=url).to_dict()["storage"] == "postgresql://user:***@db.example/nas"
 
     class Failing:
         def main(self, **_: object) -> None:

@@ -5,36 +5,35 @@ command is called with the dataclass made from the values given."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import typing
 from pathlib import Path
 
+import click
 import pytest
 import typer
 import typer.main
 from typer.testing import CliRunner
 
 from nasmlcn.cli import app
-from nasmlcn.cli._calibrate import CalibrateOptions
 from nasmlcn.cli._command_options import option, takes
-from nasmlcn.cli._evaluate import EvaluateOptions
-from nasmlcn.cli._plan import PlanOptions
-from nasmlcn.cli._remove_lanes import RemoveLanesOptions
-from nasmlcn.cli._retrain import RetrainCommandOptions
-from nasmlcn.cli._train_options import TrainOptions
 
-COMMANDS: dict[str, type] = {
-    "train": TrainOptions,
-    "retrain": RetrainCommandOptions,
-    "calibrate": CalibrateOptions,
-    "remove-lanes": RemoveLanesOptions,
-    "plan": PlanOptions,
-    "evaluate": EvaluateOptions,
-}
+COMMANDS = ("train", "retrain", "calibrate", "remove-lanes", "plan", "evaluate")
+"""Commands of ``nasmlcn`` made with :func:`takes`: each is a function of one dataclass."""
+
+
+def options_class(command: click.Command) -> type:
+    """The dataclass the command's function takes (its one ``options`` parameter)."""
+    assert command.callback is not None
+    taken = typing.get_type_hints(inspect.unwrap(command.callback))["options"]
+    assert dataclasses.is_dataclass(taken), taken
+    return typing.cast(type, taken)
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_a_command_s_options_are_its_dataclass_fields(name: str) -> None:
     command = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
-    fields = dataclasses.fields(COMMANDS[name])
+    fields = dataclasses.fields(options_class(command))
     params = [p for p in command.params if p.name != "help"]
     assert [p.name for p in params] == [f.name for f in fields]
     for param, item in zip(params, fields, strict=True):

@@ -21,7 +21,7 @@ import pytest
 
 from nasmlcn.dashboard import common_device, format_measured, metric_heading
 from nasmlcn.measure import InferenceTiming, time_inference
-from nasmlcn.study import load_existing_study
+from nasmlcn.study import load_existing_study, trial_id_of
 from tests.conftest import run_cli
 
 SPREAD = re.compile(r"\d[\d.]* ms \(IQR [\d.]+-[\d.]+ ms\)")
@@ -125,8 +125,10 @@ def test_best_keeps_predicted_and_measured_apart(searched: _Searched) -> None:
 def test_dashboard_report_note_and_csv_name_the_devices(
     searched: _Searched, tmp_path: Path
 ) -> None:
+    import optuna
+    import optuna_dashboard
+
     from nasmlcn.dashboard import export_study
-    from nasmlcn.dashboard._notes import trial_note
 
     study = load_existing_study(None, searched.storage)
     export_study(study, tmp_path, ("html", "csv"))
@@ -147,7 +149,9 @@ def test_dashboard_report_note_and_csv_name_the_devices(
         row["training:measured_inference_p75_s"]
     )
 
-    note = trial_note(study.trials[0], ["accuracy", "inference_latency_s", "latency_s"])
+    # the note the search stored for the dashboard (nasmlcn search writes one per trial)
+    assert study.metric_names == ["accuracy", "inference_latency_s", "latency_s"]
+    note = optuna_dashboard.get_note(optuna.trial.Trial(study, trial_id_of(study.trials[0])))
     assert "on the devices below" in note  # the placement's predictions
     measured = next(line for line in note.splitlines() if line.startswith("measured on cpu"))
     assert "(where it trained)" in measured

@@ -18,7 +18,6 @@ import typer.main
 from typer.testing import CliRunner
 
 from nasmlcn.cli import app
-from nasmlcn.cli._search import search
 from nasmlcn.errors import SearchError
 from nasmlcn.search import SearchConfig
 
@@ -30,6 +29,8 @@ CONTEXT_FLAGS = {"halving_rate": ["--pruner", "halving", "--epochs", "3"]}
 
 def _numeric() -> list[str]:
     """The search command's options that take a number."""
+    command = typer.main.get_command(app).commands["search"]  # type: ignore[attr-defined]
+    search = inspect.unwrap(command.callback)  # the function whose parameters are the options
     hints = typing.get_type_hints(search)
     return [
         name

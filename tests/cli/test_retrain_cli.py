@@ -46,12 +46,12 @@ def retrained(storage: str, tmp_path_factory: pytest.TempPathFactory) -> dict[st
 
 
 def test_retrain_top_2_is_stored_where_best_correlate_export_and_the_note_show_it(
-    storage: str, retrained: dict[str, Any]
+    storage: str, retrained: dict[str, Any], tmp_path: Path
 ) -> None:
-    from nasmlcn.dashboard import extract_report
-    from nasmlcn.dashboard._notes import read_note
-    from nasmlcn.dashboard._report import render_report
-    from nasmlcn.study import TrialRecord, load_existing_study, storage_of, study_id_of
+    import optuna_dashboard
+
+    from nasmlcn.dashboard import export_study
+    from nasmlcn.study import TrialRecord, load_existing_study
 
     out, models = retrained["out"], retrained["models"]
     study = load_existing_study("s", storage)
@@ -93,13 +93,12 @@ def test_retrain_top_2_is_stored_where_best_correlate_export_and_the_note_show_i
     assert [e["epoch"] for e in correlate["retrained"]["epochs"]] == [1, 2]
 
     # the HTML report's section (what `nasmlcn export` renders into report.html)
-    page = render_report(extract_report(study, importances=False), {}, [], plotly_js="")
+    export_study(study, tmp_path / "export", ("html",))
+    page = (tmp_path / "export" / "report.html").read_text()
     section = page[page.index('<section id="retrained">') :]
     assert all(f"<td>{a:.4f}</td>" in section for a in tested.values())
 
-    system = storage_of(study)
-    attrs = getattr(system, "_backend", system).get_study_system_attrs(study_id_of(study))
-    note = read_note(attrs, None)[1]
+    note = optuna_dashboard.get_note(study)  # the study note, as the dashboard reads it
     assert "Retrained (`nasmlcn retrain`)" in note
     assert all(f"| {n} |" in note for n in tested)
 
@@ -180,22 +179,21 @@ def test_seed_trains_another_model_beside_the_default_one(
     assert "--seed" in refused.stderr
 
     # one model per trial in the correlation (the search's seed); every seed in the tables
-    from nasmlcn.dashboard import extract_report
-    from nasmlcn.dashboard._notes import read_note
-    from nasmlcn.dashboard._report import render_report
-    from nasmlcn.study import load_existing_study, storage_of, study_id_of
+    import optuna_dashboard
+
+    from nasmlcn.dashboard import export_study
+    from nasmlcn.study import load_existing_study
 
     correlate = json.loads(_ok(run_cli("correlate", "--storage", storage, "--json")).stdout)
     assert correlate["retrained"]["trials"] == 2
     study = load_existing_study("s", storage)
-    page = render_report(extract_report(study, importances=False), {}, [], plotly_js="")
+    export_study(study, tmp_path / "export", ("html",))
+    page = (tmp_path / "export" / "report.html").read_text()
     section = page[page.index('<section id="retrained">') :]
     assert "<th>seed</th>" in section
     assert "<tr><td>1</td><td>2</td>" in section  # epoch 1 over 2 trials, not 3 models
     assert f"<td>{model['test_accuracy']:.4f}</td>" in section
-    system = storage_of(study)
-    attrs = getattr(system, "_backend", system).get_study_system_attrs(study_id_of(study))
-    note = read_note(attrs, None)[1]
+    note = optuna_dashboard.get_note(study)
     assert f"| {model['number']} | synthetic | 11 |" in note
     assert f"| {model['number']} | synthetic | 10 |" in note
 

@@ -84,14 +84,13 @@ def test_figures_draw_the_tables_units_and_their_subtitles_fit(storage: str) -> 
     """The Pareto front's axes are in ms and MiB, as the tables are; the
     hypervolume figure's subtitle is wrapped (it ran off the PNG's edge) and
     names its reference point in those units."""
-    from nasmlcn.dashboard import extract_report
-    from nasmlcn.dashboard._figures._front import plot_hypervolume, plot_pareto_front
+    from nasmlcn.dashboard import build_figures, extract_report
     from nasmlcn.dashboard._figures._style import SUBTITLE_CHARS
     from nasmlcn.study import load_existing_study
 
     data = extract_report(load_existing_study("s", storage), importances=False)
-    front = plot_pareto_front(data, False)
-    assert front is not None
+    figures = build_figures(data, ["pareto_front", "hypervolume_history"])  # as the report's
+    front = figures["pareto_front"]
     titles = {axis.title.text for axis in (*front.select_xaxes(), *front.select_yaxes())}
     assert {"latency (ms) ↓", "memory (MiB) ↓", "accuracy (proxy) ↑"} <= titles
     models = {r.number: r for r in data.study.models}
@@ -101,8 +100,7 @@ def test_figures_draw_the_tables_units_and_their_subtitles_fit(storage: str) -> 
         row = models[int(label.split()[0].lstrip("#"))]
         assert row.values is not None
         assert (x, y) == pytest.approx((row.values[0], row.values[1] * 1e3))
-    hv = plot_hypervolume(data, False)
-    assert hv is not None
+    hv = figures["hypervolume_history"]
     subtitle = hv.layout.title.text.split("<sup>", 1)[1].removesuffix("</sup>")
     lines = subtitle.split("<br>")
     assert len(lines) > 1

@@ -14,15 +14,14 @@ from tests.conftest import ROOT, run_cli
 
 def _calibration(path: Path) -> Path:
     from nasmlcn.costs import Calibration, CostContext
-    from nasmlcn.costs._features import MEMORY_FEATURES, TIME_FEATURES
 
     data = Calibration(
         device="cpu",
         speed=0.15,
         context=CostContext(),
         threads=2,
-        time_coefficients=(1e-9,) * len(TIME_FEATURES),
-        memory_coefficients=(1.0,) * len(MEMORY_FEATURES),
+        time_coefficients=(1e-9,) * len(Calibration.time_features),  # one per feature
+        memory_coefficients=(1.0,) * len(Calibration.memory_features),
     ).to_dict()
     data["context"]["batch_sise"] = data["context"].pop("batch_size")
     path.write_text(json.dumps(data))

@@ -113,6 +113,8 @@ def one_generation(tmp_path_factory: pytest.TempPathFactory) -> ReportData:
 STUDIES = ["multi", "single", "one_generation"]
 DASHBOARD_CELL_WIDTH = 560
 """About the width of a half-width cell of optuna-dashboard, in pixels."""
+EXPORT_WIDTH = 1000
+"""The width of the PNG/SVG exports in pixels (``export_study``'s ``scale`` 1)."""
 
 
 def _figures(request: pytest.FixtureRequest, study: str, compact: bool) -> dict[str, go.Figure]:
@@ -202,9 +204,7 @@ def test_panel_titles_and_axes_do_not_collide(
     """A panel's title stands clear of the tick labels of the panel above it (40
     pixels: a title line and a line of tick labels), and side-by-side panels leave
     room for the right one's tick labels and axis title (60 pixels)."""
-    from nasmlcn.dashboard._figures import WIDTH
-
-    width = DASHBOARD_CELL_WIDTH if compact else WIDTH
+    width = DASHBOARD_CELL_WIDTH if compact else EXPORT_WIDTH
     for name, fig in _figures(request, study, compact).items():
         plot_width, plot_height = _plot_size(fig, width)
         ydomains = [tuple(a["domain"]) for _, a in _axes(fig, "y") if "domain" in a]

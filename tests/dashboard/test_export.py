@@ -10,8 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from nasmlcn.dashboard import ExportError, export_study, figure_specs, parse_formats
-from nasmlcn.dashboard._export import default_out_dir
+from nasmlcn.dashboard import (
+    ExportError,
+    default_out_dir,
+    export_study,
+    figure_specs,
+    parse_formats,
+)
 from tests.conftest import ROOT, run_cli
 from tests.dashboard.conftest import Made
 

@@ -15,6 +15,7 @@ from nasmlcn.dashboard import (
     StudyData,
     TrialRow,
     best_rows,
+    build_figures,
     extract_report,
     extract_study,
     hypervolume_history,
@@ -232,10 +233,7 @@ def test_the_front_figure_counts_complete_trials_as_the_tables_do(pareto_study: 
     original's point, is counted apart."""
     from optuna.trial import TrialState
 
-    from nasmlcn.dashboard._figures._front import plot_pareto_front
-
     study = pareto_study.load()
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    fig = plot_pareto_front(extract_report(study), False)
-    assert fig is not None
+    fig = build_figures(extract_report(study), ["pareto_front"])["pareto_front"]
     assert f"{len(complete)} complete trials" in fig.layout.title.text

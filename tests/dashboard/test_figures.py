@@ -62,20 +62,20 @@ def test_the_study_note_shows_no_html_and_replaces_an_old_one(tmp_path: Path) ->
     every study note. Today's mark is a sentence; notes with the old one are still
     nasmlcn's and get replaced, a user's own note is kept."""
     import optuna
+    import optuna_dashboard
 
     from nasmlcn.dashboard import refresh_study
-    from nasmlcn.dashboard._notes import STUDY_NOTE_MARK, read_note, write_note
-    from nasmlcn.study import storage_of, study_id_of
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(storage=f"sqlite:///{tmp_path / 's.db'}", study_name="s")
     study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=2)
-    storage, study_id = storage_of(study), study_id_of(study)
-    write_note(storage, study_id, None, "<!-- nasmlcn study note -->\n### s\nold\n")
+    optuna_dashboard.save_note(study, "<!-- nasmlcn study note -->\n### s\nold\n")
     refresh_study(study, notes="none")
-    _, body, _ = read_note(storage.get_study_system_attrs(study_id), None)
-    assert body.startswith(STUDY_NOTE_MARK)
+    body = optuna_dashboard.get_note(study)
+    assert body.startswith(
+        "*Written by nasmlcn after every run; delete this line to keep your edits.*"
+    )
     assert "<" not in body  # no HTML a Markdown viewer shows as text
-    write_note(storage, study_id, None, "my own note", version=5)
+    optuna_dashboard.save_note(study, "my own note")
     refresh_study(study, notes="none")
-    assert read_note(storage.get_study_system_attrs(study_id), None)[1] == "my own note"
+    assert optuna_dashboard.get_note(study) == "my own note"

@@ -5,6 +5,7 @@ validation and test (recorded with the run), and ``nasmlcn train``, ``search``,
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,17 +14,34 @@ import pytest
 import torch
 
 import nasmlcn.cli
-from nasmlcn.data import DATASETS, DataSplits, RawData, make_splits
-from nasmlcn.data._normalize import CIFAR10_NORMALIZATION, SVHN_NORMALIZATION
+from nasmlcn.data import DATASETS, DataSplits, Normalization, RawData, make_splits
 from nasmlcn.models import CapsuleLoss, build_model, count_parameters
 from nasmlcn.search import summarize
 from nasmlcn.specs import MLCNSpec, save_arch
-from nasmlcn.training import RunOptions, TrainConfig, _step, evaluate, load_checkpoint
-from nasmlcn.training._trainer import train_epochs
+from nasmlcn.training import (
+    InMemoryJob,
+    RunOptions,
+    TrainConfig,
+    _step,
+    evaluate,
+    load_checkpoint,
+    train,
+)
 from tests.conftest import run_cli
 from tests.data._files import trust_generated_files, write_cifar10, write_svhn
 
 COLOUR = (3, 32, 32)
+
+
+def _declared(dataset: str) -> Normalization:
+    """The per-channel normalisation ``dataset`` declares (its registry entry's)."""
+    normalization = DATASETS.get(dataset).normalization
+    assert normalization is not None
+    return normalization
+
+
+CIFAR10_NORMALIZATION = _declared("cifar10")
+SVHN_NORMALIZATION = _declared("svhn")
 
 
 def _colour_splits() -> tuple[MLCNSpec, DataSplits]:
@@ -34,6 +52,17 @@ def _colour_splits() -> tuple[MLCNSpec, DataSplits]:
     splits = make_splits(raw, val_fraction=0.25, normalization=CIFAR10_NORMALIZATION)
     spec = MLCNSpec.from_lanes("mlcn2:1x1", input_shape=COLOUR, num_classes=10)
     return spec, splits
+
+
+def _watched(inputs: list[torch.Tensor]) -> Callable[[torch.nn.Module], torch.nn.Module]:
+    """An ``InMemoryJob``'s ``place``: the model as built, each input it is given
+    appended to ``inputs``."""
+
+    def place(model: torch.nn.Module) -> torch.nn.Module:
+        model.register_forward_pre_hook(lambda _m, args: inputs.append(args[0].detach().clone()))
+        return model
+
+    return place
 
 
 def test_models_get_normalised_images_and_reconstruct_the_plain_ones(
@@ -55,12 +84,10 @@ def test_models_get_normalised_images_and_reconstruct_the_plain_ones(
         return loss(lengths, reconstruction, images, labels, weight)
 
     monkeypatch.setattr(_step, "capsule_loss", spy)  # every step computes its loss there
-    torch.manual_seed(0)
-    model = build_model(spec)
-    model.register_forward_pre_hook(lambda _m, args: inputs.append(args[0].detach().clone()))
     config = TrainConfig(epochs=1, batch_size=10, eval_batch_size=10, augment="crop-flip")
     checkpoint = tmp_path / "checkpoint.pt"
-    train_epochs(model, spec, splits, config, options=RunOptions(checkpoint_path=checkpoint))
+    options = RunOptions(checkpoint_path=checkpoint, test=False)
+    model = train(InMemoryJob(spec, splits, config, options, place=_watched(inputs))).module
     evaluate(model, splits.test, batch_size=10)
     assert len(seen) == 3 + 1 + 1  # 3 training, 1 validation, 1 test batch
     for model_input, target in seen:
@@ -83,10 +110,8 @@ def test_grey_sets_are_trained_on_plain_images_as_before(monkeypatch: pytest.Mon
     splits = load_splits("synthetic", train_limit=20, val_limit=10)
     spec = MLCNSpec.from_lanes("mlcn2:1x1")
     inputs: list[torch.Tensor] = []
-    torch.manual_seed(0)
-    model = build_model(spec)
-    model.register_forward_pre_hook(lambda _m, args: inputs.append(args[0].detach().clone()))
-    train_epochs(model, spec, splits, TrainConfig(epochs=1, batch_size=10, eval_batch_size=10))
+    config = TrainConfig(epochs=1, batch_size=10, eval_batch_size=10)
+    train(InMemoryJob(spec, splits, config, RunOptions(test=False), place=_watched(inputs)))
     assert torch.equal(inputs[-1], splits.val.images.float() / 255)
 
 

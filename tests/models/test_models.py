@@ -249,16 +249,23 @@ def test_mlcn2_executes_its_first_two_layers_folded() -> None:
     )
 
 
-def test_glorot_vote_init_draws_the_reference_code_s_bound() -> None:
-    from nasmlcn.models._lane import init_scale, vote_weights
-
+def _vote_weights(vote_init: str) -> torch.Tensor:
+    """The vote weights of a built mlcn2-ref:4x1 lane: 648 primary capsules' votes
+    (16-dimensional) for 10 classes."""
     torch.manual_seed(0)
-    glorot = vote_weights((648, 16, 10), 648, "glorot")  # an mlcn2-ref:4x1 lane
+    model = build_model(MLCNSpec.from_lanes("mlcn2-ref:4x1", vote_init=vote_init))
+    votes = dict(model.named_parameters())["lanes.stacks.0.params.0"].detach()
+    assert votes.shape == (1, 648, 16, 10)
+    return votes
+
+
+def test_glorot_vote_init_draws_the_reference_code_s_bound() -> None:
+    glorot = _vote_weights("glorot")
     bound = (6 / ((10 + 16) * 648)) ** 0.5
     assert glorot.abs().max() <= bound
     assert glorot.abs().max() > 0.99 * bound
     assert glorot.std().item() == pytest.approx(bound / 3**0.5, rel=0.02)  # 0.011
-    scaled = vote_weights((648, 16, 10), 648, "scaled")
-    assert scaled.std().item() == pytest.approx(init_scale(648), rel=0.02)  # 0.039
+    scaled = _vote_weights("scaled")  # votes of unit-order length: std 1/sqrt(inputs)
+    assert scaled.std().item() == pytest.approx(648**-0.5, rel=0.02)  # 0.039
     model = build_model(create_arch("mlcn-tiny", vote_init="glorot"))
     assert torch.isfinite(model(torch.rand(2, 1, 28, 28)).lengths).all()

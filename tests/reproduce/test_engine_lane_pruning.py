@@ -36,12 +36,12 @@ def test_both_curves_and_a_rerun_that_only_tests(
         == (curves["dropout (0.1)"]["steps"][2]["accuracy"])
     )
     # without plotly (a bare GPU image) the figure is lost, the measurements are not
-    import nasmlcn.runs._lane_removal_figure as figure_module
+    import nasmlcn.runs
 
     def no_plotly(*_args: object, **_kwargs: object) -> list[Path]:
         raise ImportError("No module named 'plotly'")
 
-    monkeypatch.setattr(figure_module, "write_lane_removal_figure", no_plotly)
+    monkeypatch.setattr(nasmlcn.runs, "write_lane_removal_figure", no_plotly)
     bare, stderr = run_json(script, capsys, *args)
     assert "no lane-pruning figure: No module named 'plotly'" in stderr
     assert bare["files"] == []

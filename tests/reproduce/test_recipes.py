@@ -14,9 +14,9 @@ import tomllib
 
 from nasmlcn.errors import ReproduceError, SearchError
 from nasmlcn.reproduce import SCALES, all_recipes, engines_dir, find_recipe, studies_dir
-from nasmlcn.reproduce._recipe import recipe_from_mapping
 from nasmlcn.search import load_search_recipe
 from tests.conftest import ROOT, run_cli
+from tests.reproduce._toml import recipe_file
 
 SEED_RESULTS = {
     "thesis-table4.1": ("thesis", "Table 4.1"),
@@ -152,7 +152,7 @@ def test_a_bad_recipe_is_a_one_line_error_naming_the_key(
     tmp_path: Path, data: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ReproduceError) as err:
-        recipe_from_mapping(data, tmp_path / "mine.toml")
+        recipe_file(data, tmp_path / "mine.toml")
     assert message in str(err.value)
     assert "mine.toml" in str(err.value)
     assert "\n" not in str(err.value)
@@ -163,29 +163,29 @@ def test_a_bad_scale_table_is_refused(tmp_path: Path) -> None:
     scales = data["reproduce"]["scales"]
     scales["smoke"] = {**scales["smoke"], "minuts_here": 1}
     with pytest.raises(ReproduceError, match="unknown key 'minuts_here'"):
-        recipe_from_mapping(data, tmp_path / "x.toml")
+        recipe_file(data, tmp_path / "x.toml")
     scales["smoke"] = {"args": ["{outdir}"], "minutes_here": 1, "minutes_gpu": 1, "differs": "d"}
     with pytest.raises(ReproduceError, match=r"unknown placeholder \{outdir\}"):
-        recipe_from_mapping(data, tmp_path / "x.toml")
+        recipe_file(data, tmp_path / "x.toml")
     scales["smoke"] = {"args": [], "runs": {}, "minutes_here": 1, "minutes_gpu": 1, "differs": "d"}
     with pytest.raises(ReproduceError, match=r"args \(one run\) or runs \(several\), not both"):
-        recipe_from_mapping(data, tmp_path / "x.toml")
+        recipe_file(data, tmp_path / "x.toml")
     scales["smoke"] = {"args": [], "minutes_here": 0, "minutes_gpu": 1, "differs": "d"}
     with pytest.raises(ReproduceError, match="minutes_here must be a number of minutes > 0"):
-        recipe_from_mapping(data, tmp_path / "x.toml")
+        recipe_file(data, tmp_path / "x.toml")
     scales["smoke"] = {"args": [], "minutes_here": 1, "minutes_gpu": 1, "differs": "d"}
-    assert not recipe_from_mapping(data, tmp_path / "x.toml").scales["smoke"].gpu_measured
+    assert not recipe_file(data, tmp_path / "x.toml").scales["smoke"].gpu_measured
     scales["smoke"]["gpu_measured"] = "yes"
     with pytest.raises(ReproduceError, match="gpu_measured must be true or false, got 'yes'"):
-        recipe_from_mapping(data, tmp_path / "x.toml")
+        recipe_file(data, tmp_path / "x.toml")
     scales["smoke"]["gpu_measured"] = True
-    assert recipe_from_mapping(data, tmp_path / "x.toml").scales["smoke"].gpu_measured
+    assert recipe_file(data, tmp_path / "x.toml").scales["smoke"].gpu_measured
 
 
 def test_search_options_belong_to_search_recipes(tmp_path: Path) -> None:
     data = {"trials": 3, **_minimal()}
     with pytest.raises(ReproduceError, match="'trials' is a search option, but engine is"):
-        recipe_from_mapping(data, tmp_path / "x.toml")
+        recipe_file(data, tmp_path / "x.toml")
 
 
 def test_an_unknown_result_suggests_the_closest(tmp_path: Path) -> None:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nasmlcn.errors import ReproduceError
 from nasmlcn.reproduce import Recipe, compare, verdict
-from nasmlcn.reproduce._recipe import recipe_from_mapping
+from tests.reproduce._toml import recipe_file
 
 SCALE = {"args": [], "minutes_here": 1, "minutes_gpu": 1, "differs": "3 epochs, not 20"}
 
@@ -26,7 +25,7 @@ def _recipe(*entries: dict[str, Any]) -> Recipe:
             "compare": [{"label": "x", "source": "Table 4.1", **e} for e in entries],
         }
     }
-    return recipe_from_mapping(data, Path("r.toml"))
+    return recipe_file(data)
 
 
 def _verdict(recipe: Recipe, data: Any, scale: str = "reduced") -> tuple[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import torch
@@ -12,6 +13,9 @@ import torch
 from nasmlcn.models import build_model
 from nasmlcn.specs import ArchSpec, MLCNSpec, save_arch
 from nasmlcn.training import TrainConfig, TrainJob, save_checkpoint, train
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 TINY_MLCN = "mlcn1:1x1,mlcn2:1x1"
 
@@ -58,3 +62,21 @@ def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
     )
     return out
+
+
+def html_figure(page: Path) -> go.Figure:
+    """The figure a page written by plotly's ``write_html`` draws: its
+    ``Plotly.newPlot`` call's traces and layout, as a user's browser gets them."""
+    import plotly.graph_objects as go
+
+    text = page.read_text()
+    decoder = json.JSONDecoder()
+    at = text.index("Plotly.newPlot(") + len("Plotly.newPlot(")
+    arguments = []
+    for _ in range(3):  # the element's id, the traces, the layout
+        while text[at] in " \t\n,":
+            at += 1
+        value, at = decoder.raw_decode(text, at)
+        arguments.append(value)
+    _, data, layout = arguments
+    return go.Figure(data=data, layout=layout)

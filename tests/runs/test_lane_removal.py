@@ -14,19 +14,24 @@ import torch
 from nasmlcn.data import load_splits
 from nasmlcn.errors import CheckpointError, SpecError
 from nasmlcn.models import MLCN, build_model
-from nasmlcn.runs import InferenceSettings, evaluate_run, load_run, write_lane_removal_figure
+from nasmlcn.runs import (
+    InferenceSettings,
+    evaluate_run,
+    load_run,
+    remove_lanes,
+    save_without_lanes,
+    write_lane_removal_figure,
+)
 from nasmlcn.runs._lane_removal import (
     lane_importance,
     removal_order,
-    remove_lanes,
-    save_without_lanes,
     select_lanes,
     subset_accuracy,
 )
 from nasmlcn.specs import MLCNSpec, create_arch
 from nasmlcn.training import TrainConfig, TrainJob, evaluate, train
 from tests.conftest import run_cli
-from tests.runs.conftest import write_run
+from tests.runs.conftest import html_figure, write_run
 
 FAST = InferenceSettings(batch=4, passes=2, warmup=1)
 
@@ -217,9 +222,7 @@ def test_cli_prune_json_figure_and_kept_model(three_lane_run: Path, tmp_path: Pa
 def test_figure_draws_one_curve_per_run_in_each_panel(three_lane_run: Path, tmp_path: Path) -> None:
     report = remove_lanes(load_run(three_lane_run), val_limit=50, device="cpu", inference=FAST)
     (html,) = write_lane_removal_figure({"a": report, "b": report}, tmp_path, png=False)
-    from nasmlcn.runs._lane_removal_figure import lane_removal_figure
-
-    fig = lane_removal_figure({"a": report, "b": report})
+    fig = html_figure(html)
     assert [t.name for t in fig.data] == ["a", "a", "b", "b"]
     assert list(fig.data[1].y) == [s.speedup for s in report.steps]
     assert html.name == "lane_pruning.html"

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nasmlcn.runs import InferenceSettings, load_run, remove_lanes
-from nasmlcn.runs._lane_removal_figure import lane_removal_figure
+from nasmlcn.runs import InferenceSettings, load_run, remove_lanes, write_lane_removal_figure
 from nasmlcn.specs import MLCNSpec
-from tests.runs.conftest import write_run
+from tests.runs.conftest import html_figure, write_run
 
 
 def test_the_axes_stay_inside_what_accuracy_and_speedup_can_be(tmp_path: Path) -> None:
@@ -20,7 +19,8 @@ def test_the_axes_stay_inside_what_accuracy_and_speedup_can_be(tmp_path: Path) -
         device="cpu",
         inference=InferenceSettings(batch=4, passes=2, warmup=1),
     )
-    fig = lane_removal_figure({"untrained": report})
+    (page,) = write_lane_removal_figure({"untrained": report}, tmp_path / "figure", png=False)
+    fig = html_figure(page)
     accuracies = [s.accuracy for s in report.steps]
     low, high = fig.layout.yaxis.range
     assert 0.0 <= low <= min(accuracies)

@@ -9,7 +9,6 @@ from optuna.trial import TrialState
 
 from nasmlcn.errors import SearchError
 from nasmlcn.search import PRUNERS, FinishedTrial, HalvingPruner, SearchConfig, run_search
-from nasmlcn.search._pruners.halving import halving_rungs
 from nasmlcn.study import load_existing_study
 
 
@@ -20,7 +19,6 @@ from nasmlcn.study import load_existing_study
 def test_rungs_are_powers_of_the_rate_below_the_last_epoch(
     epochs: int, rate: int, rungs: list[int]
 ) -> None:
-    assert halving_rungs(epochs, rate) == rungs
     assert HalvingPruner(epochs, rate).rungs == rungs
 
 

@@ -209,7 +209,7 @@ def _cli_args(config: SearchConfig) -> list[str]:
 def _twin_study(tmp_path: Path, grace: int = 60) -> tuple[optuna.Study, optuna.Trial]:
     """A study whose trial 0 is RUNNING (another worker's, which recorded one
     heartbeat) and trains model k1; stale after ``grace`` seconds."""
-    from nasmlcn._optuna_compat import record_heartbeat, storage_of, trial_id_of
+    from nasmlcn.study import trial_id_of
 
     storage = optuna.storages.RDBStorage(
         f"sqlite:///{tmp_path / 't.db'}", heartbeat_interval=1, grace_period=grace
@@ -217,7 +217,7 @@ def _twin_study(tmp_path: Path, grace: int = 60) -> tuple[optuna.Study, optuna.T
     study = optuna.create_study(storage=storage, study_name="t")
     twin = study.ask()
     twin.set_user_attr("model_key", "k1")
-    record_heartbeat(storage_of(study), trial_id_of(twin))
+    storage.record_heartbeat(trial_id_of(twin))
     return study, twin
 
 

@@ -33,8 +33,10 @@ from nasmlcn.study import (
     retrained_models,
     study_info,
 )
-from nasmlcn.study._retrained import RETRAINED_VERSION
 from tests.conftest import small_search
+
+RETRAINED_VERSION = RetrainedModel.version
+"""The version of the retrained-model records this package writes (a record's own)."""
 
 TINY: dict[str, Any] = {
     "epochs": 1,
@@ -193,7 +195,6 @@ def test_a_refit_trains_anew_on_training_and_validation_for_the_selected_epochs(
 ) -> None:
     from nasmlcn.data import load_splits
     from nasmlcn.runs import evaluate_run, load_run
-    from nasmlcn.search._retrain.plan import refit_protocol
     from nasmlcn.training import FIXED_EPOCHS_PROTOCOL, load_checkpoint
 
     options = RetrainOptions(out_dir=str(tmp_path), refit=True, **SELECTING)
@@ -220,7 +221,9 @@ def test_a_refit_trains_anew_on_training_and_validation_for_the_selected_epochs(
     saved = load_checkpoint(refit / "checkpoint.pt")
     assert saved["train_config"]["epochs"] == model.selected_epoch  # one-cycle laid out so
     assert result["protocol"] == FIXED_EPOCHS_PROTOCOL
-    assert model.protocol == refit_protocol(model.selected_epoch) == result["retrain"]["protocol"]
+    epochs = "1 epoch" if model.selected_epoch == 1 else f"{model.selected_epoch} epochs"
+    said = f"refit on training + validation for {epochs} (chosen on validation), tested once"
+    assert model.protocol == result["retrain"]["protocol"] == said
     assert "refit" in model.protocol
     assert model.refit
     assert model.test_accuracy == result["test_accuracy"]
@@ -494,28 +497,47 @@ def test_records_round_trip_and_newer_or_broken_ones_are_skipped() -> None:
     assert retrained_models({}) == []
 
 
-def test_an_entry_stored_before_epochs_were_selected_still_loads_and_shows() -> None:
-    from nasmlcn.cli._trials_table import retrained_text
-    from nasmlcn.dashboard._notes import _retrained_lines
-    from nasmlcn.study._retrained import LAST_EPOCH
+def _shown(proxy: SearchConfig, folder: Path, entries: list[dict[str, Any]]) -> tuple[str, str]:
+    """A copy of the proxy's study whose retrained models are ``entries`` (as stored):
+    what ``nasmlcn best`` prints, and the study note the dashboard shows."""
+    import optuna_dashboard
 
+    from nasmlcn.dashboard import refresh_study
+    from nasmlcn.study import update_study_info
+    from tests.conftest import run_cli
+
+    url = f"sqlite:///{folder / 'copy.db'}"
+    optuna.copy_study(
+        from_study_name="s", from_storage=proxy.storage, to_storage=url, to_study_name="s"
+    )
+    study = load_existing_study("s", url, read_only=False)
+    update_study_info(study, "retrained", {"version": RETRAINED_VERSION, "models": entries})
+    best = run_cli("best", "--storage", url, "--top", "5", env={"COLUMNS": "250"})
+    assert best.returncode == 0, best.stderr
+    refresh_study(study, notes="none")
+    return best.stdout, optuna_dashboard.get_note(study)
+
+
+def test_an_entry_stored_before_epochs_were_selected_still_loads_and_shows(
+    proxy: SearchConfig, tmp_path: Path
+) -> None:
     new = ("selected_epoch", "last_epoch_test_accuracy", "protocol", "validation_run_test_accuracy")
     old = {k: v for k, v in _model(3, 0.8, epochs=20).to_dict().items() if k not in new}
     info = {"retrained": {"version": RETRAINED_VERSION, "models": [old]}}
     [model] = retrained_models(info)
     assert (model.selected_epoch, model.protocol, model.refit) == (None, "", False)
-    assert model.protocol_text == LAST_EPOCH == "test after the last epoch"
-    assert retrained_text(model) == "0.8000 (ep 20/20, last)"
-    assert "| 0.8000 (ep 20/20, last) |" in "\n".join(_retrained_lines(info))
+    assert model.protocol_text == "test after the last epoch"
+    table, note = _shown(proxy, tmp_path, [old])  # best's line under its table, the note's row
+    assert "test acc 0.8000 (ep 20/20, last)" in table
+    assert "| 0.8000 (ep 20/20, last) |" in note
 
 
-def test_the_tested_model_is_named_in_each_cell() -> None:
-    from nasmlcn.cli._trials_table import retrained_text
-
+def test_the_tested_model_is_named_in_each_cell(proxy: SearchConfig, tmp_path: Path) -> None:
     selected = _model(3, 0.9012, epochs=10, selected_epoch=9, protocol="p")
     refit = replace(selected, validation_run_test_accuracy=0.89, protocol="refit ...")
-    assert retrained_text(selected) == "0.9012 (ep 9/10 by val.)"
-    assert retrained_text(refit) == "0.9012 (refit, 9 ep)"
+    table, _ = _shown(proxy, tmp_path, [selected.to_dict(), replace(refit, number=4).to_dict()])
+    assert "test acc 0.9012 (ep 9/10 by val.)" in table  # the lines under best's table
+    assert "test acc 0.9012 (refit, 9 ep)" in table
 
 
 def test_final_correlations_match_scipy_and_epoch_correlations_use_the_last_epoch() -> None:

@@ -6,12 +6,14 @@ import json
 import re
 from pathlib import Path
 
+import optuna
+import optuna_dashboard
 import pytest
 
 import nasmlcn.hardware
-from nasmlcn.dashboard._notes import trial_note
+from nasmlcn.dashboard import DashboardObserver
 from nasmlcn.search import SearchConfig, run_search
-from nasmlcn.study import load_existing_study
+from nasmlcn.study import load_existing_study, trial_id_of
 from tests.conftest import run_cli
 
 
@@ -98,7 +100,7 @@ def test_a_trained_trial_measures_its_inference_latency(tmp_path: Path) -> None:
         storage=f"sqlite:///{tmp_path / 's.db'}",
         run_on="cpu",
     )
-    result = run_search(config)
+    result = run_search(config, [DashboardObserver(figures=False)])  # the trial's note
     assert [t.state for t in result.run_trials] == ["COMPLETE"]
     study = load_existing_study(result.study, config.storage)
     (trial,) = study.trials
@@ -123,7 +125,7 @@ def test_a_trained_trial_measures_its_inference_latency(tmp_path: Path) -> None:
         "measured_inference_p25_s": training["measured_inference_p25_s"],
         "measured_inference_p75_s": training["measured_inference_p75_s"],
     }
-    note = trial_note(trial, study.metric_names or [])
+    note = optuna_dashboard.get_note(optuna.trial.Trial(study, trial_id_of(trial)))
     assert "predicted inference" in note
     assert re.search(
         r"measured on cpu \(where it trained\): .* inference [0-9.]+ ms "

@@ -23,8 +23,7 @@ from nasmlcn.search import (
     TrainEvaluator,
     run_search,
 )
-from nasmlcn.study import artifacts_dir, load_existing_study, parse_keep
-from nasmlcn.study._artifacts import has_weights
+from nasmlcn.study import TrialRecord, artifacts_dir, load_existing_study, parse_keep
 from nasmlcn.training import load_checkpoint
 
 
@@ -171,7 +170,7 @@ def test_keep_weights_best_k_removes_the_others(data_dir: Path, tmp_path: Path) 
     )
     run_search(config)
     trials = load_existing_study("s", config.storage).trials
-    kept = [t.number for t in trials if has_weights(t)]
+    kept = [t.number for t in trials if TrialRecord.of(t).weights_kept]
     best = max(trials, key=lambda t: t.value or 0.0)
     assert kept == [best.number]
     files = {p.name for p in artifacts_dir(config.storage, None).iterdir()}

@@ -10,6 +10,7 @@ import functools
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,9 +27,9 @@ from nasmlcn.search import (
     SearchObserver,
     SearchSetup,
     TrainEvaluator,
+    run_search,
     setup_search,
 )
-from nasmlcn.search._workers.pool import run_workers
 from nasmlcn.search._workers.shares import (
     check_gpu_sharing,
     largest_model_memory,
@@ -289,6 +290,10 @@ class EnvRecorder(SearchObserver):
         seen["torch"] = "torch" in sys.modules  # the proxy needs none: never imported
         (self.folder / f"{os.getpid()}.json").write_text(json.dumps(seen))
 
+    def for_workers(self) -> tuple[SearchObserver | None, Callable[[], SearchObserver] | None]:
+        """Each worker records its own; this process, which runs no trial, nothing."""
+        return None, functools.partial(EnvRecorder, str(self.folder))
+
 
 @pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
 def test_a_pool_puts_k_workers_on_each_gpu_and_tells_each_its_share(
@@ -303,11 +308,7 @@ def test_a_pool_puts_k_workers_on_each_gpu_and_tells_each_its_share(
         trials=6,
         storage=f"sqlite:///{tmp_path / 's.db'}",
     )
-    result = run_workers(
-        config,
-        workers_per_gpu=2,
-        worker_observers=[functools.partial(EnvRecorder, str(tmp_path))],
-    )
+    result = run_search(config, [EnvRecorder(str(tmp_path))], workers_per_gpu=2)
     assert result.errors == []
     assert [(w["gpus"], w["workers_on_gpu"]) for w in result.workers] == [(["7"], 2)] * 2
     seen = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]

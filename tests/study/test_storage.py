@@ -275,11 +275,12 @@ def test_a_finished_trial_is_read_once_and_a_change_past_optuna_is_read_again(
     kept, and an artifact record removed from it is seen at once."""
     from sqlalchemy import event
 
-    from nasmlcn._optuna_compat import forget_trial_artifact, storage_of
+    from nasmlcn.study import discard_weights, open_store, storage_of
 
     storage = open_storage(f"sqlite:///{tmp_path / 's.db'}", heartbeat=False)
     study = optuna.create_study(storage=storage)
     trial = study.ask()
+    trial.set_user_attr("weights", {"artifact_id": "w1"})  # as a trial keeping its weights
     storage.set_trial_system_attr(trial._trial_id, "artifacts:w1", '{"artifact_id": "w1"}')
     study.tell(trial, 1.0)
     assert storage_of(study) is storage
@@ -293,7 +294,8 @@ def test_a_finished_trial_is_read_once_and_a_change_past_optuna_is_read_again(
     assert again.state == optuna.trial.TrialState.COMPLETE
     assert "artifacts:w1" in again.system_attrs
 
-    forget_trial_artifact(storage, trial._trial_id, "w1")
+    # its weights removed (--keep-weights), as a search does after a trial
+    assert discard_weights(study, open_store(tmp_path / "artifacts"), kept=()) == [trial.number]
     assert "artifacts:w1" not in storage.get_trial(trial._trial_id).system_attrs
     assert [t.system_attrs for t in study.get_trials()] == [{}]
 

@@ -12,18 +12,18 @@ import torch
 
 from nasmlcn.data import DataSplits, load_splits
 from nasmlcn.errors import SpecError
-from nasmlcn.models import build_model
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.training import (
     AUGMENTATIONS,
     EpochResult,
+    InMemoryJob,
     RunOptions,
     TrainConfig,
     _augment,
     evaluate,
     random_shift,
+    train,
 )
-from nasmlcn.training._trainer import train_epochs
 
 CENTRE = (14, 14)
 
@@ -191,12 +191,10 @@ def _train(
 ) -> tuple[torch.nn.Module, list[EpochResult], DataSplits]:
     spec = MLCNSpec.from_lanes("mlcn1:1x1")
     splits = load_splits("synthetic", train_limit=40, val_limit=25)
-    torch.manual_seed(config.seed)
-    model = build_model(spec)
-    history = train_epochs(
-        model, spec, splits, config, options=RunOptions(checkpoint_path=checkpoint, resume=resume)
-    )
-    return model, history, splits
+    # built and seeded with config.seed, as the library trains; untested
+    options = RunOptions(checkpoint_path=checkpoint, resume=resume, test=False)
+    run = train(InMemoryJob(spec, splits, config, options))
+    return run.model, run.history, splits
 
 
 def test_only_training_batches_are_shifted(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -9,14 +10,15 @@ from typing import Any
 import pytest
 import torch
 
-from nasmlcn.data import load_splits
+from nasmlcn.data import DataSplits, load_splits
 from nasmlcn.errors import CheckpointError, SpecError, TrainingError
-from nasmlcn.models import build_model
+from nasmlcn.models import MLCN, build_model
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.training import (
     LR_POLICIES,
     Callback,
     EpochResult,
+    InMemoryJob,
     RunOptions,
     TrainConfig,
     TrainJob,
@@ -25,7 +27,22 @@ from nasmlcn.training import (
     load_model,
     train,
 )
-from nasmlcn.training._trainer import train_epochs
+
+
+def _epochs(
+    spec: MLCNSpec,
+    splits: DataSplits,
+    config: TrainConfig,
+    *,
+    callbacks: Sequence[Callback] = (),
+    options: RunOptions | None = None,
+    place: Callable[[torch.nn.Module], torch.nn.Module] | None = None,
+) -> list[EpochResult]:
+    """Trains ``spec`` as the library's callers do (``train`` of an ``InMemoryJob``:
+    the model built and seeded with ``config.seed``, untested); its epochs' results."""
+    options = options if options is not None else RunOptions()
+    job = InMemoryJob(spec, splits, config, replace(options, test=False), place=place)
+    return train(job, callbacks).history
 
 
 class Recorder(Callback):
@@ -223,12 +240,16 @@ def test_existing_checkpoint_is_never_overwritten_without_resume(tmp_path: Path)
 
 def test_nan_loss_stops_with_a_clear_error() -> None:
     spec = MLCNSpec("mlcn1:1x1")
-    model = build_model(spec)
-    with torch.no_grad():
-        model.lanes.groups()[0][0].params[0].fill_(float("nan"))  # the vote weights
+
+    def poisoned(model: torch.nn.Module) -> torch.nn.Module:
+        assert isinstance(model, MLCN)
+        with torch.no_grad():
+            model.lanes.groups()[0][0].params[0].fill_(float("nan"))  # the vote weights
+        return model
+
     splits = load_splits("synthetic", train_limit=20, val_limit=10)
     with pytest.raises(TrainingError, match="loss became nan at epoch 1, batch 1"):
-        train_epochs(model, spec, splits, TrainConfig(epochs=1, batch_size=10))
+        _epochs(spec, splits, TrainConfig(epochs=1, batch_size=10), place=poisoned)
 
 
 def test_per_batch_callbacks_change_no_figure() -> None:
@@ -240,10 +261,8 @@ def test_per_batch_callbacks_change_no_figure() -> None:
     recorder = Recorder()
     assert recorder.wants_batches
     assert not Callback().wants_batches
-    torch.manual_seed(0)
-    shown = train_epochs(build_model(spec), spec, splits, config, callbacks=[recorder])
-    torch.manual_seed(0)
-    quiet = train_epochs(build_model(spec), spec, splits, config, callbacks=[Callback()])
+    shown = _epochs(spec, splits, config, callbacks=[recorder])
+    quiet = _epochs(spec, splits, config, callbacks=[Callback()])
     assert recorder.batches == 10
     timings = ("seconds", "eval_seconds", "images_per_second")
     for a, b in zip(shown, quiet, strict=True):
@@ -260,22 +279,14 @@ def test_callback_can_stop_training() -> None:
     spec = MLCNSpec("mlcn1:1x1")
     splits = load_splits("synthetic", train_limit=20, val_limit=10)
     with pytest.raises(KeyboardInterrupt):
-        train_epochs(
-            build_model(spec),
-            spec,
-            splits,
-            TrainConfig(epochs=3, batch_size=10),
-            callbacks=[Stop()],
-        )
+        _epochs(spec, splits, TrainConfig(epochs=3, batch_size=10), callbacks=[Stop()])
 
 
 @pytest.mark.parametrize("policy", LR_POLICIES.names())
 def test_every_lr_policy_trains(policy: str) -> None:
     spec = MLCNSpec("mlcn1:1x1")
     splits = load_splits("synthetic", train_limit=40, val_limit=10)
-    history = train_epochs(
-        build_model(spec), spec, splits, TrainConfig(epochs=2, batch_size=10, lr_policy=policy)
-    )
+    history = _epochs(spec, splits, TrainConfig(epochs=2, batch_size=10, lr_policy=policy))
     assert len(history) == 2
     assert all(h.lr > 0 for h in history)
     if policy == "fixed":
@@ -386,8 +397,7 @@ def test_should_stop_stops_between_batches_and_keeps_the_last_epoch_s_checkpoint
         return "time is up" if recorder.batches == 6 else None  # epoch 2, batch 2
 
     with pytest.raises(TrainingStopped) as stopped:
-        train_epochs(
-            build_model(spec),
+        _epochs(
             spec,
             splits,
             config,
@@ -401,12 +411,8 @@ def test_should_stop_stops_between_batches_and_keeps_the_last_epoch_s_checkpoint
     saved = load_checkpoint(checkpoint)
     assert saved["epoch"] == 1
     assert isinstance(saved["run_id"], str)
-    history = train_epochs(
-        build_model(spec),
-        spec,
-        splits,
-        config,
-        options=RunOptions(checkpoint_path=checkpoint, resume=True),
+    history = _epochs(
+        spec, splits, config, options=RunOptions(checkpoint_path=checkpoint, resume=True)
     )
     assert [h.epoch for h in history] == [1, 2, 3]
     assert load_checkpoint(checkpoint)["run_id"] == saved["run_id"]
