@@ -27,15 +27,15 @@ def test_the_environment_overrides(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert default_calibration_path() == tmp_path / "c.json"
 
 
-def test_probes_of_one_new_folder_from_many_processes_all_pass(tmp_path: Path) -> None:
+def test_checks_of_one_new_folder_from_many_processes_all_pass(tmp_path: Path) -> None:
     """The ranks of one job check the same new --out at once; one's clean-up (it
-    removes the folder it made) must not fail another's probe."""
+    removes the folder its probe made) must not fail another's check: it said "is a
+    file, not a folder" or "is not writable" in about 3 % of such checks."""
     import concurrent.futures
 
-    from nasmlcn._io import probe_folder
+    from nasmlcn.training import check_out_dir
 
-    for round_ in range(20):
+    for round_ in range(50):
         folder = tmp_path / f"run{round_}" / "out"
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
-            errors = list(pool.map(probe_folder, [folder] * 8))
-        assert errors == [None] * 8
+            assert list(pool.map(check_out_dir, [folder] * 8)) == [None] * 8

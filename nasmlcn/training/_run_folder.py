@@ -206,6 +206,23 @@ def check_out_dir(out: Path, option: str = "--out") -> None:
     Raises:
         CheckpointError: Naming the option, what is in the way and the fix.
     """
+    for attempt in range(CHECKS):
+        try:
+            _check_out_dir_once(out, option)
+            return
+        except CheckpointError:
+            if attempt == CHECKS - 1:
+                raise
+
+
+CHECKS = 5
+"""Checks of ``--out`` before it counts as refused: processes checking the same new
+folder at once (the ranks of one job) remove what their probes made, and a folder
+seen as it vanished or came back looked like a file or unwritable (3 % of checks
+from 8 threads). What is really in the way is there every time."""
+
+
+def _check_out_dir_once(out: Path, option: str) -> None:
     existing = out
     while not existing.exists() and existing.parent != existing:
         existing = existing.parent
