@@ -13,6 +13,10 @@ import pytest
 from nasmlcn.stats import spearman
 from tests.benchmarks._scripts import load_script, run_json
 
+# runs the benchmark script: with the other quick paths in CI (pytest -m slow
+# tests/benchmarks), not in the default run
+pytestmark = pytest.mark.slow
+
 
 def test_quick_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -17,6 +17,10 @@ import pytest
 from tests.benchmarks._scripts import command, load_script, run_json
 from tests.conftest import small_search
 
+# runs the benchmark script: with the other quick paths in CI (pytest -m slow
+# tests/benchmarks), not in the default run
+pytestmark = pytest.mark.slow
+
 
 def test_quick_dry_run_on_the_cpu(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

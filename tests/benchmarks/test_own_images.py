@@ -10,6 +10,10 @@ import pytest
 
 from tests.benchmarks._scripts import load_script, run_json
 
+# runs the benchmark script: with the other quick paths in CI (pytest -m slow
+# tests/benchmarks), not in the default run
+pytestmark = pytest.mark.slow
+
 
 def test_fashion_mnist_as_pngs_reads_into_the_builtin_tensors(
     data_dir: Path,

@@ -9,6 +9,10 @@ import pytest
 
 from tests.benchmarks._scripts import load_script, run_json
 
+# runs the benchmark script: with the other quick paths in CI (pytest -m slow
+# tests/benchmarks), not in the default run
+pytestmark = pytest.mark.slow
+
 
 def test_the_benchmark_reports_the_front_kept_by_rivals_and_removed_by_the_rule_before(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

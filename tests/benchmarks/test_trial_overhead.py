@@ -9,6 +9,10 @@ import pytest
 
 from tests.benchmarks._scripts import load_script, run_json
 
+# runs the benchmark script: with the other quick paths in CI (pytest -m slow
+# tests/benchmarks), not in the default run
+pytestmark = pytest.mark.slow
+
 
 def test_each_cost_is_timed_both_ways_with_its_saving(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -10,6 +10,10 @@ import pytest
 
 from tests.benchmarks._scripts import load_script, run_json
 
+# runs the benchmark script: with the other quick paths in CI (pytest -m slow
+# tests/benchmarks), not in the default run
+pytestmark = pytest.mark.slow
+
 
 def test_a_kept_study_gives_the_phases_and_the_trials_per_hour(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
