@@ -161,15 +161,22 @@ def lost_stops() -> Iterator[Callable[[], None]]:
 
 
 @contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Turns SIGTERM into :class:`Terminated` for the block (main thread only), so a
-    scheduler's stop fails and queues the running trial, as Ctrl-C does."""
+def stops_raised() -> Iterator[None]:
+    """For the block (main thread only): SIGTERM raises :class:`Terminated`, so a
+    scheduler's stop fails and queues the running trial as Ctrl-C does, and Ctrl-C
+    raises ``KeyboardInterrupt`` as ever; both through :func:`raising`, so that
+    :func:`lost_stops` can raise again one that Python swallowed. (Python's own
+    Ctrl-C handler notes nothing: a Ctrl-C raised inside SQLAlchemy's weakref callback
+    was lost and the search ran on.) A Ctrl-C handler other than Python's own (a
+    pool's relay, a caller's) is left in place."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    previous = signal.signal(signal.SIGTERM, raising(stopped_by_sigterm))
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, raising(stopped_by_sigterm))}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, raising(KeyboardInterrupt))
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from nasmlcn._signals import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
+from nasmlcn._signals import EXIT_TERMINATED, Terminated, stops_raised
 from nasmlcn.cli._command_options import takes
 from nasmlcn.cli._console import err, out, tell_interrupted
 from nasmlcn.cli._train_options import TrainOptions, title
@@ -40,7 +40,7 @@ def train(options: TrainOptions) -> None:
     reporting = reports_here()
     try:
         with contextlib.ExitStack() as stack:
-            stack.enter_context(sigterm_as_interrupt())  # a scheduler's stop, as Ctrl-C
+            stack.enter_context(stops_raised())  # a scheduler's stop, as Ctrl-C
             show = reporting and not options.quiet
             data = options.data
             if show and data.own is not None:  # what was read, resized, skipped

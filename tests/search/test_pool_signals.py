@@ -181,6 +181,32 @@ def test_workers_stop_when_their_parent_is_killed(tmp_path: Path) -> None:
     assert set(stopped) == {"stopped: the search's process that started this worker ended"}
 
 
+def test_a_ctrl_c_lost_in_a_weakref_callback_is_raised_again() -> None:
+    """A Ctrl-C whose KeyboardInterrupt Python raised inside a weakref callback
+    (SQLAlchemy's, when the garbage collector ran) was swallowed: the search ran on
+    and a sweep's Ctrl-C test waited out its timeout. The search's block notes it,
+    and its check raises it again."""
+    import weakref
+
+    from nasmlcn._signals import lost_stops, stops_raised
+
+    class Thing:
+        pass
+
+    def callback(ref: object) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # lands here: the next bytecode runs it
+        _ = ref
+
+    with stops_raised(), lost_stops() as check:
+        thing = Thing()
+        ref = weakref.ref(thing, callback)
+        del thing  # the callback runs, its KeyboardInterrupt is swallowed
+        assert ref() is None
+        with pytest.raises(KeyboardInterrupt):
+            check()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_a_signal_echo_is_ignored_and_a_later_one_raises() -> None:
     from nasmlcn._signals import SIGNAL_ECHO_S, raising
 

@@ -24,9 +24,9 @@ from nasmlcn._signals import (
     Terminated,
     lost_stops,
     no_interrupts,
-    sigterm_as_interrupt,
     stop_kind,
     stops_held,
+    stops_raised,
 )
 from nasmlcn._storage_url import redact_url
 from nasmlcn.errors import SearchError
@@ -100,7 +100,7 @@ def run_in_process(
 
     require_storage(config)
     require_tracker(config, observers)
-    with quiet_optuna(), sigterm_as_interrupt(), lost_stops() as stop_lost:
+    with quiet_optuna(), stops_raised(), lost_stops() as stop_lost:
         every = Observers(observers)
         opened = open_search(setup_search(config), every)
         with frozen_heap():  # a trial's collections walk its own objects only
