@@ -12,10 +12,6 @@ from nasmlcn.measure import count_step_ops
 from nasmlcn.specs import CapsNetSpec, MLCNSpec
 from tests.benchmarks._scripts import load_script, run_json
 
-# runs the benchmark script: with the other quick paths in CI (pytest -m slow
-# tests/benchmarks), not in the default run
-pytestmark = pytest.mark.slow
-
 DEFAULT_SPACE_58 = "26*mlcn1:1x2,22*mlcn2:1x4,8*mlcn1:3x4,2*mlcn2:2x4"
 BATCH = 8  # the count is the same at any batch (lanes grouped as on a GPU): checked below
 
