@@ -152,10 +152,7 @@ class CalibratedCostModel(CostModel):
     def _check_context(self, ctx: CostContext) -> None:
         ref = self.calibration.context
         key = (ctx.input_shape, ctx.num_classes, ctx.routing, ctx.routing_iterations)
-        if (
-            key != (ref.input_shape, ref.num_classes, ref.routing, ref.routing_iterations)
-            and key not in self._warned
-        ):
+        if not self.calibration.measured_for(ctx) and key not in self._warned:
             self._warned.add(key)
             log.warning(
                 "the calibration was measured for input %s, %d classes, %s routing x%d; "

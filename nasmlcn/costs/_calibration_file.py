@@ -155,6 +155,17 @@ class Calibration:
                 self.model_time_coefficients,
             )
 
+    def measured_for(self, ctx: CostContext) -> bool:
+        """Whether the lanes were measured for ``ctx``'s images: input shape, classes
+        and routing (the batch size scales; anything else extrapolates)."""
+        ref = self.context
+        return (ctx.input_shape, ctx.num_classes, ctx.routing, ctx.routing_iterations) == (
+            ref.input_shape,
+            ref.num_classes,
+            ref.routing,
+            ref.routing_iterations,
+        )
+
     @property
     def device_type(self) -> str:
         """``cpu`` or ``cuda``: which lanes the measured models fused."""

@@ -27,10 +27,13 @@ import logging
 import math
 import statistics
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nasmlcn._text import counted
 from nasmlcn.search._types.setup import SearchSetup
+
+if TYPE_CHECKING:
+    from nasmlcn.costs import Calibration
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +165,7 @@ def _timed_step(drawn: list[tuple[int, tuple[Any, ...]]], ctx: Any, device: str)
     return statistics.fmean(fixed + per_flop * f for f, _ in drawn)
 
 
-def calibration_for(setup: SearchSetup, device_type: str) -> Any:
+def calibration_for(setup: SearchSetup, device_type: str) -> Calibration | None:
     """The calibration that predicts this search's steps, or None: the search's own
     cost model's, else the default file's (``nasmlcn calibrate``), if it measured whole
     models on this host's ``device_type`` with the threads training has now, for the
@@ -185,16 +188,14 @@ def calibration_for(setup: SearchSetup, device_type: str) -> Any:
 
     import torch
 
-    ctx, ref = setup.space_context.cost_context, calibration.context
-    same = (
-        calibration.model_time_coefficients
+    fits = (
+        bool(calibration.model_time_coefficients)
         and calibration.device_type == device_type
         and calibration.hostname in ("", socket.gethostname())
         and (device_type != "cpu" or calibration.threads == torch.get_num_threads())
-        and (ctx.input_shape, ctx.num_classes, ctx.routing, ctx.routing_iterations)
-        == (ref.input_shape, ref.num_classes, ref.routing, ref.routing_iterations)
+        and calibration.measured_for(setup.space_context.cost_context)
     )
-    return calibration if same else None
+    return calibration if fits else None
 
 
 @functools.lru_cache(maxsize=64)
