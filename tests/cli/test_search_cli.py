@@ -3,6 +3,7 @@ search in a fresh ``python -m nasmlcn`` process, the others in this one)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import subprocess
@@ -84,9 +85,32 @@ def test_search_json_best_and_correlate(tmp_path: Path) -> None:
 PRUNING = ("--trials", "12", "--epochs", "4", "--sampler", "random")
 
 
-def test_search_prunes_by_default_and_reports_the_correlation(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
-    result = _search(db, *PRUNING, "--json", "-q")
+@pytest.fixture(scope="module")
+def pruned(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``search PRUNING --json -q`` run once into a fresh storage: the storage and what
+    the command returned. A test that adds trials does so to a copy of it."""
+    db = tmp_path_factory.mktemp("pruned") / "s.db"
+    return db, _search(db, *PRUNING, "--json", "-q")
+
+
+def _copy(db: Path, to: Path) -> Path:
+    """A copy of the SQLite storage ``db`` at ``to`` (through SQLite's backup)."""
+    import sqlite3
+
+    with (
+        contextlib.closing(sqlite3.connect(db)) as src,
+        contextlib.closing(sqlite3.connect(to)) as dst,
+    ):
+        src.backup(dst)
+    return to
+
+
+def test_search_prunes_by_default_and_reports_the_correlation(
+    tmp_path: Path, pruned: tuple[Path, subprocess.CompletedProcess[str]]
+) -> None:
+    shared, result = pruned
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["config"]["prune"] is True
@@ -102,7 +126,8 @@ def test_search_prunes_by_default_and_reports_the_correlation(tmp_path: Path) ->
     assert data["seconds_saved_by_pruning"] == pytest.approx(
         sum(p["seconds_saved"] for p in data["pruned"])
     )
-    # the text summary of the same study (two trials more)
+    # the text summary of the same study (two trials more, in a copy of it)
+    db = _copy(shared, tmp_path / "s.db")
     text = _search(db, "--trials", "14", *PRUNING[2:])
     assert text.returncode == 0, text.stderr
     assert "early-epoch correlation" in text.stdout
@@ -153,9 +178,11 @@ def test_objectives_are_shown_once_times_in_ms(tmp_path: Path) -> None:
         assert " ms " not in table.split("────", 1)[1]
 
 
-def test_a_rerun_lists_the_study_s_pruned_trials_as_its_counts_do(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
-    first = json.loads(_search(db, *PRUNING, "--json", "-q").stdout)
+def test_a_rerun_lists_the_study_s_pruned_trials_as_its_counts_do(
+    pruned: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    db, result = pruned
+    first = json.loads(result.stdout)
     assert first["pruned"], "12 trials of 4 epochs prune at least one"
     again = json.loads(_search(db, *PRUNING, "--json", "-q").stdout)  # nothing left to run
     assert again["run_trials"] == 0

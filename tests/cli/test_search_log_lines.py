@@ -8,8 +8,10 @@ from pathlib import Path
 
 from tests.conftest import run_cli
 
+# small models (--flops 0.05x): the lines are tested, not what the models learn
 SEARCH = (
-    *("search", "--devices", "1xK80", "--mem", "12GB", "--dataset", "synthetic"),
+    *("search", "--devices", "1xK80", "--mem", "12GB", "--flops", "0.05x"),
+    *("--dataset", "synthetic"),
     *("--trials", "2", "--epochs", "2", "--train-limit", "40", "--val-limit", "20"),
     *("--no-prune", "--seed", "0"),
 )

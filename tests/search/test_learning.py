@@ -1,6 +1,6 @@
 """A trial that learned nothing stays in the study but off the front.
 
-A real search of four trials whose learning rate is searched from 1e-9 to 1e-2: the
+A real search of three trials whose learning rate is searched from 1e-9 to 1e-2: the
 trials trained at a learning rate near zero stay at chance accuracy, and they are
 the cheapest, so without the ``learning`` constraint they sit on the accuracy-vs-
 latency Pareto front (as the trial at 0.098 on Fashion-MNIST did).
@@ -37,7 +37,7 @@ def searched(tmp_path_factory: pytest.TempPathFactory) -> SearchConfig:
     return small_search(
         folder,
         evaluator="train",
-        trials=4,
+        trials=3,  # seed 0: one learns (0.36), two stay near chance, cheaper than it
         objectives=("accuracy", "latency"),
         space=str(space),
         seed=0,
@@ -51,7 +51,7 @@ def _dominates(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
 def test_trials_at_chance_are_kept_but_are_not_on_the_front(searched: SearchConfig) -> None:
     study = load_existing_study("s", searched.storage)
     records = [TrialRecord.of(t) for t in study.trials]
-    assert [r.state for r in records] == ["COMPLETE"] * 4
+    assert [r.state for r in records] == ["COMPLETE"] * 3
     idle = [r for r in records if not r.learned]
     learned = [r for r in records if r.learned]
     assert idle
@@ -105,8 +105,8 @@ def test_best_says_why_no_trial_is_listed_when_none_learned(tmp_path: Path) -> N
         + "\n[training]\nlr = [1e-9, 1e-8]\n"
     )
     config = small_search(
-        tmp_path, evaluator="train", trials=2, epochs=1, train_limit=100, space=str(space)
-    )
+        tmp_path, evaluator="train", trials=2, epochs=1, train_limit=20, space=str(space)
+    )  # two steps of batch 10: the trials only need to finish, at chance
     best = run_cli("best", "--storage", config.storage, "--study", "s", "--json")
     assert best.returncode == 0, best.stderr
     printed = json.loads(best.stdout)

@@ -6,6 +6,9 @@ pruned model's curve goes back to the pruner instead of being trained again."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from nasmlcn.search import FALLBACK_AFTER, SearchConfig, describe_counts, run_search
 from nasmlcn.study import TrialRecord, load_existing_study
@@ -67,15 +70,36 @@ def test_counting_repeats_keeps_the_old_meaning(tmp_path: Path) -> None:
     )
 
 
-def test_a_pruned_model_is_not_trained_again_to_be_pruned_again(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def table_search(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The thesis's 8 fixed models, proposed again and again (40 trials asked), searched
+    once under the live display (which only watches the search): its config (naming
+    its storage), result, the display's text and where its trials bar ended. The two
+    tests below only read it."""
+    import io
+
+    from rich.console import Console
+
+    from nasmlcn.cli._search_progress import SearchProgress
+
+    config = _config(
+        tmp_path_factory.mktemp("table"), space="mlcn-table", devices="1xK80",
+        sampler="random", epochs=4, trials=40, seed=1,
+    )  # fmt: skip
+    text = io.StringIO()
+    with SearchProgress(Console(file=text, force_terminal=False, width=200)) as progress:
+        result = run_search(config, [progress])
+        bar = int(progress.progress.tasks[0].completed)
+    return {"config": config, "result": result, "shown": text.getvalue(), "bar": bar}
+
+
+def test_a_pruned_model_is_not_trained_again_to_be_pruned_again(
+    table_search: dict[str, Any],
+) -> None:
     """The thesis's 8 fixed models, proposed again and again: a pruned one's stored
     curve goes back to the pruner; the trial is a PRUNED repeat of it where the
     pruner stops it, and trains (further than before) only where it would not."""
-    config = _config(
-        tmp_path, space="mlcn-table", devices="1xK80", sampler="random", epochs=4, trials=40,
-        seed=1,
-    )  # fmt: skip
-    result = run_search(config)
+    config, result = table_search["config"], table_search["result"]
     assert result.stopped == "repeats"  # 8 models, then 25 repeats in a row
     replays = [p for p in result.pruned_in_study() if p["repeat_of"] is not None]
     assert replays
@@ -106,22 +130,10 @@ def test_a_pruned_model_is_not_trained_again_to_be_pruned_again(tmp_path: Path) 
     assert {r.model_key for r in records if r.repeat_of is None} == {r.model_key for r in records}
 
 
-def test_the_live_display_says_a_repeat_is_one_and_does_not_count_it(tmp_path: Path) -> None:
-    import io
-
-    from rich.console import Console
-
-    from nasmlcn.cli._search_progress import SearchProgress
-
-    config = _config(
-        tmp_path, space="mlcn-table", devices="1xK80", sampler="random", epochs=4, trials=40,
-        seed=1,
-    )  # fmt: skip
-    text = io.StringIO()
-    with SearchProgress(Console(file=text, force_terminal=False, width=200)) as progress:
-        run_search(config, [progress])
-        bar = int(progress.progress.tasks[0].completed)
-    shown = text.getvalue()
+def test_the_live_display_says_a_repeat_is_one_and_does_not_count_it(
+    table_search: dict[str, Any],
+) -> None:
+    config, bar, shown = table_search["config"], table_search["bar"], table_search["shown"]
     records = [TrialRecord.of(t) for t in load_existing_study("s", config.storage).trials]
     assert bar == sum(r.repeat_of is None for r in records)  # the bar counts models
     for r in records:

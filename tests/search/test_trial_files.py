@@ -177,6 +177,17 @@ def test_keep_weights_best_k_removes_the_others(data_dir: Path, tmp_path: Path) 
     assert files == {best.user_attrs["weights"]["artifact_id"]}
 
 
+@pytest.fixture(scope="module")
+def searched(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> SearchConfig:
+    """One trial trained for 2 epochs (seed 5: it learns, so it keeps its weights), in
+    a storage of its own; the tests that export, evaluate or serve it only read it."""
+    config = _config(
+        data_dir, tmp_path_factory.mktemp("searched"), "export", epochs=2, train_limit=200, seed=5
+    )
+    run_search(config)
+    return config
+
+
 @pytest.mark.parametrize("bad", ["some", "best:0", "best:x", ""])
 def test_a_bad_keep_policy_is_refused_naming_what_is_accepted(bad: str) -> None:
     with pytest.raises(SearchError, match="use all, pareto or best:K"):
@@ -184,15 +195,14 @@ def test_a_bad_keep_policy_is_refused_naming_what_is_accepted(bad: str) -> None:
 
 
 def test_best_export_writes_arch_and_weights_that_train_resume_tests(
-    data_dir: Path, tmp_path: Path
+    data_dir: Path, tmp_path: Path, searched: SearchConfig
 ) -> None:
     import json
     import shlex
 
     from tests.conftest import run_cli
 
-    config = _config(data_dir, tmp_path, "export", epochs=2, train_limit=200, seed=5)
-    run_search(config)
+    config = searched
     folder = tmp_path / "best"
     result = run_cli("best", "--storage", config.storage, "--export", str(folder), "--json")
     assert result.returncode == 0, result.stderr
@@ -233,7 +243,7 @@ def test_best_export_writes_arch_and_weights_that_train_resume_tests(
 
 
 def test_a_best_export_folder_is_evaluated_and_exported_as_it_stands(
-    data_dir: Path, tmp_path: Path
+    data_dir: Path, tmp_path: Path, searched: SearchConfig
 ) -> None:
     """``best --export`` names the study's dataset in the folder, so ``evaluate`` and
     ``export-model`` need no --dataset, and its hint names them."""
@@ -241,8 +251,7 @@ def test_a_best_export_folder_is_evaluated_and_exported_as_it_stands(
 
     from tests.conftest import run_cli
 
-    config = _config(data_dir, tmp_path, "export", epochs=2, train_limit=200, seed=5)
-    run_search(config)
+    config = searched
     folder = tmp_path / "best"
     shown = run_cli("best", "--storage", config.storage, "--export", str(folder))
     assert shown.returncode == 0, shown.stderr
@@ -261,18 +270,14 @@ def test_a_best_export_folder_is_evaluated_and_exported_as_it_stands(
     assert Path(json.loads(exported.stdout)["path"]).is_file()
 
 
-def test_optuna_dashboard_lists_and_serves_a_trial_s_weights(
-    data_dir: Path, tmp_path: Path
-) -> None:
+def test_optuna_dashboard_lists_and_serves_a_trial_s_weights(searched: SearchConfig) -> None:
     import json
     import threading
     import urllib.request
 
     from nasmlcn.dashboard import make_dashboard_server
 
-    # all: its one trial keeps its weights whether it learned or not
-    config = _config(data_dir, tmp_path, "dash", epochs=1, train_limit=200, keep_weights="all")
-    run_search(config)
+    config = searched  # its one trial learned, so it kept its weights
     study = load_existing_study("s", config.storage)
     (trial,) = study.trials
     study_id = study._study_id
@@ -323,7 +328,8 @@ def test_the_search_timeout_stops_a_trial_within_a_batch_and_a_re_run_resumes_it
 
         return check
 
-    config = _config(data_dir, tmp_path, "timeout", epochs=2, train_limit=200, timeout=3600)
+    small = {"train_limit": 100, "val_limit": 100}  # where it stops, not what it learns
+    config = _config(data_dir, tmp_path, "timeout", epochs=2, timeout=3600, **small)
     monkeypatch.setattr(_trial_run, "search_deadline", deadline)
     stopped = run_search(config, [epochs])
     monkeypatch.undo()

@@ -33,11 +33,25 @@ def _trials(config: SearchConfig, name: str) -> list:
     return load_existing_study(name, config.storage).get_trials(deepcopy=False)
 
 
+@pytest.fixture(scope="module")
+def _earlier_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The earlier study, searched once for the module (``_source``'s proxy search)."""
+    folder = tmp_path_factory.mktemp("earlier")
+    run_search(_source(folder))
+    return folder / "s.db"
+
+
 @pytest.fixture
-def earlier(tmp_path: Path) -> SearchConfig:
-    config = _source(tmp_path)
-    run_search(config)
-    return config
+def earlier(_earlier_db: Path, tmp_path: Path) -> SearchConfig:
+    """``_source(tmp_path)`` as searched: a copy of the module's earlier study in
+    ``tmp_path / 's.db'``, each test's own to add studies to."""
+    import sqlite3
+    from contextlib import closing
+
+    copy = tmp_path / "s.db"
+    with closing(sqlite3.connect(_earlier_db)) as read, closing(sqlite3.connect(copy)) as write:
+        read.backup(write)
+    return _source(tmp_path)
 
 
 def test_another_device_pool_gets_the_best_architectures_refit_first(
@@ -95,15 +109,18 @@ def test_lanes_the_new_devices_cannot_hold_are_refit_to_ones_they_can(tmp_path: 
     )
 
 
-def test_a_lane_the_edited_space_excludes_is_blamed_on_the_space(tmp_path: Path) -> None:
+def test_a_lane_the_edited_space_excludes_is_blamed_on_the_space(
+    earlier: SearchConfig, tmp_path: Path
+) -> None:
     """Not on the devices, which hold it (a new user's finding)."""
     from tests.conftest import ROOT
 
-    run_search(_source(tmp_path))
     text = (ROOT / "search_spaces" / "mlcn-buckets.toml").read_text()
     edited = tmp_path / "mlcn1-only.toml"
     edited.write_text(text.replace('lane_types = ["mlcn1", "mlcn2"]', 'lane_types = ["mlcn1"]'))
-    config = _source(tmp_path, study="edited", space=str(edited), warm_start="earlier", trials=5)
+    config = earlier.with_overrides(
+        study="edited", space=str(edited), warm_start="earlier", trials=5
+    )
     warm = run_search(config).warm_start
     assert warm is not None
     refits = [r for s in warm["seeds"] for r in s["refits"]]

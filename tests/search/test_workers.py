@@ -163,8 +163,9 @@ def test_one_worker_with_one_seed_is_reproducible(tmp_path: Path) -> None:
 def test_a_killed_worker_s_trial_is_failed_with_its_reason_and_retried(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'kill.db'}"
     grace = 1.0
+    # 2 s epochs: after epoch 1's line, trial 0 has 2 epochs (4 s) left to be killed in
     worker = subprocess.Popen(
-        [sys.executable, "-m", "tests.search._worker_script", url, "s", "3", str(grace), "5"],
+        [sys.executable, "-m", "tests.search._worker_script", url, "s", "3", str(grace), "2"],
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,

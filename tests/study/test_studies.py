@@ -89,8 +89,9 @@ def test_by_default_only_the_trials_that_can_still_be_chosen_keep_weights(tmp_pa
     from nasmlcn.study import TrialRecord, load_existing_study
 
     assert SearchConfig().keep_weights == "best:5"
-    config = small_search(tmp_path, trials=7, seed=10)
+    # seed 10: of its 6 trials, 2 stay at chance, so they cannot be chosen
+    config = small_search(tmp_path, trials=6, seed=10)
     study = load_existing_study("s", config.storage)
     kept = {t.number for t in study.trials if TrialRecord.of(t).weights_kept}
     assert kept == {t.number for t in best_trials(study, top=5)}
-    assert len(kept) < 7
+    assert len(kept) < 6
