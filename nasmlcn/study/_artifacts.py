@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from collections.abc import Container
+from collections.abc import Container, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +40,7 @@ from nasmlcn.study._trial import TrialRecord, write_checkpoint, write_weights
 
 if TYPE_CHECKING:
     import optuna
+    from optuna.trial import FrozenTrial
 
     from nasmlcn._optuna_compat import ArtifactStore
     from nasmlcn.data import DataIdentity
@@ -185,15 +186,27 @@ def _stamp(path: Path) -> tuple[int, int, int]:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
-def discard_weights(study: optuna.Study, store: ArtifactStore, kept: Container[int]) -> list[int]:
+def discard_weights(
+    study: optuna.Study,
+    store: ArtifactStore,
+    kept: Container[int],
+    trials: Sequence[FrozenTrial] | None = None,
+) -> list[int]:
     """Deletes the stored weights of the finished trials not in ``kept`` (trial
     numbers); the numbers of the trials whose weights went. Call it holding the
-    storage's lock."""
-    from optuna.trial import TrialState
+    storage's lock.
 
+    ``trials`` is the snapshot of the study that ``kept`` was chosen from (default: the
+    study's trials now): a trial that finished after it is left alone. Another worker
+    tells its trials without this lock, and a trial it finished between the choice
+    and a second read would have lost its weights, the best trial's among them."""
+    if trials is None:
+        trials = study.get_trials(deepcopy=False)
     removed = []
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
+    for trial in trials:
         record = TrialRecord.of(trial)
+        if record.state not in ("COMPLETE", "PRUNED"):
+            continue
         if record.weights is None or trial.number in kept or not record.weights_kept:
             continue
         artifact_id = record.weights["artifact_id"]

@@ -303,3 +303,25 @@ def test_a_finished_trial_is_read_once_and_a_change_past_optuna_is_read_again(
     statements.clear()
     storage.get_trial(running._trial_id)
     assert statements
+
+
+def test_weights_are_discarded_only_among_the_trials_the_kept_set_was_chosen_from(
+    tmp_path: Path,
+) -> None:
+    """Another worker tells its trials without the storage's lock: a trial it finished
+    after the kept set was chosen (from a read where it still ran) must keep its
+    weights. A second read lost the weights of the best trial of a 2-worker search."""
+    from nasmlcn.study import discard_weights, open_store
+
+    storage = open_storage(f"sqlite:///{tmp_path / 's.db'}", heartbeat=False)
+    study = optuna.create_study(storage=storage, direction="maximize")
+    store = open_store(tmp_path / "artifacts")
+    trial = study.ask()
+    trial.set_user_attr("weights", {"artifact_id": "w1"})  # as a trial keeping its weights
+    storage.set_trial_system_attr(trial._trial_id, "artifacts:w1", '{"artifact_id": "w1"}')
+    snapshot = study.get_trials()  # it runs: no kept set can name it yet
+    study.tell(trial, 0.9)  # the other worker finishes it
+    assert discard_weights(study, store, kept=(), trials=snapshot) == []
+    assert "artifacts:w1" in storage.get_trial(trial._trial_id).system_attrs
+    # chosen from a read where it finished, and not kept: its weights go
+    assert discard_weights(study, store, kept=(), trials=study.get_trials()) == [trial.number]

@@ -82,9 +82,11 @@ from nasmlcn.study import (
     write_proposed_by,
     write_resumed,
 )
+from nasmlcn.study import best_trials as answer
 
 if TYPE_CHECKING:
     import optuna
+    from optuna.trial import FrozenTrial
 
 
 def run_in_process(
@@ -320,9 +322,11 @@ def _close_files(study: optuna.Study, files: TrialFiles, keep: str) -> None:
     files.close()
     if keep != "all":
         with hold(storage_of(study)):
-            kept = kept_weights(study, keep)
+            # one read: the kept set and the trials it spares are of the same moment
+            trials = study.get_trials(deepcopy=False)
+            kept = kept_weights(study, keep, trials)
             if kept is not None:
-                discard_weights(study, files.store, kept)
+                discard_weights(study, files.store, kept, trials)
 
 
 def _stopped(
@@ -393,14 +397,20 @@ def make_pruner(config: SearchConfig) -> EpochPruner | None:
     return PRUNERS.get(config.pruner).make(config)
 
 
-def kept_weights(study: optuna.Study, policy: str) -> set[int] | None:
+def kept_weights(
+    study: optuna.Study, policy: str, trials: Sequence[FrozenTrial] | None = None
+) -> set[int] | None:
     """The trials whose weights ``policy`` (``keep_weights``) keeps: with several
     objectives the Pareto front, with one the best (``pareto``) or the best K
-    (``best:K``); None keeps every trial's."""
+    (``best:K``); None keeps every trial's. Chosen among ``trials`` (default: the
+    study's now)."""
     kind, count = parse_keep(policy)
     if kind == "all":
         return None
-    return {t.number for t in best_trials(study, top=count if kind == "best" else 1)}
+    if trials is None:
+        trials = study.get_trials(deepcopy=False)
+    top = count if kind == "best" else 1
+    return {t.number for t in answer(trials, study.directions, top)}
 
 
 def sample(study: optuna.Study, trial: optuna.Trial, distributions: dict[str, Any]) -> None:
