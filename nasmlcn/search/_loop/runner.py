@@ -82,7 +82,7 @@ from nasmlcn.study import (
     write_proposed_by,
     write_resumed,
 )
-from nasmlcn.study import best_trials as answer
+from nasmlcn.study import best_trials as answer  # among a read of the trials
 
 if TYPE_CHECKING:
     import optuna
@@ -398,17 +398,14 @@ def make_pruner(config: SearchConfig) -> EpochPruner | None:
 
 
 def kept_weights(
-    study: optuna.Study, policy: str, trials: Sequence[FrozenTrial] | None = None
+    study: optuna.Study, policy: str, trials: Sequence[FrozenTrial]
 ) -> set[int] | None:
-    """The trials whose weights ``policy`` (``keep_weights``) keeps: with several
-    objectives the Pareto front, with one the best (``pareto``) or the best K
-    (``best:K``); None keeps every trial's. Chosen among ``trials`` (default: the
-    study's now)."""
+    """The trials among ``trials`` (a read of ``study``) whose weights ``policy``
+    (``keep_weights``) keeps: with several objectives the Pareto front, with one the
+    best (``pareto``) or the best K (``best:K``); None keeps every trial's."""
     kind, count = parse_keep(policy)
     if kind == "all":
         return None
-    if trials is None:
-        trials = study.get_trials(deepcopy=False)
     top = count if kind == "best" else 1
     return {t.number for t in answer(trials, study.directions, top)}
 
