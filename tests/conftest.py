@@ -117,6 +117,17 @@ def small_search(folder: Path, **options: Any) -> SearchConfig:
     return config
 
 
+def copy_sqlite(source: Path | str, copy: Path) -> Path:
+    """``copy``: a copy of the SQLite file ``source`` made through SQLite's backup (a
+    test writes into its own copy of a study a module or session made once)."""
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(source)) as read, closing(sqlite3.connect(copy)) as write:
+        read.backup(write)
+    return copy
+
+
 def lr_space(folder: Path) -> Path:
     """``folder/lr-space.toml``: the default space with the learning rate searched from
     1e-9 to 1e-2, so a study holds trials that learn and trials that stay at chance

@@ -14,7 +14,7 @@ import optuna
 import pytest
 
 from nasmlcn.training import PROTOCOL
-from tests.conftest import run_cli, small_search
+from tests.conftest import copy_sqlite, run_cli, small_search
 
 WIDE = {"COLUMNS": "250"}  # tables unfolded, so their headers can be read
 
@@ -203,13 +203,7 @@ def test_refit_trains_each_model_again_on_training_and_validation_and_says_so(
     storage: str, tmp_path: Path
 ) -> None:
     """A copy of the study: the refit's entry replaces the trial's default one."""
-    import sqlite3
-    from contextlib import closing
-
-    db = tmp_path / "copy.db"
-    source = storage.removeprefix("sqlite:///")
-    with closing(sqlite3.connect(source)) as read, closing(sqlite3.connect(db)) as write:
-        read.backup(write)
+    db = copy_sqlite(storage.removeprefix("sqlite:///"), tmp_path / "copy.db")
     copy = f"sqlite:///{db}"
     out = tmp_path / "runs"
     tiny = ("--epochs", "1", "--train-limit", "20", "--test-limit", "20", "--inference-batch", "5")

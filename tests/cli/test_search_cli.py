@@ -3,7 +3,6 @@ search in a fresh ``python -m nasmlcn`` process, the others in this one)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import subprocess
@@ -14,7 +13,7 @@ import pytest
 
 from nasmlcn.specs import MLCNSpec, load_arch
 from nasmlcn.study import load_existing_study, study_info
-from tests.conftest import ROOT, run_cli, run_cli_subprocess
+from tests.conftest import ROOT, copy_sqlite, run_cli, run_cli_subprocess
 
 
 def _search(
@@ -95,18 +94,6 @@ def pruned(
     return db, _search(db, *PRUNING, "--json", "-q")
 
 
-def _copy(db: Path, to: Path) -> Path:
-    """A copy of the SQLite storage ``db`` at ``to`` (through SQLite's backup)."""
-    import sqlite3
-
-    with (
-        contextlib.closing(sqlite3.connect(db)) as src,
-        contextlib.closing(sqlite3.connect(to)) as dst,
-    ):
-        src.backup(dst)
-    return to
-
-
 def test_search_prunes_by_default_and_reports_the_correlation(
     tmp_path: Path, pruned: tuple[Path, subprocess.CompletedProcess[str]]
 ) -> None:
@@ -127,7 +114,7 @@ def test_search_prunes_by_default_and_reports_the_correlation(
         sum(p["seconds_saved"] for p in data["pruned"])
     )
     # the text summary of the same study (two trials more, in a copy of it)
-    db = _copy(shared, tmp_path / "s.db")
+    db = copy_sqlite(shared, tmp_path / "s.db")
     text = _search(db, "--trials", "14", *PRUNING[2:])
     assert text.returncode == 0, text.stderr
     assert "early-epoch correlation" in text.stdout

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from nasmlcn.dashboard import figure_specs
+from tests.conftest import copy_sqlite
 from tests.dashboard.conftest import CHROMIUM, Made
 
 playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
@@ -105,11 +106,8 @@ def test_report_renders_offline(browser: Any, exported_report: Path, tmp_path: P
 @pytest.fixture
 def dashboard_url(pareto_study: Made, tmp_path: Path) -> Iterator[str]:
     """``nasmlcn dashboard`` on the study, on a free port of 127.0.0.1."""
-    import sqlite3
-
-    copy = tmp_path / "dash.db"  # the dashboard writes figures and notes: use a copy
-    with sqlite3.connect(pareto_study.path) as src, sqlite3.connect(copy) as dst:
-        src.backup(dst)
+    # the dashboard writes figures and notes: use a copy
+    copy = copy_sqlite(pareto_study.path, tmp_path / "dash.db")
     proc = subprocess.Popen(
         [*NASMLCN, "dashboard", "--storage", f"sqlite:///{copy}", "--port", "0"],
         stdout=subprocess.PIPE,

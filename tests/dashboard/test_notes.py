@@ -14,14 +14,13 @@ import pytest
 from nasmlcn.dashboard import GRAPH_ID_PREFIX, refresh_study, write_study_figures, write_trial_note
 from nasmlcn.dashboard._live import open_dashboard_storage, prepare_studies
 from nasmlcn.study import load_existing_study, trial_id_of
+from tests.conftest import copy_sqlite
 from tests.dashboard.conftest import Made
 
 
 def _copy(made: Made, folder: Path) -> Made:
     """A private copy of a session study (the tests here write into it)."""
-    path = folder / "copy.db"
-    with sqlite3.connect(made.path) as src, sqlite3.connect(path) as dst:
-        src.backup(dst)
+    path = copy_sqlite(made.path, folder / "copy.db")
     return Made(f"sqlite:///{path}", made.name, path)
 
 

@@ -11,6 +11,7 @@ from nasmlcn.errors import SearchError
 from nasmlcn.search import SearchConfig, run_search, setup_search
 from nasmlcn.study import list_studies, load_existing_study
 from tests._cli import run_cli
+from tests.conftest import copy_sqlite
 
 
 def _source(tmp_path: Path, **overrides: object) -> SearchConfig:
@@ -45,12 +46,7 @@ def _earlier_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def earlier(_earlier_db: Path, tmp_path: Path) -> SearchConfig:
     """``_source(tmp_path)`` as searched: a copy of the module's earlier study in
     ``tmp_path / 's.db'``, each test's own to add studies to."""
-    import sqlite3
-    from contextlib import closing
-
-    copy = tmp_path / "s.db"
-    with closing(sqlite3.connect(_earlier_db)) as read, closing(sqlite3.connect(copy)) as write:
-        read.backup(write)
+    copy_sqlite(_earlier_db, tmp_path / "s.db")
     return _source(tmp_path)
 
 
