@@ -179,6 +179,8 @@ def traced_trial_files() -> tuple[dict[str, int], dict[str, int], dict[str, int]
             seen.add(code.co_filename)
             if depth > 0:
                 in_trial.add(code.co_filename)
+            # lambdas and comprehensions are read as part of the function around them
+            if depth > 0 and not code.co_name.startswith("<"):
                 place = f"{Path(code.co_filename).relative_to(ROOT)}:{code.co_firstlineno} {code.co_name}"
                 trial_functions[place] = _function_lines(code)
 
@@ -208,12 +210,13 @@ def _function_lines(code: Any) -> int:
     """The lines of the function whose code object is ``code`` (its ``def`` to its end)."""
     tree = ast.parse(Path(code.co_filename).read_text())
     for node in ast.walk(tree):
-        is_function = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
-        if is_function and node.lineno <= code.co_firstlineno <= (node.end_lineno or 0):
-            decorated = getattr(node, "decorator_list", [])
-            first = min([node.lineno, *(d.lineno for d in decorated)])
-            if first == code.co_firstlineno or node.lineno == code.co_firstlineno:
-                return (node.end_lineno or node.lineno) - first + 1
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        # a decorated function's code starts at its first decorator (Python 3.8+)
+        decorated = getattr(node, "decorator_list", [])
+        first = min([node.lineno, *(d.lineno for d in decorated)])
+        if code.co_firstlineno in (first, node.lineno):
+            return (node.end_lineno or node.lineno) - first + 1
     return 0
 
 

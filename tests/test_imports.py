@@ -9,6 +9,7 @@ import ast
 import importlib.util
 import re
 import sys
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -212,9 +213,7 @@ WIDE_FUNCTIONS: dict[str, str] = {
 }
 
 
-def _functions() -> list[tuple[str, int, int]]:
-    """(file and name, lines, parameters) of every function in the package, as
-    ``scripts/house_figures.py`` counts them."""
+def _house_figures() -> Any:
     spec = importlib.util.spec_from_file_location(
         "house_figures", ROOT / "scripts/house_figures.py"
     )
@@ -222,9 +221,47 @@ def _functions() -> list[tuple[str, int, int]]:
     assert spec.loader is not None
     figures = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(figures)
+    return figures
+
+
+def _functions() -> list[tuple[str, int, int]]:
+    """(file and name, lines, parameters) of every function in the package, as
+    ``scripts/house_figures.py`` counts them."""
     return [
-        (re.sub(r":\d+ ", " ", place), size, width) for place, size, width in figures.functions()
+        (re.sub(r":\d+ ", " ", place), size, width)
+        for place, size, width in _house_figures().functions()
     ]
+
+
+def test_the_trace_counts_a_run_function_s_lines_decorators_included(tmp_path: Path) -> None:
+    """``house_figures.py --trace`` sizes each function the trial runs from its code
+    object; a decorated one (a property, a classmethod) starts at its decorator."""
+    source = tmp_path / "shapes.py"
+    source.write_text(
+        "def keep(f):\n"
+        "    return f\n"
+        "\n"
+        "class Box:\n"
+        "    @property\n"
+        "    def size(self):\n"
+        "        return 1\n"
+        "\n"
+        "    @classmethod\n"
+        "    @keep\n"
+        "    def make(cls):\n"
+        "        x = 1\n"
+        "        return x\n"
+        "\n"
+        "def plain():\n"
+        "    return 2\n"
+    )
+    namespace: dict[str, Any] = {}
+    exec(compile(source.read_text(), str(source), "exec"), namespace)
+    box = namespace["Box"]
+    lines = _house_figures()._function_lines
+    assert lines(box.__dict__["size"].fget.__code__) == 3
+    assert lines(box.__dict__["make"].__func__.__code__) == 5
+    assert lines(namespace["plain"].__code__) == 2
 
 
 def test_no_function_is_over_max_lines_or_wider_than_the_known_ones() -> None:
