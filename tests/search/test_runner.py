@@ -30,7 +30,7 @@ from nasmlcn.search import (
     first_epoch_reaching,
     run_search,
 )
-from nasmlcn.study import load_existing_study
+from nasmlcn.study import load_existing_study, open_storage
 
 
 def _config(tmp_path: Path, **kw: object) -> SearchConfig:
@@ -802,3 +802,39 @@ def test_a_stop_asked_for_requeues_the_trial_however_often_it_comes() -> None:
         assert outcome.queued_again_as is not None, job
     states = [t.state for t in study.trials]
     assert states == [TrialState.FAIL] * 5 + [TrialState.WAITING]
+
+
+def test_another_worker_never_sees_a_stopped_trial_failed_but_not_yet_queued_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker's claim reads the study under its lock. Seeing the stopped trial
+    FAIL without its WAITING copy, it counted one trial fewer claimed and started
+    one more than --trials (the copy ran as well)."""
+    import threading
+    import time
+
+    from nasmlcn.search._loop import runner
+    from nasmlcn.search._trial.run import SearchTimeout
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    mine, other = open_storage(url, heartbeat=False), open_storage(url, heartbeat=False)
+    study = optuna.create_study(storage=mine, study_name="s")
+    trial = study.ask({"x": optuna.distributions.FloatDistribution(0, 2)})
+    told = threading.Event()
+    queue_again = runner.retry
+
+    def slow_retry(*args: Any) -> int | None:
+        told.set()  # the trial is FAIL in the database now
+        time.sleep(1.0)
+        return queue_again(*args)
+
+    monkeypatch.setattr(runner, "retry", slow_retry)
+    stopping = threading.Thread(
+        target=runner._stopped, args=(study, trial, False, SearchTimeout("--timeout 5 s"))
+    )
+    stopping.start()
+    assert told.wait(30)
+    with other.lock.hold():  # as another worker's claim takes it
+        seen = [t.state for t in optuna.load_study(study_name="s", storage=other).trials]
+    stopping.join(30)
+    assert seen == [TrialState.FAIL, TrialState.WAITING]

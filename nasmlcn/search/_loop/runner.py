@@ -342,11 +342,15 @@ def _stopped(
         if isinstance(stop, Terminated | SearchTimeout)
         else "interrupted by the user (Ctrl-C)"
     )
-    write_failed(trial, reason, failure="interrupted")
-    study.tell(trial, state=_state("FAIL"))
-    # a stop the user or the scheduler asked for is no crash: it never uses up
-    # --max-retries (a trial longer than four scheduler jobs was dropped)
-    again = retry(study, storage_of(study).get_trial(trial_id_of(trial)), None)
+    storage = storage_of(study)
+    # failed and queued again in one turn of the lock: another worker's claim in
+    # between saw one trial fewer claimed and started one more than --trials
+    with hold(storage):
+        write_failed(trial, reason, failure="interrupted")
+        study.tell(trial, state=_state("FAIL"))
+        # a stop the user or the scheduler asked for is no crash: it never uses up
+        # --max-retries (a trial longer than four scheduler jobs was dropped)
+        again = retry(study, storage.get_trial(trial_id_of(trial)), None)
     return TrialOutcome(
         trial.number, "FAIL", None, _lanes_of(study, trial), reason, 0.0,
         retry_of=retry_of(trial, retried), queued_again_as=again,
