@@ -169,6 +169,42 @@ def test_a_model_finished_elsewhere_meanwhile_makes_this_trial_a_repeat(
     assert record.repeat_of == first.number
 
 
+@pytest.mark.parametrize("ends_after", [1, 2], ids=["first-look", "second-look"])
+def test_a_twin_that_ends_between_this_trial_s_looks_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ends_after: int
+) -> None:
+    """Another worker's trial training the same model completes right after this
+    trial's first (or second) look at the study: this trial takes its result and
+    trains nothing. Looking for a finished original before a running twin missed a
+    twin that ended in between, and the model was trained twice."""
+    from nasmlcn.search._trial import run as _trial_run
+
+    config = _config(tmp_path, trials=2, space="mlcn-homogeneous")
+    run_search(config.with_overrides(trials=1))
+    first = load_existing_study("s", config.storage).trials[0]
+    looks: list[str] = []
+
+    def running_twin(study: optuna.Study, key: str, number: int) -> object:
+        looks.append("running")
+        return first if len(looks) <= ends_after else None
+
+    def originals(study: optuna.Study, key: str) -> tuple[object, None]:
+        looks.append("finished")
+        return (None if len(looks) <= ends_after else first), None
+
+    def waited(study: optuna.Study, key: str, number: int, **how: object) -> None:
+        looks.append("wait")
+        return None  # the twin had ended: no trial of the model runs
+
+    monkeypatch.setattr(_trial_run, "running_twin", running_twin)
+    monkeypatch.setattr(_trial_run, "originals", originals)
+    monkeypatch.setattr(_trial_run, "wait_for_twin", waited)
+    monkeypatch.setattr(_trial_run, "trained_original", lambda study, key: None)
+    (outcome,) = run_search(config).run_trials
+    assert outcome.repeat_of == first.number, looks
+    assert outcome.values == tuple(first.values)
+
+
 def test_without_counting_repeats_trials_is_a_budget_of_trainings(tmp_path: Path) -> None:
     """--no-count-repeats: every trial that counts toward --trials trained a model of
     its own; the repeats come on top, and the summary says they did not count."""

@@ -191,12 +191,18 @@ class TrialRun:
         repeat where the pruner stops the model's pruned curve now; else None: this
         trial trains it."""
         assert self.key is not None
-        complete, pruned = originals(self.run.study, self.key)
-        original = complete or self._wait_for_twin()
-        if original is not None:
-            return self._repeat(original)
-        if self.waited:  # the twin ended pruned (or failed) meanwhile
-            _, pruned = originals(self.run.study, self.key)
+        study, key = self.run.study, self.key
+        # who trains the model now, then who has trained it: a twin that ends between
+        # the two looks is in the second (looked at the other way round, it was in
+        # neither and this trial trained the model again)
+        self.waited = running_twin(study, key, self.trial.number) is not None
+        complete, pruned = originals(study, key)
+        if complete is None and self.waited:
+            complete = self._wait_for_twin()
+            if complete is None:  # it ended pruned or failed, or before the wait began
+                complete, pruned = originals(study, key)
+        if complete is not None:
+            return self._repeat(complete)
         return self._replay(pruned, pruning) if pruned is not None else None
 
     @property
@@ -204,13 +210,10 @@ class TrialRun:
         return TrialTraining.of(self.trial.params, self.run.setup.config.batch_size)
 
     def _wait_for_twin(self) -> FrozenTrial | None:
-        """The model's original once another worker has trained it (None: nobody is
-        training it, or it ended without a result: this trial trains it)."""
+        """The model's original once the other worker's trial training it has
+        completed (None: it ended without a result, or had ended already)."""
         assert self.key is not None
         config = self.run.setup.config
-        self.waited = running_twin(self.run.study, self.key, self.trial.number) is not None
-        if not self.waited:
-            return None
         return wait_for_twin(
             self.run.study,
             self.key,
