@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from nasmlcn._optuna_compat import storage_of, study_id_of
 from nasmlcn._storage_url import redact_url
+from nasmlcn.study._lock import hold
 
 if TYPE_CHECKING:
     import optuna
@@ -64,11 +65,12 @@ def write_study_info(study: optuna.Study, info: Mapping[str, Any]) -> None:
 
 def update_study_info(study: optuna.Study, key: str, value: Any) -> None:
     """Sets one key of the study's ``nasmlcn`` attribute, read fresh from the storage
-    first so that nothing another process stored meanwhile is lost."""
-    attrs = storage_of(study).get_study_user_attrs(study_id_of(study))
-    info = stored_info(attrs) or {}
-    info[key] = value
-    study.set_user_attr(STUDY_ATTR, info)
+    under its lock first so that nothing another process stores is lost."""
+    storage = storage_of(study)
+    with hold(storage):
+        info = stored_info(storage.get_study_user_attrs(study_id_of(study))) or {}
+        info[key] = value
+        study.set_user_attr(STUDY_ATTR, info)
 
 
 def redact_stored_url(study: optuna.Study, stored: Mapping[str, Any]) -> None:

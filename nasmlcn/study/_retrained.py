@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from nasmlcn._optuna_compat import storage_of, study_id_of
 from nasmlcn.study._identity import stored_info, update_study_info
+from nasmlcn.study._lock import hold
 
 if TYPE_CHECKING:
     import optuna
@@ -216,18 +217,20 @@ def retrained_by_trial(info: Mapping[str, Any]) -> dict[int, RetrainedModel]:
 def store_retrained(study: optuna.Study, model: RetrainedModel) -> None:
     """Adds ``model`` to the study's retrained models, replacing an entry of the
     same trial, dataset and seed (an entry without a seed has the search's); the
-    attribute is read fresh from the storage first, so nothing stored meanwhile is
-    lost."""
-    info = stored_info(storage_of(study).get_study_user_attrs(study_id_of(study))) or {}
-    default = search_seed(info)
+    attribute is read fresh from the storage under its lock, so nothing another
+    process stores (``nasmlcn retrain`` runs side by side) is lost."""
+    storage = storage_of(study)
+    with hold(storage):
+        info = stored_info(storage.get_study_user_attrs(study_id_of(study))) or {}
+        default = search_seed(info)
 
-    def key(m: RetrainedModel) -> tuple[int, str, int]:
-        return (m.number, m.dataset, default if m.seed is None else m.seed)
+        def key(m: RetrainedModel) -> tuple[int, str, int]:
+            return (m.number, m.dataset, default if m.seed is None else m.seed)
 
-    kept = [m for m in retrained_models(info) if key(m) != key(model)]
-    entries = sorted([*kept, model], key=lambda m: (m.number, m.dataset, _seed_order(m.seed)))
-    update_study_info(
-        study,
-        RETRAINED_KEY,
-        {"version": RETRAINED_VERSION, "models": [m.to_dict() for m in entries]},
-    )
+        kept = [m for m in retrained_models(info) if key(m) != key(model)]
+        entries = sorted([*kept, model], key=lambda m: (m.number, m.dataset, _seed_order(m.seed)))
+        update_study_info(
+            study,
+            RETRAINED_KEY,
+            {"version": RETRAINED_VERSION, "models": [m.to_dict() for m in entries]},
+        )

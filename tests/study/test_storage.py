@@ -325,3 +325,46 @@ def test_weights_are_discarded_only_among_the_trials_the_kept_set_was_chosen_fro
     assert "artifacts:w1" in storage.get_trial(trial._trial_id).system_attrs
     # chosen from a read where it finished, and not kept: its weights go
     assert discard_weights(study, store, kept=(), trials=study.get_trials()) == [trial.number]
+
+
+def test_retrained_models_stored_side_by_side_are_all_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two ``nasmlcn retrain`` processes on one study store a model each: both stay.
+    Each read the study's attribute, added its model and wrote the whole back, and
+    the one that wrote second dropped the other's."""
+    import threading
+    import time
+
+    from nasmlcn.study import RetrainedModel, retrained_models, store_retrained, study_info
+
+    def model(number: int) -> RetrainedModel:
+        return RetrainedModel(
+            number=number, dataset="synthetic", lanes="2*mlcn1:1x1", test_accuracy=0.5,
+            test_loss=0.1, test_images=10, params=5, epochs=1, batch_size=10, lr=1e-3,
+            train_images=10, train_images_per_second=1.0, inference_images_per_second=2.0,
+            inference_batch_size=10, device="cpu", seconds=1.0, search_accuracy=0.5,
+            search_epochs=2,
+        )  # fmt: skip
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    mine, other = open_storage(url, heartbeat=False), open_storage(url, heartbeat=False)
+    first = optuna.create_study(storage=mine, study_name="s")
+    second = optuna.load_study(study_name="s", storage=other)
+    read = threading.Event()
+    read_attrs = mine.get_study_user_attrs
+
+    def slow_read(study_id: int) -> dict[str, object]:
+        attrs = read_attrs(study_id)
+        read.set()  # the first process has what it will add its model to
+        time.sleep(1.0)
+        return attrs
+
+    monkeypatch.setattr(mine, "get_study_user_attrs", slow_read)
+    storing = threading.Thread(target=store_retrained, args=(first, model(1)))
+    storing.start()
+    assert read.wait(30)
+    store_retrained(second, model(2))
+    storing.join(30)
+    stored = retrained_models(study_info(optuna.load_study(study_name="s", storage=url)))
+    assert [m.number for m in stored] == [1, 2]
