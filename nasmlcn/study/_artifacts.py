@@ -139,10 +139,14 @@ class TrialFiles:
         stamp = _stamp(self.path)
         with self.path.open("rb") as body:
             self.store.write(artifact_id, body)
-        write_checkpoint(self.trial, artifact_id, epoch)
-        storage = self.trial.storage
-        if hasattr(storage, "flush"):
-            storage.flush()  # recorded before the older copy goes
+        try:
+            write_checkpoint(self.trial, artifact_id, epoch)
+            storage = self.trial.storage
+            if hasattr(storage, "flush"):
+                storage.flush()  # recorded before the older copy goes
+        except BaseException:  # not recorded (the trial was finished elsewhere...)
+            self._drop(artifact_id)
+            raise
         self._drop(self._current)
         self._current, self._stored = artifact_id, stamp
 
@@ -169,6 +173,11 @@ class TrialFiles:
         """Drops the working checkpoint (the weights, if kept, are a copy of it)."""
         self._drop(self._current)
         self._current = None
+        self.release()
+
+    def release(self) -> None:
+        """Removes the local file only: the stored checkpoint stays for the trial's
+        retry (another worker failed and queued the trial while this one trained it)."""
         with contextlib.suppress(OSError):
             self.path.unlink()
 

@@ -838,3 +838,48 @@ def test_another_worker_never_sees_a_stopped_trial_failed_but_not_yet_queued_aga
         seen = [t.state for t in optuna.load_study(study_name="s", storage=other).trials]
     stopping.join(30)
     assert seen == [TrialState.FAIL, TrialState.WAITING]
+
+
+def test_a_trial_another_worker_failed_meanwhile_is_left_to_its_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another worker took this trial for dead (no heartbeat for --grace: a paused
+    machine, a worker with a shorter --grace), failed it and queued it again while
+    it trained. This worker tells nothing and goes on, and the retry resumes from
+    the checkpoint the trial recorded. The worker died of Optuna's
+    UpdateFinishedTrialError, after deleting that checkpoint."""
+    from nasmlcn.study import TrialFiles, TrialRecord, open_storage, retry
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    saved = TrialFiles.saved
+    queued: list[int | None] = []
+
+    def saved_then_taken_over(files: TrialFiles, epoch: int) -> None:
+        saved(files, epoch)
+        if files.trial.number == 0 and epoch == 1 and not queued:  # the other worker
+            other = open_storage(url, heartbeat=False)
+            study = optuna.load_study(study_name="s", storage=other)
+            trial_id = files.trial._trial_id
+            reason = "its worker stopped: no heartbeat for over 1 s"
+            other.set_trial_user_attr(trial_id, "fail_reason", reason)
+            assert other.set_trial_state_values(trial_id, TrialState.FAIL)
+            queued.append(retry(study, other.get_trial(trial_id), 3))
+
+    monkeypatch.setattr(TrialFiles, "saved", saved_then_taken_over)
+    config = SearchConfig(
+        devices="1xK80", mem="12GB", flops="0.05x", dataset="synthetic", epochs=3,
+        batch_size=10, train_limit=300, val_limit=50, sampler="random", trials=2,
+        storage=url, study="s", run_on="cpu", seed=3, artifacts=str(tmp_path / "art"),
+    )  # fmt: skip
+    result = run_search(config)
+    assert queued == [1]
+    taken = result.run_trials[0]
+    assert (taken.number, taken.state, taken.queued_again_as) == (0, "FAIL", 1)
+    assert taken.reason == (
+        "its worker stopped: no heartbeat for over 1 s; "
+        "another worker failed it while this one trained it"
+    )
+    records = [TrialRecord.of(t) for t in load_existing_study("s", url).trials]
+    assert [r.state for r in records] == ["FAIL", "COMPLETE", "COMPLETE"]
+    assert records[1].last_failed == 0
+    assert records[1].resumed_from_epoch == 1  # from the checkpoint trial 0 recorded

@@ -12,6 +12,7 @@ is handled as Ctrl-C, and neither may cut the writing-down of the interrupted tr
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -87,6 +88,8 @@ from nasmlcn.study import best_trials as answer  # among a read of the trials
 if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
+
+logger = logging.getLogger(__name__)
 
 
 def run_in_process(
@@ -271,6 +274,8 @@ def _run_trial(
 ) -> TrialOutcome:
     """Runs the claimed ``trial`` under its heartbeat, with its files (in ``store``;
     none where the evaluator keeps no checkpoints)."""
+    from optuna.exceptions import UpdateFinishedTrialError
+
     timings = {"ask": time.perf_counter() - tick}
     with heartbeat(storage_of(run.study), trial_id_of(trial)):
         files = TrialFiles(store, trial, workdir) if store else None
@@ -278,6 +283,8 @@ def _run_trial(
             write_resumed(trial, files.resumed_epoch)
         try:
             outcome = TrialRun(run, trial, index, retried, files, timings)()
+        except UpdateFinishedTrialError:
+            return _taken_over(run, trial, files)
         except Exception:
             # a Ctrl-C or SIGTERM inside a commit comes out as the storage's error
             # (StorageInternalError): the trial was stopped, not failed
@@ -286,6 +293,24 @@ def _run_trial(
     if files is not None:
         _close_files(run.study, files, run.setup.config.keep_weights)
     return replace(outcome, timings=timings, retry_of=retry_of(trial, retried))
+
+
+def _taken_over(run: RunContext, trial: optuna.Trial, files: TrialFiles | None) -> TrialOutcome:
+    """Another worker failed ``trial`` while this one trained it (its heartbeat
+    looked stale: a pause longer than --grace, a worker with a shorter --grace) and
+    queued it again. The checkpoint it recorded stays for that retry, this worker
+    tells nothing and goes on with its next trial."""
+    if files is not None:
+        files.release()
+    trials = run.study.get_trials(deepcopy=False)
+    record = TrialRecord.of(next(t for t in trials if t.number == trial.number))
+    again = [t.number for t in trials if TrialRecord.of(t).last_failed == trial.number]
+    reason = f"{record.reason or 'failed'}; another worker failed it while this one trained it"
+    logger.warning("trial %d: %s", trial.number, reason)
+    return TrialOutcome(
+        trial.number, "FAIL", None, record.lanes or "", reason, 0.0,
+        queued_again_as=again[0] if again else None,
+    )  # fmt: skip
 
 
 def _stop_kind(stop: SearchTimeout | KeyboardInterrupt) -> str:

@@ -344,10 +344,14 @@ class TrialRun:
                 decision = CONTINUE if why is None else EpochDecision("prune", why)
             return decision
 
+        from optuna.exceptions import UpdateFinishedTrialError
+
         try:
             evaluation = run.evaluator.evaluate(request, on_epoch)
         except TrainingStopped as stop:  # the search's --timeout, between two batches
             raise SearchTimeout(str(stop)) from None
+        except UpdateFinishedTrialError:
+            raise  # another worker failed and queued the trial meanwhile: the runner's
         except Exception as err:  # NaN, out of memory...: recorded, the search goes on (not Ctrl-C)
             run.stop_lost()  # a Ctrl-C or SIGTERM a library turned into its error is a stop
             reason = failure_reason(err)
