@@ -37,6 +37,7 @@ def run_quick(out: Path, cache: Path, data_dir: Path) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # two runs of the script, each bounded by run_script (900 s)
 def test_quick_run_reports_every_run_and_reuses_its_cache(data_dir: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache.json"
     first = run_quick(tmp_path / "out", cache, data_dir)
