@@ -13,7 +13,7 @@ from nasmlcn.cli._config_options import with_config_options
 from nasmlcn.cli._console import err
 from nasmlcn.cli._options import JSON, local_file
 from nasmlcn.cli._search_report import print_result, print_sweep, result_json
-from nasmlcn.errors import SearchError, option
+from nasmlcn.errors import SearchError, cli_option, option
 from nasmlcn.search import SearchConfig
 
 if TYPE_CHECKING:
@@ -58,24 +58,38 @@ def search(
 ) -> int:
     """Search MLCNs that fit the target devices (Optuna study, SQL storage)."""
     from nasmlcn._storage_url import DEFAULT_STORAGE, resolve_storage
-    from nasmlcn.search import expand_sweep, load_search_recipe, stored_config
+    from nasmlcn.search import (
+        expand_sweep,
+        load_search_recipe,
+        refuse_undefined_study,
+        stored_config,
+    )
 
     options = {name: str(v) if isinstance(v, Path) else v for name, v in given.items()}
+    named = {name for name, v in options.items() if v is not None}
     sweep: dict[str, list[Any]] = {}
     base = SearchConfig()
     if config is not None:
         recipe, sweep, _ = load_search_recipe(config)
         base = base.with_overrides(**recipe)
         _refuse_swept(options, sweep, config)
+        named |= {*recipe, *sweep}
     # --storage, else $NASMLCN_STORAGE, else the recipe's, else the default
     options["storage"] = resolve_storage(
         options["storage"], fallback=base.storage or DEFAULT_STORAGE
     )
+    stored = None
     if config is None and options.get("study") is not None:
-        # --study NAME of an existing study: its stored settings, unless given again
-        base = stored_config(options["study"], options["storage"]) or base
+        # --study NAME of an existing study: its stored settings, unless given again;
+        # a name no study has, with nothing that defines a search, is taken for a typo
+        stored = stored_config(options["study"], options["storage"])
+        if stored is None:
+            refuse_undefined_study(options["study"], options["storage"], named)
+        base = stored or base
     # a bad value is refused before any study is made
     configs = expand_sweep(base.with_overrides(**options), sweep)
+    if stored is None:
+        _say_defaults(configs[0], named)
     pool = Pool(workers, gpus_per_trial, workers_per_gpu)
     runs = []
     for one in configs:  # a sweep runs one study per setting
@@ -97,6 +111,28 @@ def search(
 
 STOPPED_BY_SIGNAL = {"interrupted": EXIT_INTERRUPTED, "terminated": EXIT_TERMINATED}
 """A run's stop by Ctrl-C (SIGINT) or SIGTERM, and the command's exit status then."""
+
+
+def _say_defaults(config: SearchConfig, named: set[str]) -> None:
+    """One line before anything else where a new study takes nasmlcn's defaults for
+    its data, devices or epochs, so that a forgotten ``--dataset`` shows at once."""
+    from nasmlcn.search import defaults_taken, stored_config
+
+    taken = defaults_taken(config, named)
+    if not taken or stored_config(config.study_name(), config.storage) is not None:
+        return
+    shown = {"dataset": "data {}", "devices": "devices {}", "epochs": "{} epochs"}
+    err.print(
+        f"new study {config.study_name()!r} on defaults: "
+        + ", ".join(shown[name].format(value) for name, value in taken)
+        + " (give "
+        + ", ".join(cli_option(name) for name, _ in taken)
+        + " to choose)",
+        style="yellow",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _refuse_swept(options: dict[str, Any], sweep: dict[str, list[Any]], recipe: Path) -> None:

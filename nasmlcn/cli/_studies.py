@@ -24,6 +24,9 @@ def studies(ctx: typer.Context, storage: str | None = STORAGE, as_json: bool = J
     """The studies of a storage: name, trials by state, their files' size on disk, and
     the last change."""
     if ctx.invoked_subcommand is not None:
+        # the group's options reach the subcommand (`studies --storage X delete s1`
+        # deleted s1 from the default storage when they did not)
+        ctx.obj = {"storage": storage, "json": as_json}
         return
     from rich.table import Table
 
@@ -67,6 +70,7 @@ def studies(ctx: typer.Context, storage: str | None = STORAGE, as_json: bool = J
 
 @studies_app.command("delete")
 def delete(
+    ctx: typer.Context,
     name: str = typer.Argument(..., help="The study to delete."),
     storage: str | None = STORAGE,
     yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking."),
@@ -78,6 +82,7 @@ def delete(
     from nasmlcn.hardware import format_bytes
     from nasmlcn.study import delete_study, find_study
 
+    storage, as_json = _with_group_options(ctx, storage, as_json)
     url = resolve_storage(storage)
     found = find_study(url, name)
     what = (
@@ -100,3 +105,21 @@ def delete(
         highlight=False,
         markup=False,
     )
+
+
+def _with_group_options(
+    ctx: typer.Context, storage: str | None, as_json: bool
+) -> tuple[str | None, bool]:
+    """The subcommand's ``--storage`` and ``--json``, merged with the group's
+    (``nasmlcn studies --storage X delete NAME``); two different storages are refused
+    rather than one of them silently chosen."""
+    from nasmlcn.errors import StorageError
+
+    group = ctx.obj if isinstance(ctx.obj, dict) else {}
+    above = group.get("storage")
+    if above is not None and storage is not None and above != storage:
+        raise StorageError(
+            f"two storages given: --storage {redact_url(above)} before the subcommand and "
+            f"--storage {redact_url(storage)} after it; give one"
+        )
+    return (storage if storage is not None else above), (as_json or bool(group.get("json")))

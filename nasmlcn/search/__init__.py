@@ -59,7 +59,11 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.search._prepare.progress import ProgressObserver, TrialProgress
     from nasmlcn.search._prepare.recipe import expand_sweep
     from nasmlcn.search._prepare.setup import setup_search
-    from nasmlcn.search._prepare.stored import stored_config
+    from nasmlcn.search._prepare.stored import (
+        defaults_taken,
+        refuse_undefined_study,
+        stored_config,
+    )
     from nasmlcn.search._pruners.correlation import (
         CorrelationPruner,
         EpochCorrelation,
@@ -131,7 +135,7 @@ _LAZY = {
         "_prepare.progress": ("ProgressObserver", "TrialProgress"),
         "_types.setup": ("SearchSetup",),
         "_prepare.setup": ("setup_search",),
-        "_prepare.stored": ("stored_config",),
+        "_prepare.stored": ("stored_config", "refuse_undefined_study", "defaults_taken"),
         "_pruners.correlation": (
             "CorrelationPruner",
             "EpochCorrelation",

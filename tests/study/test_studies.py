@@ -95,3 +95,24 @@ def test_by_default_only_the_trials_that_can_still_be_chosen_keep_weights(tmp_pa
     kept = {t.number for t in study.trials if TrialRecord.of(t).weights_kept}
     assert kept == {t.number for t in best_trials(study, top=5)}
     assert len(kept) < 6
+
+
+def test_the_group_s_storage_reaches_delete(tmp_path: Path) -> None:
+    # `studies --storage OTHER delete s1 --yes` deleted s1 from the default storage:
+    # the group's callback returned before its options reached the subcommand
+    default, other = (f"sqlite:///{tmp_path / n}" for n in ("default.db", "other.db"))
+    for url in (default, other):
+        optuna.create_study(study_name="s1", storage=url)
+    env = {"NASMLCN_STORAGE": default}
+    done = run_cli("studies", "--storage", other, "delete", "s1", "--yes", env=env)
+    assert done.returncode == 0, done.stderr
+    assert [s.name for s in list_studies(default)] == ["s1"]
+    assert list_studies(other) == []
+    listed = run_cli("studies", "--storage", default, "--json", "delete", "s1", "--yes")
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)["name"] == "s1", "the group's --json reaches delete"
+    optuna.create_study(study_name="s1", storage=other)
+    both = run_cli("studies", "--storage", other, "delete", "s1", "--storage", default, "--yes")
+    assert both.returncode == 2
+    assert both.stderr.count("\n") == 1 and "two storages given" in both.stderr
+    assert [s.name for s in list_studies(other)] == ["s1"]

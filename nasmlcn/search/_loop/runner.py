@@ -89,6 +89,8 @@ if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
 
+    from nasmlcn.data import DatasetInfo
+
 logger = logging.getLogger(__name__)
 
 
@@ -141,7 +143,7 @@ def start_run(
             tuple(setup.directions),
             tuple(setup.metric_names),
             config.count_repeats,
-            setup.dataset.description if setup.dataset.own is not None else "",
+            data_line(setup.dataset),
             setup.notices,
             predicted.line() if predicted is not None else "",
         )
@@ -155,6 +157,15 @@ def start_run(
         notices=list(setup.notices),
         forecast=predicted.to_dict() if predicted is not None else None,
     )
+
+
+def data_line(dataset: DatasetInfo) -> str:
+    """What the search trains on, for its first lines: a user's data as described,
+    a built-in set by name too (``fashion-mnist (built-in): Zalando ...``), so that a
+    forgotten ``--dataset`` shows at once."""
+    if dataset.own is not None:
+        return dataset.description
+    return f"{dataset.name} (built-in): {dataset.description}"
 
 
 def _run_search(

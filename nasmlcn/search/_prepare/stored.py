@@ -44,3 +44,66 @@ def stored_config(study: str, storage: str) -> SearchConfig | None:
     known = {f.name for f in fields(SearchConfig)} | {"schema_version"}
     kept = {k: v for k, v in config.items() if k in known and k not in NOT_CARRIED}
     return SearchConfig.from_dict({**kept, "storage": storage, "study": study})
+
+
+RUN_CONTROL = frozenset(
+    {
+        "storage",
+        "study",
+        "trials",
+        "count_repeats",
+        "timeout",
+        "trial_timeout",
+        "grace",
+        "max_retries",
+        "artifacts",
+        "keep_weights",
+        "run_on",
+        "mlflow",
+        "calibration",
+    }
+)
+"""Fields that say how a search runs, not what it searches: given alone with a study
+name no study has (``search --study tex22 --trials 8``), they define nothing, and
+the name is taken for a typo (:func:`refuse_undefined_study`)."""
+
+NAMED_DEFAULTS = ("dataset", "devices", "epochs")
+"""What a new study started on defaults names before anything else
+(:func:`defaults_taken`): what it trains on, the devices it designs for, how long."""
+
+
+def refuse_undefined_study(study: str, storage: str, given: set[str]) -> None:
+    """Refuses a search that names a study the storage does not hold while giving
+    only :data:`RUN_CONTROL` options: a mistyped name would otherwise start a default
+    search (Fashion-MNIST for 8 K80s, 10 epochs). Nothing is refused where the study
+    exists, or where ``given`` holds an option that defines a search.
+
+    Raises:
+        StorageError: The name is unknown ("did you mean", with the studies there).
+    """
+    if given - RUN_CONTROL:
+        return
+    from nasmlcn.errors import StorageError
+    from nasmlcn.study import load_existing_study
+
+    try:
+        load_existing_study(study, storage)
+    except StorageError as error:
+        text = str(error)
+        joint = " To" if text.endswith("?") else "; to"
+        raise StorageError(
+            f"{text}{joint} start a new study, give what it searches (--dataset, --devices, "
+            "--epochs, ... or --config)"
+        ) from error
+
+
+def defaults_taken(config: SearchConfig, given: set[str]) -> list[tuple[str, str]]:
+    """The :data:`NAMED_DEFAULTS` a new study takes from nasmlcn's defaults (not
+    given, not in a recipe: ``config`` equals the default there), as (field, value)."""
+    default = SearchConfig()
+    taken = []
+    for name in NAMED_DEFAULTS:
+        value = getattr(config, name)
+        if name not in given and value == getattr(default, name):
+            taken.append((name, str(value)))
+    return taken
