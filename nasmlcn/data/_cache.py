@@ -10,6 +10,13 @@ image, it finds the entry again for an unchanged source (no decoding, no hashing
 the content hash finds it for the same data anywhere else (a worker on another
 machine with the data at another path, or with only a copy of this cache).
 
+Content decides which entry holds the arrays; the description stays each source's
+own. Every fingerprint's record (``found_by``) keeps the identity its source was
+read as (kind, name, source, test split, resize) and what reading it skipped, and
+an entry found through a record is described by it: an ``.npz`` holding a folder's
+images is still an ``.npz``. (Records of an older nasmlcn have no identity; the
+entry's first one stands in.)
+
 Entries are written whole or not at all (a temporary folder renamed into place);
 two processes writing the same data at once both succeed, one entry stays.
 """
@@ -22,7 +29,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -118,20 +125,44 @@ def find(
     (newest first) read from ``source`` with ``image_size``."""
     candidates = entries(data_dir)
     for entry in candidates:
-        prints = [f.get("fingerprint") for f in entry.meta.get("found_by", [])]
-        if key is not None and key in prints:
-            return entry
+        for record in entry.meta.get("found_by", []):
+            if key is not None and record.get("fingerprint") == key:
+                return as_read(entry, record)
         if sha256 is not None and entry.identity.sha256 == sha256:
             return entry
     if source is None:
         return None
-    same = [
-        e
-        for e in candidates
-        if any(f.get("source") == source for f in e.meta.get("found_by", []))
-        and e.identity.image_size == image_size
+    same = [e for e in read_from(candidates, source) if e.identity.image_size == image_size]
+    return newest(same)
+
+
+def read_from(candidates: list[CacheEntry], source: str) -> list[CacheEntry]:
+    """The entries of ``candidates`` read from ``source``, each as that read described it."""
+    return [
+        as_read(entry, record)
+        for entry in candidates
+        for record in entry.meta.get("found_by", [])
+        if record.get("source") == source
     ]
-    return max(same, key=lambda e: float(e.meta.get("written", 0)), default=None)
+
+
+def newest(candidates: list[CacheEntry]) -> CacheEntry | None:
+    """The entry of ``candidates`` written last, the last of equals (None: there is none)."""
+    latest = reversed(candidates)  # max keeps the first of equals: a later record of an entry
+    return max(latest, key=lambda e: float(e.meta.get("written", 0)), default=None)
+
+
+def as_read(entry: CacheEntry, record: dict[str, Any]) -> CacheEntry:
+    """``entry`` described as the read that left ``record`` (one of its ``found_by``)
+    described its data: its own identity, stray files and grey images made colour."""
+    try:
+        identity = DataIdentity.from_dict(record["identity"])
+    except (KeyError, TypeError, DatasetError):  # an older nasmlcn's record: no identity
+        return entry
+    if identity.sha256 != entry.identity.sha256:
+        return entry
+    own: dict[str, Any] = {k: record[k] for k in ("skipped", "made_colour") if k in record}
+    return replace(entry, identity=identity, meta={**entry.meta, **own})
 
 
 def write(data_dir: Path, data: OwnArrays, key: str) -> CacheEntry:
@@ -144,7 +175,13 @@ def write(data_dir: Path, data: OwnArrays, key: str) -> CacheEntry:
     root = cache_root(data_dir)
     root.mkdir(parents=True, exist_ok=True)
     folder = root / identity.sha256[:16]
-    found_by = {"source": identity.source, "fingerprint": key}
+    found_by = {
+        "source": identity.source,
+        "fingerprint": key,
+        "identity": identity.to_dict(),
+        "skipped": data.skipped,
+        "made_colour": data.made_colour,
+    }
     if (folder / META).is_file():
         return _add_fingerprint(folder, found_by)
     tmp = Path(tempfile.mkdtemp(prefix=".writing-", dir=root))
@@ -173,15 +210,19 @@ def write(data_dir: Path, data: OwnArrays, key: str) -> CacheEntry:
 
 def _add_fingerprint(folder: Path, found_by: dict[str, Any]) -> CacheEntry:
     meta = json.loads((folder / META).read_text())
-    if found_by not in meta.get("found_by", []):
-        meta["found_by"] = [*meta.get("found_by", []), found_by]
+    if found_by not in meta.get("found_by", []):  # a record of the same fingerprint is replaced
+        others = [
+            r for r in meta.get("found_by", []) if r.get("fingerprint") != found_by["fingerprint"]
+        ]
+        meta["found_by"] = [*others, found_by]
         tmp = folder / f".{META}.{os.getpid()}"
         tmp.write_text(json.dumps(meta, indent=1))
         os.replace(tmp, folder / META)
     norm = meta.get("normalization")
-    return CacheEntry(
+    entry = CacheEntry(
         folder,
         DataIdentity.from_dict(meta["identity"]),
         Normalization.from_dict(norm) if norm is not None else None,
         meta,
     )
+    return as_read(entry, found_by)

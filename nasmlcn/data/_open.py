@@ -97,13 +97,8 @@ def known_identity(dataset: str, data_dir: str | Path | None = None) -> DataIden
     if not is_dataset_path(dataset):
         return DATASETS.get(dataset).identity if dataset in DATASETS else None
     path = str(Path(dataset).expanduser().resolve())
-    found = [
-        e
-        for e in _cache.entries(resolve_data_dir(data_dir))
-        if any(f.get("source") == path for f in e.meta.get("found_by", []))
-    ]
-    newest = max(found, key=lambda e: float(e.meta.get("written", 0)), default=None)
-    return None if newest is None else newest.identity
+    found = _cache.newest(_cache.read_from(_cache.entries(resolve_data_dir(data_dir)), path))
+    return None if found is None else found.identity
 
 
 def _builtin(name: str) -> DatasetInfo:
@@ -147,12 +142,15 @@ def _open_path(path: Path, size: str | None, root: Path) -> DatasetInfo:
 def _cached_copy(
     path: Path, size: str | None, root: Path, expect: DataIdentity | None
 ) -> CacheEntry:
-    """The cache's copy of a dataset whose path is gone: the ``expect``\\ ed content,
-    else the newest read from ``path`` at ``size``."""
+    """The cache's copy of a dataset whose path is gone: the ``expect``\\ ed content
+    (described as ``expect`` says), else the newest read from ``path`` at ``size``."""
     from nasmlcn.data import _cache
 
     if expect is not None and expect.sha256:
         entry = _cache.find(root, sha256=expect.sha256)
+        if entry is not None:  # the content's arrays, described as read from this path
+            as_read = _cache.newest(_cache.read_from([entry], str(path)))
+            return as_read or replace(entry, identity=expect)
     else:
         entry = _cache.find(root, source=str(path), image_size=size)
     if entry is not None:
