@@ -125,18 +125,31 @@ def _walk_class(folder: Path, root: Path, scan: FolderScan) -> list[str]:
 def _class_folders(root: Path, scan: FolderScan, prefix: str = "") -> dict[str, Path]:
     """The class folders in ``root`` by name; files beside them are skipped (an
     image there is a problem: it has no class)."""
-    folders = {}
+    folders, loose = {}, []
     for entry in sorted(os.scandir(root), key=lambda e: e.name):
         rel = prefix + entry.name
         if entry.is_dir() and not entry.name.startswith("."):
             folders[entry.name] = Path(entry.path)
         elif entry.name.lower().endswith(IMAGE_SUFFIXES) and not _stray(entry.name):
-            scan.problems.append(
-                f"{rel} is not in a class folder; put each image in a folder named after its class"
-            )
+            loose.append(rel)
         elif entry.is_file():
             scan.skipped.append(rel)
+    if loose:  # one problem for them all: a flat folder of 300 images is one mistake
+        loose.sort(key=_natural)
+        scan.problems.append(
+            f"{_listed(loose, 'image')} {'is' if len(loose) == 1 else 'are'} not in a class "
+            "folder; put each image in a folder named after its class"
+        )
     return folders
+
+
+def _listed(names: list[str], what: str, shown: int = 3) -> str:
+    """``names`` for a message: ``a.png`` alone, else ``5 images (a.png, b.png, c.png and
+    2 more)``."""
+    if len(names) == 1:
+        return names[0]
+    more = f" and {len(names) - shown:,} more" if len(names) > shown else ""
+    return f"{len(names):,} {what}s ({', '.join(names[:shown])}{more})"
 
 
 def _header(root: Path, rel: str) -> tuple[tuple[int, int], bool] | str:
@@ -148,8 +161,24 @@ def _header(root: Path, rel: str) -> tuple[tuple[int, int], bool] | str:
             w, h = im.size
             grey = im.mode in GREY_MODES or (im.mode in ("P", "PA") and _grey_palette(im))
             return (h, w), grey
+    except Image.DecompressionBombError as err:
+        return too_many_pixels(rel, err)
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as err:
         return f"{rel} is damaged or not an image ({_reason(err)})"
+
+
+def too_many_pixels(rel: str, err: BaseException) -> str:
+    """What to say of image ``rel`` that Pillow refuses to open as a possible
+    decompression bomb (``err``): its pixels, Pillow's limit, and what to do."""
+    from PIL import Image
+
+    limit = 2 * (Image.MAX_IMAGE_PIXELS or 0)  # Pillow raises past twice the limit it warns at
+    found = re.search(r"\((\d+) pixels\)", str(err))
+    pixels = f"{int(found[1]):,} pixels" if found else "too many pixels"
+    return (
+        f"{rel} has {pixels}, more than the {limit:,} Pillow opens (its guard against "
+        "decompression bombs); downscale it (to 1024 pixels a side or less) or remove it"
+    )
 
 
 def _grey_palette(im: Any) -> bool:
@@ -273,9 +302,20 @@ def decode_folder(
     for i, f in enumerate(files):
         with open(scan.root / f.path, "rb") as fh:
             data = fh.read()
-        digests.append(hashlib.sha1(data, usedforsecurity=False).hexdigest())
+        digests.append(digest(data))
         images[i] = decode_image(data, f.path, c, (h, w))
     return images, labels, digests
+
+
+def digest(data: bytes) -> str:
+    """The sha1 of an image file's bytes: what the held-out test rule sorts by."""
+    return hashlib.sha1(data, usedforsecurity=False).hexdigest()
+
+
+def file_digests(scan: FolderScan, files: list[ImageFile]) -> list[str]:
+    """The :func:`digest` of each of ``files`` (read, not decoded), as
+    :func:`decode_folder` gives them."""
+    return [digest((scan.root / f.path).read_bytes()) for f in files]
 
 
 def decode_image(data: bytes, name: str, channels: int, size: tuple[int, int]) -> np.ndarray:
@@ -293,6 +333,8 @@ def decode_image(data: bytes, name: str, channels: int, size: tuple[int, int]) -
             if pixels.size != (size[1], size[0]):
                 pixels = pixels.resize((size[1], size[0]), Image.Resampling.BILINEAR)
             array = np.asarray(pixels, dtype=np.uint8)
+    except Image.DecompressionBombError as err:
+        raise DatasetError(too_many_pixels(name, err)) from None
     except (OSError, ValueError, SyntaxError) as err:
         raise DatasetError(f"{name} is damaged ({_reason(err)})") from None
     return array[None] if channels == 1 else array.transpose(2, 0, 1)  # (C, H, W)

@@ -1,16 +1,31 @@
 """``nasmlcn data inspect PATH``: what a folder or ``.npz`` holds and what is wrong
 with it, before any search starts (headers only for a folder: nothing is decoded,
-nothing is written)."""
+nothing is written).
+
+Asked for the test split's members (``test_members``), it names the images every
+training, retraining and evaluation of this data tests on, by the rule the loader
+uses (:func:`~nasmlcn.data._own.held_out_mask`): a held-out split is chosen by a hash
+of each file's bytes, so then every file of a folder is read (not decoded).
+
+Problems and notes name configuration fields with :func:`~nasmlcn.errors.option`
+(``‹image_size›``): :meth:`DataReport.to_dict` spells them as a library user reads
+them, the CLI as its options.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nasmlcn.data._identity import parse_image_size
-from nasmlcn.errors import DatasetError, nested
+from nasmlcn.errors import DatasetError, field_text, nested, option
+
+if TYPE_CHECKING:
+    from nasmlcn.data._folder import FolderScan
+    from nasmlcn.data._npz import NpzData
 
 
 @dataclass(frozen=True)
@@ -37,6 +52,11 @@ class DataReport:
         notes: What is worth knowing but no error (grey made colour, lanes that
             do not fit, memory).
         layout: An ``.npz``'s image layout.
+        test_files: A folder's test images, relative to it, in the test split's
+            order (None: not asked for, or the folder does not read).
+        test_indices: An ``.npz``'s test images, as indices into its array
+            ``test_array`` (``x_test``, or ``x_train`` for a held-out split), in order.
+        test_array: The array ``test_indices`` index.
     """
 
     source: str
@@ -51,12 +71,17 @@ class DataReport:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     layout: str | None = None
+    test_files: list[str] | None = None
+    test_indices: list[int] | None = None
+    test_array: str | None = None
 
     @property
     def images(self) -> int:
         return sum(c.train + c.test for c in self.classes)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, text: Callable[[str], str] = field_text) -> dict[str, Any]:
+        """The report as JSON types; ``text`` spells the fields named in problems and
+        notes (:func:`~nasmlcn.errors.field_text`, or the CLI's ``cli_text``)."""
         return {
             "source": self.source,
             "kind": self.kind,
@@ -69,15 +94,21 @@ class DataReport:
             "test_split": self.test_split,
             "skipped": len(self.skipped),
             "skipped_files": self.skipped[:20],
-            "problems": self.problems,
-            "notes": self.notes,
+            "problems": [text(p) for p in self.problems],
+            "notes": [text(n) for n in self.notes],
             "layout": self.layout,
             "readable": not self.problems,
+            "test_files": self.test_files,
+            "test_indices": self.test_indices,
+            "test_array": self.test_array,
         }
 
 
-def inspect_dataset(path: str | Path, image_size: str | int | None = None) -> DataReport:
-    """Looks at the folder or ``.npz`` at ``path`` (see the module docstring).
+def inspect_dataset(
+    path: str | Path, image_size: str | int | None = None, *, test_members: bool = False
+) -> DataReport:
+    """Looks at the folder or ``.npz`` at ``path`` (see the module docstring); with
+    ``test_members``, names the test split's images too (where the data reads).
 
     Raises:
         DatasetError: ``path`` does not exist, or ``image_size`` is no size.
@@ -87,9 +118,9 @@ def inspect_dataset(path: str | Path, image_size: str | int | None = None) -> Da
     if not source.exists():
         raise DatasetError(f"dataset {str(source)!r} does not exist")
     if source.is_dir():
-        report = _folder(source, size)
+        report = _folder(source, size, test_members)
     elif source.suffix.lower() == ".npz":
-        report = _npz(source, size)
+        report = _npz(source, size, test_members)
     else:
         raise DatasetError(f"{str(source)!r} is neither a folder of class folders nor an .npz file")
     if report.shape is not None and not report.problems:
@@ -97,7 +128,7 @@ def inspect_dataset(path: str | Path, image_size: str | int | None = None) -> Da
     return report
 
 
-def _folder(source: Path, size: tuple[int, int] | None) -> DataReport:
+def _folder(source: Path, size: tuple[int, int] | None, test_members: bool) -> DataReport:
     from nasmlcn.data._folder import check_sizes, scan_folder
     from nasmlcn.data._own import HELD_OUT
 
@@ -119,6 +150,8 @@ def _folder(source: Path, size: tuple[int, int] | None) -> DataReport:
         skipped=list(scan.skipped),
         problems=list(scan.problems),
     )
+    if test_members and not scan.problems:
+        report.test_files = folder_test_files(scan)
     if grey and colour:
         report.notes.append(f"{grey:,} grey images will be made colour (as the other {colour:,})")
     hw = size or (next(iter(scan.sizes())) if len(scan.sizes()) == 1 else None)
@@ -129,7 +162,7 @@ def _folder(source: Path, size: tuple[int, int] | None) -> DataReport:
     return report
 
 
-def _npz(source: Path, size: tuple[int, int] | None) -> DataReport:
+def _npz(source: Path, size: tuple[int, int] | None, test_members: bool) -> DataReport:
     from nasmlcn.data._npz import read_npz
     from nasmlcn.data._own import HELD_OUT
 
@@ -155,8 +188,38 @@ def _npz(source: Path, size: tuple[int, int] | None) -> DataReport:
         else f"held out: 1 in {HELD_OUT} of each class",
         layout=data.layout,
     )
+    if test_members:
+        report.test_array, report.test_indices = npz_test_indices(data)
     _memory(report, count, shape)
     return report
+
+
+def folder_test_files(scan: FolderScan) -> list[str]:
+    """The test split's files of a readable folder (relative to it), in the order the
+    loader puts them in: ``test/``'s, or those :func:`held_out_mask` keeps."""
+    import numpy as np
+
+    from nasmlcn.data._folder import file_digests
+    from nasmlcn.data._own import held_out_mask
+
+    if scan.test_folder:
+        return [f.path for f in scan.test]
+    labels = np.fromiter((f.label for f in scan.train), dtype=np.int64, count=len(scan.train))
+    held = held_out_mask(labels, file_digests(scan, scan.train))
+    return [f.path for f, test in zip(scan.train, held.tolist(), strict=True) if test]
+
+
+def npz_test_indices(data: NpzData) -> tuple[str, list[int]]:
+    """The array an ``.npz``'s test images are in and their indices there, in order:
+    all of ``x_test``, or the ``x_train`` images :func:`held_out_mask` keeps."""
+    import numpy as np
+
+    from nasmlcn.data._own import held_out_mask
+
+    if data.test_images is not None:
+        return "x_test", list(range(len(data.test_images)))
+    held = held_out_mask(data.train_labels, data.digests())
+    return "x_train", np.flatnonzero(held).tolist()
 
 
 def _counts(classes: list[str], train: Counter[int], test: Counter[int] | None) -> list[ClassCount]:
@@ -195,10 +258,10 @@ def _lanes(report: DataReport, shape: str) -> None:
     if len(misfits) == len(LANE_TYPES):
         report.problems.append(
             f"no lane fits {h}x{w} images (their 9x9 convolutions have nothing left to read); "
-            "pass --image-size 28 or larger"
+            f"pass {option('image_size')} 28 or larger"
         )
     elif misfits:
         report.notes.append(
             f"lane types {', '.join(misfits)} do not fit {h}x{w} images, the others do "
-            "(--image-size 28 fits all)"
+            f"({option('image_size')} 28 fits all)"
         )

@@ -10,7 +10,8 @@ rounded), in one of three layouts:
 - ``(N, C, H, W)``: channels first (PyTorch), ``C`` 1 or 3.
 
 A 4-D array whose second and last axes could both be channels (1 or 3) is refused
-as ambiguous. Labels are whole numbers ``(N,)`` from 0 to K-1.
+as ambiguous. Labels are whole numbers ``(N,)`` from 0 to K-1 (labels from 1 to K are
+refused, saying so).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def read_npz(path: Path) -> NpzData:
     import numpy as np
 
     name = path.name
+    _check_zip(path)
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {key: npz[key] for key in npz.files}
@@ -93,6 +95,44 @@ def read_npz(path: Path) -> NpzData:
     y_test = _labels(arrays["y_test"], len(test), name, "y_test") if test is not None else None
     classes = _classes(arrays.get("class_names"), y_train, y_test, name)
     return NpzData(train, y_train, test, y_test, classes, layout)
+
+
+ZIP_STARTS = (b"PK\x03\x04", b"PK\x05\x06")
+"""How a zip archive starts (with a file, or empty): what ``numpy.savez`` writes."""
+
+
+def _check_zip(path: Path) -> None:
+    """Refuses a file that is no zip archive, saying what it is instead (NumPy's own
+    error for a text file is advice about pickles).
+
+    Raises:
+        DatasetError: ``path`` is not a zip archive, or cannot be read.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(512)
+    except OSError as err:
+        raise DatasetError(f"{path.name} cannot be read ({err.strerror or err})") from None
+    if head.startswith(ZIP_STARTS):
+        return
+    raise DatasetError(
+        f"{path.name} is not an .npz file (a zip archive of arrays, as numpy.savez writes): "
+        f"it is {_what(head)}; save the arrays with numpy.savez(path, x_train=..., "
+        "y_train=...)"
+    )
+
+
+def _what(head: bytes) -> str:
+    """What a file starting with ``head`` is, in a few words."""
+    if not head:
+        return "empty"
+    if head.startswith(b"\x93NUMPY"):
+        return "one .npy array (numpy.save)"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not a zip archive"
+    return "text" if b"\0" not in head else "not a zip archive"
 
 
 def _shape(images: np.ndarray) -> str:
@@ -178,10 +218,15 @@ def _classes(
         if highest >= len(classes):
             raise DatasetError(
                 f"{name}: a label is {highest} but class_names has {len(classes)} names; "
-                f"labels must be 0 to {len(classes) - 1}"
+                f"labels must be 0 to {len(classes) - 1}{_start_at_one(y_train, y_test)}"
             )
     else:
         classes = [str(k) for k in range(highest + 1)]
+        if _start_at_one(y_train, y_test):
+            raise DatasetError(
+                f"{name}: labels run from 1 to {highest}, so class 0 would have no images; "
+                f"labels must be 0 to K-1{_start_at_one(y_train, y_test, '')}"
+            )
     missing = sorted(set(range(len(classes))) - set(np.unique(y_train).tolist()))
     if missing:
         shown = ", ".join(classes[k] for k in missing[:5])
@@ -192,3 +237,15 @@ def _classes(
     if len(classes) < 2:
         raise DatasetError(f"{name}: y_train holds one class; a classifier needs two or more")
     return classes
+
+
+def _start_at_one(
+    y_train: np.ndarray, y_test: np.ndarray | None, text: str = "; these start at 1"
+) -> str:
+    """``text`` and how to make the labels 0-based, to add to a message when they
+    start at 1 (``1``..``K``, as MATLAB's or R's); empty otherwise."""
+    lowest = min(int(y.min()) for y in (y_train, y_test) if y is not None and len(y))
+    if lowest != 1:
+        return ""
+    both = "y_train - 1 and y_test - 1" if y_test is not None else "y_train - 1"
+    return f"{text}: save {both}"

@@ -142,9 +142,16 @@ def resize_all(images: np.ndarray, size: tuple[int, int]) -> np.ndarray:
 def held_out(
     images: np.ndarray, labels: np.ndarray, digests: list[str]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Splits ``images`` into training and test: of each class of ``n >= 2`` images,
-    the ``max(1, round(n / HELD_OUT))`` whose ``digests`` sort first are test images.
-    Both splits keep the images' order."""
+    """Splits ``images`` into training and test by :func:`held_out_mask`; both splits
+    keep the images' order."""
+    test = held_out_mask(labels, digests)
+    train = ~test
+    return images[train], labels[train], images[test], labels[test]
+
+
+def held_out_mask(labels: np.ndarray, digests: list[str]) -> np.ndarray:
+    """Which images are test images, ``(N,)`` bool: of each class of ``n >= 2``
+    images, the ``max(1, round(n / HELD_OUT))`` whose ``digests`` sort first."""
     import numpy as np
 
     test = np.zeros(len(labels), dtype=bool)
@@ -155,8 +162,7 @@ def held_out(
         count = max(1, round(len(members) / HELD_OUT))
         chosen = sorted(members, key=lambda i: (digests[i], i))[:count]
         test[chosen] = True
-    train = ~test
-    return images[train], labels[train], images[test], labels[test]
+    return test
 
 
 def check_memory(count: int, shape: tuple[int, int, int], where: str) -> None:

@@ -74,6 +74,17 @@ def _tiny(root: Path) -> Path:
     return root / "imgs"
 
 
+def _too_many_pixels(root: Path) -> Path:
+    write_folder(root / "imgs", classes=2, per_class=5)
+    Image.new("1", (14000, 14000)).save(root / "imgs" / "c1" / "huge.png")  # 196M pixels, 24 KB
+    return root / "imgs"
+
+
+def _text_npz(root: Path) -> Path:
+    (root / "data.npz").write_text("label,pixels\n0,1 2 3\n")
+    return root / "data.npz"
+
+
 def _npz(root: Path, **arrays: np.ndarray) -> Path:
     return write_npz(root / "data.npz", **arrays)
 
@@ -106,6 +117,9 @@ ROWS: list[tuple[str, Make, tuple[str, ...], str]] = [
     ("one-hot labels", lambda r: _npz(r, x_train=X, y_train=np.eye(3)[Y]), PROXY, r"one-hot\?\); give class indices"),
     ("ambiguous layout", lambda r: _npz(r, x_train=np.zeros((6, 3, 20, 1), np.uint8), y_train=Y), PROXY, r"channels first or last"),
     ("no such path", lambda r: r / "nowhere", PROXY, r"dataset '.*nowhere' does not exist"),
+    ("too many pixels", _too_many_pixels, PROXY, r"c1/huge.png has 196,000,000 pixels, more than the 178,956,970 Pillow opens .*downscale it"),
+    ("text named .npz", _text_npz, PROXY, r"data.npz is not an .npz file \(a zip archive of arrays.*\): it is text"),
+    ("labels from 1", lambda r: _npz(r, x_train=X, y_train=Y + 1), PROXY, r"labels run from 1 to 3.*labels must be 0 to K-1: save y_train - 1"),
 ]  # fmt: skip
 
 
