@@ -86,10 +86,34 @@ def took_parent_gone() -> None:
     _PARENT_GONE.set()
 
 
+_SIGTERM_RAISED = threading.Event()
+"""A SIGTERM raised :class:`Terminated` since :func:`sigterm_raised` began."""
+
+
 def stopped_by_sigterm() -> Terminated:
     """What a SIGTERM raises: :class:`Terminated`, or :class:`ParentGone` in a worker
-    whose parent ended (:func:`took_parent_gone`)."""
+    whose parent ended (:func:`took_parent_gone`); noted for :func:`sigterm_raised`."""
+    _SIGTERM_RAISED.set()
     return ParentGone() if _PARENT_GONE.is_set() else Terminated()
+
+
+@contextmanager
+def sigterm_raised() -> Iterator[Callable[[], bool]]:
+    """For a whole command: SIGTERM raises :class:`Terminated` at any moment (main
+    thread only), not only inside a job's :func:`stops_raised`; one that came before
+    (a search's setup or forecast) killed the process without a word. Yields whether
+    a SIGTERM raised since the block began, through any handler: a caller to which
+    the stop came back as an exit status only (Typer turns every
+    ``KeyboardInterrupt`` into a bare 130) tells a SIGTERM from a Ctrl-C by it."""
+    _SIGTERM_RAISED.clear()
+    if threading.current_thread() is not threading.main_thread():
+        yield _SIGTERM_RAISED.is_set
+        return
+    previous = signal.signal(signal.SIGTERM, raising(stopped_by_sigterm))
+    try:
+        yield _SIGTERM_RAISED.is_set
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def stop_kind(stop: KeyboardInterrupt) -> str:

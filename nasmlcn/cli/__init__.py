@@ -14,7 +14,7 @@ from typing import Any
 import typer
 
 from nasmlcn._exit import before_exit
-from nasmlcn._signals import EXIT_INTERRUPTED
+from nasmlcn._signals import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated, sigterm_raised
 from nasmlcn.cli._app import app
 from nasmlcn.cli._console import interruption_told, print_error
 from nasmlcn.errors import NasmlcnError
@@ -29,11 +29,29 @@ _LIBRARY_WORDS = {"device": "--run-on"}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Runs the command line on ``argv`` (None: ``sys.argv``); returns the exit code."""
+    """Runs the command line on ``argv`` (None: ``sys.argv``); returns the exit code:
+    130 after Ctrl-C and 143 after SIGTERM, at whatever moment they come, each said in
+    one line unless the command said what it kept."""
     args = list(sys.argv[1:] if argv is None else argv)
+    interruption_told(reset=True)
+    with sigterm_raised() as terminated:
+        code = _run(args)
+    if code == EXIT_INTERRUPTED and terminated():  # Typer turns Terminated into a bare 130
+        code = EXIT_TERMINATED
+    if code in _STOPPED and not interruption_told():
+        print_error(_STOPPED[code])
+    return code
+
+
+_STOPPED = {EXIT_INTERRUPTED: "interrupted", EXIT_TERMINATED: "terminated by SIGTERM"}
+"""The line of a command stopped by Ctrl-C or SIGTERM, by its exit status."""
+
+
+def _run(args: list[str]) -> int:
+    """The command of ``args``, its user errors and failures said in one line; the
+    exit code (a stop's is left to :func:`main` to say)."""
     debug = "--debug" in args
     command = typer.main.get_command(app)
-    interruption_told(reset=True)
     try:
         result = command.main(args=args, prog_name="nasmlcn", standalone_mode=False)
     except typer.TyperException as exc:  # usage errors: bad option values, unknown commands
@@ -44,18 +62,14 @@ def main(argv: list[str] | None = None) -> int:
             return _print_traceback(exc, EXIT_USER_ERROR)
         print_error(exc.for_cli(_option_names(command)))  # fields named as their options
         return EXIT_USER_ERROR
-    except (KeyboardInterrupt, typer.Abort):
-        print_error("interrupted")
-        return EXIT_INTERRUPTED
+    except (KeyboardInterrupt, typer.Abort) as stop:
+        return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
     except Exception as exc:
         if debug:
             return _print_traceback(exc, EXIT_FAILURE)
         print_error(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)")
         return EXIT_FAILURE
-    code = result if isinstance(result, int) else 0
-    if code == EXIT_INTERRUPTED and not interruption_told():  # Typer's Ctrl-C: exit 130
-        print_error("interrupted")
-    return code
+    return result if isinstance(result, int) else 0
 
 
 def _option_names(command: Any) -> dict[str, str]:
