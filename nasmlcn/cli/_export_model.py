@@ -16,14 +16,22 @@ def _formats() -> str:
     return "; ".join(f"{name}: {EXPORT_FORMATS.get(name).description}" for name in EXPORT_FORMATS)
 
 
+def _file_or_folder(value: str) -> str:
+    """``--out`` as given: a last ``/`` says a folder, which ``Path`` would drop."""
+    local_file(value)  # a URL or an empty path is refused
+    return value
+
+
 def export_model(
     run: Path = RUN,
-    fmt: str = typer.Option("torchscript", "--format", help=f"Format: {_formats()}."),
-    out_file: Path | None = typer.Option(
+    fmt: str = typer.Option("torchscript", "--format", help=f"Format, in any case: {_formats()}."),
+    out_file: str | None = typer.Option(
         None,
         "--out",
-        parser=local_file,
-        help="The file to write [default: RUN/model.torchscript.pt or RUN/model.onnx].",
+        parser=_file_or_folder,
+        metavar="<Path>",
+        help="The file to write; a folder (one that exists, or a path ending in /) gets it "
+        "as model.torchscript.pt or model.onnx [default: the run folder].",
     ),
     replace: bool = typer.Option(
         False, "--replace", help="Write over the file if it exists [default: refuse]."
@@ -35,17 +43,18 @@ def export_model(
     probabilities (batch, K) and class capsules (batch, K, D) out, no decoder. The
     file is loaded back and checked against the model before this returns; beside it,
     FILE.json holds the input shape, the normalisation and the class names."""
-    from nasmlcn.runs import export_run, load_run
+    from nasmlcn.runs import export_format, export_run, load_run
 
+    name = export_format(fmt).name  # a wrong one is refused before the run is read
     loaded = load_run(run, require_dataset=False)
-    with phase_status(quiet, f"{loaded.arch.describe()} as {fmt}") as tell:
+    with phase_status(quiet, f"{loaded.arch.describe()} as {name}") as tell:
         tell("exporting")
-        result = export_run(loaded, fmt, out_file, replace=replace).to_dict()
+        result = export_run(loaded, name, out_file, replace=replace).to_dict()
     if as_json:
         print(json.dumps(result))
         return
     out.print(
-        f"wrote {result['path']} ({result['bytes'] / 2**20:.1f} MiB, {fmt}): "
+        f"wrote {result['path']} ({result['bytes'] / 2**20:.1f} MiB, {name}): "
         f"{result['lanes']}; outputs match the model on {result['checked_images']} images "
         f"(max difference {result['max_abs_difference']:.2g}); its input and classes: "
         f"{result['preprocessing_path']}",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from nasmlcn._lazy import lazy_exports
-from nasmlcn.runs._formats import EXPORT_FORMATS, ExportFormat
+from nasmlcn.runs._formats import EXPORT_FORMATS, ExportFormat, export_format
 
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.runs._classifier import Classifier, classifier
@@ -39,6 +39,7 @@ __all__ = [
     "classifier",
     "default_export_path",
     "evaluate_run",
+    "export_format",
     "export_run",
     "load_run",
     "remove_lanes",

@@ -16,6 +16,7 @@ names in the order of its outputs. A deployment needs nothing else from nasmlcn.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ import torch
 from nasmlcn._io import atomic_path
 from nasmlcn.errors import ExportError
 from nasmlcn.runs._classifier import classifier
-from nasmlcn.runs._formats import EXPORT_FORMATS, INPUT_NAME, OUTPUT_NAMES, Outputs
+from nasmlcn.runs._formats import INPUT_NAME, OUTPUT_NAMES, Outputs, export_format
 from nasmlcn.runs._load import LoadedRun, run_summary
 
 TRACE_BATCH = 2
@@ -82,7 +83,7 @@ def preprocessing(run: LoadedRun) -> dict[str, Any]:
     from nasmlcn.data import RESIZE_METHOD
 
     c, h, w = run.arch.input_shape
-    identity = run.data.identity if run.data is not None else run.recorded
+    identity = run.identity
     classes = list(identity.classes) if identity is not None else None
     if classes is not None and len(classes) != run.arch.num_classes:
         classes = None  # another dataset's names would be wrong
@@ -104,7 +105,22 @@ def preprocessing(run: LoadedRun) -> dict[str, Any]:
 
 def default_export_path(run: LoadedRun, fmt: str) -> Path:
     """``RUN/model<suffix>`` (``model.onnx``, ``model.torchscript.pt``)."""
-    return run.path / f"model{EXPORT_FORMATS.get(fmt).suffix}"
+    return run.path / f"model{export_format(fmt).suffix}"
+
+
+_SEPARATORS = tuple(s for s in (os.sep, os.altsep) if s)
+
+
+def export_path(run: LoadedRun, fmt: str, path: str | Path | None = None) -> Path:
+    """The file :func:`export_run` writes ``run`` to as ``fmt``: ``path``, or the
+    default file name inside it where ``path`` is a folder, one that exists or a
+    path that ends in a separator (``exports/``: ``exports/model.onnx``, the folder
+    made if missing); without ``path``, :func:`default_export_path`."""
+    if path is None:
+        return default_export_path(run, fmt)
+    if str(path).endswith(_SEPARATORS) or Path(path).is_dir():  # Path drops a last "/"
+        return Path(path) / default_export_path(run, fmt).name
+    return Path(path)
 
 
 def export_run(
@@ -119,29 +135,30 @@ def export_run(
 
     Args:
         run: From :func:`~nasmlcn.runs.load_run`.
-        fmt: A registered export format.
-        path: The file (default :func:`default_export_path`); written atomically,
-            its missing folders made (as every command's ``--out``).
+        fmt: A registered export format, in any case (``ONNX``).
+        path: The file (default :func:`default_export_path`), or a folder to write
+            it in under the default file name (:func:`export_path`); written
+            atomically, its missing folders made (as every command's ``--out``).
         images: Inputs ``(N, C, H, W)`` as the model takes them, to check on.
         replace: Write over a file already at ``path`` (else it is refused: a model
             exported earlier, perhaps of another run, is not lost without a word).
 
     Raises:
         UnknownNameError: ``fmt`` is not registered.
-        ExportError: ``path`` is a folder, already exists (without ``replace``) or
-            cannot be written, the format's packages are missing, or the export's
-            outputs differ from the model's.
+        ExportError: The file is itself a folder, already exists (without
+            ``replace``) or cannot be written, the format's packages are missing, or
+            the export's outputs differ from the model's.
     """
-    spec = EXPORT_FORMATS.get(fmt)
-    target = Path(path) if path is not None else default_export_path(run, fmt)
+    spec = export_format(fmt)
+    target = export_path(run, spec.name, path)
     if target.is_dir():
         raise ExportError(f"export file {str(target)!r} is a folder; give the file to write")
     if target.parent.exists() and not target.parent.is_dir():  # a missing one is made
         raise ExportError(
             f"export file {str(target)!r}: {str(target.parent)!r} is a file, not a folder"
         )
-    _check_not_a_run_file(run, target, fmt)
-    _check_not_a_run_file(run, preprocessing_path(target), fmt)
+    _check_not_a_run_file(run, target, spec.name)
+    _check_not_a_run_file(run, preprocessing_path(target), spec.name)
     if target.exists() and not replace:
         raise ExportError(
             f"export file {str(target)!r} already exists; give another ‹out›, or ‹replace› "
@@ -172,7 +189,7 @@ def export_run(
         raise ExportError(f"cannot write {str(sidecar)!r}: {err.strerror or err}") from None
     return ExportedModel(
         run=run,
-        format=fmt,
+        format=spec.name,
         path=target,
         bytes=target.stat().st_size,
         capsule_dim=int(expected[1].shape[-1]),

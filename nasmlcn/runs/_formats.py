@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nasmlcn.errors import ExportError
-from nasmlcn.registry import Registry
+from nasmlcn.errors import ExportError, UnknownNameError
+from nasmlcn.registry import Registry, did_you_mean
 
 if TYPE_CHECKING:
     import torch
@@ -63,6 +63,23 @@ class ExportFormat:
 
 
 EXPORT_FORMATS: Registry[ExportFormat] = Registry("export format")
+
+
+def export_format(name: str) -> ExportFormat:
+    """The export format ``name``, in any case (``ONNX``, ``TorchScript``).
+
+    Raises:
+        UnknownNameError: No format is called so; the message names the closest
+            and every accepted one.
+    """
+    folded = name.strip().lower()
+    if folded in EXPORT_FORMATS:
+        return EXPORT_FORMATS.get(folded)
+    hint = did_you_mean(name, EXPORT_FORMATS, otherwise="", fold=str.lower)
+    raise UnknownNameError(
+        f"unknown export format {name!r}; {hint + ' ' if hint else ''}"
+        f"accepted, in any case: {', '.join(EXPORT_FORMATS)}"
+    )
 
 
 @contextlib.contextmanager

@@ -52,11 +52,12 @@ class LoadedRun:
         arch: The architecture (fitted to ``dataset``).
         model: The model with the checkpoint's selected weights (those of the epoch
             with the best validation accuracy), on the CPU, in eval mode.
-        dataset: The name or path of the dataset it is evaluated on (None: not
-            known, and not asked for).
+        dataset: The name or path of the dataset it is evaluated on; where none is
+            required, of the one it records (a user's data is then not opened);
+            None: not known.
         dataset_source: Where ``dataset`` came from: ``--dataset``, ``result.json``
             or ``checkpoint`` (None with no dataset).
-        data: That dataset, opened (None with no dataset).
+        data: That dataset, opened (None where none was opened).
         recorded: The dataset the run records it was trained on (None: it records
             none), opened or not.
         seed: Seed of the train/validation split (its data record's ``split_seed``, else
@@ -76,6 +77,12 @@ class LoadedRun:
     train_config: dict[str, Any]
     data: DatasetInfo | None = None
     recorded: DataIdentity | None = None
+
+    @property
+    def identity(self) -> DataIdentity | None:
+        """The record of ``dataset``: what every report of the run's data reads (its
+        image size, classes, source), whether the data was opened or not."""
+        return self.data.identity if self.data is not None else self.recorded
 
     @property
     def reconstruction_weight(self) -> float:
@@ -151,8 +158,8 @@ def load_run(
         path=folder,
         arch=arch,
         model=model,
-        dataset=data.name if data is not None else None,
-        dataset_source=source if data is not None else None,
+        dataset=data.name if data is not None else _recorded_name(recorded),
+        dataset_source=source,
         seed=_split_seed(train_config),
         epoch=epoch,
         train_config=train_config,
@@ -185,8 +192,9 @@ def _data(
 ) -> tuple[DatasetInfo | None, DataIdentity | None, str | None]:
     """The dataset to evaluate on (opened), the one the run records (in its
     ``files``: ``result.json`` and the checkpoint's training configuration), and
-    where the first came from: ``given`` (``--dataset`` and ``--image-size``), else
-    the recorded one (opened where ``required``, or a built-in)."""
+    where the dataset came from: ``given`` (``--dataset`` and ``--image-size``), else
+    the recorded one's file (opened where ``required``, or a built-in; a user's data
+    not required is left unopened, None)."""
     recorded, source = _recorded(folder, *files, given is None and required)
     if given is not None:
         name, size = given
@@ -196,7 +204,15 @@ def _data(
     if recorded is not None and (required or not recorded.own):
         where = f"run {str(folder)!r} was trained"
         return open_recorded(recorded, data_dir=data_dir, what=where), recorded, source
-    return None, recorded, None
+    return None, recorded, source
+
+
+def _recorded_name(recorded: DataIdentity | None) -> str | None:
+    """The name of a recorded dataset not opened, as opening it would name it: a
+    user's data by the path it was read from."""
+    if recorded is None:
+        return None
+    return recorded.source if recorded.own and recorded.source else recorded.name
 
 
 def _split_seed(train_config: dict[str, Any]) -> int:
@@ -249,7 +265,7 @@ def run_summary(run: LoadedRun) -> dict[str, Any]:
         "kind": run.arch.kind,
         "lanes": run.arch.describe(),
         "dataset": run.dataset,
-        "image_size": run.data.identity.image_size if run.data is not None else None,
+        "image_size": run.identity.image_size if run.identity is not None else None,
         "dataset_source": run.dataset_source,
         "epochs_trained": run.epoch,
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import torch
@@ -17,6 +17,8 @@ from nasmlcn.training import TrainConfig, TrainJob, save_checkpoint, train
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
+    from nasmlcn.data import DataIdentity
+
 TINY_MLCN = "mlcn1:1x1,mlcn2:1x1"
 
 
@@ -26,10 +28,13 @@ def write_run(
     *,
     dataset: str | None = "fashion-mnist",
     seed: int = 3,
+    recorded: DataIdentity | None = None,
 ) -> torch.nn.Module:
     """A run folder as ``nasmlcn train --out`` lays it out, holding the seeded
     initial weights of ``arch``; without ``dataset``, as ``best --export`` (no
-    ``result.json``). Returns the model written."""
+    ``result.json``), its checkpoint's training configuration naming the study's
+    data where it is ``recorded``, as ``best --export`` writes it. Returns the model
+    written."""
     torch.manual_seed(seed)
     model = build_model(arch)
     folder.mkdir(parents=True, exist_ok=True)
@@ -38,12 +43,24 @@ def write_run(
         arch=arch,
         model=model,
         epoch=1,
-        train_config=TrainConfig(seed=seed).to_dict(),
+        train_config={**TrainConfig(seed=seed).to_dict(), **_data_record(recorded)},
     )
     save_arch(arch, folder / "arch.json")
     if dataset is not None:
         (folder / "result.json").write_text(json.dumps({"dataset": dataset}))
     return model
+
+
+def _data_record(identity: DataIdentity | None) -> dict[str, Any]:
+    """What ``best --export`` adds to a trial's training configuration: its study's
+    data (none where ``identity`` is None)."""
+    if identity is None:
+        return {}
+    return {
+        "dataset": identity.source or identity.name,
+        "image_size": identity.image_size,
+        "dataset_identity": identity.to_dict(),
+    }
 
 
 @pytest.fixture(scope="session")

@@ -101,8 +101,9 @@ def test_a_wrong_export_is_refused(tmp_path: Path) -> None:
     run = load_run(tmp_path / "run")
     with pytest.raises(UnknownNameError, match="did you mean 'onnx'"):
         export_run(run, "onx")
-    with pytest.raises(ExportError, match="is a folder"):
-        export_run(run, "torchscript", tmp_path)
+    (tmp_path / "out" / "model.torchscript.pt").mkdir(parents=True)  # the file a folder
+    with pytest.raises(ExportError, match=r"model\.torchscript\.pt' is a folder"):
+        export_run(run, "torchscript", tmp_path / "out")
     model = classifier(run.model, run.arch)
 
     def wrong(images: torch.Tensor) -> tuple[torch.Tensor, ...]:
