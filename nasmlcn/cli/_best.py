@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import typer
 
 from nasmlcn._storage_url import redact_url, resolve_storage
+from nasmlcn._text import counted
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import out
 from nasmlcn.cli._options import JSON, STORAGE, STUDY, local_file
@@ -301,6 +302,7 @@ def _print_found(found: _Found) -> None:
             highlight=False,
             soft_wrap=True,
         )
+    _print_answer_rule(found)
     others = sorted(set(retrained) - {r["number"] for r in rows})
     if others:
         from nasmlcn.cli._trials_table import retrained_text
@@ -308,6 +310,24 @@ def _print_found(found: _Found) -> None:
         out.print(
             "also retrained (not listed above): "
             + ", ".join(f"#{n} test acc {retrained_text(retrained[n])}" for n in others)
+        )
+
+
+def _print_answer_rule(found: _Found) -> None:
+    """Which retraining answers for a trial retrained several times, and how many
+    others are stored: a quick check never silently stands in for a full one."""
+    from nasmlcn.study import ANSWER_RULE, retrained_models, study_info
+
+    every = retrained_models(study_info(found.study))
+    shown = {r["number"] for r in found.rows if r.get("retrained")}
+    others = [m for m in every if m.number in shown and found.retrained.get(m.number) != m]
+    if others:
+        out.print(
+            f"retrained test acc: {ANSWER_RULE}; {counted(len(others), 'other retraining')} "
+            "of these trials stored beside ('best --json' lists each under 'retrained')",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
         )
 
 

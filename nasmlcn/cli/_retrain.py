@@ -248,6 +248,8 @@ def _print_report(report: RetrainReport) -> None:
         markup=False,
         soft_wrap=True,
     )
+    for line in report.stored:  # what each sits beside: nothing is replaced in silence
+        out.print(line, highlight=False, markup=False)
 
 
 def _validation_run(m: RetrainedModel) -> str:

@@ -57,43 +57,12 @@ def search(
     **given: Any,
 ) -> int:
     """Search MLCNs that fit the target devices (Optuna study, SQL storage)."""
-    from nasmlcn._storage_url import DEFAULT_STORAGE, resolve_storage
-    from nasmlcn.search import (
-        expand_sweep,
-        load_search_recipe,
-        refuse_undefined_study,
-        stored_config,
-    )
-
     options = {name: str(v) if isinstance(v, Path) else v for name, v in given.items()}
-    named = {name for name, v in options.items() if v is not None}
-    sweep: dict[str, list[Any]] = {}
-    base = SearchConfig()
-    if config is not None:
-        recipe, sweep, _ = load_search_recipe(config)
-        base = base.with_overrides(**recipe)
-        _refuse_swept(options, sweep, config)
-        named |= {*recipe, *sweep}
-    # --storage, else $NASMLCN_STORAGE, else the recipe's, else the default
-    options["storage"] = resolve_storage(
-        options["storage"], fallback=base.storage or DEFAULT_STORAGE
-    )
-    stored = None
-    if config is None and options.get("study") is not None:
-        # --study NAME of an existing study: its stored settings, unless given again;
-        # a name no study has, with nothing that defines a search, is taken for a typo
-        stored = stored_config(options["study"], options["storage"])
-        if stored is None:
-            refuse_undefined_study(options["study"], options["storage"], named)
-        base = stored or base
-    # a bad value is refused before any study is made
-    configs = expand_sweep(base.with_overrides(**options), sweep)
-    if stored is None:
-        _say_defaults(configs[0], named)
+    configs, first = _configs(config, options)
     pool = Pool(workers, gpus_per_trial, workers_per_gpu)
-    runs = []
+    runs: list[tuple[SearchConfig, SearchResult]] = []
     for one in configs:  # a sweep runs one study per setting
-        result = _run_one(one, quiet=quiet, pool=pool)
+        result = _run_one(one, quiet=quiet, pool=pool, first="" if runs else first)
         if not as_json:
             print_result(result, one)
         runs.append((one, result))
@@ -113,25 +82,59 @@ STOPPED_BY_SIGNAL = {"interrupted": EXIT_INTERRUPTED, "terminated": EXIT_TERMINA
 """A run's stop by Ctrl-C (SIGINT) or SIGTERM, and the command's exit status then."""
 
 
-def _say_defaults(config: SearchConfig, named: set[str]) -> None:
-    """One line before anything else where a new study takes nasmlcn's defaults for
-    its data, devices or epochs, so that a forgotten ``--dataset`` shows at once."""
+def _configs(recipe_path: Path | None, options: dict[str, Any]) -> tuple[list[SearchConfig], str]:
+    """The run's configurations (a sweep's: one per setting) from the recipe, the
+    stored study and the options given, each checked before any study is made, and
+    the line that names the defaults a new study takes (:func:`_defaults_line`); a
+    study name no study has, with nothing that defines a search, is refused."""
+    from nasmlcn._storage_url import DEFAULT_STORAGE, resolve_storage
+    from nasmlcn.search import (
+        expand_sweep,
+        load_search_recipe,
+        refuse_undefined_study,
+        stored_config,
+    )
+
+    named = {name for name, v in options.items() if v is not None}
+    sweep: dict[str, list[Any]] = {}
+    base = SearchConfig()
+    if recipe_path is not None:
+        recipe, sweep, _ = load_search_recipe(recipe_path)
+        base = base.with_overrides(**recipe)
+        _refuse_swept(options, sweep, recipe_path)
+        named |= {*recipe, *sweep}
+    # --storage, else $NASMLCN_STORAGE, else the recipe's, else the default
+    options["storage"] = resolve_storage(
+        options["storage"], fallback=base.storage or DEFAULT_STORAGE
+    )
+    stored = None
+    if recipe_path is None and options.get("study") is not None:
+        # --study NAME of an existing study: its stored settings, unless given again;
+        # a name no study has, with nothing that defines a search, is taken for a typo
+        stored = stored_config(options["study"], options["storage"])
+        if stored is None:
+            refuse_undefined_study(options["study"], options["storage"], named)
+        base = stored or base
+    configs = expand_sweep(base.with_overrides(**options), sweep)
+    return configs, _defaults_line(configs[0], named) if stored is None else ""
+
+
+def _defaults_line(config: SearchConfig, named: set[str]) -> str:
+    """Where a new study takes nasmlcn's defaults for its data, devices or epochs, the
+    line that says so, first once the configuration is checked (so that a forgotten
+    ``--dataset`` shows at once); empty otherwise."""
     from nasmlcn.search import defaults_taken, stored_config
 
     taken = defaults_taken(config, named)
     if not taken or stored_config(config.study_name(), config.storage) is not None:
-        return
+        return ""
     shown = {"dataset": "data {}", "devices": "devices {}", "epochs": "{} epochs"}
-    err.print(
+    return (
         f"new study {config.study_name()!r} on defaults: "
         + ", ".join(shown[name].format(value) for name, value in taken)
         + " (give "
         + ", ".join(cli_option(name) for name, _ in taken)
-        + " to choose)",
-        style="yellow",
-        highlight=False,
-        markup=False,
-        soft_wrap=True,
+        + " to choose)"
     )
 
 
@@ -163,9 +166,9 @@ def _tracker(uri: str | None) -> list[Any]:
     return [MlflowObserver(uri)]
 
 
-def _run_one(config: SearchConfig, *, quiet: bool, pool: Pool) -> SearchResult:
+def _run_one(config: SearchConfig, *, quiet: bool, pool: Pool, first: str = "") -> SearchResult:
     """Runs one search (of a sweep: one setting), with its live display unless
-    ``quiet``."""
+    ``quiet``; ``first`` is said once the configuration is checked."""
     import functools
 
     from nasmlcn.cli._search_progress import NoticePrinter, SearchProgress
@@ -183,8 +186,8 @@ def _run_one(config: SearchConfig, *, quiet: bool, pool: Pool) -> SearchResult:
         workers_per_gpu=pool.workers_per_gpu,
     )
     if quiet:
-        result: SearchResult = run(config, [NoticePrinter(err), *observers])
+        result: SearchResult = run(config, [NoticePrinter(err, first), *observers])
     else:
-        with SearchProgress(err) as progress:
+        with SearchProgress(err, first) as progress:
             result = run(config, [progress, *observers])
     return result

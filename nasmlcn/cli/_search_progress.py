@@ -20,7 +20,7 @@ from nasmlcn._text import counted
 from nasmlcn.cli._progress import ProgressDisplay
 from nasmlcn.errors import cli_text
 from nasmlcn.planning import Plan
-from nasmlcn.search import EpochReport, SearchObserver, SearchStart, TrialOutcome
+from nasmlcn.search import EpochReport, SearchObserver, SearchSetup, SearchStart, TrialOutcome
 
 if TYPE_CHECKING:
     import optuna
@@ -36,11 +36,22 @@ def print_notices(console: Console, notices: Sequence[str]) -> None:
         console.print(f"warning: {cli_text(line)}", style="yellow", markup=False, soft_wrap=True)
 
 
+def print_first(console: Console, first: str) -> None:
+    """The line a run says first, once its configuration is checked (the defaults a
+    new study takes), before the study is made and its trials forecast."""
+    if first:
+        console.print(first, style="yellow", highlight=False, markup=False, soft_wrap=True)
+
+
 class NoticePrinter(SearchObserver):
     """``search -q``: no display, but the notices still show."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, first: str = "") -> None:
         self.console = console
+        self._first = first
+
+    def on_checked(self, setup: SearchSetup) -> None:
+        print_first(self.console, self._first)
 
     def on_start(self, start: SearchStart) -> None:
         print_notices(self.console, start.notices)
@@ -49,14 +60,18 @@ class NoticePrinter(SearchObserver):
 class SearchProgress(ProgressDisplay, SearchObserver):
     """Two bars (trials with ETA; the running trial's epochs) and a line per trial."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, first: str = "") -> None:
         super().__init__(console)
+        self._first = first
         self._start: SearchStart | None = None
         self._best: float | None = None
         self._trial_started = 0.0
         # each running trial's seconds at its last epoch (with --workers, several run)
         self._last_epoch_at: dict[int, float] = {}
         self._study: optuna.Study | None = None
+
+    def on_checked(self, setup: SearchSetup) -> None:
+        print_first(self.console, self._first)
 
     def on_study(self, study: optuna.Study) -> None:
         self._study = study

@@ -58,11 +58,13 @@ from nasmlcn.study._identity import (
     write_study_info,
 )
 from nasmlcn.study._lock import hold
-from nasmlcn.study._lookup import count_by_attr, trials_by_attr
-from nasmlcn.study._pick import PICKS, Limit, answer_within, knee, parse_limits, pick, within
+from nasmlcn.study._lookup import trials_by_attr
+from nasmlcn.study._pick import Limit, answer_within, knee, parse_limits, pick, within
 from nasmlcn.study._recovery import fail_stale_trials, retry
 from nasmlcn.study._retrained import (
+    ANSWER_RULE,
     RetrainedModel,
+    Stored,
     retrained_by_trial,
     retrained_models,
     search_data,
@@ -73,8 +75,6 @@ from nasmlcn.study._storage import (
     sqlite_path,
 )
 from nasmlcn.study._studies import (
-    DeletedStudy,
-    StudyListing,
     delete_study,
     find_study,
     list_studies,
@@ -109,14 +109,13 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [
+    "ANSWER_RULE",
     "CONSTRAINT_PREFIX",
     "LEARNING_CONSTRAINT",
-    "PICKS",
     "BufferedStorage",
-    "DeletedStudy",
     "Limit",
     "RetrainedModel",
-    "StudyListing",
+    "Stored",
     "TrialFiles",
     "TrialRecord",
     "answer_within",
@@ -126,7 +125,6 @@ __all__ = [
     "candidates",
     "claim",
     "count",
-    "count_by_attr",
     "counts",
     "delete_study",
     "discard_weights",

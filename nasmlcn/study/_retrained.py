@@ -2,8 +2,12 @@
 
 Where they live: in the study's ``nasmlcn`` user attribute
 (:mod:`nasmlcn.study._identity`), under ``retrained``: ``{"version": 1, "models":
-[...]}``, one entry per (trial, dataset, seed) -- retraining a trial again on the
-same dataset with the same seed replaces its entry. A study attribute, not trial attributes, because Optuna
+[...]}``, one entry per retraining: a trial retrained again with other settings
+(epochs, batch size, learning rate, image limits, a refit) or another seed or
+dataset is stored beside its earlier retrainings, never over them; only a retraining
+with the very same settings, seed and data replaces its twin (the caller is told
+which, :class:`Stored`). Where a trial has several, reports show the one that
+answers, by :data:`ANSWER_RULE`. A study attribute, not trial attributes, because Optuna
 lets nobody change a finished trial (a private write would bypass its cache);
 studies can be changed at any time through Optuna's public API. Each entry is
 stored as soon as its model is tested, re-reading the attribute first, so an
@@ -117,6 +121,31 @@ class RetrainedModel:
         return asdict(self)
 
     @property
+    def recipe(self) -> tuple[Any, ...]:
+        """What makes two retrainings of a trial the same run, the seed aside: the
+        data, epochs, batch size, learning rate, image limits and whether it is a refit."""
+        limits = tuple(sorted(self.data_limits.items()))
+        return (self.dataset, self.epochs, self.batch_size, self.lr, limits, self.refit)
+
+    @property
+    def training(self) -> int:
+        """How much it trained: epochs x training images per epoch (a refit's: the
+        epochs it refitted); the first key of :data:`ANSWER_RULE`."""
+        epochs = self.selected_epoch if self.refit and self.selected_epoch else self.epochs
+        return epochs * self.train_images
+
+    @property
+    def settings_text(self) -> str:
+        """``10 ep x 54,000 images, seed 0`` (with ``, refit`` and the limits given)."""
+        limits = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in self.data_limits.items())
+        return (
+            f"{self.epochs} ep x {self.train_images:,} images"
+            + (f" ({limits})" if limits else "")
+            + (", refit" if self.refit else "")
+            + (f", seed {self.seed}" if self.seed is not None else "")
+        )
+
+    @property
     def refit(self) -> bool:
         """Whether the tested model is a refit on training + validation data."""
         return self.validation_run_test_accuracy is not None
@@ -197,15 +226,24 @@ def search_seed(info: Mapping[str, Any]) -> int:
     return int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else 0
 
 
+ANSWER_RULE = (
+    "of each trial's retrainings on the search's data, the one that trained most "
+    "(epochs x training images), then on the most test images, then with the search's "
+    "seed, then the latest"
+)
+"""Which retraining answers for a trial where it has several (:func:`retrained_by_trial`):
+a quick check (one epoch, 100 images) never stands in for a full retraining."""
+
+
 def retrained_by_trial(info: Mapping[str, Any]) -> dict[int, RetrainedModel]:
     """The models retrained on the search's own dataset, by trial number (what
     ``nasmlcn best`` and the correlation compare with the search's accuracy): of a
-    trial retrained with several seeds, the one with the search's seed (its split
-    is the search's), else the lowest seed."""
+    trial retrained several times, the one :data:`ANSWER_RULE` names."""
     dataset, seed = search_dataset(info), search_seed(info)
 
-    def rank(m: RetrainedModel) -> tuple[bool, int]:  # the search's seed first, then lowest
-        return (m.seed not in (None, seed), _seed_order(m.seed))
+    def rank(m: RetrainedModel) -> tuple[int, int, bool, int, str]:  # lowest answers
+        other_seed = m.seed not in (None, seed)
+        return (-m.training, -m.test_images, other_seed, _seed_order(m.seed), _later(m))
 
     chosen: dict[int, RetrainedModel] = {}
     for m in retrained_models(info):
@@ -214,23 +252,51 @@ def retrained_by_trial(info: Mapping[str, Any]) -> dict[int, RetrainedModel]:
     return chosen
 
 
-def store_retrained(study: optuna.Study, model: RetrainedModel) -> None:
-    """Adds ``model`` to the study's retrained models, replacing an entry of the
-    same trial, dataset and seed (an entry without a seed has the search's); the
-    attribute is read fresh from the storage under its lock, so nothing another
-    process stores (``nasmlcn retrain`` runs side by side) is lost."""
+def _later(m: RetrainedModel) -> str:
+    """A sort key that puts the latest retraining first (ISO times sort as text)."""
+    return "".join(chr(0x10FFFF - ord(c)) for c in m.retrained_at)
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What :func:`store_retrained` did with a model.
+
+    Attributes:
+        replaced: The earlier retraining with the very same settings, seed and
+            data that the model replaced (None: none).
+        beside: The trial's other retrainings, which it now sits beside.
+        answer: The trial's retraining that reports show now (:data:`ANSWER_RULE`;
+            None: the model is not on the search's data, which no answer is on).
+    """
+
+    replaced: RetrainedModel | None
+    beside: tuple[RetrainedModel, ...]
+    answer: RetrainedModel | None
+
+
+def store_retrained(study: optuna.Study, model: RetrainedModel) -> Stored:
+    """Adds ``model`` to the study's retrained models beside the trial's earlier
+    retrainings; only one with the same settings, seed and data (an entry without a
+    seed has the search's) is replaced. The attribute is read fresh from the storage
+    under its lock, so nothing another process stores (``nasmlcn retrain`` runs side
+    by side) is lost."""
     storage = storage_of(study)
     with hold(storage):
         info = stored_info(storage.get_study_user_attrs(study_id_of(study))) or {}
         default = search_seed(info)
 
-        def key(m: RetrainedModel) -> tuple[int, str, int]:
-            return (m.number, m.dataset, default if m.seed is None else m.seed)
+        def key(m: RetrainedModel) -> tuple[Any, ...]:
+            return (m.number, default if m.seed is None else m.seed, *m.recipe)
 
-        kept = [m for m in retrained_models(info) if key(m) != key(model)]
+        earlier = retrained_models(info)
+        replaced = next((m for m in earlier if key(m) == key(model)), None)
+        kept = [m for m in earlier if key(m) != key(model)]
         entries = sorted([*kept, model], key=lambda m: (m.number, m.dataset, _seed_order(m.seed)))
         update_study_info(
             study,
             RETRAINED_KEY,
             {"version": RETRAINED_VERSION, "models": [m.to_dict() for m in entries]},
         )
+    beside = tuple(m for m in kept if m.number == model.number)
+    answer = retrained_by_trial({**info, RETRAINED_KEY: {"models": [m.to_dict() for m in entries]}})
+    return Stored(replaced, beside, answer.get(model.number))

@@ -20,7 +20,8 @@ def test_a_mistyped_study_name_is_refused_not_searched(tmp_path: Path) -> None:
     typo = run_cli("search", "--study", "tex22", "--storage", url, "--trials", "8")
     assert typo.returncode == 2
     assert typo.stderr.count("\n") == 1, typo.stderr
-    assert "no study 'tex22'" in typo.stderr and "did you mean 'tex2'?" in typo.stderr
+    assert "no study 'tex22'" in typo.stderr
+    assert "did you mean 'tex2'?" in typo.stderr
     assert "--devices" in typo.stderr, "it says how to start a new study"
     assert [s.name for s in list_studies(url)] == ["tex2"], "nothing was made"
     # the right name continues the study; a name with the options of a search is new

@@ -27,6 +27,7 @@ def storage(tmp_path_factory: pytest.TempPathFactory) -> str:
     config = small_search(
         folder, evaluator="train", trials=3, objectives=("accuracy", "latency"), seed=10
     )
+    copy_sqlite(folder / "s.db", folder / "pristine.db")  # before any test retrains
     return config.storage
 
 
@@ -202,7 +203,7 @@ def test_seed_trains_another_model_beside_the_default_one(
 def test_refit_trains_each_model_again_on_training_and_validation_and_says_so(
     storage: str, tmp_path: Path
 ) -> None:
-    """A copy of the study: the refit's entry replaces the trial's default one."""
+    """A copy of the study: the refit's entry is stored beside the trial's default one."""
     db = copy_sqlite(storage.removeprefix("sqlite:///"), tmp_path / "copy.db")
     copy = f"sqlite:///{db}"
     out = tmp_path / "runs"
@@ -228,6 +229,10 @@ def test_refit_trains_each_model_again_on_training_and_validation_and_says_so(
     first = json.loads((out / f"trial-{number:04d}" / "result.json").read_text())
     assert model["validation_run_test_accuracy"] == first["test_accuracy"]
     assert model["train_images"] == 20 + 50  # the search's 50 validation images
+    # the trial's earlier retrainings (the module's) stay, and the output says so
+    earlier = [m for m in stored if m["number"] == number and m is not model]
+    beside = " ".join(result.stdout[result.stdout.index("weights: ") :].split())
+    assert (f"trial {number}: stored beside {len(earlier)} earlier" in beside) == bool(earlier)
     assert "--refit" in _ok(run_cli("retrain", "--help", env=WIDE)).stdout
 
 
@@ -267,3 +272,30 @@ def test_a_retrained_model_below_chance_is_said_to_have_learned_nothing() -> Non
     learned = RetrainedModel.from_dict({**model.to_dict(), "test_accuracy": 0.85})
     assert learned is not None
     assert retrained_caveats(learned) == []
+
+
+def test_a_quick_retrain_is_kept_beside_and_best_names_the_rule(
+    storage: str, tmp_path: Path
+) -> None:
+    # `retrain --top 1 --epochs 1 --train-limit 100` replaced a stored full retraining,
+    # and best then showed the quick one ("did not learn")
+    pristine = Path(storage.removeprefix("sqlite:///")).with_name("pristine.db")
+    copy = f"sqlite:///{copy_sqlite(pristine, tmp_path / 'c.db')}"
+    runs = ("--storage", copy, "--top", "1", "--inference-batch", "5", "--test-limit", "20")
+    longer = ("--epochs", "2", "--train-limit", "40")
+    first = json.loads(
+        _ok(run_cli("retrain", *runs, *longer, "--out", str(tmp_path / "a"), "--json")).stdout
+    )
+    quick = ("--epochs", "1", "--train-limit", "10", "--out", str(tmp_path / "b"))
+    said = _ok(run_cli("retrain", *runs, *quick, env=WIDE)).stdout
+    [model] = first["models"]
+    number = model["number"]
+    assert f"trial {number}: stored beside " in said
+    assert f"{model['test_accuracy']:.4f} (2 ep x 40 images" in said
+    assert "'nasmlcn best' shows the one of 2 ep x 40 images" in said
+    shown = _ok(run_cli("best", "--storage", copy, env=WIDE)).stdout
+    assert f"#{number} retrained: test acc {model['test_accuracy']:.4f}" in shown
+    assert "the one that trained most (epochs x training images)" in shown
+    assert "1 other retraining of these trials stored beside" in shown
+    every = json.loads(_ok(run_cli("best", "--storage", copy, "--json")).stdout)["retrained"]
+    assert sorted(m["epochs"] for m in every if m["number"] == number)[-2:] == [1, 2]

@@ -33,7 +33,7 @@ from nasmlcn.study import (
     retrained_models,
     study_info,
 )
-from tests.conftest import small_search
+from tests.conftest import copy_sqlite, small_search
 
 RETRAINED_VERSION = RetrainedModel.version
 """The version of the retrained-model records this package writes (a record's own)."""
@@ -58,19 +58,29 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> SearchConfig:
     """A real search: 3 trials of 2 epochs on 300 synthetic images, two objectives;
     all three learn (seed 10: validation accuracy 0.40 to 0.96; training is seeded by
     each model, search/_trial/repeats.py)."""
-    return small_search(
-        tmp_path_factory.mktemp("trained"),
-        evaluator="train",
-        trials=3,
-        objectives=("accuracy", "latency"),
-        seed=10,
+    folder = tmp_path_factory.mktemp("trained")
+    config = small_search(
+        folder, evaluator="train", trials=3, objectives=("accuracy", "latency"), seed=10
     )
+    copy_sqlite(config.storage.removeprefix("sqlite:///"), folder / PRISTINE)
+    return config
+
+
+PRISTINE = "pristine.db"
+"""The trained study as its search left it, before any test retrained it."""
 
 
 @pytest.fixture(scope="module")
 def proxy(tmp_path_factory: pytest.TempPathFactory) -> SearchConfig:
     """A single-objective search with the proxy evaluator (fast, no training)."""
     return small_search(tmp_path_factory.mktemp("proxy"), evaluator="proxy", trials=5)
+
+
+def _own_copy(config: SearchConfig, folder: Path) -> str:
+    """A copy of ``config``'s study for a test that reads what retrain stores: the
+    module's other tests store their retrainings beside its own in the shared one."""
+    source = Path(config.storage.removeprefix("sqlite:///")).with_name(PRISTINE)
+    return f"sqlite:///{copy_sqlite(source, folder / 'own.db')}"
 
 
 def _ranked(study: optuna.Study) -> list[int]:
@@ -186,8 +196,8 @@ def test_a_retrained_model_is_tested_at_its_best_validation_epoch(
     assert result["test_accuracy"] == model.test_accuracy
     assert result["last_epoch_test_accuracy"] == model.last_epoch_test_accuracy
     assert model.test_accuracy != model.last_epoch_test_accuracy  # another model was tested
-    stored = retrained_by_trial(study_info(load_existing_study("s", trained.storage)))
-    assert stored[model.number] == model
+    # stored beside the module's earlier retrainings of the trial
+    assert model in retrained_models(study_info(load_existing_study("s", trained.storage)))
 
 
 def test_a_refit_trains_anew_on_training_and_validation_for_the_selected_epochs(
@@ -245,38 +255,50 @@ def test_a_refit_trains_anew_on_training_and_validation_for_the_selected_epochs(
     assert not (first / "checkpoint.pt").exists()
 
 
-def test_retraining_again_updates_the_stored_results_instead_of_adding(
+def test_retraining_again_with_other_settings_is_kept_beside_and_the_longest_answers(
     trained: SearchConfig, tmp_path: Path
 ) -> None:
-    first = retrain_study(
-        "s", trained.storage, RetrainOptions(top=1, out_dir=str(tmp_path / "a"), **TINY)
+    storage = _own_copy(trained, tmp_path)
+    # a quick check (`retrain --top 1 --epochs 1 --train-limit 100`) replaced a stored
+    # full retraining, and `best` then said the model "did not learn"
+    first = retrain_study("s", storage, RetrainOptions(top=1, out_dir=str(tmp_path / "a"), **TINY))
+    quick = RetrainOptions(
+        top=1,
+        out_dir=str(tmp_path / "b"),
+        epochs=2,
+        train_limit=10,
+        test_limit=10,
+        inference_batch_size=1,
     )
-    again = retrain_study(
-        "s",
-        trained.storage,
-        RetrainOptions(
-            top=1,
-            out_dir=str(tmp_path / "b"),
-            epochs=2,
-            train_limit=10,
-            test_limit=10,
-            inference_batch_size=1,
-        ),
-    )
+    again = retrain_study("s", storage, quick)
     (number,) = {m.number for m in (*first.models, *again.models)}
-    models = retrained_models(study_info(load_existing_study("s", trained.storage)))
-    mine = [m for m in models if m.number == number]
-    assert len(mine) == 1
-    assert mine[0].epochs == 2
-    assert mine[0].run_dir == str((tmp_path / "b" / f"trial-{number:04d}").resolve())
+    models = retrained_models(study_info(load_existing_study("s", storage)))
+    mine = [m for m in models if m.number == number and m.seed == trained.seed]
+    assert sorted(m.epochs for m in mine) == [1, 2], "both kept"
+    # the answer trained most (1 x 50 images against 2 x 10), whichever came last
+    answer = retrained_by_trial(study_info(load_existing_study("s", storage)))[number]
+    assert (answer.epochs, answer.train_images) == (1, 50)
+    assert again.stored == (
+        f"trial {number}: stored beside 1 earlier retraining, kept: "
+        f"{first.models[0].test_accuracy:.4f} (1 ep x 50 images (train limit 50, test limit "
+        f"30), seed {trained.seed}); 'nasmlcn best' shows the one of 1 ep x 50 images (train "
+        f"limit 50, test limit 30), seed {trained.seed}",
+    )
+    # the very same settings and seed again: that one entry is replaced, and said so
+    twice = retrain_study("s", storage, replace(quick, out_dir=str(tmp_path / "c")))
+    assert twice.stored[0].startswith(f"trial {number}: replaced its retraining with the same")
+    models = retrained_models(study_info(load_existing_study("s", storage)))
+    assert len([m for m in models if m.number == number and m.seed == trained.seed]) == 2
+    assert any(m.run_dir.endswith(f"c/trial-{number:04d}") for m in models)
 
 
 def test_another_seed_is_another_entry_and_run_folder_and_the_search_seed_stays_the_default(
     trained: SearchConfig, tmp_path: Path
 ) -> None:
+    storage = _own_copy(trained, tmp_path)
     out = str(tmp_path / "seeds")
-    default = retrain_study("s", trained.storage, RetrainOptions(top=1, out_dir=out, **TINY))
-    other = retrain_study("s", trained.storage, RetrainOptions(top=1, out_dir=out, seed=3, **TINY))
+    default = retrain_study("s", storage, RetrainOptions(top=1, out_dir=out, **TINY))
+    other = retrain_study("s", storage, RetrainOptions(top=1, out_dir=out, seed=3, **TINY))
     [first], [second] = default.models, other.models
     number = first.number
     assert second.number == number
@@ -287,16 +309,16 @@ def test_another_seed_is_another_entry_and_run_folder_and_the_search_seed_stays_
     assert second.test_loss != first.test_loss
     result = json.loads((Path(second.run_dir) / "result.json").read_text())
     assert result["retrain"]["seed"] == 3
-    info = study_info(load_existing_study("s", trained.storage))
+    info = study_info(load_existing_study("s", storage))
     mine = [m for m in retrained_models(info) if m.number == number]
     assert [m.seed for m in mine] == sorted([trained.seed, 3])
     # what best and the correlation compare with the search: the search's seed
     assert retrained_by_trial(info)[number].seed == trained.seed
     # the same seed again replaces its own entry only
     retrain_study(
-        "s", trained.storage, RetrainOptions(top=1, out_dir=str(tmp_path / "again"), seed=3, **TINY)
+        "s", storage, RetrainOptions(top=1, out_dir=str(tmp_path / "again"), seed=3, **TINY)
     )
-    info = study_info(load_existing_study("s", trained.storage))
+    info = study_info(load_existing_study("s", storage))
     assert [m.seed for m in retrained_models(info) if m.number == number] == sorted(
         [trained.seed, 3]
     )
@@ -337,10 +359,9 @@ def test_pareto_retrains_the_front_of_a_multi_objective_study(
 def test_correlation_with_the_retrained_test_accuracy_over_every_trial(
     trained: SearchConfig, tmp_path: Path
 ) -> None:
-    report = retrain_study(
-        "s", trained.storage, RetrainOptions(top=3, out_dir=str(tmp_path), **TINY)
-    )
-    study = load_existing_study("s", trained.storage)
+    storage = _own_copy(trained, tmp_path)
+    report = retrain_study("s", storage, RetrainOptions(top=3, out_dir=str(tmp_path), **TINY))
+    study = load_existing_study("s", storage)
     corr = correlation_report(study)
     curves = [
         study.trials[m.number].user_attrs["training"]["val_accuracy_per_epoch"]

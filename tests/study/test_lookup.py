@@ -10,7 +10,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from nasmlcn.study import count_by_attr, open_storage, set_constraint, trials_by_attr
+from nasmlcn.study import finished, open_storage, set_constraint, trials_by_attr
 
 STATES = [TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.FAIL]
 
@@ -71,8 +71,9 @@ def test_repeats_are_counted_as_a_scan_counts_them(
         t.user_attrs.get("repeat_of") is not None for t in scanned.get_trials(states=states)
     )
     assert expected > 0
-    assert count_by_attr(stored, "repeat_of", states) == expected
-    assert count_by_attr(scanned, "repeat_of", states) == expected
+    # finished() leaves the repeats out unless asked to count them: one query each
+    assert finished(stored, count_repeats=True) - finished(stored) == expected
+    assert finished(scanned, count_repeats=True) - finished(scanned) == expected
 
 
 def test_a_buffered_constraint_is_seen_before_it_is_written(tmp_path: Path) -> None:
@@ -88,3 +89,20 @@ def test_a_buffered_constraint_is_seen_before_it_is_written(tmp_path: Path) -> N
         trial.set_constraint("memory", 5.0)  # Optuna keeps the first value
     study.tell(trial, 0.5)
     assert study.trials[0].system_attrs["constraints:memory"] == -1.0
+
+
+def test_every_name_nasmlcn_study_exports_is_used_outside_it() -> None:
+    # the package face exported names nothing used (PICKS, DeletedStudy, StudyListing,
+    # count_by_attr): a second way in, for a reader to follow and a layout to keep
+    import re
+
+    import nasmlcn.study
+
+    root = Path(nasmlcn.study.__file__).parents[1]
+    outside = "\n".join(
+        p.read_text()
+        for p in root.rglob("*.py")
+        if p.parent.name != "study" or p.parents[1] != root
+    )
+    unused = [n for n in nasmlcn.study.__all__ if not re.search(rf"\b{n}\b", outside)]
+    assert unused == []

@@ -114,5 +114,6 @@ def test_the_group_s_storage_reaches_delete(tmp_path: Path) -> None:
     optuna.create_study(study_name="s1", storage=other)
     both = run_cli("studies", "--storage", other, "delete", "s1", "--storage", default, "--yes")
     assert both.returncode == 2
-    assert both.stderr.count("\n") == 1 and "two storages given" in both.stderr
+    assert both.stderr.count("\n") == 1
+    assert "two storages given" in both.stderr
     assert [s.name for s in list_studies(other)] == ["s1"]

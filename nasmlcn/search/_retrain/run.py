@@ -65,7 +65,7 @@ from nasmlcn.search._retrain.plan import (
     target_job,
 )
 from nasmlcn.search._types.objective import chance_accuracy, learning_threshold
-from nasmlcn.study import RetrainedModel, store_retrained
+from nasmlcn.study import RetrainedModel, Stored, store_retrained
 
 if TYPE_CHECKING:
     import optuna
@@ -108,6 +108,7 @@ class RetrainReport:
     notes: tuple[str, ...] = ()  # what the selection left out (selection_notes)
     seed: int | None = None  # --seed: the run folders are trial-NNNN-seed-S
     refit: bool = False  # the models are refits, in trial-NNNN-refit
+    stored: tuple[str, ...] = ()  # what each model sits beside or replaced (stored_line)
 
     @property
     def run_folders(self) -> str:
@@ -134,6 +135,7 @@ class RetrainReport:
             "out_dir": self.out_dir,
             "models": [m.to_dict() for m in self.models],
             "notes": [*self.notes, *self.caveats],  # the lines the table shows under it
+            "stored": list(self.stored),
             "seed": self.seed,
             "refit": self.refit,
         }
@@ -164,11 +166,12 @@ def retrain_study(
     writable = load_existing_study(readable.study_name, url, read_only=False)
     watcher.on_start(readable, targets)
     done: list[RetrainedModel] = []
+    stored: list[str] = []
     test_images: dict[str, Any] = {}
     for index, target in enumerate(targets):
         callbacks = partial(watcher.training_callbacks, index=index)
         model = _retrain_one(target, options, callbacks, test_images)
-        store_retrained(writable, model)
+        stored.append(stored_line(model, store_retrained(writable, model)))
         done.append(model)
         watcher.on_model_end(model)
     report = RetrainReport(
@@ -180,9 +183,37 @@ def retrain_study(
         tuple(selection_notes(readable, options)),
         options.seed,
         options.refit,
+        tuple(line for line in stored if line),
     )
     watcher.on_end(writable, report)
     return report
+
+
+def stored_line(model: RetrainedModel, stored: Stored) -> str:
+    """What a stored retraining sits beside or replaced, and whether it answers for
+    its trial now (:data:`~nasmlcn.study.ANSWER_RULE`); empty where it is the
+    trial's first."""
+    n = model.number
+    if stored.replaced is not None:
+        old = stored.replaced
+        return (
+            f"trial {n}: replaced its retraining with the same settings and seed "
+            f"({old.settings_text}: test acc {old.test_accuracy:.4f}, {old.retrained_at})"
+        )
+    if not stored.beside:
+        return ""
+    shown = "; ".join(f"{m.test_accuracy:.4f} ({m.settings_text})" for m in stored.beside)
+    count = len(stored.beside)
+    if stored.answer == model:
+        answers = "'nasmlcn best' shows this one now"
+    elif stored.answer is not None:
+        answers = f"'nasmlcn best' shows the one of {stored.answer.settings_text}"
+    else:  # retrained on other data than the search's
+        answers = "'nasmlcn best' shows retrainings on the search's data only"
+    return (
+        f"trial {n}: stored beside {count} earlier retraining{'s' if count > 1 else ''}, "
+        f"kept: {shown}; {answers}"
+    )
 
 
 def _retrain_one(
