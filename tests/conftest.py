@@ -38,6 +38,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # the searches under test forecast: the tests see none unless they make one.
     if "NASMLCN_CALIBRATION" not in os.environ:
         os.environ["NASMLCN_CALIBRATION"] = str(Path(config.rootpath, "no-calibration.json"))
+    # The tests run side by side (two workers, the processes they start, some in
+    # sessions of their own): a look at the machine's load would take them for other
+    # users' work, lower threads and add warnings to the output under test. The tests
+    # of the look itself set it back (tests/hardware/test_load.py).
+    os.environ.setdefault("NASMLCN_IGNORE_LOAD", "1")
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers < 2 or "OMP_NUM_THREADS" in os.environ:
         return

@@ -79,6 +79,17 @@ def evaluate(options: EvaluateOptions) -> None:
     _print(result)
 
 
+def crowded_note(record: Any) -> str:
+    """``; unreliable: other processes held 1.0 of 2 cores`` for a figure measured on
+    a crowded machine (:func:`nasmlcn.hardware.crowded_record`), else nothing."""
+    from nasmlcn.hardware import crowded_record
+
+    held = crowded_record(record)
+    if held is None:
+        return ""
+    return f"; unreliable: other processes held {held:.1f} of {record['cores']} cores"
+
+
 def _print(result: dict[str, Any]) -> None:
     from rich.table import Table
 
@@ -97,7 +108,8 @@ def _print(result: dict[str, Any]) -> None:
         "inference",
         f"{result['inference_images_per_second']:,.0f} images/s (batch {timing['batch_size']}, "
         f"median of {counted(timing['passes'], 'pass', 'passes')}, {counted(timing['threads'], 'thread')}"
-        + (f", load {load:.1f})" if load is not None else ")"),
+        + (f", load {load:.1f})" if load is not None else ")")
+        + crowded_note(timing.get("machine_load")),
     )
     table.add_row("device", result["device"])
     out.print(table)

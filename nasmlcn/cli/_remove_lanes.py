@@ -15,6 +15,7 @@ import typer
 from nasmlcn._text import counted
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import err, out
+from nasmlcn.cli._evaluate import crowded_note
 from nasmlcn.cli._options import (
     DATA_DIR,
     INFERENCE_BATCH,
@@ -168,7 +169,8 @@ def _print(result: dict[str, Any]) -> None:
     out.print(
         f"inference: batch {inference['batch_size']}, median of {inference['passes']} passes "
         f"on {inference['device']}, {counted(inference['threads'], 'thread')}"
-        + (f", load {load:.1f}" if load is not None else ""),
+        + (f", load {load:.1f}" if load is not None else "")
+        + crowded_note(inference.get("machine_load")),
         markup=False,
     )
     if "kept" in result:

@@ -195,6 +195,8 @@ def retrain(options: RetrainCommandOptions) -> None:
 def _print_report(report: RetrainReport) -> None:
     from rich.table import Table
 
+    from nasmlcn.hardware import crowded_record
+
     batch = report.models[0].inference_batch_size if report.models else 0
     # measured on this machine, never on the search's target devices: say where
     devices = {m.device for m in report.models}
@@ -220,7 +222,8 @@ def _print_report(report: RetrainReport) -> None:
                 f"{m.test_accuracy:.4f} ({m.tested})",
                 *((_validation_run(m),) if report.refit else ()),
                 f"{m.params:,}",
-                f"{m.train_images_per_second:.0f}, {m.inference_images_per_second:.0f}",
+                f"{m.train_images_per_second:.0f}, {m.inference_images_per_second:.0f}"
+                + ("*" if crowded_record(m.machine_load) is not None else ""),
                 *((m.device,) if on == "measured" else ()),
             )
         )
@@ -237,6 +240,16 @@ def _print_report(report: RetrainReport) -> None:
         table.add_row(*row)
     out.print(table)
     out.print(_protocol_line(report), highlight=False)
+    crowded = [m for m in report.models if crowded_record(m.machine_load) is not None]
+    if crowded:
+        held = max(crowded_record(m.machine_load) or 0.0 for m in crowded)
+        out.print(
+            f"* unreliable: measured while other processes held up to {held:.1f} cores "
+            "(nasmlcn took fewer threads); retrain on an idle machine for figures to compare",
+            style="yellow",
+            highlight=False,
+            markup=False,
+        )
     for note in report.notes:
         out.print(note, highlight=False)
     for caveat in report.caveats:  # --json's notes hold these lines too

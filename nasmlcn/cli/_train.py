@@ -112,6 +112,8 @@ def _test_line(result: dict[str, Any]) -> str:
 def _print_summary(result: dict[str, Any], train_limit: int | None = None) -> None:
     from rich.table import Table
 
+    from nasmlcn.cli._evaluate import crowded_note
+
     table = Table(title=f"{result['lanes']} on {result['dataset']}", show_header=False)
     table.add_column("", style="bold")
     table.add_column("")
@@ -125,7 +127,10 @@ def _print_summary(result: dict[str, Any], train_limit: int | None = None) -> No
         images += f" (all there are: --train-limit {train_limit:,} asked for more)"
     table.add_row("training images", images)
     table.add_row("seconds / epoch", f"{result['seconds_per_epoch']:.1f}")
-    table.add_row("images / second", f"{result['images_per_second']:.0f}")
+    table.add_row(
+        "images / second",
+        f"{result['images_per_second']:.0f}" + crowded_note(result.get("machine_load")),
+    )
     table.add_row("device", result["device"])
     if "parallel" in result:
         p = result["parallel"]

@@ -18,26 +18,40 @@ from nasmlcn.hardware._detect import (
     detect_devices,
     usable_cores,
 )
+from nasmlcn.hardware._load import (
+    CROWDED,
+    MachineLoad,
+    busy_record,
+    crowded_record,
+    look_at_load,
+    passive_wait,
+)
 from nasmlcn.hardware._spec import DEVICE_SYNTAX, DeviceSpec, format_devices, parse_devices
 from nasmlcn.hardware._units import format_bytes, format_flops, parse_size
 
 __all__ = [
     "BUILTIN_CATALOG",
+    "CROWDED",
     "DEVICE_SYNTAX",
     "Catalog",
     "DeviceKind",
     "DeviceSpec",
     "LocalDevice",
+    "MachineLoad",
     "available_memory",
     "busy_cores",
+    "busy_record",
     "cpu_model",
+    "crowded_record",
     "detect_devices",
     "format_bytes",
     "format_devices",
     "format_flops",
     "load_catalog",
+    "look_at_load",
     "parse_devices",
     "parse_size",
+    "passive_wait",
     "read_catalog_file",
     "usable_cores",
 ]

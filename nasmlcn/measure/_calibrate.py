@@ -21,7 +21,7 @@ import torch
 
 from nasmlcn.costs import Calibration, CostContext, LaneSample, ModelSample, Score
 from nasmlcn.errors import CalibrationError, option
-from nasmlcn.hardware import LocalDevice
+from nasmlcn.hardware import LocalDevice, busy_record, look_at_load
 from nasmlcn.measure._lane import measure_lanes
 from nasmlcn.measure._lane_memory import PeakSettings
 from nasmlcn.measure._lane_timing import StepTiming
@@ -300,6 +300,7 @@ def measure_calibration(
     )
 
     torch.set_num_threads(threads)
+    looked = look_at_load()  # the threads are the request's; the look marks the figures
     load = _load_average()
     speeds = measure_speeds(devices, catalog, threads=threads, clock=clock, quick=quick)
     samples = measure_lanes(
@@ -314,6 +315,7 @@ def measure_calibration(
     )
     models = _measure_models(request, ctx, lane_device.name, progress)
     load = max(load, _load_average())
+    held = busy_record(looked, look_at_load())
     return CalibrationMeasurements(
         lane_device=lane_device,
         speeds=speeds,
@@ -322,7 +324,7 @@ def measure_calibration(
         threads=threads,
         clock=clock,
         load_average=load,
-        warnings=_busy_warnings(clock, load),
+        warnings=_busy_warnings(clock, held),
         model_samples=tuple(models),
     )
 
@@ -359,17 +361,17 @@ def _measure_models(
     return models
 
 
-def _busy_warnings(clock: str, load: float) -> tuple[str, ...]:
-    """A warning where the machine was busier than this process (wall clock only)."""
-    from nasmlcn.hardware import usable_cores
+def _busy_warnings(clock: str, held: dict[str, Any]) -> tuple[str, ...]:
+    """A warning where other processes held cores while it measured (wall clock
+    only: a thread's CPU time is immune)."""
+    from nasmlcn.hardware import crowded_record
 
-    cores = usable_cores()
-    # This process accounts for at most `cores` of the load; CPU time is immune.
-    if clock == "wall" and load > cores + 0.5:
+    others = crowded_record(held)
+    if clock == "wall" and others is not None:
         return (
-            f"the machine was busy (1-minute load {load:.1f} on {cores} cores): other "
-            "processes inflate step times; calibrate on an idle machine, or time one "
-            "thread's CPU time with --threads 1 --clock cpu",
+            f"other processes held {others:.1f} of {held['cores']} cores while it measured: "
+            "they inflate step times, so these are unreliable; calibrate on an idle "
+            "machine, or time one thread's CPU time with --threads 1 --clock cpu",
         )
     return ()
 

@@ -23,7 +23,9 @@ model; reports show ``2.54 ms (IQR 2.41-2.70)``.
 On a shared CPU, threaded batch-1 passes suffer most from other processes: on
 the 2-core development machine with another process busy (load ~2),
 ``2*mlcn1:4x1`` took 80 ms per image with torch's 2 threads and 1.8 ms with 1
-thread. The thread count and the load average are recorded with every figure.
+thread. So the machine is looked at first (:func:`nasmlcn.training.share_cores`:
+fewer threads, and a warning, where other processes hold cores), and the thread
+count, the load average and the cores others held are recorded with every figure.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ from typing import Any, Protocol, cast
 import torch
 
 from nasmlcn.costs import INFERENCE_BATCH_SIZE
+from nasmlcn.hardware import busy_record, look_at_load
 from nasmlcn.measure._clock import synchronize
+from nasmlcn.training import share_cores
 
 INFERENCE_WARMUP = 3
 """Untimed passes before the timed ones."""
@@ -71,6 +75,9 @@ class InferenceTiming:
             (the spread's lower end; see the module docstring); None in records
             written before it was kept.
         p75_seconds_per_image: Their 75th percentile over ``batch_size``.
+        machine_load: The most cores other processes held before or during the
+            passes (:func:`nasmlcn.hardware.busy_record`; a figure taken where they
+            held half a core or more is unreliable); None in older records.
     """
 
     seconds_per_image: float
@@ -82,6 +89,7 @@ class InferenceTiming:
     load_average: float | None = None
     p25_seconds_per_image: float | None = None
     p75_seconds_per_image: float | None = None
+    machine_load: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -136,6 +144,7 @@ def time_inference(
     index = torch.arange(n * batch_size) % len(images)
     batches = images[index].to(dev).view(n, batch_size, *images.shape[1:])  # (n, B, C, H, W)
     lanes = cast(LaneModel, model)
+    looked = share_cores("timing inference", dev)
     load = _load_average()
     was_training = model.training
     model.eval()
@@ -164,6 +173,7 @@ def time_inference(
         load_average=max((v for v in (load, _load_average()) if v is not None), default=None),
         p25_seconds_per_image=low / batch_size,
         p75_seconds_per_image=high / batch_size,
+        machine_load=busy_record(looked, look_at_load()),
     )
 
 

@@ -112,6 +112,8 @@ class LaneRemovalReport:
         device: Where the models ran.
         threads: Torch intra-op threads during the timing.
         load_average: The highest 1-minute load average seen while timing.
+        machine_load: The most cores other processes held while it timed
+            (:func:`nasmlcn.hardware.busy_record`); None: not looked at.
     """
 
     run: LoadedRun
@@ -123,6 +125,7 @@ class LaneRemovalReport:
     device: str
     threads: int
     load_average: float | None
+    machine_load: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -139,6 +142,7 @@ class LaneRemovalReport:
                 "device": self.device,
                 "threads": self.threads,
                 "load_average": self.load_average,
+                "machine_load": self.machine_load,
             },
         }
 
@@ -292,6 +296,7 @@ def remove_lanes(
     total = model.spec.num_lanes
     steps: list[LaneRemovalStep] = []
     loads: list[float] = []
+    held: list[dict[str, Any]] = []
     threads = torch.get_num_threads()
     for removed in range(total):
         gone = tuple(order[:removed])
@@ -302,6 +307,7 @@ def remove_lanes(
         timed = [model] if pruned is model else [model, pruned]
         timings = [time_classifier(m, m.spec, images, where, settings) for m in timed]
         loads += [t.load_average for t in timings if t.load_average is not None]
+        held += [t.machine_load for t in timings if t.machine_load is not None]
         threads = timings[-1].threads
         step = _removal_step(gone, pruned, timings, subset_accuracy(capsules, labels, kept))
         steps.append(step)
@@ -323,6 +329,7 @@ def remove_lanes(
         device=str(where),
         threads=threads,
         load_average=max(loads) if loads else None,
+        machine_load=max(held, key=lambda r: r["others_busy_cores"] or 0.0) if held else None,
     )
 
 

@@ -85,6 +85,9 @@ class RetrainedModel:
             ``selected_epoch`` of the run that chose it on validation.
         data_limits: The image limits retrain was given (``train_limit``,
             ``test_limit``); empty: the whole splits.
+        machine_load: The most cores other processes held while it trained and was
+            timed (:func:`nasmlcn.hardware.busy_record`: its throughputs are
+            unreliable where they held half a core or more); None: not recorded.
     """
 
     number: int
@@ -116,6 +119,7 @@ class RetrainedModel:
     protocol: str = ""
     validation_run_test_accuracy: float | None = None
     data_limits: dict[str, int] = field(default_factory=dict)
+    machine_load: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

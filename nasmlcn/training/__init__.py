@@ -33,7 +33,13 @@ from nasmlcn.training._config import MAX_EPOCHS, EpochResult, RunOptions, TrainC
 from nasmlcn.training._schedules import LR_POLICIES, LRPolicy, StepPlan
 
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
-    from nasmlcn.training._checkpoint import load_checkpoint, load_model, save_checkpoint
+    from nasmlcn.training._checkpoint import (
+        load_checkpoint,
+        load_model,
+        save_checkpoint,
+        save_final,
+    )
+    from nasmlcn.training._cores import share_cores
     from nasmlcn.training._job import (
         FIXED_EPOCHS_PROTOCOL,
         PROTOCOL,
@@ -115,7 +121,9 @@ __all__ = [
     "resolve_arch",
     "resolve_device",
     "save_checkpoint",
+    "save_final",
     "selected_weights",
+    "share_cores",
     "step_batch_size",
     "train",
     "write_result",
@@ -123,6 +131,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "share_cores": "_cores",
     "EvalStep": "_step",
     "PROTOCOL": "_job",
     "FIXED_EPOCHS_PROTOCOL": "_job",
@@ -156,6 +165,7 @@ _LAZY = {
     "load_checkpoint": "_checkpoint",
     "load_model": "_checkpoint",
     "save_checkpoint": "_checkpoint",
+    "save_final": "_checkpoint",
 }
 
 

@@ -245,6 +245,10 @@ class TrainReport:
     data: DatasetInfo | None = None
     """The dataset opened (its identity and normalisation are recorded); None: the
     registered ``dataset``."""
+    machine_load: dict[str, Any] | None = None
+    """The most cores other processes held before or during training
+    (:func:`nasmlcn.hardware.busy_record`; its speed figures are unreliable where they
+    held half a core or more); None: not looked at (a parallel job)."""
 
     def to_dict(self) -> dict[str, Any]:
         import torch
@@ -275,6 +279,7 @@ class TrainReport:
             "per_epoch": epochs,
             "device": self.device,
             "out_dir": self.out_dir,
+            "machine_load": self.machine_load,
             "versions": {
                 "python": platform.python_version(),
                 "torch": torch.__version__,

@@ -202,6 +202,8 @@ def _test(module: nn.Module, splits: DataSplits, config: TrainConfig) -> tuple[f
 def train_on_one_device(job: TrainJob, callbacks: list[Callback] | None = None) -> TrainReport:
     """Loads the data, builds and trains the model on ``job.config.device``, tests it
     and writes the files: :func:`~nasmlcn.training.train` without parallelism."""
+    from nasmlcn.hardware import busy_record, look_at_load
+    from nasmlcn.training._cores import share_cores
     from nasmlcn.training._memory import check_training_memory
 
     data = job_dataset(job)
@@ -210,9 +212,10 @@ def train_on_one_device(job: TrainJob, callbacks: list[Callback] | None = None) 
     out, checkpoint = job_outputs(job)
     check_training_memory(arch, step_batch_size(job), device)
     options = job_run_options(job, out, checkpoint, data)
-    run = run_in_memory(
-        InMemoryJob(arch, load_job_splits(job, data), job.config, options), callbacks or ()
-    )
-    report = run.report(data, device, out)
+    splits = load_job_splits(job, data)
+    looked = share_cores("training", device)  # fewer threads beside other processes
+    run = run_in_memory(InMemoryJob(arch, splits, job.config, options), callbacks or ())
+    load = busy_record(looked, look_at_load())
+    report = replace(run.report(data, device, out), machine_load=load)
     write_result(out, report.to_dict())
     return report

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from nasmlcn.costs import INFERENCE_BATCH_SIZE
 from nasmlcn.data import DatasetInfo
 from nasmlcn.errors import DeviceError, SearchError, nested
+from nasmlcn.hardware import busy_record, look_at_load
 from nasmlcn.search._config.config import workers_per_gpu
 from nasmlcn.search._registries.evaluators import EVALUATORS
 from nasmlcn.search._types.evaluation import EpochCallback, EpochReport, EvalRequest, Evaluation
@@ -166,6 +167,7 @@ class TrainEvaluator:
             RunOptions,
             largest_batch_size,
             resolve_device,
+            share_cores,
             train,
         )
 
@@ -193,6 +195,7 @@ class TrainEvaluator:
         )
         place = None if lanes is None else placer(lanes, device)
         job = InMemoryJob(request.spec, splits, config, options, place=place, measure=memory)
+        looked = share_cores("training", used[0])  # fewer threads beside other processes
         run = train(job, [relay])
         job_ended = time.perf_counter()
         if relay.stopped:  # pruned, or the search's time is up: nothing more to measure
@@ -205,6 +208,8 @@ class TrainEvaluator:
                 mode="single-device" if lanes is None else "lane-parallel",
             )
         measured = _measure_trained(run.module, splits, lanes, used, memory)
+        # the most cores other processes held before, during or after the training
+        measured.extra["machine_load"] = busy_record(looked, look_at_load())
         measured.extra["phases"] = trial_phases(
             run.history, setup=job_began - began, job=job_ended - job_began,
             inference=time.perf_counter() - job_ended,

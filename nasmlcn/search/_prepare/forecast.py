@@ -68,6 +68,9 @@ class Forecast:
     step_seconds: float  # a training step at the search's batch size, averaged
     upper_bound: bool  # pruning is on: trials may stop early
     source: str = "timed steps of the space's models"  # or "the calibration of DATE"
+    # what other processes held while it timed (nasmlcn.hardware.busy_record); the
+    # figure is unreliable where they held half a core or more
+    machine_load: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,12 +80,22 @@ class Forecast:
         the 10 trials left on cpu``."""
         bound = " at most" if self.upper_bound else ""
         shared = f" over {self.workers} workers" if self.workers > 1 else ""
+        from nasmlcn.hardware import crowded_record
+
+        busy = crowded_record(self.machine_load)
+        crowded = (
+            f"; unreliable: timed while other processes held {busy:.1f} cores"
+            if busy is not None
+            else ""
+        )
         return (
             f"predicted:{bound} about {_duration(self.trial_seconds)} a trial, "
             f"{_duration(self.total_seconds)} for the {counted(self.trials, 'trial')} left"
             f"{shared} on "
             f"{self.device} (from {self.source}"
-            + ("; pruning may stop trials earlier)" if self.upper_bound else ")")
+            + ("; pruning may stop trials earlier" if self.upper_bound else "")
+            + crowded
+            + ")"
         )
 
 
@@ -115,6 +128,11 @@ def forecast_search(setup: SearchSetup, trials_left: int, workers: int = 1) -> F
     if 0 < train < ctx.batch_size:  # each epoch is one batch of every training image
         ctx = replace(ctx, batch_size=train)
     calibration = calibration_for(setup, device.type)
+    looked = None
+    if calibration is None:  # timed here: fewer threads beside other processes, and marked
+        from nasmlcn.training import share_cores
+
+        looked = share_cores("timing for the forecast", device)
     if calibration is not None:
         step = statistics.fmean(
             calibration.model_local_seconds(lanes, ctx, head_lanes=len(lanes)) or 0.0
@@ -144,7 +162,15 @@ def forecast_search(setup: SearchSetup, trials_left: int, workers: int = 1) -> F
         step_seconds=step,
         upper_bound=config.prune,
         source=source,
+        machine_load=None if looked is None else _busy_record(looked),
     )
+
+
+def _busy_record(looked: Any) -> dict[str, Any]:
+    """The most cores other processes held before or while the steps were timed."""
+    from nasmlcn.hardware import busy_record, look_at_load
+
+    return busy_record(looked, look_at_load())
 
 
 def _one_timed_step(drawn: list[tuple[int, tuple[Any, ...]]], ctx: Any, device: str) -> float:

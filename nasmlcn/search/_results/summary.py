@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from nasmlcn._text import counted
+from nasmlcn._text import counted, percent
 from nasmlcn.errors import SearchError
 from nasmlcn.search._pruners.correlation import EpochCorrelation, FinishedTrial, epoch_correlations
 from nasmlcn.study import TrialRecord
@@ -77,6 +77,7 @@ class TrialSummary:
             "num_lanes": self.num_lanes,
             "placement": self.placement,
             "predicted": self.predicted,
+            "imbalance_percent": percent(self.predicted.get("imbalance")),  # as tables show it
             "measured": self.measured,
             "val_accuracy_per_epoch": self.accuracy_per_epoch,
             "feasible": self.feasible,
@@ -84,6 +85,18 @@ class TrialSummary:
             "retrained": self.retrained,
             "proposed": self.proposed,
         }
+
+
+def _measured(training: dict[str, Any]) -> dict[str, Any]:
+    """The measured figures of a trial's ``training`` record (:data:`MEASURED_KEYS`),
+    with what other processes held while they were measured (``machine_load``,
+    where the record has it: reports mark figures measured on a crowded machine)."""
+    measured = {k: training[k] for k in MEASURED_KEYS if training.get(k) is not None}
+    extra = training.get("extra")
+    load = extra.get("machine_load") if isinstance(extra, dict) else None
+    if measured and load is not None:
+        measured["machine_load"] = load
+    return measured
 
 
 def summarize(
@@ -113,7 +126,7 @@ def summarize(
         accuracy_per_epoch=record.accuracy_per_epoch,
         feasible=record.feasible,
         reason=record.reason,
-        measured={k: training[k] for k in MEASURED_KEYS if training.get(k) is not None},
+        measured=_measured(training),
         retrained=retrained.to_dict() if retrained is not None else None,
         proposed=proposed,
     )

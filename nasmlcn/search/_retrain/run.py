@@ -248,6 +248,10 @@ def _retrain_one(
         batch_size=options.inference_batch_size,
     )
     retrained = _record(final, report, tested, inference, seconds=time.perf_counter() - started)
+    # the most cores others held over the training and the timing: the throughputs'
+    # reliability (each run and the timing looked before it began)
+    loads = [tested.machine_load, report.machine_load, inference.machine_load]
+    retrained = replace(retrained, machine_load=_most_held(loads))
     given = {"train_limit": options.train_limit, "test_limit": options.test_limit}
     limits = {name: int(value) for name, value in given.items() if value is not None}
     if limits:
@@ -260,6 +264,12 @@ def _retrain_one(
         retrained.protocol,
     )
     return retrained
+
+
+def _most_held(records: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """Of the looks recorded around a retraining, the one where others held most."""
+    known = [r for r in records if r is not None and r.get("others_busy_cores") is not None]
+    return max(known, key=lambda r: r["others_busy_cores"]) if known else None
 
 
 def _record(
