@@ -137,7 +137,7 @@ def setting(
             when the help is made, so that the field does not import the registry).
         path: The option takes a file or folder.
         metavar: The option's value as ``--help`` names it.
-        duration: A time in seconds, also given with a unit (``5ms``, ``0.005s``:
+        duration: A time in seconds; as text it needs a unit (``5ms``, ``0.005s``:
             :func:`parse_durations` turns it into seconds).
     """
     metadata = {
@@ -154,28 +154,31 @@ def setting(
 
 TIME_UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
 """Seconds in each unit a time is written in (``5ms``): a duration setting's, and a
-limit's on a time objective (``nasmlcn best --max latency=5ms``)."""
+limit's on a time (``nasmlcn best --max latency=5ms``)."""
+
+GIVE_A_TIME_UNIT = "give a unit: 5ms or 5s (us, ms, s, min)"
+"""What a time typed without a unit is told, by ``--latency-budget`` and ``best
+--max`` alike: a bare ``5`` is refused, never read as seconds (nor milliseconds)."""
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(ms|s|us|µs|min)?\s*$")
 
 
 def parse_durations(config: Any, error: Callable[[str], Exception]) -> None:
     """Turns each duration field of ``config`` (:func:`setting`'s ``duration``)
-    given as text (``5ms``, ``0.005 s``, ``2min``; a bare number is seconds) into
-    seconds, in place (a frozen dataclass too); ``error(message)`` for text that is
-    no time."""
+    given as text (``5ms``, ``0.005 s``, ``2min``) into seconds, in place (a frozen
+    dataclass too); ``error(message)`` for text that is no time or has no unit
+    (:data:`GIVE_A_TIME_UNIT`). A number, not text, is seconds already: what a study
+    stores, a recipe's ``latency_budget = 0.0017`` and the Python API's."""
     for item in fields(config):
         value = getattr(config, item.name)
         if not item.metadata.get("duration") or not isinstance(value, str):
             continue
         match = _DURATION.match(value)
         if match is None:
-            raise error(
-                f"{option(item.name)} {value!r} is not a time; give a number and a unit, "
-                "e.g. 5ms or 0.005s (ms, s, us, min; a bare number is seconds)"
-            )
-        seconds = TIME_UNITS[match[2] or "s"]  # a bare number is seconds
-        object.__setattr__(config, item.name, float(match[1]) * seconds)
+            raise error(f"{option(item.name)} {value!r} is not a time; {GIVE_A_TIME_UNIT}")
+        if match[2] is None:  # `--latency-budget 5`: 5 s or 5 ms? as `best --max`, ask
+            raise error(f"{option(item.name)} {value!r} has no unit; {GIVE_A_TIME_UNIT}")
+        object.__setattr__(config, item.name, float(match[1]) * TIME_UNITS[match[2]])
 
 
 def check_ranges(config: Any, error: Callable[[str], Exception]) -> None:

@@ -22,7 +22,7 @@ if [[ -z "${STORAGE:-}" ]]; then
   STUDY=nasmlcn-8xK80-proxy
   echo "making a 500-trial proxy study ..." >&2
   "$PY" -m nasmlcn search --evaluator proxy --trials 500 --epochs 5 --devices 8xK80 \
-    --objectives accuracy,latency,memory --latency-budget 0.015 --sampler nsga2 --seed 0 \
+    --objectives accuracy,latency,memory --latency-budget 15ms --sampler nsga2 --seed 0 \
     --storage "$STORAGE" --study "$STUDY" -q >/dev/null
 fi
 : "${STUDY:?set STUDY to the study name}"

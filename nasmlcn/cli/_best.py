@@ -37,12 +37,20 @@ class BestOptions:
         typer.Option(
             None,
             "--max",
-            help="Keep trials at most these, by objective: latency=5ms,memory=2GiB (the "
-            "answer is made of those left).",
+            help="Keep the trials at most these: latency=5ms,memory=2GiB. Any figure of the "
+            "table, an objective or not: accuracy, latency (predicted training step), "
+            "inference (predicted, one image), memory (predicted), params, energy, lanes, "
+            "imbalance (in %), measured_inference (measured where trained). A time or a size "
+            "needs its unit (5ms, 2GiB). The answer is then made of the trials left, by the "
+            "study's objectives.",
         )
     )
     least: str | None = option(
-        typer.Option(None, "--min", help="Keep trials at least these, by objective: accuracy=0.9.")
+        typer.Option(
+            None,
+            "--min",
+            help="Keep the trials at least these: accuracy=0.9 or 90% (the names of --max).",
+        )
     )
     how: str = option(
         typer.Option(
@@ -150,20 +158,40 @@ class Choice(NamedTuple):
 
 
 def _limits_text(found: _Found) -> str:
-    """The limits as given: ``--max latency=5ms and --min accuracy=0.9``."""
-    return " and ".join(f"{'--max' if x.upper else '--min'} {x.text}" for x in found.limits)
+    """The limits as given, each with what its figure is: ``--max latency=5ms
+    (predicted training step) and --min accuracy=0.9 (validation)``."""
+    return " and ".join(
+        f"{'--max' if x.upper else '--min'} {x.text}" + (f" ({x.what})" if x.what else "")
+        for x in found.limits
+    )
 
 
-def _picked_number(found: _Found) -> int | None:
-    """The trial ``--export`` writes: the picked one (None: nothing to pick; the
-    export then says the study has no trial to export)."""
+def _picked_number(found: _Found) -> int:
+    """The trial ``--export`` writes: the picked one."""
     if found.picked is None:
-        from nasmlcn.errors import SearchError
-
-        if found.limits:
-            raise SearchError(f"no completed feasible trial meets {_limits_text(found)}")
-        return None
+        raise _nothing_to_export(found)
     return found.picked.number
+
+
+def _nothing_to_export(found: _Found) -> Exception:
+    """Why ``--export`` and ``--export-arch`` have no trial to write, in the words
+    the table says it with (:func:`_why_no_rows`)."""
+    from nasmlcn.errors import SearchError
+
+    return SearchError(
+        f"study {found.study.study_name!r} has no trial to export: {_why_no_rows(found)}"
+    )
+
+
+def _why_no_rows(found: _Found) -> str:
+    """Why the study's answer lists no trial: no trial completed yet, none learned,
+    the latency budget, or the limits."""
+    from optuna.trial import TrialState
+
+    completed = len(found.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+    if found.limits and completed:
+        return f"no completed feasible trial meets {_limits_text(found)}; loosen the limits"
+    return why_none_feasible(completed, found.config.get("latency_budget"), len(found.idle))
 
 
 class _Found(NamedTuple):
@@ -199,9 +227,10 @@ def _read(study: str | None, storage: str, top: int, choice: Choice) -> _Found:
 
     loaded = load_existing_study(study, storage)
     names = metric_names(loaded)
+    unit = study_info(loaded).get("time_unit") or "s"  # a thesis study's times: w2d
     limits = [
-        *parse_limits(choice.most, names, upper=True),
-        *parse_limits(choice.least, names, upper=False),
+        *parse_limits(choice.most, names, upper=True, time_unit=unit),
+        *parse_limits(choice.least, names, upper=False, time_unit=unit),
     ]
     trials = answer_within(loaded.get_trials(deepcopy=False), loaded.directions, names, limits, top)
     picked = pick(trials, loaded.directions, choice.how)
@@ -237,12 +266,12 @@ def _export_arch(found: _Found, path: Path) -> None:
             f"{str(path.parent)!r} (beside its {run_files[0]}); give another file, or "
             "--export FOLDER for a run folder of the best trial"
         )
-    best_arch = TrialRecord.of(found.picked).arch if found.picked is not None else {}
-    if not best_arch:
-        raise SearchError(
-            f"study {found.study.study_name!r} has no completed feasible trial to export"
-        )
-    save_arch(arch_from_dict(best_arch), path)
+    if found.picked is None:
+        raise _nothing_to_export(found)
+    arch = TrialRecord.of(found.picked).arch
+    if not arch:  # a trial written before architectures were stored
+        raise SearchError(f"trial {found.picked.number} stored no architecture to export")
+    save_arch(arch_from_dict(arch), path)
 
 
 def _as_json(
@@ -281,13 +310,7 @@ def _print_found(found: _Found) -> None:
     if config.get("evaluator") == "proxy":
         out.print(PROXY_NOTE, highlight=False)
     if not rows:
-        from optuna.trial import TrialState
-
-        completed = len(loaded.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
-        why = why_none_feasible(completed, config.get("latency_budget"), len(found.idle))
-        if found.limits and completed:
-            why = f"no completed feasible trial meets {_limits_text(found)}; loosen the limits"
-        out.print(why, highlight=False)
+        out.print(_why_no_rows(found), highlight=False)
     if found.picked is not None and (found.how != "best" or found.limits):
         kept = _limits_text(found)
         out.print(

@@ -86,7 +86,7 @@ def delete(
     url = resolve_storage(storage)
     found = find_study(url, name)
     what = (
-        f"study {name!r} in {redact_url(url)}: {found.total} trials, "
+        f"study {name!r} in {redact_url(url)}: {counted(found.total, 'trial')}, "
         f"{format_bytes(found.artifact_bytes)} of files in {found.artifacts}"
     )
     if not yes:
@@ -100,8 +100,8 @@ def delete(
         print(json.dumps(deleted.to_dict()))
         return
     out.print(
-        f"deleted study {name!r}: {deleted.trials} trials, {deleted.files} files "
-        f"({format_bytes(deleted.freed_bytes)} freed)",
+        f"deleted study {name!r}: {counted(deleted.trials, 'trial')}, "
+        f"{counted(deleted.files, 'file')} ({format_bytes(deleted.freed_bytes)} freed)",
         highlight=False,
         markup=False,
     )

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn._text import percent
+
 if TYPE_CHECKING:
     from rich.table import Table
 
@@ -95,13 +97,8 @@ def trials_table(
         if name == names[0] and retrained:
             columns.append(("retrained\ntest acc", [_retrained_cell(r) for r in rows]))
     columns.append(("lanes", [str(r.get("num_lanes") or "-") for r in rows]))
-    imbalance = [(r.get("predicted") or {}).get("imbalance") for r in rows]
-    columns.append(
-        (
-            "imbal-\nance %",
-            format_column([v * 100 if v is not None else None for v in imbalance], 2),
-        )
-    )
+    imbalance = [percent((r.get("predicted") or {}).get("imbalance")) for r in rows]
+    columns.append(("imbal-\nance %", ["-" if v is None else f"{v:.1f}" for v in imbalance]))
     fit_lane_mix(columns, width)
     table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for heading, _ in columns:

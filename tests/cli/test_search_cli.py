@@ -134,7 +134,7 @@ def test_the_summary_describes_successive_halving_under_it(tmp_path: Path) -> No
 
 def test_a_latency_budget_that_excludes_every_model_says_so(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
-    result = _search(db, "--trials", "3", "--latency-budget", "1e-9")
+    result = _search(db, "--trials", "3", "--latency-budget", "1e-9s")
     assert result.returncode == 0, result.stderr
     assert "none of the 3 completed trials meets --latency-budget 1e-06 ms" in result.stdout
     assert "no completed feasible trials yet" not in result.stdout

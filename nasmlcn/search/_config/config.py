@@ -232,7 +232,7 @@ class SearchConfig:
     cost_model: str = setting("analytic", "{choices}", choices=_cost_models)
     latency_budget: float | None = setting(
         None,
-        "Constraint: predicted step time at most this: 5ms, 0.005s (a bare number is seconds)",
+        "Constraint: predicted step time at most this, with its unit: 5ms, 0.005s",
         range=Range(0.0, low_open=True, finite=True),
         duration=True,
         metavar="TIME",

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from nasmlcn.costs import CostContext, get_cost_model
+from nasmlcn.costs import CostContext, LaneCost, get_cost_model
 from nasmlcn.data import images_too_small_hint, open_dataset
 from nasmlcn.errors import SearchError, nested, option
 from nasmlcn.hardware import load_catalog, parse_devices
@@ -158,23 +158,70 @@ def _check_some_lane_fits(setup: SearchSetup) -> None:
     """The smallest lane there is (width 1, depth 1, at the smallest batch size the
     search uses) fits the largest target device; else every trial would fail."""
     from nasmlcn.hardware import format_bytes
-    from nasmlcn.specs import LANE_TYPES, LaneSpec
 
     ctx = setup.space_context.cost_context
     batches = setup.space.training.get("batch_size", (ctx.batch_size,))
     ctx = replace(ctx, batch_size=min(batches))
-    smallest = min(
-        (setup.cost_model.lane_cost(LaneSpec(t, 1, 1), ctx) for t in LANE_TYPES.names()),
-        key=lambda c: c.memory_bytes,
-    )
+    smallest = _smallest_lane(setup, ctx)
     largest = max(setup.devices, key=lambda d: d.memory_bytes)
     if smallest.memory_bytes > largest.memory_bytes:
         raise SearchError(
             f"no model fits the target devices: the smallest lane ({smallest.lane}) needs "
             f"about {format_bytes(smallest.memory_bytes)} to train at batch {ctx.batch_size}, "
             f"the largest device ({largest.kind}) has {format_bytes(largest.memory_bytes)}; "
-            "raise ‹mem› or lower ‹batch_size›"
+            + _what_fits(setup, ctx, largest.memory_bytes)
         )
+
+
+SMALLER_IMAGES = (64, 32, 28)
+"""The image sizes a refusal suggests for a user's images too large to train on, the
+largest that fits first: capsule networks are trained on 28 to 64 pixels (MNIST,
+CIFAR-10, smallNORB's crops), and a size where only the smallest lane fits would
+leave the search no models to combine."""
+
+
+def _what_fits(setup: SearchSetup, ctx: CostContext, room: int) -> str:
+    """What to change when no lane fits ``room`` bytes: for a user's own images,
+    ‹image_size› first (the usual cause: photos read at full size), then memory."""
+    memory = "raise ‹mem› or lower ‹batch_size›"
+    own = setup.dataset.own
+    c, h, w = ctx.input_shape
+    if own is None:  # a built-in's images are as small as they come
+        return memory
+    sides = [n for n in SMALLER_IMAGES if n * n < h * w]
+    side = next((n for n in sides if _fits(setup, replace(ctx, input_shape=(c, n, n)), room)), None)
+    if side is None:
+        return memory
+    if setup.config.image_size is not None:
+        return (
+            f"lower {option('image_size')} to {side} (it resizes the images of {own.name!r} "
+            f"to {c}x{h}x{w}, CxHxW), or {memory}"
+        )
+    return (
+        f"pass {option('image_size')} {side} to resize your images (those of {own.name!r} "
+        f"are {c}x{h}x{w}, CxHxW), or {memory}"
+    )
+
+
+def _smallest_lane(setup: SearchSetup, ctx: CostContext) -> LaneCost:
+    """The cost of the lane of least memory in ``ctx``."""
+    from nasmlcn.specs import LANE_TYPES, LaneSpec
+
+    return min(
+        (setup.cost_model.lane_cost(LaneSpec(t, 1, 1), ctx) for t in LANE_TYPES.names()),
+        key=lambda c: c.memory_bytes,
+    )
+
+
+def _fits(setup: SearchSetup, ctx: CostContext, room: int) -> bool:
+    """Whether the smallest lane fits ``room`` bytes in ``ctx`` (one too small for the
+    images does not)."""
+    from nasmlcn.errors import SpecError
+
+    try:
+        return bool(_smallest_lane(setup, ctx).memory_bytes <= room)
+    except SpecError:
+        return False
 
 
 def _check_run_on(run_on: str) -> None:
