@@ -8,10 +8,13 @@ copy of the trial carries that attribute, downloads the checkpoint and goes on
 from the epoch after it, with the same per-epoch seeds: its result is the one an
 uninterrupted run gives.
 
-A finished trial (COMPLETE or PRUNED) keeps its final checkpoint as its weights,
-uploaded with :func:`optuna.artifacts.upload_artifact` (so optuna-dashboard lists
-it on the trial) and named by the user attribute ``weights``;
-``--keep-weights`` may keep only the Pareto front or the best K.
+A finished trial (COMPLETE or PRUNED) keeps a copy of its final checkpoint as its
+weights, without the optimizer's and lr schedule's state once it ran all its epochs
+(:func:`nasmlcn.training.save_final`: nothing trains it on), recorded as
+:func:`optuna.artifacts.upload_artifact` records a file (so optuna-dashboard lists
+it on the trial) and named by the user attribute ``weights``; its working
+checkpoint goes once it is told. ``--keep-weights`` may keep only the Pareto front
+or the best K.
 ``nasmlcn best --export DIR`` writes a trial's ``arch.json`` and weights.
 
 The store is Optuna's :class:`~optuna.artifacts.FileSystemArtifactStore` under
@@ -109,7 +112,6 @@ class TrialFiles:
         self.path = workdir / f"trial-{trial.number}.pt"
         previous = trial.user_attrs.get("checkpoint")
         self._current: str | None = previous.get("artifact_id") if previous else None
-        self._stored: tuple[int, int, int] | None = None  # the file _current copied
         self.resumed_epoch = 0
         if previous:
             self.resumed_epoch = self._download(previous)
@@ -133,10 +135,8 @@ class TrialFiles:
         """Copies the checkpoint of ``epoch`` into the store (called after every epoch)."""
         if not self.path.is_file():
             return
-        # a bare UUID, as Optuna names artifacts: optuna-dashboard serves only those,
-        # and the last epoch's copy becomes the weights (keep)
+        # a bare UUID, as Optuna names artifacts: optuna-dashboard serves only those
         artifact_id = str(uuid.uuid4())
-        stamp = _stamp(self.path)
         with self.path.open("rb") as body:
             self.store.write(artifact_id, body)
         try:
@@ -148,29 +148,56 @@ class TrialFiles:
             self._drop(artifact_id)
             raise
         self._drop(self._current)
-        self._current, self._stored = artifact_id, stamp
+        self._current = artifact_id
 
     def keep(self) -> str | None:
         """Keeps the final checkpoint as the trial's weights (before it is told); the
-        artifact id, or None when nothing was trained. The copy the last epoch stored
-        becomes the weights where the file has not changed since (no second copy of
-        the model and its optimizer is written); otherwise the file is uploaded."""
-        from optuna.artifacts import upload_artifact
+        artifact id, or None when nothing was trained.
 
+        The weights are a copy without the optimizer's and the lr schedule's state
+        where the trial ran all its epochs (:func:`nasmlcn.training.save_final`):
+        nothing trains it on, and that state was two thirds of the file. The working
+        checkpoint stays in the store until :meth:`close`, after the trial is told: a
+        worker that dies in between leaves its retry all it needs to resume."""
         if not self.path.is_file():
             return None
-        if self._current is not None and self._stored == _stamp(self.path):
-            artifact_id, self._current = self._current, None  # close() keeps it
+        artifact_id = str(uuid.uuid4())  # a bare UUID, as Optuna names artifacts
+        self._store_final(artifact_id)
+        try:
+            # listed under the working file's name, as upload_artifact would list it
             record_trial_artifact(self.trial, artifact_id, self.path.name)
-        else:
-            artifact_id = upload_artifact(
-                artifact_store=self.store, file_path=str(self.path), study_or_trial=self.trial
-            )
-        write_weights(self.trial, artifact_id, self.path.name)
+            write_weights(self.trial, artifact_id, self.path.name)
+        except BaseException:  # not recorded (the trial was finished elsewhere...)
+            self._drop(artifact_id)
+            raise
         return artifact_id
 
+    def _store_final(self, artifact_id: str) -> None:
+        """Writes the final checkpoint into the store as ``artifact_id``, as
+        :func:`~nasmlcn.training.save_final` keeps it; a file that is not a nasmlcn
+        checkpoint (another evaluator's) as it was written."""
+        from nasmlcn.errors import CheckpointError
+        from nasmlcn.training import save_final
+
+        final = self.path.with_name(f"{self.path.stem}.final.pt")
+        try:
+            try:
+                save_final(self.path, final)
+            except CheckpointError as err:
+                logger.warning(
+                    "trial %d: its weights are kept as written: %s", self.trial.number, err
+                )
+                final = self.path
+            with final.open("rb") as body:
+                self.store.write(artifact_id, body)
+        finally:
+            if final != self.path:
+                with contextlib.suppress(OSError):
+                    final.unlink()
+
     def close(self) -> None:
-        """Drops the working checkpoint (the weights, if kept, are a copy of it)."""
+        """Drops the working checkpoint, once the trial is told (its weights, if kept,
+        are a copy of it)."""
         self._drop(self._current)
         self._current = None
         self.release()
@@ -186,13 +213,6 @@ class TrialFiles:
             return
         with contextlib.suppress(Exception):
             self.store.remove(artifact_id)
-
-
-def _stamp(path: Path) -> tuple[int, int, int]:
-    """A file's inode, size and modification time: whether it was rewritten since
-    (a checkpoint is written to a new file that replaces the old)."""
-    st = path.stat()
-    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def discard_weights(

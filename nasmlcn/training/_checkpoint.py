@@ -30,6 +30,12 @@ if TYPE_CHECKING:
 CHECKPOINT_VERSION = 1
 _REQUIRED = ("version", "arch", "model", "epoch")
 
+RESUME_STATE = ("optimizer", "scheduler")
+"""What a checkpoint holds only to train on: the optimizer's state (Adam's two
+moments, twice the model's parameters) and the lr schedule's. Nothing else is
+resume-only: every epoch's randomness is drawn from the run's seed and the epoch,
+and the history and ``selected`` weights are what a reader of the run reports."""
+
 
 def save_checkpoint(
     path: str | os.PathLike[str],
@@ -72,6 +78,32 @@ def save_checkpoint(
     return p
 
 
+def save_final(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> bool:
+    """Writes the checkpoint at ``source`` to ``target`` (atomically) as a run keeps
+    it once it trains no more: without :data:`RESUME_STATE` where the run trained all
+    the epochs it was laid out for; whether that state was left out.
+
+    Such a run is never trained on: resuming it tests it again and trains nothing,
+    and a longer run is a fresh one (:func:`check_resumable` refuses to go on without
+    the state). A search keeps every finished trial's weights this way, where the
+    optimizer's state made up two thirds of the file. A run with epochs left (a
+    pruned trial: ``nasmlcn best --export`` prints the ``train --resume`` that trains
+    them) keeps the state.
+
+    Raises:
+        CheckpointError: ``source`` is missing, unreadable or not a nasmlcn checkpoint.
+    """
+    # memory-mapped: the optimizer's tensors, left out, are never read
+    payload = _stored(Path(source), "cpu", mmap=True)
+    planned = json.loads(payload.get("train_config") or "{}").get("epochs")
+    done = isinstance(planned, int) and int(payload["epoch"]) >= planned
+    if done:
+        payload = {k: v for k, v in payload.items() if k not in RESUME_STATE}
+    with atomic_path(Path(target)) as tmp:
+        torch.save(payload, tmp)
+    return done
+
+
 def load_checkpoint(path: str | os.PathLike[str], map_location: str = "cpu") -> dict[str, Any]:
     """Reads a checkpoint; ``arch`` comes back as a spec, history/config as objects.
 
@@ -79,13 +111,36 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str = "cpu") -> 
         CheckpointError: Missing, unreadable, or not a nasmlcn checkpoint.
     """
     p = Path(path)
+    payload = _stored(p, map_location)
+    try:
+        payload["arch"] = arch_from_json(payload["arch"])
+    except SpecError as err:
+        raise CheckpointError(
+            f"checkpoint {str(p)!r} holds an invalid architecture: {nested(err)}"
+        ) from None
+    if not isinstance(payload.get("run_id"), (str, type(None))):
+        raise CheckpointError(f"{str(p)!r} is not a nasmlcn checkpoint; it was not loaded")
+    payload["run_id"] = payload.get("run_id")
+    payload["history"] = json.loads(payload.get("history", "[]"))
+    payload["train_config"] = json.loads(payload.get("train_config", "{}"))
+    return payload
+
+
+def _stored(p: Path, map_location: str, mmap: bool = False) -> dict[str, Any]:
+    """The checkpoint at ``p`` as it is stored (architecture, history and
+    configuration as JSON text); ``mmap``: its tensors memory-mapped, read from the
+    file only where used.
+
+    Raises:
+        CheckpointError: Missing, unreadable, or not a nasmlcn checkpoint.
+    """
     if not p.is_file():
         raise CheckpointError(f"checkpoint {str(p)!r} does not exist")
     try:
         with warnings.catch_warnings():
             # torch warns about the pickle protocol of files it is about to refuse.
             warnings.simplefilter("ignore")
-            payload = torch.load(p, map_location=map_location, weights_only=True)
+            payload = torch.load(p, map_location=map_location, weights_only=True, mmap=mmap)
     except OSError as err:
         raise CheckpointError(f"cannot read checkpoint {str(p)!r}: {err.strerror or err}") from None
     except Exception as err:
@@ -107,17 +162,6 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str = "cpu") -> 
         raise CheckpointError(
             f"checkpoint {str(p)!r} has version {payload['version']}, newer than this nasmlcn reads"
         )
-    try:
-        payload["arch"] = arch_from_json(payload["arch"])
-    except SpecError as err:
-        raise CheckpointError(
-            f"checkpoint {str(p)!r} holds an invalid architecture: {nested(err)}"
-        ) from None
-    if not isinstance(payload.get("run_id"), (str, type(None))):
-        raise CheckpointError(f"{str(p)!r} is not a nasmlcn checkpoint; it was not loaded")
-    payload["run_id"] = payload.get("run_id")
-    payload["history"] = json.loads(payload.get("history", "[]"))
-    payload["train_config"] = json.loads(payload.get("train_config", "{}"))
     return payload
 
 
@@ -228,20 +272,22 @@ def check_resumable(
     """Refuses a resume that would not go on as the run would have: under other
     settings or on other data (:func:`check_same_training`), or with epochs left to
     train from a checkpoint without its optimizer and lr schedule state (several
-    processes save the model only), which would restart both. One of epoch 0 (a
+    processes save the model only, and a search keeps a trial that ran all its epochs
+    so: :func:`save_final`), which would restart both. One of epoch 0 (a
     model with lanes removed, to fine-tune) starts them afresh, as it should.
 
     Raises:
         CheckpointError: in one line that names why.
     """
     check_same_training(path, payload.get("train_config") or {}, config, data)
-    missing = [name for name in ("optimizer", "scheduler") if name not in payload]
+    missing = [name for name in RESUME_STATE if name not in payload]
     epoch = int(payload.get("epoch", 0))
     if missing and 1 <= epoch < config.epochs:
         raise CheckpointError(
             f"checkpoint {str(path)!r} holds the model after epoch {epoch} but not its "
-            f"{' and '.join(missing)} state (several processes save the model only), so "
-            f"going on from it would restart them; train anew in another {option('out_dir')}"
+            f"{' and '.join(missing)} state (several processes save the model only, and so "
+            "does a search once a trial ran all its epochs), so going on from it would "
+            f"restart them; train anew in another {option('out_dir')}"
         )
 
 

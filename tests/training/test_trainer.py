@@ -220,12 +220,42 @@ def test_a_checkpoint_without_optimizer_state_is_not_gone_on_from(tmp_path: Path
         train(_tiny_job(tmp_path, epochs=3, resume=True, lr_policy="exponential"))
     assert str(err.value) == (
         f"checkpoint {str(path)!r} holds the model after epoch 1 but not its optimizer and "
-        "scheduler state (several processes save the model only), so going on from it would "
-        "restart them; train anew in another out_dir"
+        "scheduler state (several processes save the model only, and so does a search once "
+        "a trial ran all its epochs), so going on from it would restart them; train anew in "
+        "another out_dir"
     )
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
     again = train(_tiny_job(tmp_path, epochs=1, resume=True, lr_policy="exponential"))
     assert [h.epoch for h in again.history] == [1]
+
+
+def test_a_final_copy_leaves_the_resume_state_out_only_once_every_epoch_ran(
+    tmp_path: Path,
+) -> None:
+    """``save_final`` (a search's finished trial): a run that trained its epochs keeps
+    no optimizer or schedule state, and resuming it tests the same model again; a run
+    with epochs left keeps them, and goes on as it would have."""
+    from nasmlcn.training import save_final
+
+    done = train(_tiny_job(tmp_path / "done", epochs=1))
+    path = tmp_path / "done" / "checkpoint.pt"
+    before = torch.load(path, weights_only=True)
+    assert save_final(path, path) is True
+    after = torch.load(path, weights_only=True)
+    assert before.keys() - after.keys() == {"optimizer", "scheduler"}
+    assert all(torch.equal(after["model"][k], v) for k, v in before["model"].items())
+    again = train(_tiny_job(tmp_path / "done", epochs=1, resume=True))
+    assert again.history == done.history
+    assert again.test_accuracy == done.test_accuracy
+
+    with pytest.raises(KeyboardInterrupt):
+        train(_tiny_job(tmp_path / "left", epochs=2), [_StopAfter(1)])
+    path = tmp_path / "left" / "checkpoint.pt"
+    assert save_final(path, path) is False
+    assert {"optimizer", "scheduler"} <= torch.load(path, weights_only=True).keys()
+    straight = train(_tiny_job(tmp_path / "straight", epochs=2))
+    resumed = train(_tiny_job(tmp_path / "left", epochs=2, resume=True))
+    assert resumed.history[1].val_accuracy == straight.history[1].val_accuracy
 
 
 def test_existing_checkpoint_is_never_overwritten_without_resume(tmp_path: Path) -> None:
