@@ -240,16 +240,6 @@ def _print_report(report: RetrainReport) -> None:
         table.add_row(*row)
     out.print(table)
     out.print(_protocol_line(report), highlight=False)
-    crowded = [m for m in report.models if crowded_record(m.machine_load) is not None]
-    if crowded:
-        held = max(crowded_record(m.machine_load) or 0.0 for m in crowded)
-        out.print(
-            f"* unreliable: measured while other processes held up to {held:.1f} cores "
-            "(nasmlcn took fewer threads); retrain on an idle machine for figures to compare",
-            style="yellow",
-            highlight=False,
-            markup=False,
-        )
     for note in report.notes:
         out.print(note, highlight=False)
     for caveat in report.caveats:  # --json's notes hold these lines too

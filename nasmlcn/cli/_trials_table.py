@@ -198,6 +198,7 @@ def print_measured(rows: list[dict[str, Any]], devices: str | None) -> bool:
 
     from nasmlcn.cli._console import out
     from nasmlcn.dashboard import common_device, format_measured, measured_heading
+    from nasmlcn.hardware import crowded_record
 
     measured = [r["measured"] for r in rows]
     if not any(m.get("measured_inference_latency_s") is not None for m in measured):
@@ -223,11 +224,13 @@ def print_measured(rows: list[dict[str, Any]], devices: str | None) -> bool:
             overflow="ellipsis" if mix else "fold",
             min_width=LANE_MIX_MIN if mix else None,
         )
+    crowded = {r["number"]: crowded_record(r["measured"].get("machine_load")) for r in rows}
     for row in rows:
         table.add_row(
             str(row["number"]),
             row["lane_mix"] or row["lanes"] or "",
-            format_measured(row["measured"], device=device is None),
+            format_measured(row["measured"], device=device is None)
+            + ("*" if crowded[row["number"]] is not None else ""),
         )
     out.print(table)
     out.print(
@@ -235,4 +238,14 @@ def print_measured(rows: list[dict[str, Any]], devices: str | None) -> bool:
         "the machine that trained the trial, with their interquartile range (IQR)",
         highlight=False,
     )
+    held = [v for v in crowded.values() if v is not None]
+    if held:
+        out.print(
+            f"* unreliable: measured while other processes held up to {max(held):.1f} cores "
+            "(trials " + ", ".join(f"#{n}" for n, v in crowded.items() if v is not None) + ")",
+            style="yellow",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     return True

@@ -15,6 +15,7 @@ import pytest
 
 from nasmlcn.hardware import MachineLoad, busy_record, crowded_record, look_at_load
 from nasmlcn.hardware._load import between, sample
+from tests._busy import spinning_elsewhere
 
 SPIN = [sys.executable, "-c", "while True: pass"]
 
@@ -26,13 +27,10 @@ def _looking(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def other_process() -> Iterator[subprocess.Popen[bytes]]:
+def other_process() -> Iterator[int]:
     """A process of another session (as another user's training is) that spins."""
-    spin = subprocess.Popen(SPIN, start_new_session=True)
-    time.sleep(0.3)  # started and spinning
-    yield spin
-    spin.kill()
-    spin.wait()
+    with spinning_elsewhere(0.3) as pid:
+        yield pid
 
 
 def _fresh_look() -> MachineLoad:

@@ -6,8 +6,6 @@ the figures said nothing of it."""
 from __future__ import annotations
 
 import logging
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
@@ -17,6 +15,7 @@ import torch
 from nasmlcn.hardware import crowded_record, look_at_load
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.training import Callback, EpochResult, TrainConfig, TrainJob, share_cores, train
+from tests._busy import spinning_elsewhere
 
 
 @pytest.fixture(autouse=True)
@@ -28,13 +27,10 @@ def _looking(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def busy_beside() -> Iterator[None]:
     """Another session's process spinning on a core, as another user's training."""
-    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-    time.sleep(0.3)
-    look_at_load()  # the next look counts from here
-    time.sleep(0.3)
-    yield
-    spin.kill()
-    spin.wait()
+    with spinning_elsewhere(0.3):
+        look_at_load()  # the next look counts from here
+        time.sleep(0.3)
+        yield
 
 
 @pytest.fixture

@@ -337,8 +337,10 @@ def _write_result(
 def retrained_caveats(model: RetrainedModel) -> list[str]:
     """What a reader of ``model``'s test accuracy must know: that the model did not
     learn (below :func:`~nasmlcn.search._registries.objectives.learning_threshold`, as a search's
-    trials), and that it rests on fewer images than the whole splits."""
+    trials), that it rests on fewer images than the whole splits, and that its
+    throughputs were measured while other processes held cores."""
     from nasmlcn.data import known_identity
+    from nasmlcn.hardware import crowded_record
 
     caveats = []
     try:  # a user's dataset: its cached copy says
@@ -355,4 +357,7 @@ def retrained_caveats(model: RetrainedModel) -> list[str]:
         caveats.append(
             f"reduced data: {model.train_images:,} training, {model.test_images:,} test images"
         )
+    held = crowded_record(model.machine_load)
+    if held is not None:
+        caveats.append(f"img/s unreliable: other processes held {held:.1f} cores")
     return caveats
