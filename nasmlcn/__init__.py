@@ -11,10 +11,11 @@ The verbs a user needs are here too, imported when first used: search
 :class:`TrainConfig`), retrain (:func:`retrain_study`, :class:`RetrainOptions`) and
 load results (:func:`load_existing_study`, :func:`best_trials`, :func:`load_run`).
 
-Importing it sets ``OMP_WAIT_POLICY=PASSIVE`` where the environment sets no wait
-policy (:func:`nasmlcn.hardware.passive_wait`): torch's OpenMP threads then sleep
-instead of spinning on cores other processes need. It takes effect where ``nasmlcn``
-is imported before torch (the command line always is).
+Importing it bounds how long torch's idle OpenMP threads spin before they sleep
+(``GOMP_SPINCOUNT=10000``) where the environment chooses no wait
+(:func:`nasmlcn.hardware.bounded_wait`): a spinning thread holds a core other
+processes need. It takes effect where ``nasmlcn`` is imported before torch (the
+command line always is).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 from nasmlcn._lazy import lazy_exports
 from nasmlcn._version import SOURCE_VERSION as __version__
 from nasmlcn.errors import NasmlcnError
-from nasmlcn.hardware import passive_wait
+from nasmlcn.hardware import bounded_wait
 from nasmlcn.specs import (
     ARCH_SCHEMA_VERSION,
     CapsNetSpec,
@@ -72,7 +73,7 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 # stderr of a program that configured no logging. The CLI and any program that
 # configures logging still get them through the root logger.
 logging.getLogger("nasmlcn").addHandler(logging.NullHandler())
-passive_wait()  # before torch starts its thread pool (see the module docstring)
+bounded_wait()  # before torch starts its thread pool (see the module docstring)
 
 __all__ = [
     "ARCH_SCHEMA_VERSION",

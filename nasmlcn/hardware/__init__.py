@@ -21,10 +21,10 @@ from nasmlcn.hardware._detect import (
 from nasmlcn.hardware._load import (
     CROWDED,
     MachineLoad,
+    bounded_wait,
     busy_record,
     crowded_record,
     look_at_load,
-    passive_wait,
 )
 from nasmlcn.hardware._spec import DEVICE_SYNTAX, DeviceSpec, format_devices, parse_devices
 from nasmlcn.hardware._units import format_bytes, format_flops, parse_size
@@ -39,6 +39,7 @@ __all__ = [
     "LocalDevice",
     "MachineLoad",
     "available_memory",
+    "bounded_wait",
     "busy_cores",
     "busy_record",
     "cpu_model",
@@ -51,7 +52,6 @@ __all__ = [
     "look_at_load",
     "parse_devices",
     "parse_size",
-    "passive_wait",
     "read_catalog_file",
     "usable_cores",
 ]

@@ -173,9 +173,20 @@ def crowded_record(record: object) -> float | None:
     return None
 
 
-def passive_wait() -> None:
-    """OpenMP threads that wait passively unless the user chose otherwise: an active
-    wait spins on cores that other processes need (beside one busy process, 1,140
-    images/s active against 1,588 passive; idle, 4,118 against 4,047). Set before
-    torch starts its thread pool, which reads it once."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+SPIN_COUNT = "10000"
+"""How long (in spins, a few microseconds) an idle OpenMP thread of torch's waits for
+work before it sleeps (GNU OpenMP's ``GOMP_SPINCOUNT``; its default is 300,000, and an
+active wait spins without end). A passive wait (0) cost a fifth of an idle machine's
+speed on small MLCNs; 10,000 spins cost nothing measurable there and keep most of the
+gain beside other work, where nasmlcn also takes fewer threads
+(:func:`nasmlcn.training.share_cores`); ``docs/results.md`` has the figures
+(``benchmarks/busy_machine.py``)."""
+
+
+def bounded_wait() -> None:
+    """Torch's OpenMP threads wait :data:`SPIN_COUNT` spins for work, then sleep,
+    unless the user chose a wait (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` set):
+    a spinning thread holds a core other processes need. Set before torch starts
+    its thread pool, which reads it once."""
+    if "OMP_WAIT_POLICY" not in os.environ:
+        os.environ.setdefault("GOMP_SPINCOUNT", SPIN_COUNT)

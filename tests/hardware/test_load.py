@@ -96,15 +96,19 @@ def test_without_proc_the_load_is_unknown_and_nothing_is_crowded(tmp_path: Path)
     assert crowded_record({"cores": 2, "others_busy_cores": 0.2}) is None
 
 
-def test_nasmlcn_makes_openmp_wait_passively_unless_the_user_chose() -> None:
-    # OpenMP's active wait spins on cores other processes need
-    code = "import os, nasmlcn; print(os.environ.get('OMP_WAIT_POLICY'))"
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    shown = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert shown.stdout.strip() == "PASSIVE"
-    env["OMP_WAIT_POLICY"] = "ACTIVE"
-    kept = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert kept.stdout.strip() == "ACTIVE"
+def test_nasmlcn_bounds_openmp_s_spinning_unless_the_user_chose() -> None:
+    # a spinning OpenMP thread holds a core other processes need
+    code = "import os, nasmlcn; print(os.environ.get('GOMP_SPINCOUNT'))"
+    chosen = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+    env = {k: v for k, v in os.environ.items() if k not in chosen}
+
+    def spins(**given: str) -> str:
+        run = [sys.executable, "-c", code]
+        return subprocess.run(run, env={**env, **given}, capture_output=True, text=True).stdout
+
+    assert spins().strip() == "10000"
+    assert spins(GOMP_SPINCOUNT="5").strip() == "5"
+    assert spins(OMP_WAIT_POLICY="ACTIVE").strip() == "None"
 
 
 def test_nasmlcn_ignore_load_turns_the_look_off(
