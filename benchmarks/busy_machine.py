@@ -178,4 +178,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from nasmlcn.reproduce.engines.common import exit_with
+
+    exit_with(main())

@@ -121,7 +121,7 @@ def _configs(recipe_path: Path | None, options: dict[str, Any]) -> tuple[list[Se
 
 def _defaults_line(config: SearchConfig, named: set[str]) -> str:
     """Where a new study takes nasmlcn's defaults for its data, devices or epochs, the
-    line that says so, first once the configuration is checked (so that a forgotten
+    line that says so, first once its study is made (so that a forgotten
     ``--dataset`` shows at once); empty otherwise."""
     from nasmlcn.search import defaults_taken, stored_config
 

@@ -20,7 +20,7 @@ from nasmlcn._text import counted
 from nasmlcn.cli._progress import ProgressDisplay
 from nasmlcn.errors import cli_text
 from nasmlcn.planning import Plan
-from nasmlcn.search import EpochReport, SearchObserver, SearchSetup, SearchStart, TrialOutcome
+from nasmlcn.search import EpochReport, SearchObserver, SearchStart, TrialOutcome
 
 if TYPE_CHECKING:
     import optuna
@@ -37,8 +37,9 @@ def print_notices(console: Console, notices: Sequence[str]) -> None:
 
 
 def print_first(console: Console, first: str) -> None:
-    """The line a run says first, once its configuration is checked (the defaults a
-    new study takes), before the study is made and its trials forecast."""
+    """The line a run says first (the defaults a new study takes), once its
+    configuration, storage and tracker are checked and its study is made, before its
+    trials are forecast: a refused run says only why."""
     if first:
         console.print(first, style="yellow", highlight=False, markup=False, soft_wrap=True)
 
@@ -50,7 +51,7 @@ class NoticePrinter(SearchObserver):
         self.console = console
         self._first = first
 
-    def on_checked(self, setup: SearchSetup) -> None:
+    def on_study(self, study: optuna.Study) -> None:
         print_first(self.console, self._first)
 
     def on_start(self, start: SearchStart) -> None:
@@ -70,10 +71,8 @@ class SearchProgress(ProgressDisplay, SearchObserver):
         self._last_epoch_at: dict[int, float] = {}
         self._study: optuna.Study | None = None
 
-    def on_checked(self, setup: SearchSetup) -> None:
-        print_first(self.console, self._first)
-
     def on_study(self, study: optuna.Study) -> None:
+        print_first(self.console, self._first)
         self._study = study
 
     def on_start(self, start: SearchStart) -> None:

@@ -253,7 +253,9 @@ def test_a_study_named_again_continues_with_its_own_settings(tmp_path: Path) -> 
         "search", "--study", "real2", "--storage", storage, "--evaluator", "proxy", "--trials", "1"
     )
     assert new.returncode == 0, new.stderr
-    assert new.stderr.startswith("new study 'real2' (1 trial) in ")
+    # (on defaults: that line first, naming them)
+    assert new.stderr.startswith("new study 'real2' on defaults: data fashion-mnist, devices")
+    assert new.stderr.splitlines()[1].startswith("new study 'real2' (1 trial) in ")
 
 
 @pytest.mark.parametrize(

@@ -244,7 +244,7 @@ def test_the_cli_option_and_the_recipe_key(tmp_path: Path) -> None:
         "search", "--config", str(recipe), "--devices", "2xK80", "--mem", "12GB",
         "--objectives", "accuracy,latency", "--sampler", "random", "--epochs", "3",
         "--trials", "3", "--storage", f"sqlite:///{tmp_path / 's.db'}", "--study", "s",
-        "--seed", "1", "--json", "--quiet",
+        "--seed", "1", "--json", "--quiet", "--dataset", "fashion-mnist",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["config"]["mlflow"] == uri

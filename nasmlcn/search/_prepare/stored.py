@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from nasmlcn.errors import NasmlcnError
+from nasmlcn.errors import NasmlcnError, option
 from nasmlcn.search._config.config import SearchConfig
 
 NOT_CARRIED = ("storage", "study", "mlflow", "warm_start", "warm_start_storage")
@@ -92,8 +92,8 @@ def refuse_undefined_study(study: str, storage: str, given: set[str]) -> None:
         text = str(error)
         joint = " To" if text.endswith("?") else "; to"
         raise StorageError(
-            f"{text}{joint} start a new study, give what it searches (--dataset, --devices, "
-            "--epochs, ... or --config)"
+            f"{text}{joint} start a new study, give what it searches ({option('dataset')}, "
+            f"{option('devices')}, {option('epochs')}, ... or {option('config')})"
         ) from error
 
 
