@@ -250,7 +250,7 @@ part2() {
   # 8 minutes it would overrun), first here: 2 models x 2 layer paths x 2 paths x 2 rounds x 0.5 s
   step gpu_layer_paths json 60 "$PY" benchmarks/gpu_speed.py --device "$DEVICE" --batch 100 --rounds 2 --seconds 0.5 --profile-steps 2 --model "$DEFAULT_58" --model "8*mlcn2-ref:4x1" --layer-path both --json
   # (4) calibrate on the GPU: Pearson r of predicted vs measured step time and memory
-  step calibrate json 120 "$PY" -m nasmlcn calibrate --run-on "$DEVICE" --lanes "$CAL_LANES" --rounds "$CAL_ROUNDS" --out "$OUT/calibration.json" --json -q
+  step calibrate json 120 "$PY" -m nasmlcn calibrate --run-on "$DEVICE" --lanes "$CAL_LANES" --rounds "$CAL_ROUNDS" --out "$OUT/calibration.json" --replace --json -q
   # (5) a real search, default space, on the GPU
   step search json "$((SEARCH_TIMEOUT + 60))" "$PY" -m nasmlcn search --run-on "$DEVICE" --trials "$TRIALS" --epochs "$EPOCHS" --train-limit "$TRAIN_LIMIT" --val-limit "$VAL_LIMIT" --timeout "$SEARCH_TIMEOUT" --storage "sqlite:///$OUT/search.db" --artifacts "$WORK/artifacts" --keep-weights best:1 --json -q
   if [[ $DEVICE == cuda* ]]; then

@@ -14,7 +14,7 @@ from nasmlcn._storage_url import redact_url, resolve_storage
 from nasmlcn._text import counted
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import out
-from nasmlcn.cli._options import JSON, STORAGE, STUDY, local_file
+from nasmlcn.cli._options import JSON, STORAGE, STUDY, local_file, replace_option
 from nasmlcn.cli._trials_table import PROXY_NOTE, print_measured, why_none_feasible
 
 if TYPE_CHECKING:
@@ -69,6 +69,7 @@ class BestOptions:
             help="Write the picked trial's architecture (--pick: the best by default) as JSON.",
         )
     )
+    replace: bool = option(replace_option("--export-arch's file"))
     export: Path | None = option(  # noqa: RUF009
         typer.Option(
             None,
@@ -104,10 +105,14 @@ def best(options: BestOptions) -> None:
         raise SearchError(
             f"--trial {options.trial_number} picks the trial --export writes; give --export DIR"
         )
+    if options.replace and options.export_arch is None:
+        from nasmlcn.errors import SearchError
+
+        raise SearchError("--replace writes over --export-arch's file; give --export-arch FILE")
     choice = Choice(options.most, options.least, options.how)
     found = _read(options.study, resolve_storage(options.storage), options.top, choice)
     if options.export_arch is not None:
-        _export_arch(found, options.export_arch)
+        _export_arch(found, options.export_arch, replace=options.replace)
     exported = _export(found, options) if options.export is not None else None
     if options.as_json:
         print(json.dumps(_as_json(found, options.export_arch, exported)))
@@ -250,8 +255,9 @@ def _read(study: str | None, storage: str, top: int, choice: Choice) -> _Found:
     )
 
 
-def _export_arch(found: _Found, path: Path) -> None:
-    """Writes the best trial's architecture to ``path`` (none: refused)."""
+def _export_arch(found: _Found, path: Path, *, replace: bool) -> None:
+    """Writes the best trial's architecture to ``path`` (none: refused); a file already
+    there only with ``replace`` (another pick's, another study's, or the user's own)."""
     from nasmlcn.errors import SearchError
     from nasmlcn.specs import arch_from_dict, save_arch
     from nasmlcn.study import TrialRecord
@@ -265,6 +271,11 @@ def _export_arch(found: _Found, path: Path) -> None:
             f"--export-arch {str(path)!r} would replace a file of the run in "
             f"{str(path.parent)!r} (beside its {run_files[0]}); give another file, or "
             "--export FOLDER for a run folder of the best trial"
+        )
+    if path.exists() and not replace:
+        raise SearchError(
+            f"--export-arch {str(path)!r} already exists; give another file, or --replace to "
+            "write over it"
         )
     if found.picked is None:
         raise _nothing_to_export(found)

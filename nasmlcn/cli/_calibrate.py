@@ -12,7 +12,7 @@ import typer
 from nasmlcn._setting import MAX_SEED
 from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import err, out
-from nasmlcn.cli._options import IMAGE_SIZE, JSON, QUIET, local_file
+from nasmlcn.cli._options import IMAGE_SIZE, JSON, QUIET, local_file, replace_option
 
 if TYPE_CHECKING:
     from nasmlcn.measure import CalibrationRequest
@@ -58,6 +58,7 @@ class CalibrateOptions:
             "~/.cache/nasmlcn/calibration.json].",
         )
     )
+    replace: bool = option(replace_option("the calibration file"))
     threads: int | None = option(
         typer.Option(
             None, "--threads", min=1, help="Torch CPU threads [default: the usable cores]."
@@ -125,6 +126,7 @@ class CalibrateOptions:
             rounds=self.rounds,
             quick=self.quick,
             models=self.models,
+            replace=self.replace,
         )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from nasmlcn.cli._console import out, phase_status
-from nasmlcn.cli._options import JSON, QUIET, RUN, local_file
+from nasmlcn.cli._options import JSON, QUIET, RUN, local_file, replace_option
 from nasmlcn.runs import EXPORT_FORMATS
 
 
@@ -33,9 +33,7 @@ def export_model(
         help="The file to write; a folder (one that exists, or a path ending in /) gets it "
         "as model.torchscript.pt or model.onnx [default: the run folder].",
     ),
-    replace: bool = typer.Option(
-        False, "--replace", help="Write over the file if it exists [default: refuse]."
-    ),
+    replace: bool = replace_option("the file and its FILE.json"),
     as_json: bool = JSON,
     quiet: bool = QUIET,
 ) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -112,6 +112,16 @@ QUIET = typer.Option(False, "--quiet", "-q", help="No progress display.")
 INFERENCE_BATCH = typer.Option(
     100, "--inference-batch", min=1, help="Images per timed inference pass."
 )
+
+
+def replace_option(what: str) -> Any:
+    """``--replace``: write over ``what`` ("the file") where it exists; without it an
+    existing file is refused, naming the file and this option (one word, one meaning,
+    in every command that writes a file a user keeps). ``Any``, as ``typer.Option``
+    is: it stands as the default of a ``bool`` parameter."""
+    return typer.Option(
+        False, "--replace", help=f"Write over {what} if it exists [default: refuse]."
+    )
 
 
 def cost_model_from_options(name: str, calibration: Path | None) -> CostModel:

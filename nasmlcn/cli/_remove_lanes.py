@@ -26,6 +26,7 @@ from nasmlcn.cli._options import (
     RUN_IMAGE_SIZE,
     RUN_ON,
     local_file,
+    replace_option,
 )
 from nasmlcn.cli._progress import MeasureProgress
 
@@ -78,6 +79,7 @@ class RemoveLanesOptions:
             "[default: RUN/pruned].",
         )
     )
+    replace: bool = option(replace_option("an earlier report and figure in --out"))
     figure: bool = option(
         typer.Option(True, "--png/--no-png", help="Also write the figure as PNG (needs Chromium).")
     )
@@ -107,7 +109,8 @@ def remove_lanes(options: RemoveLanesOptions) -> None:
     )
     check_removable(loaded, options.keep)
     folder = options.out_dir if options.out_dir is not None else loaded.path / "pruned"
-    check_removal_out_dir(folder, keep=options.keep is not None)  # before the work, not after it
+    # before the work, not after it
+    check_removal_out_dir(folder, keep=options.keep is not None, replace=options.replace)
     if not options.quiet:
         err.print(f"pruning {loaded.arch.describe()} ({loaded.path}) on {loaded.dataset}")
     result = _remove(loaded, folder, options)
@@ -121,7 +124,12 @@ def _remove(loaded: LoadedRun, folder: Path, options: RemoveLanesOptions) -> dic
     """Ranks and removes the lanes and writes prune.json, the figure and the --keep
     model into ``folder``; the report, with the files written."""
     from nasmlcn._io import write_text_atomic
-    from nasmlcn.runs import InferenceSettings, save_without_lanes, write_lane_removal_figure
+    from nasmlcn.runs import (
+        LANE_REMOVAL_REPORT,
+        InferenceSettings,
+        save_without_lanes,
+        write_lane_removal_figure,
+    )
     from nasmlcn.runs import remove_lanes as rank_and_remove
 
     with PruneProgress(err, quiet=options.quiet) as progress:
@@ -139,7 +147,7 @@ def _remove(loaded: LoadedRun, folder: Path, options: RemoveLanesOptions) -> dic
     if options.keep is not None:
         files.append(save_without_lanes(report, options.keep, folder))
         result["kept"] = {"lanes": options.keep, "out": str(folder)}
-    report_file = folder / "prune.json"
+    report_file = folder / LANE_REMOVAL_REPORT
     write_text_atomic(report_file, json.dumps(result, indent=2) + "\n")
     result["files"] = [str(p) for p in [report_file, *files]]
     return result

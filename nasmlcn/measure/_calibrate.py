@@ -59,6 +59,9 @@ class CalibrationRequest:
         input_shape: ``(C, H, W)`` of the images the lanes are measured on (the
             coefficients belong to it: a search on other images extrapolates).
         num_classes: Classes of the head the models are measured with.
+        replace: Write over a calibration file already at ``out`` (else it is refused
+            before anything is measured: another device's or settings' calibration,
+            which the calibrated cost model may read, is not lost without a word).
     """
 
     lanes: int = 24
@@ -74,6 +77,7 @@ class CalibrationRequest:
     models: int = 24
     input_shape: tuple[int, int, int] = (1, 28, 28)
     num_classes: int = 10
+    replace: bool = False
 
 
 @dataclass(frozen=True)
@@ -220,6 +224,11 @@ def calibrate(
         )
     path = request.out or default_calibration_path()
     check_output_file(path, option("out"), CalibrationError)  # before minutes of measuring
+    if path.exists() and not request.replace:
+        raise CalibrationError(
+            f"calibration file {str(path)!r} already exists; give another {option('out')} "
+            f"FILE, or {option('replace')} to write over it"
+        )
     measured = measure_calibration(request, progress)
     device = measured.lane_device
     calibration = fit_calibration(

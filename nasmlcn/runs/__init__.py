@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.runs._evaluate import InferenceSettings, RunEvaluation, evaluate_run
     from nasmlcn.runs._export import ExportedModel, default_export_path, export_run
     from nasmlcn.runs._lane_removal import (
+        LANE_REMOVAL_REPORT,
         check_removable,
         check_removal_out_dir,
         remove_lanes,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
 
 __all__ = [
     "EXPORT_FORMATS",
+    "LANE_REMOVAL_REPORT",
     "Classifier",
     "ExportFormat",
     "ExportedModel",
@@ -58,6 +60,7 @@ _LAZY = {
     "export_run": "_export",
     "LoadedRun": "_load",
     "load_run": "_load",
+    "LANE_REMOVAL_REPORT": "_lane_removal",
     "check_removal_out_dir": "_lane_removal",
     "check_removable": "_lane_removal",
     "remove_lanes": "_lane_removal",

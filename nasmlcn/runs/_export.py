@@ -140,8 +140,9 @@ def export_run(
             it in under the default file name (:func:`export_path`); written
             atomically, its missing folders made (as every command's ``--out``).
         images: Inputs ``(N, C, H, W)`` as the model takes them, to check on.
-        replace: Write over a file already at ``path`` (else it is refused: a model
-            exported earlier, perhaps of another run, is not lost without a word).
+        replace: Write over a file already at ``path`` or at its ``FILE.json`` (else it
+            is refused: a model exported earlier, perhaps of another run, or a file of
+            the user's, is not lost without a word).
 
     Raises:
         UnknownNameError: ``fmt`` is not registered.
@@ -159,11 +160,12 @@ def export_run(
         )
     _check_not_a_run_file(run, target, spec.name)
     _check_not_a_run_file(run, preprocessing_path(target), spec.name)
-    if target.exists() and not replace:
-        raise ExportError(
-            f"export file {str(target)!r} already exists; give another ‹out›, or ‹replace› "
-            "to write over it"
-        )
+    for written in (target, preprocessing_path(target)):  # the model's FILE.json too
+        if written.exists() and not replace:
+            raise ExportError(
+                f"export file {str(written)!r} already exists; give another ‹out›, or ‹replace› "
+                "to write over it"
+            )
     model = classifier(run.model.cpu(), run.arch)
     shape = run.arch.input_shape
     if images is None:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from nasmlcn.errors import SpecError, option
+from nasmlcn.errors import CheckpointError, SpecError, option
 from nasmlcn.models import MLCN, build_model, count_parameters
 from nasmlcn.runs._evaluate import (
     InferenceSettings,
@@ -54,6 +54,12 @@ if TYPE_CHECKING:
     from nasmlcn.measure import InferenceTiming
 
 logger = logging.getLogger(__name__)
+
+LANE_REMOVAL_REPORT = "prune.json"
+FIGURE_NAME = "lane_pruning"
+REPORT_FILES = (LANE_REMOVAL_REPORT, f"{FIGURE_NAME}.html", f"{FIGURE_NAME}.png")
+"""What a lane removal writes into its ``--out`` beside a kept model: the report and
+its figure (:func:`~nasmlcn.runs.write_lane_removal_figure`)."""
 
 Progress = Callable[[str, int, int], None]
 """``progress(phase, done, total)``: ``lane outputs`` (validation batches), then
@@ -408,10 +414,11 @@ def _identity(run: LoadedRun) -> dict[str, Any]:
     return {"image_size": identity.image_size, "dataset_identity": identity.to_dict()}
 
 
-def check_removal_out_dir(out_dir: Path, *, keep: bool) -> None:
+def check_removal_out_dir(out_dir: Path, *, keep: bool, replace: bool = False) -> None:
     """``out_dir`` can take prune's files: a folder that can be made and written
-    (see :func:`nasmlcn.training.check_out_dir`) and, for a ``keep`` model,
-    one that holds no model yet. Checked before any work.
+    (see :func:`nasmlcn.training.check_out_dir`), holding no earlier removal's report
+    (:data:`REPORT_FILES`) unless ``replace`` and, for a ``keep`` model, no model yet.
+    Checked before any work.
 
     Raises:
         CheckpointError: Naming what is in the way.
@@ -420,6 +427,13 @@ def check_removal_out_dir(out_dir: Path, *, keep: bool) -> None:
         check_free_run_folder(out_dir, "--out")
     else:
         check_folder(out_dir)
+    earlier = [name for name in REPORT_FILES if (out_dir / name).exists()]
+    if earlier and not replace:
+        raise CheckpointError(
+            f"{option('out_dir')} {str(out_dir)!r} already holds a lane removal's report "
+            f"({', '.join(earlier)}); choose a new folder for {option('out_dir')}, or "
+            f"{option('replace')} to write over it"
+        )
 
 
 def spec_without_lanes(spec: MLCNSpec, keep: Sequence[int]) -> MLCNSpec:

@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nasmlcn._text import counted
-from nasmlcn.runs._lane_removal import LaneRemovalReport
+from nasmlcn.runs._lane_removal import FIGURE_NAME, LaneRemovalReport
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
-FIGURE_NAME = "lane_pruning"
 HEIGHT = 430
 
 
@@ -94,7 +93,9 @@ def write_lane_removal_figure(
     title: str | None = None,
 ) -> list[Path]:
     """Writes ``lane_pruning.html`` (plotly.js inlined: it opens offline) and, with
-    ``png``, ``lane_pruning.png`` into ``folder``; the paths written.
+    ``png``, ``lane_pruning.png`` into ``folder``; the paths written. Without ``png``,
+    a ``lane_pruning.png`` already there (an earlier figure's) is removed: it would
+    stand beside this figure as if it were its picture.
 
     Raises:
         ExportError: PNG asked for and Kaleido finds no Chromium.
@@ -111,4 +112,6 @@ def write_lane_removal_figure(
         from nasmlcn.dashboard import write_images
 
         paths += write_images({FIGURE_NAME: fig}, folder, ("png",))
+    else:
+        (folder / f"{FIGURE_NAME}.png").unlink(missing_ok=True)
     return paths

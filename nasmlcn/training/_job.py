@@ -13,7 +13,12 @@ from nasmlcn.data import DatasetInfo, format_image_size, normalization_record
 from nasmlcn.errors import CheckpointError, SpecError, option
 from nasmlcn.specs import DEFAULT_LANES, ArchSpec, CapsNetSpec, MLCNSpec, create_arch, load_arch
 from nasmlcn.training._config import EpochResult, RunOptions, TrainConfig
-from nasmlcn.training._run_folder import CHECKPOINT_NAME, check_out_dir, check_run_files
+from nasmlcn.training._run_folder import (
+    CHECKPOINT_NAME,
+    check_new_run,
+    check_out_dir,
+    check_run_files,
+)
 
 if TYPE_CHECKING:
     import contextlib
@@ -350,7 +355,8 @@ def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None,
     that is no checkpoint) is refused before anything in ``--out`` is written.
 
     Raises:
-        CheckpointError: ``--out`` holds a checkpoint and ``resume`` is off, or the
+        CheckpointError: ``--out`` holds a checkpoint and ``resume`` is off (or, with
+            none, a run's report or another model's architecture), or the
             checkpoint to resume is unreadable, for another model or under another
             lr schedule; ``--out`` is a file.
         SpecError: ``resume`` where the kind of job cannot resume.
@@ -369,6 +375,8 @@ def job_outputs(job: TrainJob, *, can_resume: bool = True) -> tuple[Path | None,
             f"{str(out)!r} already holds a checkpoint; pass {option('resume')} to continue it or "
             f"choose another {option('out_dir')}"
         )
+    if out is not None and checkpoint is not None and not job.resume and not checkpoint.exists():
+        check_new_run(out, job.arch)  # a report or architecture kept there
     if checkpoint is not None and job.resume and checkpoint.exists():
         from nasmlcn.training._batch_policy import check_same_batch_policy
         from nasmlcn.training._checkpoint import (

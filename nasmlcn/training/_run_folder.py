@@ -27,11 +27,15 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nasmlcn._io import probe_folder, write_text_atomic
-from nasmlcn.errors import CheckpointError, NasmlcnError, RunError, SpecError, nested
+from nasmlcn.errors import CheckpointError, NasmlcnError, RunError, SpecError, nested, option
+
+if TYPE_CHECKING:
+    from nasmlcn.specs import ArchSpec
 
 CHECKPOINT_NAME = "checkpoint.pt"
 RESULT_NAME = "result.json"
@@ -122,6 +126,45 @@ def _mixed(folder: Path, what: str, stale: str) -> RunError:
         f"run folder {str(folder)!r} mixes two models: {what}; remove the stale {stale}, "
         "or export or train into a new folder"
     )
+
+
+def check_new_run(folder: Path, arch: ArchSpec) -> None:
+    """A run that starts anew in ``folder`` (no checkpoint there) replaces nothing
+    kept: no ``result.json`` (a run's report whose checkpoint was removed) and no
+    ``arch.json`` of another model than ``arch`` (one written to train, by
+    ``best --export-arch`` or by hand). Input shape and classes are not compared:
+    a job's architecture is fitted to its dataset later.
+
+    Raises:
+        CheckpointError: Naming the file, what it holds and the fix.
+    """
+    from nasmlcn._io import read_text_file
+    from nasmlcn.specs import arch_from_json
+
+    fix = f"choose another {option('out_dir')}"
+    if (folder / RESULT_NAME).exists():
+        raise CheckpointError(
+            f"{str(folder)!r} already holds a run's {RESULT_NAME} (its {CHECKPOINT_NAME} is "
+            f"gone); a new run there would replace it: {fix}"
+        )
+    path = folder / ARCH_NAME
+    if not path.exists():
+        return
+    text = read_text_file(path, "architecture file", CheckpointError, expected="a JSON file")
+    try:
+        written = arch_from_json(text)
+    except SpecError:
+        raise CheckpointError(
+            f"{str(path)!r} is no architecture file; a new run there would replace it: {fix}"
+        ) from None
+    fitted = type(written) is type(arch) and (
+        replace(written, num_classes=arch.num_classes, input_shape=arch.input_shape) == arch
+    )
+    if not fitted:
+        raise CheckpointError(
+            f"{str(path)!r} describes {written.describe()}, not {arch.describe()}; a new run "
+            f"there would replace it: train it with {option('arch')} {str(path)!r}, or {fix}"
+        )
 
 
 def held_run_files(folder: Path) -> list[str]:
