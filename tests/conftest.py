@@ -116,6 +116,7 @@ def small_search(folder: Path, **options: Any) -> SearchConfig:
         "study": "s",
         "run_on": "cpu",
         "seed": 3,
+        "replicate_after": 0,  # a test that measures the noise asks for it
     }
     config = SearchConfig(**{**settings, **options})
     run_search(config)

@@ -5,7 +5,9 @@ Retries are shown as such: a trial failed and queued again (Ctrl-C, SIGTERM, the
 search's ``--timeout``) says ``queued again as #M``, its copy says ``retry of
 #N`` when it starts and ends, and a run that continues a study names the copies
 it will take first. The trials bar counts what ``--trials`` counts, complete and
-pruned trials: a failed trial, retried or not, does not move it.
+pruned trials: a failed trial, retried or not, does not move it. A replicate (the
+best model so far trained once more with another seed, to measure the noise) gets a
+line as it starts and one as it ends, with the noise it measured.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from nasmlcn.search import EpochReport, SearchObserver, SearchStart, TrialOutcom
 
 if TYPE_CHECKING:
     import optuna
+
+    from nasmlcn.study import Noise, Replicate
 
 COUNTED = ("COMPLETE", "PRUNED")
 """The states that count toward ``--trials`` (and move the trials bar)."""
@@ -148,6 +152,25 @@ class SearchProgress(ProgressDisplay, SearchObserver):
                 f"{report.images_per_second:.0f} img/s",
                 highlight=False,
             )
+
+    def on_replicate_start(self, number: int, lanes: str, epochs: int) -> None:
+        self.remove("epochs")  # the last trial's; a replicate reports no epochs
+        self.console.print(
+            f"replicate: trial {number} ({lanes}) trains again with another seed, "
+            f"{counted(epochs, 'epoch')}, to measure the noise of one run (not a trial)",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+
+    def on_replicate_end(self, replicate: Replicate, noise: Noise) -> None:
+        self.console.print(
+            f"replicate: trial {replicate.number} trained again with another seed: "
+            f"{replicate.replicate_accuracy:.4f} (its search run {replicate.accuracy:.4f}); "
+            f"noise: sd {noise.sd:.3f} from {counted(noise.pairs, 'pair')}",
+            highlight=False,
+            soft_wrap=True,
+        )
 
     def on_wait(self, running: tuple[int, ...], grace: float) -> None:
         if not running:

@@ -1,6 +1,6 @@
 """What ``nasmlcn search`` prints at the end of a run, from its ``SearchResult``:
-the best trials or the front, the measured figures, failures, pruning and why the
-run stopped; and its ``--json``, the result's dictionary with the configuration."""
+the best trials or the front, the measured figures, the noise of one run and the
+models within it of the best, failures, pruning and why the run stopped; and its ``--json``, the result's dictionary with the configuration."""
 
 from __future__ import annotations
 
@@ -69,6 +69,7 @@ def print_result(result: SearchResult, config: SearchConfig) -> None:
         out.print(why, highlight=False)
     if any(b["measured"] for b in result.best):
         print_measured(result.best, config.devices)
+    _print_noise(result)
     if result.workers:
         each = result.workers[0]
         shared = max(w.get("workers_on_gpu", 1) for w in result.workers) > 1
@@ -89,6 +90,51 @@ def print_result(result: SearchResult, config: SearchConfig) -> None:
             out.print(f"  trial {f.number}: {f.reason}", highlight=False, soft_wrap=True)
     _print_pruning(result, config)
     _print_stop(result)
+
+
+def _print_noise(result: SearchResult) -> None:
+    """The noise of one run (the study's replicates: ``SearchResult.noise``) and the
+    listed models within it of the best, with the cheapest of them."""
+    from nasmlcn._text import counted
+
+    noise = result.noise
+    if not noise:
+        return
+    last = noise["replicates"][-1]
+    rough = "; one pair gives a rough estimate" if noise["pairs"] == 1 else ""
+    out.print(
+        f"noise of one run: sd {noise['sd']:.3f} of the accuracy, from "
+        f"{counted(noise['pairs'], 'replicate')} (trial {last['number']} trained again "
+        f"with another seed: {last['replicate_accuracy']:.4f}; its search run "
+        f"{last['accuracy']:.4f}){rough}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    best, within = noise["best"], noise["within"]
+    if best is None:
+        return
+    band = f"{noise['margin']:.3f} of its accuracy, the 95 % band of two runs' difference"
+    if len(within) < 2:
+        out.print(
+            f"no other listed model is within noise of the best, #{best} ({band})",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
+    listed = noise["listed"]
+    some = f"all {listed}" if len(within) == listed else f"{len(within)} of the {listed}"
+    text = f"{some} listed models are within noise of the best, #{best} ({band}): " + ", ".join(
+        f"#{n}" for n in within
+    )
+    cheapest = noise["cheapest"]
+    if cheapest == best:
+        text += "; the best is the cheapest of them by predicted training step (lanes and head)"
+    elif cheapest is not None:
+        text += (
+            f"; the cheapest, #{cheapest}, has {noise['cheapest_step_ratio']:.2g}x its "
+            "predicted training step (lanes and head)"
+        )
+    out.print(text, highlight=False, soft_wrap=True)
 
 
 def _print_stop(result: SearchResult) -> None:

@@ -46,6 +46,7 @@ from nasmlcn.study._claim import (
     count,
     counts,
     finished,
+    worker_name,
 )
 from nasmlcn.study._front import best_of, best_trials, candidates, pareto_mask
 from nasmlcn.study._heartbeat import heartbeat
@@ -59,6 +60,16 @@ from nasmlcn.study._identity import (
 )
 from nasmlcn.study._lock import hold
 from nasmlcn.study._lookup import trials_by_attr
+from nasmlcn.study._noise import (
+    Noise,
+    Replicate,
+    claim_replicate,
+    noise_estimate,
+    release_replicate,
+    replicate_taken,
+    replicates,
+    store_replicate,
+)
 from nasmlcn.study._pick import Limit, answer_within, knee, parse_limits, pick, within
 from nasmlcn.study._recovery import fail_stale_trials, retry
 from nasmlcn.study._retrained import (
@@ -114,6 +125,8 @@ __all__ = [
     "LEARNING_CONSTRAINT",
     "BufferedStorage",
     "Limit",
+    "Noise",
+    "Replicate",
     "RetrainedModel",
     "Stored",
     "TrialFiles",
@@ -124,6 +137,7 @@ __all__ = [
     "best_trials",
     "candidates",
     "claim",
+    "claim_replicate",
     "count",
     "counts",
     "delete_study",
@@ -140,6 +154,7 @@ __all__ = [
     "list_studies",
     "load_existing_study",
     "metric_names",
+    "noise_estimate",
     "number",
     "objective_signs",
     "open_storage",
@@ -149,6 +164,9 @@ __all__ = [
     "parse_limits",
     "pick",
     "redact_stored_url",
+    "release_replicate",
+    "replicate_taken",
+    "replicates",
     "retrained_by_trial",
     "retrained_models",
     "retry",
@@ -157,6 +175,7 @@ __all__ = [
     "set_study_system_attrs",
     "sqlite_path",
     "storage_of",
+    "store_replicate",
     "store_retrained",
     "study_id_of",
     "study_info",
@@ -165,6 +184,7 @@ __all__ = [
     "unbuffered",
     "update_study_info",
     "within",
+    "worker_name",
     "write_ended_early",
     "write_failed",
     "write_model",

@@ -175,6 +175,15 @@ class SearchConfig:
         "Times a trial whose worker died (or that Ctrl-C stopped) is queued again",
         range=Range(0, integer=True),
     )
+    replicate_after: int = setting(
+        8,
+        "Measure the noise of one training run: once the study has this many completed "
+        "models, the best so far trains once more with another seed (a replicate: not a "
+        "trial, never counted, never replacing the trial's figure; once per study, workers "
+        "included); reports then mark the models within noise of the best. 0: off. Only "
+        "real training (the proxy has no noise)",
+        range=Range(0, integer=True),
+    )
     artifacts: str | None = setting(
         None,
         "Folder for trial checkpoints and weights (Optuna artifacts)",

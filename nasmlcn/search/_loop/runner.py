@@ -44,6 +44,7 @@ from nasmlcn.search._registries.samplers import SAMPLERS, suggest_all
 from nasmlcn.search._results.summary import (
     best_trials,
     correlation_report,
+    noise_summary,
     not_learning,
     proposals,
     pruned_records,
@@ -52,6 +53,7 @@ from nasmlcn.search._results.summary import (
 )
 from nasmlcn.search._trial.context import RunContext
 from nasmlcn.search._trial.repeats import random_proposal
+from nasmlcn.search._trial.replicate import Replicator
 from nasmlcn.search._trial.run import (
     SearchTimeout,
     TrialRun,
@@ -78,6 +80,7 @@ from nasmlcn.study import (
     parse_keep,
     retry,
     storage_of,
+    study_info,
     trial_id_of,
     write_failed,
     write_proposed_by,
@@ -192,6 +195,7 @@ def _run_search(
     deadline = started + config.timeout if config.timeout is not None else None
     pruner = make_pruner(config)
     run = RunContext(setup, study, evaluator, pruner, observer, deadline, stop_lost)
+    replicator = Replicator.of(run)  # the best model so far, once more: the noise
     workdir = tempfile.TemporaryDirectory(prefix="nasmlcn-trial-")
     folder = artifacts_dir(config.storage, config.artifacts)
     store = open_store(folder) if evaluator.checkpoints else None
@@ -199,17 +203,17 @@ def _run_search(
     pauses = waits(config.poll_seconds)
     waited_for: tuple[int, ...] = ()
     while True:
-        if deadline is not None and time.perf_counter() >= deadline:
-            result.stopped = "timeout"
-            break
-        if failed_in_a_row >= FAILURES_IN_A_ROW:
-            result.stopped = "failures"
+        stopped = _stop_before(deadline, failed_in_a_row)
+        if stopped is not None:
+            result.stopped = stopped
             break
         tick = time.perf_counter()
         trial: optuna.Trial | None = None
         retried = False
         try:
             stop_lost()
+            if replicator is not None and replicator.after(index):
+                continue  # it trained: the search's time is looked at again
             with stops_held():  # a trial claimed is in hand before Ctrl-C can stop it
                 taken = _propose(study, config, target, distributions, repeats_in_a_row)
                 trial, retried = taken.trial, taken.retried
@@ -246,6 +250,14 @@ def _run_search(
     result.seconds = time.perf_counter() - started
     observer.on_end(result)
     return result
+
+
+def _stop_before(deadline: float | None, failed_in_a_row: int) -> str | None:
+    """Why the run stops before its next trial: ``timeout`` (the search's time is up)
+    or ``failures`` (its last trials all failed); None: it goes on."""
+    if deadline is not None and time.perf_counter() >= deadline:
+        return "timeout"
+    return "failures" if failed_in_a_row >= FAILURES_IN_A_ROW else None
 
 
 def _propose(
@@ -421,6 +433,7 @@ def summarize_study(
         summarize(t, setup.metric_names, proposed=proposed.get(t.number, 1)).to_dict()
         for t in best_trials(study)
     ]
+    result.noise = noise_summary(study_info(study), result.best, setup.metric_names)
     if pruner is None:
         pruner = make_pruner(config)
     correlations = correlation_report(study).correlations

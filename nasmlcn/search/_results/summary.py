@@ -159,6 +159,54 @@ def best_trials(study: optuna.Study, top: int = 5) -> list[FrozenTrial]:
     return answer(study.get_trials(deepcopy=False), study.directions, top)
 
 
+def noise_summary(
+    info: dict[str, Any], best: Sequence[dict[str, Any]], metric_names: Sequence[str]
+) -> dict[str, Any] | None:
+    """The noise of one training run (:func:`nasmlcn.study.noise_estimate` of a
+    study's ``nasmlcn`` attribute ``info``) and how the listed ``best`` models
+    (:meth:`TrialSummary.to_dict`) stand in it; None where the study has no replicate.
+
+    Besides ``sd``, ``pairs``, ``margin`` and the ``replicates``: ``best`` (the most
+    accurate listed model), ``within`` (the listed models within noise of it, itself
+    first, then by accuracy), and among those the ``cheapest`` by predicted training
+    step time (``predicted["step_time"]``: the whole step, lanes and head, on the
+    target devices) with ``cheapest_step_ratio``, its step time over the best's. Each
+    is None (``within`` empty) where no model lists an accuracy or step times are
+    missing.
+    """
+    from nasmlcn.study import noise_estimate, number, replicates
+
+    noise = noise_estimate(info)
+    if noise is None:
+        return None
+    data: dict[str, Any] = {
+        **noise.to_dict(),
+        "replicates": [r.to_dict() for r in replicates(info)],
+        "listed": len(best),
+        "best": None,
+        "within": [],
+        "cheapest": None,
+        "cheapest_step_ratio": None,
+    }
+    name = "accuracy"
+    rows = [
+        b for b in best if name in metric_names and (b.get("values") or {}).get(name) is not None
+    ]
+    if not rows:
+        return data
+    ranked = sorted(rows, key=lambda b: (-b["values"][name], b["number"]))
+    top = ranked[0]
+    within = [b for b in ranked if noise.within(top["values"][name], b["values"][name])]
+    data["best"], data["within"] = top["number"], [b["number"] for b in within]
+    steps = {b["number"]: number((b.get("predicted") or {}).get("step_time")) for b in within}
+    known = {n: s for n, s in steps.items() if s is not None and s > 0}
+    if len(known) == len(steps):  # every one predicted: a cheapest among them all
+        cheapest = min(known, key=lambda n: (known[n], n))
+        data["cheapest"] = cheapest
+        data["cheapest_step_ratio"] = known[cheapest] / known[top["number"]]
+    return data
+
+
 def rank_key(study: optuna.Study, trial: FrozenTrial) -> tuple[float, int]:
     """How trials rank by the first objective, best first (then by number)."""
     from nasmlcn.study import objective_signs

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from nasmlcn.search._types.evaluation import EpochReport
     from nasmlcn.search._types.outcome import SearchResult, SearchStart, TrialOutcome
     from nasmlcn.search._types.setup import SearchSetup
+    from nasmlcn.study import Noise, Replicate
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,14 @@ class SearchObserver:
 
     def on_trial_end(self, outcome: TrialOutcome) -> None:
         pass
+
+    def on_replicate_start(self, number: int, lanes: str, epochs: int) -> None:
+        """The search trains trial ``number``'s model (``lanes``) once more for
+        ``epochs`` epochs with another seed, to measure the noise of one run (a
+        replicate, :mod:`nasmlcn.study._noise`: no trial; once per study)."""
+
+    def on_replicate_end(self, replicate: Replicate, noise: Noise) -> None:
+        """The replicate is stored; ``noise``: the study's estimate with it."""
 
     def on_wait(self, running: tuple[int, ...], grace: float) -> None:
         """Every trial left to run is claimed, by these RUNNING trials of other
@@ -104,6 +113,12 @@ class Observers(SearchObserver):
 
     def on_trial_end(self, outcome: TrialOutcome) -> None:
         self._each("on_trial_end", outcome)
+
+    def on_replicate_start(self, number: int, lanes: str, epochs: int) -> None:
+        self._each("on_replicate_start", number, lanes, epochs)
+
+    def on_replicate_end(self, replicate: Replicate, noise: Noise) -> None:
+        self._each("on_replicate_end", replicate, noise)
 
     def on_wait(self, running: tuple[int, ...], grace: float) -> None:
         self._each("on_wait", running, grace)

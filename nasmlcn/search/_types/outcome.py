@@ -113,6 +113,10 @@ class SearchResult:
     # how long a trial and the trials left were predicted to take, before the first
     # (nasmlcn.search._prepare.forecast.Forecast.to_dict()); None: not forecast
     forecast: dict[str, Any] | None = None
+    # the noise of one training run, from the study's replicates, and how the best
+    # models stand in it (nasmlcn.search._results.summary.noise_summary); None: the
+    # study has no replicate (--replicate-after 0, the proxy, too few models yet)
+    noise: dict[str, Any] | None = None
 
     @property
     def failures(self) -> list[TrialOutcome]:
@@ -158,6 +162,7 @@ class SearchResult:
             "warm_start": self.warm_start,
             "notices": [field_text(n) for n in self.notices],
             "forecast": self.forecast,
+            "noise": self.noise,
         }
 
 

@@ -43,11 +43,12 @@ from nasmlcn.search._workers.signals import (
     stop_with_parent,
     take_stop_signals,
 )
-from nasmlcn.study import finished
+from nasmlcn.study import Noise, Replicate, finished
 
 
 class _ToParent(SearchObserver):
-    """A worker's observer: sends finished trials, and every epoch, to the parent."""
+    """A worker's observer: sends finished trials, every epoch and the replicate to
+    the parent."""
 
     def __init__(self, channel: Any, index: int) -> None:
         self.channel = channel
@@ -58,6 +59,12 @@ class _ToParent(SearchObserver):
 
     def on_trial_end(self, outcome: TrialOutcome) -> None:
         self.channel.put(("trial", self.index, outcome))
+
+    def on_replicate_start(self, number: int, lanes: str, epochs: int) -> None:
+        self.channel.put(("replicate_start", self.index, (number, lanes, epochs)))
+
+    def on_replicate_end(self, replicate: Replicate, noise: Noise) -> None:
+        self.channel.put(("replicate_end", self.index, (replicate, noise)))
 
 
 def _worker(
@@ -231,6 +238,10 @@ def _listen(
             observer.on_trial_end(payload)
         elif kind == "epoch":  # a log's line per epoch (the CLI's display)
             observer.on_epoch(*payload)
+        elif kind == "replicate_start":
+            observer.on_replicate_start(*payload)
+        elif kind == "replicate_end":
+            observer.on_replicate_end(*payload)
         elif kind == "done":
             stops[index] = payload
         else:
