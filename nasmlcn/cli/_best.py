@@ -16,12 +16,13 @@ from nasmlcn.cli._command_options import option, takes
 from nasmlcn.cli._console import out
 from nasmlcn.cli._options import JSON, STORAGE, STUDY, local_file, replace_option
 from nasmlcn.cli._trials_table import PROXY_NOTE, print_measured, why_none_feasible
+from nasmlcn.study import TIE_MARGIN
 
 if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
 
-    from nasmlcn.study import Limit, RetrainedModel
+    from nasmlcn.study import LeanPick, Limit, Noise, RetrainedModel, SeededAnswer
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,7 +39,7 @@ class BestOptions:
             None,
             "--max",
             help="Keep the trials at most these: latency=5ms,memory=2GiB. Any figure of the "
-            "table, an objective or not: accuracy, latency (predicted training step), "
+            "table, an objective or not: accuracy, latency (predicted lanes' step), step (predicted whole training step), "
             "inference (predicted, one image), memory (predicted), params, energy, lanes, "
             "imbalance (in %), measured_inference (measured where trained). A time or a size "
             "needs its unit (5ms, 2GiB). The answer is then made of the trials left, by the "
@@ -57,8 +58,30 @@ class BestOptions:
             "best",
             "--pick",
             help="The trial --export and --export-arch write: best (the first objective's "
-            "best) or knee (the front's point nearest the ideal, each objective scaled to "
-            "[0, 1]).",
+            "best), knee (the front's point nearest the ideal, each objective scaled to "
+            "[0, 1]) or lean (of the models tied with the best over retrained seeds, else "
+            "within the search's noise of it, the cheapest by --prefer).",
+        )
+    )
+    prefer: str | None = option(
+        typer.Option(
+            None,
+            "--prefer",
+            help="With --pick lean: the figure the cheapest is chosen by, any figure of the "
+            "table: step (predicted whole training step: lanes and head), inference, memory, "
+            "params, energy, latency (the lanes' step alone), measured_inference [default: "
+            "the study's first cost objective (a latency objective: step), else step].",
+        )
+    )
+    tie_margin: float = option(
+        typer.Option(
+            TIE_MARGIN,
+            "--tie-margin",
+            min=0.0,
+            max=1.0,
+            help="Models retrained over seeds are tied with the best when the 95 % interval "
+            "of their paired difference to it lies within +-this accuracy; wider ones that "
+            "hold 0 are undecided (more seeds needed), never picked.",
         )
     )
     export_arch: Path | None = option(  # noqa: RUF009
@@ -109,7 +132,14 @@ def best(options: BestOptions) -> None:
         from nasmlcn.errors import SearchError
 
         raise SearchError("--replace writes over --export-arch's file; give --export-arch FILE")
-    choice = Choice(options.most, options.least, options.how)
+    if options.prefer is not None and options.how != "lean":
+        from nasmlcn.errors import SearchError
+
+        raise SearchError(
+            f"--prefer {options.prefer} chooses among the models tied with the best, for "
+            "--pick lean; add --pick lean"
+        )
+    choice = Choice(options.most, options.least, options.how, options.prefer, options.tie_margin)
     found = _read(options.study, resolve_storage(options.storage), options.top, choice)
     if options.export_arch is not None:
         _export_arch(found, options.export_arch, replace=options.replace)
@@ -155,16 +185,19 @@ _GOES_ON = {
 
 
 class Choice(NamedTuple):
-    """``--max``, ``--min`` and ``--pick``: limits on the answer, and its trial to write."""
+    """``--max``, ``--min``, ``--pick``, ``--prefer`` and ``--tie-margin``: limits on
+    the answer, its trial to write, and how ties are told."""
 
     most: str | None
     least: str | None
     how: str
+    prefer: str | None = None
+    margin: float = TIE_MARGIN
 
 
 def _limits_text(found: _Found) -> str:
     """The limits as given, each with what its figure is: ``--max latency=5ms
-    (predicted training step) and --min accuracy=0.9 (validation)``."""
+    (predicted lanes' step) and --min accuracy=0.9 (validation)``."""
     return " and ".join(
         f"{'--max' if x.upper else '--min'} {x.text}" + (f" ({x.what})" if x.what else "")
         for x in found.limits
@@ -213,6 +246,8 @@ class _Found(NamedTuple):
     limits: list[Limit]  # --max and --min
     how: str  # --pick
     picked: FrozenTrial | None  # the trial --export and --export-arch write
+    seeded: SeededAnswer | None = None  # the models retrained over seeds, against the best
+    lean: LeanPick | None = None  # what --pick lean chose, and why
 
 
 def _read(study: str | None, storage: str, top: int, choice: Choice) -> _Found:
@@ -222,11 +257,13 @@ def _read(study: str | None, storage: str, top: int, choice: Choice) -> _Found:
     from nasmlcn.search import not_learning, proposals, summarize
     from nasmlcn.study import (
         answer_within,
+        lean_pick,
         load_existing_study,
         metric_names,
         parse_limits,
         pick,
         retrained_by_trial,
+        seeded_answer,
         study_info,
     )
 
@@ -238,7 +275,13 @@ def _read(study: str | None, storage: str, top: int, choice: Choice) -> _Found:
         *parse_limits(choice.least, names, upper=False, time_unit=unit),
     ]
     trials = answer_within(loaded.get_trials(deepcopy=False), loaded.directions, names, limits, top)
-    picked = pick(trials, loaded.directions, choice.how)
+    seeded = seeded_answer(study_info(loaded), choice.margin)
+    lean = None
+    if choice.how == "lean":
+        lean = lean_pick(loaded, names, seeded, _noise(loaded), prefer=choice.prefer, limits=limits)
+        picked: FrozenTrial | None = loaded.trials[lean.number]
+    else:
+        picked = pick(trials, loaded.directions, choice.how)
     retrained = retrained_by_trial(study_info(loaded))
     proposed = proposals(loaded)  # a model's repeats are shown with it, not as rows
     # the pick is marked where the user asked to choose (--pick knee, or limits); else
@@ -247,12 +290,23 @@ def _read(study: str | None, storage: str, top: int, choice: Choice) -> _Found:
     rows = []
     for t in trials:
         row = summarize(t, names, retrained.get(t.number), proposed.get(t.number, 1)).to_dict()
-        rows.append({**row, "picked": t is picked and asked})
+        standing = seeded.of(t.number) if seeded is not None else None
+        seeds = standing.to_dict() if standing is not None else None
+        chosen = picked is not None and t.number == picked.number
+        rows.append({**row, "seeded": seeds, "picked": chosen and asked})
     config = study_info(loaded).get("config") or {}
     idle = not_learning(loaded)
     return _Found(
-        loaded, storage, names, trials, rows, retrained, config, idle, limits, choice.how, picked
-    )
+        loaded, storage, names, trials, rows, retrained, config, idle, limits, choice.how, picked,
+        seeded, lean,
+    )  # fmt: skip
+
+
+def _noise(study: optuna.Study) -> Noise | None:
+    """The search's own noise estimate (its replicates), where it measured one."""
+    from nasmlcn.study import noise_estimate, study_info
+
+    return noise_estimate(study_info(study))
 
 
 def _export_arch(found: _Found, path: Path, *, replace: bool) -> None:
@@ -308,6 +362,8 @@ def _as_json(
         "exported_arch": str(export_arch) if export_arch else None,
         "exported": exported,
         "retrained": [m.to_dict() for m in retrained_models(study_info(loaded))],
+        "seeded": found.seeded.to_dict() if found.seeded is not None else None,
+        "lean": found.lean.to_dict() if found.lean is not None else None,
     }
 
 
@@ -321,23 +377,14 @@ def _print_found(found: _Found) -> None:
     if config.get("evaluator") == "proxy":
         out.print(PROXY_NOTE, highlight=False)
     if not rows:
-        out.print(_why_no_rows(found), highlight=False)
+        out.print(_why_no_rows(found), highlight=False, soft_wrap=True)
+    if found.seeded is not None:
+        _print_seeded(found.seeded, {r["number"] for r in rows})
     if found.picked is not None and (found.how != "best" or found.limits):
-        kept = _limits_text(found)
-        out.print(
-            f"picked: trial {found.picked.number}"
-            + (
-                " (the knee: nearest the ideal point, each objective scaled to [0, 1] over "
-                "the front)"
-                if found.how == "knee"
-                else " (the best by the first objective)"
-            )
-            + (f", among the trials that meet {kept}" if kept else ""),
-            highlight=False,
-            soft_wrap=True,
-        )
+        out.print(_picked_line(found), highlight=False, markup=False, soft_wrap=True)
     _print_answer_rule(found)
-    others = sorted(set(retrained) - {r["number"] for r in rows})
+    seeded = {s.number for s in found.seeded.standings} if found.seeded else set()
+    others = sorted(set(retrained) - {r["number"] for r in rows} - seeded)
     if others:
         from nasmlcn.cli._trials_table import retrained_text
 
@@ -347,13 +394,61 @@ def _print_found(found: _Found) -> None:
         )
 
 
+def _print_seeded(seeded: SeededAnswer, listed: set[int]) -> None:
+    """The groups of the models retrained over seeds, and those the table leaves out."""
+    from nasmlcn.cli._trials_table import STANDING_WORDS, seeded_text, standing_lines
+
+    out.print(
+        f"retrained over seeds ({seeded.recipe}), paired with the best:",
+        highlight=False,
+        markup=False,
+    )
+    for line in standing_lines(seeded.standings, seeded.margin):
+        out.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
+    unlisted = [s for s in seeded.standings if s.number not in listed]
+    if unlisted:
+        out.print(
+            "  not listed above: "
+            + "; ".join(
+                f"#{s.number} {seeded_text(s.figures)}, {STANDING_WORDS[s.mark]}" for s in unlisted
+            ),
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+
+
+def _picked_line(found: _Found) -> str:
+    """``picked: trial N (why)``, with the limits it met."""
+    assert found.picked is not None
+    kept = _limits_text(found)
+    lean = found.lean
+    if lean is not None:
+        ratio = "" if lean.ratio is None else f", {lean.ratio:.2f}x the best's (#{lean.best})"
+        if lean.number == lean.best:
+            ratio = ": the best itself"
+        why = (
+            f" (lean: the cheapest by {lean.what}{ratio}, of "
+            + ", ".join(f"#{n}" for n in lean.among)
+            + f": {lean.evidence})"
+        )
+    elif found.how == "knee":
+        why = " (the knee: nearest the ideal point, each objective scaled to [0, 1] over the front)"
+    else:
+        why = " (the best by the first objective)"
+    return f"picked: trial {found.picked.number}{why}" + (
+        f", among the trials that meet {kept}" if kept else ""
+    )
+
+
 def _print_answer_rule(found: _Found) -> None:
     """Which retraining answers for a trial retrained several times, and how many
     others are stored: a quick check never silently stands in for a full one."""
     from nasmlcn.study import ANSWER_RULE, retrained_models, study_info
 
     every = retrained_models(study_info(found.study))
-    shown = {r["number"] for r in found.rows if r.get("retrained")}
+    # (a row over seeds shows their mean: no one retraining answers for it)
+    shown = {r["number"] for r in found.rows if r.get("retrained") and not r.get("seeded")}
     others = [m for m in every if m.number in shown and found.retrained.get(m.number) != m]
     if others:
         out.print(

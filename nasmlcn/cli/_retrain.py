@@ -24,6 +24,7 @@ from nasmlcn.cli._options import (
     STUDY,
     local_file,
 )
+from nasmlcn.study import TIE_MARGIN
 
 if TYPE_CHECKING:
     from nasmlcn.search import RetrainOptions, RetrainReport
@@ -101,6 +102,26 @@ class RetrainCommandOptions:
             "training seed]; run folders become trial-NNNN-seed-S.",
         )
     )
+    seeds: str | None = option(
+        typer.Option(
+            None,
+            "--seeds",
+            help="Train every selected model once with each of these seeds, the same for "
+            "every model (paired): a count N (the seeds 1 to N) or a list (11,12,13). The "
+            "table gives each model's mean test accuracy with its 95 % t interval and which "
+            "models are tied with the best (see --tie-margin); with --refit each seed's "
+            "refit is its figure; run folders trial-NNNN-seed-S.",
+        )
+    )
+    tie_margin: float = option(
+        typer.Option(
+            TIE_MARGIN,
+            "--tie-margin",
+            help="With --seeds: a model is tied with the best when the 95 % interval of its "
+            "paired difference to the best lies within +-this accuracy; an interval that "
+            "holds 0 but reaches past it is undecided (more seeds needed).",
+        )
+    )
     run_on: str = option(RUN_ON)
     inference_batch: int = option(INFERENCE_BATCH)
     out_dir: Path | None = option(  # noqa: RUF009
@@ -140,7 +161,7 @@ class RetrainCommandOptions:
     def retrain_options(self) -> RetrainOptions:
         """The library's options of the retraining (``--out`` defaults to
         ``runs/retrain-<study>-<time>``)."""
-        from nasmlcn.search import RetrainOptions
+        from nasmlcn.search import RetrainOptions, parse_seeds
 
         out_dir = self.out_dir
         if self.resume and (out_dir is None or not out_dir.is_dir()):  # nothing to continue
@@ -170,6 +191,8 @@ class RetrainCommandOptions:
             allow_proxy=self.allow_proxy,
             refit=self.refit,
             image_size=self.image_size,
+            seeds=parse_seeds(self.seeds) if self.seeds is not None else (),
+            tie_margin=self.tie_margin,
         )
 
 
@@ -193,6 +216,18 @@ def retrain(options: RetrainCommandOptions) -> None:
 
 
 def _print_report(report: RetrainReport) -> None:
+    """The models' table (over seeds: a row per model with its mean and standing),
+    what the test figure is, the notes and caveats, where the weights are."""
+    if report.standings:
+        from nasmlcn.cli._trials_table import print_standings
+
+        print_standings(report.standings, report.tie_margin, report.models)
+    else:
+        _print_table(report)
+    _print_lines(report)
+
+
+def _print_table(report: RetrainReport) -> None:
     from rich.table import Table
 
     from nasmlcn.hardware import crowded_record
@@ -239,6 +274,9 @@ def _print_report(report: RetrainReport) -> None:
     for row in rows:
         table.add_row(*row)
     out.print(table)
+
+
+def _print_lines(report: RetrainReport) -> None:
     out.print(_protocol_line(report), highlight=False)
     for note in report.notes:
         out.print(note, highlight=False)

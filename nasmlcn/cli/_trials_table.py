@@ -15,12 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from nasmlcn._text import percent
+from nasmlcn._text import counted, percent
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from nasmlcn.study import RetrainedModel
+    from nasmlcn.stats import PairedInterval
+    from nasmlcn.study import RetrainedModel, SeedFigures, Standing
 
 MIB = 2**20
 
@@ -136,18 +137,38 @@ def _retrained(row: dict[str, Any]) -> RetrainedModel | None:
     return RetrainedModel.from_dict(data) if data else None
 
 
+MARKS = {"best": "", "tied": " =", "undecided": " ?", "behind": " <", "one run": " 1"}
+"""A standing's mark in the retrained column (:data:`STANDING_WORDS` says them in full)."""
+
+
 def _retrained_cell(row: dict[str, Any]) -> str:
+    seeded = row.get("seeded")
+    if seeded:  # the mean over seeds, marked with its standing
+        return f"{seeded['mean']:.4f}{MARKS[seeded['mark']]}"
     model = _retrained(row)
     return "-" if model is None else f"{model.test_accuracy:.4f}"
 
 
 def retrained_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """One line per retrained trial of the table: what was tested, and its caveats."""
+    """One line per retrained trial of the table: what was tested, and its caveats;
+    over seeds, the mean with its interval and its standing against the best."""
     notes = []
     for row in rows:
-        model = _retrained(row)
-        if model is not None:
+        seeded, model = row.get("seeded"), _retrained(row)
+        if seeded:
+            low, high = seeded["low"], seeded["high"]
+            spread = f" [{low:.4f}, {high:.4f}]" if low is not None else ""
+            notes.append(
+                f"#{row['number']} retrained over {counted(seeded['n'], 'seed')}: mean test acc "
+                f"{seeded['mean']:.4f}{spread}; {STANDING_WORDS[seeded['mark']]}"
+            )
+        elif model is not None:
             notes.append(f"#{row['number']} retrained: test acc {retrained_text(model)}")
+    if any(row.get("seeded") for row in rows):
+        notes.append(
+            "retrained column: the mean over seeds; = tied with the best, ? undecided (more "
+            "seeds needed), < behind, 1 one run"
+        )
     return notes
 
 
@@ -249,3 +270,89 @@ def print_measured(rows: list[dict[str, Any]], devices: str | None) -> bool:
             soft_wrap=True,
         )
     return True
+
+
+STANDING_WORDS = {
+    "best": "best",
+    "tied": "tied with the best",
+    "undecided": "undecided: more seeds needed",
+    "behind": "behind the best",
+    "one run": "one run: no interval",
+}
+"""How a standing (:mod:`nasmlcn.study._ties`) reads in tables and lines."""
+
+
+def print_standings(
+    standings: Sequence[Standing], margin: float, models: Sequence[RetrainedModel] = ()
+) -> None:
+    """The retrained models over their seeds against the best: a table (mean and its
+    95 % t interval, each seed, the paired difference to the best, the standing), then
+    a line per group."""
+    from rich.table import Table
+
+    from nasmlcn.cli._console import out
+
+    lanes = {m.number: m.lanes for m in models}
+    table = Table(title=f"retrained over seeds: tied = paired 95 % interval within +-{margin:g}")
+    heads = ["#", "lanes", "test acc: mean [95 % interval] (n)", "per seed", "minus best"]
+    for head in heads:
+        table.add_column(head, justify="left" if head in ("lanes", "per seed") else "right")
+    table.add_column("standing")
+    if models:
+        table.add_column("img/s: train, inference (mean)", justify="right")
+    for s in standings:
+        table.add_row(
+            str(s.number),
+            lanes.get(s.number, ""),
+            seeded_text(s.figures),
+            ", ".join(f"{v:.4f}" for _, v in sorted(s.figures.values.items())),
+            "" if s.difference is None else _difference_text(s.difference),
+            STANDING_WORDS[s.mark],
+            *((_throughputs([m for m in models if m.number == s.number]),) if models else ()),
+        )
+    out.print(table)
+    for line in standing_lines(standings, margin):
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def _throughputs(models: Sequence[RetrainedModel]) -> str:
+    """The mean training and inference images/s of a model's retrainings (``*``:
+    one was measured on a crowded machine)."""
+    from nasmlcn.hardware import crowded_record
+
+    if not models:
+        return ""
+    train = sum(m.train_images_per_second for m in models) / len(models)
+    infer = sum(m.inference_images_per_second for m in models) / len(models)
+    crowded = any(crowded_record(m.machine_load) is not None for m in models)
+    return f"{train:.0f}, {infer:.0f}" + ("*" if crowded else "")
+
+
+def seeded_text(figures: SeedFigures) -> str:
+    """``0.7489 [0.7281, 0.7697] (3)``, or ``0.7489 (one run)``."""
+    interval = figures.interval()
+    if interval is None:
+        return f"{figures.mean:.4f} (one run)"
+    return f"{figures.mean:.4f} [{interval[0]:.4f}, {interval[1]:.4f}] ({figures.n})"
+
+
+def _difference_text(d: PairedInterval) -> str:
+    return f"{d.mean:+.4f} [{d.low:+.4f}, {d.high:+.4f}]"
+
+
+def standing_lines(standings: Sequence[Standing], margin: float) -> list[str]:
+    """A line per group: the best and its ties, the undecided, the rest."""
+    by_mark: dict[str, list[int]] = {}
+    for s in standings:
+        by_mark.setdefault(s.mark, []).append(s.number)
+    best = by_mark["best"][0]
+    tied = by_mark.get("tied", [])
+    lines = [
+        f"tied with the best (#{best}): "
+        + (", ".join(f"#{n}" for n in tied) if tied else "none")
+        + f" (their paired 95 % intervals lie within +-{margin:g} of it)"
+    ]
+    for mark in ("undecided", "behind", "one run"):
+        if by_mark.get(mark):
+            lines.append(f"{STANDING_WORDS[mark]}: " + ", ".join(f"#{n}" for n in by_mark[mark]))
+    return lines

@@ -91,7 +91,7 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
         proposals,
         summarize,
     )
-    from nasmlcn.search._retrain.plan import RetrainOptions, RetrainTarget
+    from nasmlcn.search._retrain.plan import RetrainOptions, RetrainTarget, parse_seeds
     from nasmlcn.search._retrain.run import (
         RetrainObserver,
         RetrainReport,
@@ -167,7 +167,7 @@ _LAZY = {
             "retrain_study",
             "retrained_caveats",
         ),
-        "_retrain.plan": ("RetrainOptions", "RetrainTarget"),
+        "_retrain.plan": ("RetrainOptions", "RetrainTarget", "parse_seeds"),
         "_registries.objectives": ("OBJECTIVES",),
         "_types.objective": ("Objective",),
         "_config.limits": ("FALLBACK_AFTER", "REPEATS_IN_A_ROW"),

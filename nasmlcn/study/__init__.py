@@ -58,6 +58,7 @@ from nasmlcn.study._identity import (
     update_study_info,
     write_study_info,
 )
+from nasmlcn.study._lean import LeanPick, lean_pick
 from nasmlcn.study._lock import hold
 from nasmlcn.study._lookup import trials_by_attr
 from nasmlcn.study._noise import (
@@ -89,6 +90,16 @@ from nasmlcn.study._studies import (
     delete_study,
     find_study,
     list_studies,
+)
+from nasmlcn.study._ties import (
+    TIE_MARGIN,
+    SeededAnswer,
+    SeedFigures,
+    Standing,
+    cheapest,
+    seed_figures,
+    seeded_answer,
+    standings,
 )
 from nasmlcn.study._trial import (
     CONSTRAINT_PREFIX,
@@ -123,11 +134,16 @@ __all__ = [
     "ANSWER_RULE",
     "CONSTRAINT_PREFIX",
     "LEARNING_CONSTRAINT",
+    "TIE_MARGIN",
     "BufferedStorage",
+    "LeanPick",
     "Limit",
     "Noise",
     "Replicate",
     "RetrainedModel",
+    "SeedFigures",
+    "SeededAnswer",
+    "Standing",
     "Stored",
     "TrialFiles",
     "TrialRecord",
@@ -136,6 +152,7 @@ __all__ = [
     "best_of",
     "best_trials",
     "candidates",
+    "cheapest",
     "claim",
     "claim_replicate",
     "count",
@@ -151,6 +168,7 @@ __all__ = [
     "heartbeat",
     "hold",
     "knee",
+    "lean_pick",
     "list_studies",
     "load_existing_study",
     "metric_names",
@@ -171,9 +189,12 @@ __all__ = [
     "retrained_models",
     "retry",
     "search_data",
+    "seed_figures",
+    "seeded_answer",
     "set_constraint",
     "set_study_system_attrs",
     "sqlite_path",
+    "standings",
     "storage_of",
     "store_replicate",
     "store_retrained",

@@ -36,8 +36,9 @@ from nasmlcn.study._values import number, objective_signs
 if TYPE_CHECKING:
     from optuna.trial import FrozenTrial
 
-PICKS = ("best", "knee")
-"""What ``--pick`` takes: the best by the first objective, or the front's knee."""
+PICKS = ("best", "knee", "lean")
+"""What ``--pick`` takes: the best by the first objective, the front's knee, or the
+cheapest of the models as good as the best (:func:`nasmlcn.study.lean_pick`)."""
 
 _MEMORY = {"b": 2**-20, "kib": 2**-10, "mib": 1.0, "gib": 2**10, "tib": 2**20}
 _MEMORY |= {"kb": 1e3 / 2**20, "mb": 1e6 / 2**20, "gb": 1e9 / 2**20, "tb": 1e12 / 2**20}
@@ -93,7 +94,14 @@ class Figure:
 
 FIGURES = (
     Figure("accuracy", "accuracy", "fraction", "validation", _last_accuracy),
-    Figure("latency", "latency_s", "time", "predicted training step", _predicted("latency")),
+    Figure("latency", "latency_s", "time", "predicted lanes' step", _predicted("latency")),
+    Figure(
+        "step",
+        "step_time_s",
+        "time",
+        "predicted whole training step: lanes and head",
+        _predicted("step_time"),
+    ),
     Figure(
         "inference",
         "inference_latency_s",
@@ -136,7 +144,7 @@ class Limit:
     """One limit on a figure: its metric name (:attr:`Figure.metric`, or an objective
     of the study), the bound in the stored unit (seconds, MiB, mJ, a fraction),
     whether it is an upper bound, the text it was given as, and what the figure is
-    (``predicted training step``)."""
+    (``predicted lanes' step``)."""
 
     metric: str
     bound: float
@@ -318,4 +326,6 @@ def pick(front: Sequence[R], directions: Sequence[Any], how: str) -> R | None:
         raise SearchError(f"{option('pick')} {how!r}: choose one of: {', '.join(PICKS)}")
     if how == "knee":
         return knee(front, directions)
+    if how == "lean":  # it needs the retrained figures or the noise: not a front's order
+        raise SearchError(f"{option('pick')} lean is made by lean_pick, from the study itself")
     return front[0] if front else None

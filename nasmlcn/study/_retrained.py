@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn._optuna_compat import storage_of, study_id_of
@@ -88,6 +89,11 @@ class RetrainedModel:
         machine_load: The most cores other processes held while it trained and was
             timed (:func:`nasmlcn.hardware.busy_record`: its throughputs are
             unreliable where they held half a core or more); None: not recorded.
+        seed_given: Whether ``seed`` was given to the retraining (``--seed`` or
+            ``--seeds``: its split, initialisation and batch order all come from it,
+            so it pairs with other models' retrainings of that seed); False: the
+            search's seeds; None: an entry written before this was recorded (its
+            run folder's name says).
     """
 
     number: int
@@ -120,6 +126,7 @@ class RetrainedModel:
     validation_run_test_accuracy: float | None = None
     data_limits: dict[str, int] = field(default_factory=dict)
     machine_load: dict[str, Any] | None = None
+    seed_given: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,6 +139,22 @@ class RetrainedModel:
         return (self.dataset, self.epochs, self.batch_size, self.lr, limits, self.refit)
 
     @property
+    def protocol_key(self) -> tuple[Any, ...]:
+        """What makes retrainings of different trials comparable, seed by seed: the
+        data, epochs, image limits and whether they are refits (each trial keeps its
+        own batch size and learning rate)."""
+        limits = tuple(sorted(self.data_limits.items()))
+        return (self.dataset, self.epochs, limits, self.refit)
+
+    @property
+    def given_seed(self) -> int | None:
+        """The seed the retraining was given (:attr:`seed_given`), else None."""
+        given = self.seed_given
+        if given is None and self.seed is not None:  # an older entry: its folder says
+            given = Path(self.run_dir).name.removesuffix("-refit").endswith(f"-seed-{self.seed}")
+        return self.seed if given else None
+
+    @property
     def training(self) -> int:
         """How much it trained: epochs x training images per epoch (a refit's: the
         epochs it refitted); the first key of :data:`ANSWER_RULE`."""
@@ -141,12 +164,17 @@ class RetrainedModel:
     @property
     def settings_text(self) -> str:
         """``10 ep x 54,000 images, seed 0`` (with ``, refit`` and the limits given)."""
+        return self.recipe_text + (f", seed {self.seed}" if self.seed is not None else "")
+
+    @property
+    def recipe_text(self) -> str:
+        """``10 ep x 54,000 images`` (with ``, refit`` and the limits given): its
+        settings but the seed."""
         limits = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in self.data_limits.items())
         return (
             f"{self.epochs} ep x {self.train_images:,} images"
             + (f" ({limits})" if limits else "")
             + (", refit" if self.refit else "")
-            + (f", seed {self.seed}" if self.seed is not None else "")
         )
 
     @property

@@ -250,6 +250,7 @@ def test_a_refit_trains_anew_on_training_and_validation_for_the_selected_epochs(
     )
     # and without --resume the occupied refit folder is refused before any training
     (first / "checkpoint.pt").rename(tmp_path / "moved.pt")
+    (first / "result.json").rename(tmp_path / "moved.json")  # (else that folder is refused)
     with pytest.raises(CheckpointError, match="-refit' already holds a checkpoint"):
         retrain_study("s", trained.storage, options)
     assert not (first / "checkpoint.pt").exists()
@@ -286,7 +287,7 @@ def test_retraining_again_with_other_settings_is_kept_beside_and_the_longest_ans
     )
     # the very same settings and seed again: that one entry is replaced, and said so
     twice = retrain_study("s", storage, replace(quick, out_dir=str(tmp_path / "c")))
-    assert twice.stored[0].startswith(f"trial {number}: replaced its retraining with the same")
+    assert twice.stored[0].startswith(f"trial {number}: replaced 1 retraining with the same")
     models = retrained_models(study_info(load_existing_study("s", storage)))
     assert len([m for m in models if m.number == number and m.seed == trained.seed]) == 2
     assert any(m.run_dir.endswith(f"c/trial-{number:04d}") for m in models)

@@ -45,7 +45,7 @@ def test_the_knee_is_nearest_the_ideal_with_each_objective_scaled() -> None:
     assert pick(front, DIRECTIONS[:2], "best") is front[0]
     with pytest.raises(SearchError) as err:
         pick(front, DIRECTIONS[:2], "kneee")
-    assert err.value.for_cli() == "--pick 'kneee': choose one of: best, knee"
+    assert err.value.for_cli() == "--pick 'kneee': choose one of: best, knee, lean"
 
 
 def test_a_limit_makes_the_answer_of_the_trials_left() -> None:
@@ -134,7 +134,7 @@ def test_a_limit_may_name_any_figure_best_shows_not_only_an_objective() -> None:
         pytest.approx(0.02),
         "measured where trained",
     )
-    assert parse_limits("latency=5ms", names, upper=True)[0].what == "predicted training step"
+    assert parse_limits("latency=5ms", names, upper=True)[0].what == "predicted lanes' step"
 
 
 def test_an_unknown_figure_says_did_you_mean_with_the_names_taken() -> None:
@@ -142,10 +142,10 @@ def test_an_unknown_figure_says_did_you_mean_with_the_names_taken() -> None:
         parse_limits("latncy=5ms", NAMES, upper=True)
     assert err.value.for_cli() == (
         "--max 'latncy' is no figure of best's table; did you mean 'latency'? names taken: "
-        "accuracy, latency, inference, memory, params, energy, lanes, imbalance, "
+        "accuracy, latency, step, inference, memory, params, energy, lanes, imbalance, "
         "measured_inference"
     )
-    with pytest.raises(SearchError, match="names taken: accuracy, latency, inference"):
+    with pytest.raises(SearchError, match="names taken: accuracy, latency, step, inference"):
         parse_limits("speed=3ms", NAMES, upper=False)
 
 
@@ -241,7 +241,7 @@ def test_best_picks_the_knee_under_limits_in_the_table_json_and_export(
     none = run_cli("best", "--study", "mo", "--storage", study, "--max", "latency=1us")
     assert none.returncode == 0, none.stderr
     assert (
-        "no completed feasible trial meets --max latency=1us (predicted training step); loosen"
+        "no completed feasible trial meets --max latency=1us (predicted lanes' step); loosen"
         in none.stdout
     )
 
@@ -291,7 +291,7 @@ def test_best_limits_a_figure_it_shows_beside_the_objectives(study: str) -> None
     said = " ".join(table.stdout.split())
     assert f"among the trials that meet --max {text} (predicted, one image)" in said
     helped = " ".join(run_cli("best", "--help", env={"COLUMNS": "200"}).stdout.split())
-    for name in ("accuracy", "latency (predicted training step)", "inference (predicted",
+    for name in ("accuracy", "latency (predicted lanes' step)", "inference (predicted",
                  "memory (predicted)", "params", "energy", "lanes", "imbalance",
                  "measured_inference (measured where trained)"):  # fmt: skip
         assert name in helped, name

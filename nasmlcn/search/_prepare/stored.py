@@ -61,6 +61,7 @@ RUN_CONTROL = frozenset(
         "run_on",
         "mlflow",
         "calibration",
+        "replicate_after",
     }
 )
 """Fields that say how a search runs, not what it searches: given alone with a study

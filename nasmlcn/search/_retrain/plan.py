@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from nasmlcn._text import counted
 from nasmlcn.errors import SearchError
 from nasmlcn.search._trial.repeats import TrialTraining
+from nasmlcn.study import TIE_MARGIN
 
 if TYPE_CHECKING:
     import optuna
@@ -60,6 +61,13 @@ class RetrainOptions:
         refit: After each run, train a fresh model on the training and validation
             images for the epochs that run selected on validation, and report its
             test accuracy (twice the training time).
+        seeds: Train every selected model once with each of these seeds (paired:
+            the same seeds for every model), seed after seed, each as ``seed`` would;
+            the report then gives each model's mean with its interval and which are
+            tied with the best (:mod:`nasmlcn.study._ties`). With ``refit``, each
+            seed's refit is its figure. Empty: one run (``seed``).
+        tie_margin: The equivalence margin of the ties (accuracy; see
+            :data:`~nasmlcn.study.TIE_MARGIN`).
     """
 
     pareto: bool = False
@@ -78,6 +86,8 @@ class RetrainOptions:
     allow_proxy: bool = False
     refit: bool = False
     image_size: str | None = None
+    seeds: tuple[int, ...] = ()
+    tie_margin: float = TIE_MARGIN
 
     def __post_init__(self) -> None:
         from nasmlcn.data import format_image_size
@@ -103,10 +113,63 @@ class RetrainOptions:
             isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0
         ):
             raise SearchError(f"seed must be an integer >= 0, got {self.seed!r}")
+        self._check_seeds()
+
+    def _check_seeds(self) -> None:
+        """``seeds``: distinct integers >= 0, not beside ``seed``; a margin > 0."""
+        seeds = self.seeds
+        if seeds and self.seed is not None:
+            raise SearchError(
+                f"give ‹seed› {self.seed} or ‹seeds› {','.join(map(str, seeds))}, not both "
+                "(‹seeds›: every model once with each seed)"
+            )
+        bad = [s for s in seeds if isinstance(s, bool) or not isinstance(s, int) or s < 0]
+        if bad:
+            raise SearchError(f"seeds must be integers >= 0, got {bad[0]!r}")
+        repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+        if repeated:
+            raise SearchError(
+                f"seed {repeated[0]} is given twice in ‹seeds› {','.join(map(str, seeds))}: "
+                "each seed trains each model once"
+            )
+        margin = self.tie_margin
+        if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 < margin < 1:
+            raise SearchError(
+                f"tie_margin must be an accuracy difference between 0 and 1 (e.g. 0.005), "
+                f"got {margin!r}"
+            )
+
+    def runs(self) -> list[RetrainOptions]:
+        """One set of options per run: each of ``seeds`` as ``seed``, else these."""
+        return [replace(self, seed=s, seeds=()) for s in self.seeds] or [self]
 
     @property
     def selection(self) -> str:
         return "pareto" if self.pareto else f"top {self.top}"
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``--seeds``: a count ``N`` (the seeds 1 to N) or a list (``11,12,13``).
+
+    Raises:
+        SearchError: A count below 1, or an item that is not an integer >= 0.
+    """
+    items = [item.strip() for item in str(text).split(",")]
+    for item in items:
+        if not item.isdigit():
+            raise SearchError(
+                f"‹seeds› {text!r}: {item!r} is not a seed; give a count N (the seeds 1 to N) "
+                "or a list of integers >= 0 (11,12,13)"
+            )
+    if len(items) == 1:
+        count = int(items[0])
+        if count < 1:
+            raise SearchError(
+                f"‹seeds› {text!r}: give a count >= 1 (the seeds 1 to N) or a list of seeds "
+                "(11,12,13)"
+            )
+        return tuple(range(1, count + 1))
+    return tuple(int(item) for item in items)
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn._text import counted
 from nasmlcn.errors import NasmlcnError
 from nasmlcn.search._retrain.plan import (
     REFIT_SUFFIX,
@@ -65,7 +66,7 @@ from nasmlcn.search._retrain.plan import (
     target_job,
 )
 from nasmlcn.search._types.objective import chance_accuracy, learning_threshold
-from nasmlcn.study import RetrainedModel, Stored, store_retrained
+from nasmlcn.study import TIE_MARGIN, RetrainedModel, Standing, Stored, store_retrained
 
 if TYPE_CHECKING:
     import optuna
@@ -108,24 +109,37 @@ class RetrainReport:
     notes: tuple[str, ...] = ()  # what the selection left out (selection_notes)
     seed: int | None = None  # --seed: the run folders are trial-NNNN-seed-S
     refit: bool = False  # the models are refits, in trial-NNNN-refit
-    stored: tuple[str, ...] = ()  # what each model sits beside or replaced (stored_line)
+    stored: tuple[str, ...] = ()  # what the models sit beside or replaced (stored_lines)
+    seeds: tuple[int, ...] = ()  # --seeds: every model once with each
+    standings: tuple[Standing, ...] = ()  # with seeds: each model against the best
+    tie_margin: float = TIE_MARGIN
 
     @property
     def run_folders(self) -> str:
         """The name pattern of the run folders with the reported models
         (``trial-NNNN``, ``trial-NNNN-seed-1``, ``trial-NNNN-refit``)."""
-        name = run_folder(0, self.seed).replace("0000", "NNNN")
+        seed = self.seeds[0] if self.seeds else self.seed
+        name = run_folder(0, seed).replace("0000", "NNNN")
+        if self.seeds:
+            name = name.removesuffix(str(seed)) + "S"
         return name + (REFIT_SUFFIX if self.refit else "")
 
     @property
     def caveats(self) -> tuple[str, ...]:
         """A line per model whose test accuracy needs a caveat (:func:`retrained_caveats`):
-        ``trial 1: did not learn (below 0.19; chance 0.10); reduced data: ...``."""
-        return tuple(
-            f"trial {m.number}: {'; '.join(caveats)}"
-            for m in self.models
-            if (caveats := retrained_caveats(m))
-        )
+        ``trial 1: did not learn (below 0.19; chance 0.10); reduced data: ...``; over
+        seeds, a caveat of some seeds only names them (``trial 0 (seeds 1, 3): ...``)."""
+        seeds_of: dict[tuple[int, str], list[int | None]] = {}
+        for m in self.models:
+            for caveat in retrained_caveats(m):
+                seeds_of.setdefault((m.number, caveat), []).append(m.seed)
+        runs = {n: sum(m.number == n for m in self.models) for n, _ in seeds_of}
+        lines: dict[str, list[str]] = {}
+        for (number, caveat), seeds in seeds_of.items():
+            some = len(seeds) < runs[number]
+            where = f"trial {number}" + (f" (seeds {', '.join(map(str, seeds))})" if some else "")
+            lines.setdefault(where, []).append(caveat)
+        return tuple(f"{where}: {'; '.join(caveats)}" for where, caveats in lines.items())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -136,6 +150,9 @@ class RetrainReport:
             "models": [m.to_dict() for m in self.models],
             "notes": [*self.notes, *self.caveats],  # the lines the table shows under it
             "stored": list(self.stored),
+            "seeds": list(self.seeds),
+            "tie_margin": self.tie_margin,
+            "standings": [s.to_dict() for s in self.standings],
             "seed": self.seed,
             "refit": self.refit,
         }
@@ -161,19 +178,22 @@ def retrain_study(
 
     watcher = observer or RetrainObserver()
     readable = load_existing_study(name, url)
-    targets = plan_retrain(readable, options)
+    # every seed's jobs planned (run folders checked) before anything is trained;
+    # seed after seed, so an interrupted run keeps whole seeds of every model
+    runs = [(run, plan_retrain(readable, run)) for run in options.runs()]
     # a storage that cannot be written is refused now, not after the first model trained
     writable = load_existing_study(readable.study_name, url, read_only=False)
-    watcher.on_start(readable, targets)
+    watcher.on_start(readable, [t for _, targets in runs for t in targets])
     done: list[RetrainedModel] = []
-    stored: list[str] = []
+    placed: list[tuple[RetrainedModel, Stored]] = []
     test_images: dict[str, Any] = {}
-    for index, target in enumerate(targets):
-        callbacks = partial(watcher.training_callbacks, index=index)
-        model = _retrain_one(target, options, callbacks, test_images)
-        stored.append(stored_line(model, store_retrained(writable, model)))
+    for run, target in ((run, t) for run, targets in runs for t in targets):
+        callbacks = partial(watcher.training_callbacks, index=len(done))
+        model = _retrain_one(target, run, callbacks, test_images)
+        placed.append((model, store_retrained(writable, model)))
         done.append(model)
         watcher.on_model_end(model)
+    targets = runs[0][1]
     report = RetrainReport(
         readable.study_name,
         options.selection,
@@ -183,36 +203,78 @@ def retrain_study(
         tuple(selection_notes(readable, options)),
         options.seed,
         options.refit,
-        tuple(line for line in stored if line),
+        tuple(stored_lines(placed)),
+        options.seeds,
+        _standings(writable, done, options) if options.seeds else (),
+        options.tie_margin,
     )
     watcher.on_end(writable, report)
     return report
 
 
-def stored_line(model: RetrainedModel, stored: Stored) -> str:
-    """What a stored retraining sits beside or replaced, and whether it answers for
-    its trial now (:data:`~nasmlcn.study.ANSWER_RULE`); empty where it is the
-    trial's first."""
-    n = model.number
-    if stored.replaced is not None:
-        old = stored.replaced
-        return (
-            f"trial {n}: replaced its retraining with the same settings and seed "
-            f"({old.settings_text}: test acc {old.test_accuracy:.4f}, {old.retrained_at})"
-        )
-    if not stored.beside:
-        return ""
-    shown = "; ".join(f"{m.test_accuracy:.4f} ({m.settings_text})" for m in stored.beside)
-    count = len(stored.beside)
-    if stored.answer == model:
-        answers = "'nasmlcn best' shows this one now"
-    elif stored.answer is not None:
-        answers = f"'nasmlcn best' shows the one of {stored.answer.settings_text}"
+def _standings(
+    study: optuna.Study, done: Sequence[RetrainedModel], options: RetrainOptions
+) -> tuple[Standing, ...]:
+    """The retrained models against the best, over every seed stored for them under
+    this run's protocol (earlier runs' seeds too), paired by seed."""
+    from nasmlcn.study import retrained_models, seed_figures, standings, study_info
+
+    protocol = done[0].protocol_key
+    numbers = {m.number for m in done}
+    stored = [m for m in retrained_models(study_info(study)) if m.number in numbers]
+    figures = seed_figures(stored).get(protocol, [])
+    return tuple(standings(figures, options.tie_margin)) if figures else ()
+
+
+def stored_lines(placed: Sequence[tuple[RetrainedModel, Stored]]) -> list[str]:
+    """What this run's retrainings sit beside or replaced, a line or two per trial
+    (nothing where they are the trial's first), and which retraining
+    ``nasmlcn best`` shows for it now (:data:`~nasmlcn.study.ANSWER_RULE`)."""
+    done = [m for m, _ in placed]
+    lines = []
+    for number in dict.fromkeys(m.number for m in done):
+        mine = [(m, st) for m, st in placed if m.number == number]
+        replaced = [(m, st.replaced) for m, st in mine if st.replaced is not None]
+        if replaced:
+            seeds = ", ".join(str(m.seed) for m, _ in replaced)
+            accs = ", ".join(f"{old.test_accuracy:.4f}" for _, old in replaced)
+            lines.append(
+                f"trial {number}: replaced {counted(len(replaced), 'retraining')} with the same "
+                f"settings and seed ({seeds}; test acc {accs}; made {replaced[0][1].retrained_at})"
+            )
+        gone = [st.replaced for _, st in placed if st.replaced is not None]
+        beside: list[RetrainedModel] = []
+        for b in (b for _, st in mine for b in st.beside if b not in done and b not in gone):
+            beside += [] if b in beside else [b]  # (records hold lists: not hashable)
+        if beside:
+            lines.append(_beside_line(number, beside, mine[-1][1].answer, done))
+    return lines
+
+
+def _beside_line(
+    number: int,
+    beside: Sequence[RetrainedModel],
+    answer: RetrainedModel | None,
+    done: Sequence[RetrainedModel],
+) -> str:
+    by_protocol: dict[str, list[RetrainedModel]] = {}
+    for m in beside:
+        by_protocol.setdefault(m.recipe_text, []).append(m)
+    shown = "; ".join(
+        f"{', '.join(f'{m.test_accuracy:.4f}' for m in ms)} ({protocol}, "
+        + (f"seed {ms[0].seed}" if len(ms) == 1 else f"seeds {', '.join(str(m.seed) for m in ms)}")
+        + ")"
+        for protocol, ms in by_protocol.items()
+    )
+    if answer in done:
+        answers = "'nasmlcn best' shows this run's now"
+    elif answer is not None:
+        answers = f"'nasmlcn best' shows the one of {answer.settings_text}"
     else:  # retrained on other data than the search's
         answers = "'nasmlcn best' shows retrainings on the search's data only"
     return (
-        f"trial {n}: stored beside {count} earlier retraining{'s' if count > 1 else ''}, "
-        f"kept: {shown}; {answers}"
+        f"trial {number}: stored beside {counted(len(beside), 'earlier retraining')}, kept: "
+        f"{shown}; {answers}"
     )
 
 
@@ -312,6 +374,7 @@ def _record(
         # the --seed it ran with; without one the search's (the split's; the weights
         # took the trial's training seed, which the search's seed and the model make)
         seed=final.config.seed if final.split_seed is None else final.split_seed,
+        seed_given=final.split_seed is None,
         selected_epoch=report.selected_epoch,
         last_epoch_test_accuracy=report.last_epoch_test_accuracy,
         protocol=refit_protocol(final.config.epochs) if final.refit else report.protocol,
@@ -357,7 +420,6 @@ def retrained_caveats(model: RetrainedModel) -> list[str]:
         caveats.append(
             f"reduced data: {model.train_images:,} training, {model.test_images:,} test images"
         )
-    held = crowded_record(model.machine_load)
-    if held is not None:
-        caveats.append(f"img/s unreliable: other processes held {held:.1f} cores")
+    if crowded_record(model.machine_load) is not None:  # its figure: machine_load
+        caveats.append("img/s unreliable: measured beside other processes")
     return caveats
