@@ -22,6 +22,8 @@ import pytest
 from tests.conftest import ROOT
 
 QUICK: dict[str, list[str]] = {
+    "answer_noise": ["--quick", "--json"],
+    "front_quality": ["--quick", "--json"],
     "busy_machine": ["--rounds", "1", "--seconds", "0.1", "--batch-size", "10", "--json"],
     "cost_model": ["--lanes", "6", "--rounds", "1", "--threads", "1", "--json"],
     "distinct_models": [
