@@ -63,6 +63,8 @@ RUNS = (
     Run(PARETO, "gp", "mlcn-buckets"),
 )
 BASELINE = RUNS[0]
+SAME_SPACE = RUNS[1]
+"""Random on the default space: what a guided sampler must beat to be the default."""
 FIDELITIES = {
     "quickstart": {
         "devices": "8xK80",
@@ -92,6 +94,19 @@ def t_interval(values: Sequence[float]) -> tuple[float, float] | None:
     half = t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
     mean = statistics.fmean(values)
     return mean - half, mean + half
+
+
+def paired(values: Sequence[float], base: Sequence[float], seed: int) -> dict[str, Any]:
+    """``values`` minus ``base``, paired by seed: the mean, its bootstrap and t
+    intervals, and the verdict (ahead or behind outside the bootstrap interval)."""
+    diffs = [a - b for a, b in zip(values, base, strict=True)]
+    low, high = bootstrap(diffs, seed=seed)
+    return {
+        "mean": statistics.fmean(diffs),
+        "bootstrap_95": [low, high],
+        "t_95": t_interval(diffs),
+        "verdict": verdict(low, high),
+    }
 
 
 def verdict(low: float, high: float) -> str:
@@ -179,14 +194,9 @@ def summarize(
             "runs": len(values),
         }
         if run != BASELINE:
-            diffs = [a - b for a, b in zip(values, base, strict=True)]
-            d_low, d_high = bootstrap(diffs, seed=100 + i)
-            row["minus_baseline"] = {
-                "mean": statistics.fmean(diffs),
-                "bootstrap_95": [d_low, d_high],
-                "t_95": t_interval(diffs),
-                "verdict": verdict(d_low, d_high),
-            }
+            row["minus_baseline"] = paired(values, base, seed=100 + i)
+        if run.space == SAME_SPACE.space and run != SAME_SPACE:
+            row["minus_random"] = paired(values, volumes[SAME_SPACE], seed=200 + i)
         rows.append(row)
     return {"trials": n, "seeds": list(settings.seeds), "rows": rows}
 
@@ -225,16 +235,20 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         f"{args.fidelity} fidelity, {what}; mean over {len(summary['seeds'])} seeds "
         f"{summary['seeds']} with a 95 % bootstrap interval; paired by seed against the baseline"
     )
-    print(f"{'run':<36} {'hypervolume':>24} {'minus baseline (bootstrap 95 %)':>40}")
+    heads = ("minus baseline (bootstrap 95 %)", "minus random on the same space")
+    print(f"{'run':<36} {'hypervolume':>24} {heads[0]:>36} {heads[1]:>36}")
     for row in summary["rows"]:
         low, high = row["bootstrap_95"]
         hv = f"{row['hypervolume']:.4f} [{low:.4f}, {high:.4f}]"
-        diff = ""
-        if "minus_baseline" in row:
-            d = row["minus_baseline"]
-            d_low, d_high = d["bootstrap_95"]
-            diff = f"{d['mean']:+.4f} [{d_low:+.4f}, {d_high:+.4f}] {d['verdict']}"
-        print(f"{row['run']:<36} {hv:>24} {diff:>40}")
+        diffs = [_diff(row.get(k)) for k in ("minus_baseline", "minus_random")]
+        print(f"{row['run']:<36} {hv:>24} {diffs[0]:>36} {diffs[1]:>36}")
+
+
+def _diff(d: dict[str, Any] | None) -> str:
+    if d is None:
+        return ""
+    low, high = d["bootstrap_95"]
+    return f"{d['mean']:+.4f} [{low:+.4f}, {high:+.4f}] {d['verdict']}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
