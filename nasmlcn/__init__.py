@@ -23,10 +23,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from nasmlcn._lazy import lazy_exports
+from nasmlcn._lazy import face
 from nasmlcn._version import SOURCE_VERSION as __version__
 from nasmlcn.errors import NasmlcnError
-from nasmlcn.hardware import bounded_wait
+from nasmlcn.hardware import bounded_wait as _bounded_wait
 from nasmlcn.specs import (
     ARCH_SCHEMA_VERSION,
     CapsNetSpec,
@@ -50,50 +50,12 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.study import load_existing_study
     from nasmlcn.training import TrainConfig, TrainJob, train
 
-_LAZY = {
-    "SearchConfig": "search",
-    "run_search": "search",
-    "plan_model": "planning",
-    "TrainConfig": "training",
-    "TrainJob": "training",
-    "train": "training",
-    "RetrainOptions": "search",
-    "retrain_study": "search",
-    "best_trials": "search",
-    "load_existing_study": "study",
-    "load_run": "runs",
-}
-
-
-__getattr__ = lazy_exports(__name__, _LAZY)
-
 
 # A library prints nothing of its own: without this, Python's last-resort handler
 # writes nasmlcn's warnings (a trial queued again, an observer that failed) to the
 # stderr of a program that configured no logging. The CLI and any program that
 # configures logging still get them through the root logger.
 logging.getLogger("nasmlcn").addHandler(logging.NullHandler())
-bounded_wait()  # before torch starts its thread pool (see the module docstring)
+_bounded_wait()  # before torch starts its thread pool (see the module docstring)
 
-__all__ = [
-    "ARCH_SCHEMA_VERSION",
-    "CapsNetSpec",
-    "LaneSpec",
-    "MLCNSpec",
-    "NasmlcnError",
-    "RetrainOptions",
-    "SearchConfig",
-    "TrainConfig",
-    "TrainJob",
-    "__version__",
-    "best_trials",
-    "format_lanes",
-    "load_arch",
-    "load_existing_study",
-    "load_run",
-    "parse_lanes",
-    "plan_model",
-    "retrain_study",
-    "run_search",
-    "train",
-]
+__getattr__, __all__ = face(__name__)

@@ -48,35 +48,66 @@ def test_version_matches_metadata() -> None:
     assert version("nasmlcn") == nasmlcn.__version__
 
 
-@pytest.mark.parametrize(
-    "package",
-    [
-        "nasmlcn",
-        "nasmlcn.data",
-        "nasmlcn.training",
-        "nasmlcn.parallel",
-        "nasmlcn.runs",
-        "nasmlcn.search",
-    ],
+FACES = (
+    "nasmlcn",
+    "nasmlcn.data",
+    "nasmlcn.training",
+    "nasmlcn.parallel",
+    "nasmlcn.runs",
+    "nasmlcn.search",
+    "nasmlcn.study",
 )
-def test_lazy_exports_match_what_type_checkers_see(package: str) -> None:
-    """Each name the module ``__getattr__`` imports on first use is imported under
-    ``if TYPE_CHECKING:`` from the same module, so mypy sees its real type."""
+"""The package faces that export names lazily (:func:`nasmlcn._lazy.face`)."""
+
+
+@pytest.mark.parametrize("package", FACES)
+def test_a_face_lists_each_export_once_and_every_one_resolves(package: str) -> None:
+    """A face lists an export once, as an import (under ``if TYPE_CHECKING:`` for
+    the lazy ones, so mypy sees their real types); its ``__all__`` is read from those
+    imports, and every name resolves, the lazy ones from the module they name."""
     import ast
     import importlib
     import inspect
 
     module = importlib.import_module(package)
-    tree = ast.parse(inspect.getsource(module))
-    seen = {
-        alias.name: node.module
+    source = inspect.getsource(module)
+    tree = ast.parse(source)
+    assigned = [
+        t.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    ]
+    assert "__all__" not in assigned, "a second list of exports"
+    assert "_LAZY" not in assigned, "a second list of exports"
+    assert "face(__name__" in source
+    lazy = {
+        alias.asname or alias.name: (node.module, alias.name)
         for block in tree.body
         if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
         for node in block.body
         if isinstance(node, ast.ImportFrom)
         for alias in node.names
     }
-    lazy = {name: f"{package}.{sub}" for name, sub in module._LAZY.items()}
-    assert seen == lazy
+    assert lazy, "a face with nothing lazy needs no face()"
     for name in module.__all__:
-        getattr(module, name)  # AttributeError if an exported name does not resolve
+        value = getattr(module, name)  # AttributeError if an exported name does not resolve
+        if name in lazy:
+            where, original = lazy[name]
+            assert value is getattr(importlib.import_module(str(where)), original)
+
+
+def test_a_face_reads_its_imports_hidden_names_aside() -> None:
+    from nasmlcn._lazy import _imports
+
+    eager, lazy = _imports(
+        "from __future__ import annotations\n"
+        "from typing import TYPE_CHECKING\n"
+        "from p._a import A, b as _b\n"
+        "from p._v import V as __version__\n"
+        "if TYPE_CHECKING:\n"
+        "    from p._c import C, d as e\n"
+    )
+    assert eager == {"A", "_b", "__version__"}
+    assert lazy == {"C": ("p._c", "C"), "e": ("p._c", "d")}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nasmlcn.costs import _analytic, _calibrated, _capsacc, _thesis  # noqa: F401  (built-ins)
+from nasmlcn.costs import _analytic, _calibrated, _capsacc, _thesis
 from nasmlcn.costs._analytic import AnalyticCostModel
 from nasmlcn.costs._base import (
     COST_MODELS,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nasmlcn._lazy import lazy_exports
-from nasmlcn.data import _synthetic, _torchvision  # noqa: F401  (register built-ins)
+from nasmlcn._lazy import face
+from nasmlcn.data import _synthetic, _torchvision
 from nasmlcn.data._data_dir import DATA_DIR_ENV, default_data_dir, resolve_data_dir
 from nasmlcn.data._fit import images_too_small_hint
 from nasmlcn.data._identity import (
@@ -28,41 +28,4 @@ from nasmlcn.data._resolve import load_splits, prepare_dataset
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.data._splits import DataSplits, RawData, Split, make_splits, to_device
 
-__all__ = [
-    "DATASETS",
-    "DATA_DIR_ENV",
-    "RESIZE_METHOD",
-    "DataIdentity",
-    "DataReport",
-    "DataSplits",
-    "DatasetInfo",
-    "Normalization",
-    "RawData",
-    "Split",
-    "default_data_dir",
-    "format_image_size",
-    "images_too_small_hint",
-    "inspect_dataset",
-    "is_dataset_path",
-    "known_identity",
-    "load_splits",
-    "make_splits",
-    "normalization_record",
-    "open_dataset",
-    "open_recorded",
-    "parse_image_size",
-    "prepare_dataset",
-    "resolve_data_dir",
-    "to_device",
-]
-
-_LAZY = {
-    "DataSplits": "_splits",
-    "RawData": "_splits",
-    "Split": "_splits",
-    "make_splits": "_splits",
-    "to_device": "_splits",
-}
-
-
-__getattr__ = lazy_exports(__name__, _LAZY)
+__getattr__, __all__ = face(__name__)

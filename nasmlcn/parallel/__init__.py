@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nasmlcn._lazy import lazy_exports
+from nasmlcn._lazy import face
 from nasmlcn.errors import DistributedError
 from nasmlcn.parallel._assignment import PARALLELISMS, plan_assignment, rank_assignment
 from nasmlcn.parallel._devices import is_spread, lane_devices, map_targets, parse_run_on
@@ -49,49 +49,4 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     )
     from nasmlcn.parallel._placed import PlacedMLCN, placer
 
-__all__ = [
-    "DEFAULT_TIMEOUT_S",
-    "PARALLELISMS",
-    "AllReduceStats",
-    "CommStats",
-    "DistributedError",
-    "DistributedMLCN",
-    "PlacedMLCN",
-    "RankContext",
-    "ShardedSplit",
-    "data_parallel",
-    "finish_group",
-    "gather_lanes",
-    "init_from_env",
-    "is_spread",
-    "lane_devices",
-    "launch",
-    "map_targets",
-    "parse_run_on",
-    "placer",
-    "plan_assignment",
-    "rank_assignment",
-    "reports_here",
-    "under_torchrun",
-]
-
-_LAZY = {
-    "PlacedMLCN": "_placed",
-    "placer": "_placed",
-    "DistributedMLCN": "_distributed",
-    "CommStats": "_gather",
-    "gather_lanes": "_gather",
-    "AllReduceStats": "_ddp",
-    "ShardedSplit": "_ddp",
-    "data_parallel": "_ddp",
-    "DEFAULT_TIMEOUT_S": "_launch",
-    "RankContext": "_launch",
-    "finish_group": "_launch",
-    "init_from_env": "_launch",
-    "launch": "_launch",
-    "reports_here": "_launch",
-    "under_torchrun": "_launch",
-}
-
-
-__getattr__ = lazy_exports(__name__, _LAZY)
+__getattr__, __all__ = face(__name__)

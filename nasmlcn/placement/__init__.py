@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nasmlcn.placement import _greedy, _optimal, _random  # noqa: F401  (register built-ins)
+from nasmlcn.placement import _greedy, _optimal, _random
 from nasmlcn.placement._base import PLACERS, Placer
 from nasmlcn.placement._greedy import greedy_assignment
 from nasmlcn.placement._problem import Placement, PlacementProblem

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nasmlcn._lazy import lazy_exports
+from nasmlcn._lazy import face
 from nasmlcn.runs._formats import EXPORT_FORMATS, ExportFormat, export_format
 
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
@@ -27,46 +27,4 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.runs._lane_removal_figure import write_lane_removal_figure
     from nasmlcn.runs._load import LoadedRun, load_run
 
-__all__ = [
-    "EXPORT_FORMATS",
-    "LANE_REMOVAL_REPORT",
-    "Classifier",
-    "ExportFormat",
-    "ExportedModel",
-    "InferenceSettings",
-    "LoadedRun",
-    "RunEvaluation",
-    "check_removable",
-    "check_removal_out_dir",
-    "classifier",
-    "default_export_path",
-    "evaluate_run",
-    "export_format",
-    "export_run",
-    "load_run",
-    "remove_lanes",
-    "save_without_lanes",
-    "write_lane_removal_figure",
-]
-
-_LAZY = {
-    "Classifier": "_classifier",
-    "classifier": "_classifier",
-    "InferenceSettings": "_evaluate",
-    "RunEvaluation": "_evaluate",
-    "evaluate_run": "_evaluate",
-    "ExportedModel": "_export",
-    "default_export_path": "_export",
-    "export_run": "_export",
-    "LoadedRun": "_load",
-    "load_run": "_load",
-    "LANE_REMOVAL_REPORT": "_lane_removal",
-    "check_removal_out_dir": "_lane_removal",
-    "check_removable": "_lane_removal",
-    "remove_lanes": "_lane_removal",
-    "save_without_lanes": "_lane_removal",
-    "write_lane_removal_figure": "_lane_removal_figure",
-}
-
-
-__getattr__ = lazy_exports(__name__, _LAZY)
+__getattr__, __all__ = face(__name__)

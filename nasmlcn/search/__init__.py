@@ -42,14 +42,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nasmlcn._lazy import lazy_exports
+from nasmlcn._lazy import face
 from nasmlcn._storage_url import DEFAULT_STORAGE
 from nasmlcn.search import _registries
 from nasmlcn.search._config.config import IDENTITY_FIELDS, SearchConfig
-from nasmlcn.search._evaluators import (
-    proxy,
-    train,
-)
+from nasmlcn.search._evaluators import proxy as _proxy
+from nasmlcn.search._evaluators import train as _train
 from nasmlcn.search._prepare.recipe import load_recipe, load_search_recipe
 
 if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
@@ -113,70 +111,4 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.search._types.pruner import EpochPruner
     from nasmlcn.search._types.setup import SearchSetup
 
-_LAZY = {
-    name: module
-    for module, names in {
-        "_prepare.recipe": ("expand_sweep",),
-        "_types.evaluation": (
-            "EpochCallback",
-            "EpochReport",
-            "EvalRequest",
-            "Evaluation",
-            "Evaluator",
-            "EpochDecision",
-        ),
-        "_registries.evaluators": ("EVALUATORS",),
-        "_evaluators.proxy": ("ProxyEvaluator", "proxy_accuracy"),
-        "_evaluators.train": ("TrainEvaluator",),
-        "_types.observer": ("SearchObserver",),
-        "_types.outcome": ("SearchResult", "SearchStart", "TrialOutcome"),
-        "_run": ("run_search",),
-        "_registries.samplers": ("SAMPLERS",),
-        "_prepare.progress": ("ProgressObserver", "TrialProgress"),
-        "_types.setup": ("SearchSetup",),
-        "_prepare.setup": ("setup_search",),
-        "_prepare.stored": ("stored_config", "refuse_undefined_study", "defaults_taken"),
-        "_pruners.correlation": (
-            "CorrelationPruner",
-            "EpochCorrelation",
-            "FinishedTrial",
-            "epoch_correlations",
-            "final_correlations",
-            "first_epoch_reaching",
-            "retrained_correlations",
-        ),
-        "_pruners.halving": ("HalvingPruner",),
-        "_registries.pruners": ("PRUNERS",),
-        "_types.pruner": ("EpochPruner",),
-        "_results.export": ("ExportedTrial", "export_best"),
-        "_results.summary": (
-            "CorrelationReport",
-            "TrialSummary",
-            "best_trials",
-            "completed_curves",
-            "correlation_report",
-            "describe_counts",
-            "is_feasible",
-            "not_learning",
-            "proposals",
-            "summarize",
-        ),
-        "_retrain.run": (
-            "RetrainObserver",
-            "RetrainReport",
-            "retrain_study",
-            "retrained_caveats",
-        ),
-        "_retrain.plan": ("RetrainOptions", "RetrainTarget", "parse_seeds"),
-        "_registries.objectives": ("OBJECTIVES",),
-        "_types.objective": ("Objective",),
-        "_config.limits": ("FALLBACK_AFTER", "REPEATS_IN_A_ROW"),
-    }.items()
-    for name in names
-}
-
-__all__ = sorted(
-    ["DEFAULT_STORAGE", "IDENTITY_FIELDS", "SearchConfig", "load_search_recipe", *_LAZY]
-)
-
-__getattr__ = lazy_exports(__name__, _LAZY)
+__getattr__, __all__ = face(__name__, hidden=("load_recipe",))

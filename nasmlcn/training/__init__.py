@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nasmlcn._lazy import lazy_exports
+from nasmlcn._lazy import face
 from nasmlcn.training._augment import AUGMENTATIONS, Augmentation, random_shift
 from nasmlcn.training._batch_policy import (
     BATCH_POLICIES,
@@ -73,100 +73,4 @@ if TYPE_CHECKING:  # what the module __getattr__ below imports when first used
     from nasmlcn.training._train import train
     from nasmlcn.training._trainer import evaluate, resolve_device
 
-__all__ = [
-    "ARCH_NAME",
-    "AUGMENTATIONS",
-    "BATCH_POLICIES",
-    "CHECKPOINT_NAME",
-    "DEFAULT_LR_POLICY",
-    "FIXED_EPOCHS_PROTOCOL",
-    "LR_POLICIES",
-    "MAX_EPOCHS",
-    "PROTOCOL",
-    "RESULT_NAME",
-    "Augmentation",
-    "BatchPolicy",
-    "Callback",
-    "CallbackList",
-    "EpochResult",
-    "EvalStep",
-    "InMemoryJob",
-    "JobRun",
-    "LRPolicy",
-    "ParallelReport",
-    "RunOptions",
-    "Selection",
-    "StepPlan",
-    "TrainConfig",
-    "TrainJob",
-    "TrainReport",
-    "TrainStart",
-    "TrainingStopped",
-    "arch_for_dataset",
-    "check_free_run_folder",
-    "check_out_dir",
-    "check_run_files",
-    "check_training_memory",
-    "default_lr_policy",
-    "epoch_batch_sizes",
-    "evaluate",
-    "job_dataset",
-    "job_outputs",
-    "largest_batch_size",
-    "load_checkpoint",
-    "load_job_splits",
-    "load_model",
-    "make_optimizer",
-    "random_shift",
-    "resolve_arch",
-    "resolve_device",
-    "save_checkpoint",
-    "save_final",
-    "selected_weights",
-    "share_cores",
-    "step_batch_size",
-    "train",
-    "write_result",
-    "write_run_folder",
-]
-
-_LAZY = {
-    "share_cores": "_cores",
-    "EvalStep": "_step",
-    "PROTOCOL": "_job",
-    "FIXED_EPOCHS_PROTOCOL": "_job",
-    "JobRun": "_run",
-    "Selection": "_selection",
-    "selected_weights": "_selection",
-    "TrainJob": "_job",
-    "TrainReport": "_job",
-    "arch_for_dataset": "_job",
-    "job_dataset": "_job",
-    "job_outputs": "_job",
-    "load_job_splits": "_job",
-    "resolve_arch": "_job",
-    "step_batch_size": "_job",
-    "check_training_memory": "_memory",
-    "InMemoryJob": "_job",
-    "run_job": "_train",  # the old name of train(InMemoryJob(...)), not in __all__
-    "ParallelReport": "_report",
-    "check_out_dir": "_run_folder",
-    "write_result": "_run_folder",
-    "ARCH_NAME": "_run_folder",
-    "CHECKPOINT_NAME": "_run_folder",
-    "RESULT_NAME": "_run_folder",
-    "check_free_run_folder": "_run_folder",
-    "check_run_files": "_run_folder",
-    "write_run_folder": "_run_folder",
-    "make_optimizer": "_optimizer",
-    "train": "_train",
-    "evaluate": "_trainer",
-    "resolve_device": "_trainer",
-    "load_checkpoint": "_checkpoint",
-    "load_model": "_checkpoint",
-    "save_checkpoint": "_checkpoint",
-    "save_final": "_checkpoint",
-}
-
-
-__getattr__ = lazy_exports(__name__, _LAZY)
+__getattr__, __all__ = face(__name__, hidden=("run_job",))

@@ -23,7 +23,7 @@ is built.
 from __future__ import annotations
 
 # importing the plot modules registers their figures
-from nasmlcn.dashboard._figures import _architecture, _curves, _front  # noqa: F401
+from nasmlcn.dashboard._figures import _architecture, _curves, _front
 from nasmlcn.dashboard._figures._registry import (
     FIGURES,
     FigureSpec,
