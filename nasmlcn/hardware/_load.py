@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nasmlcn.hardware._detect import usable_cores
+from nasmlcn.hardware._detect import _cpu_times, usable_cores
 
 CROWDED = 0.5
 """Cores held by other processes, on average over the look, from which a machine is
@@ -92,15 +92,10 @@ _last: list[tuple[LoadSample, MachineLoad]] = []
 
 def sample(proc: Path = _PROC) -> LoadSample | None:
     """The machine's busy CPU time and this process group's, now (None: no ``/proc``)."""
-    try:
-        first = (proc / "stat").read_text().split("\n", 1)[0].split()
-    except OSError:
+    times = _cpu_times(proc / "stat")  # (busy, total): all but idle and iowait
+    if times is None:
         return None
-    if not first or first[0] != "cpu":
-        return None
-    ticks = [int(v) for v in first[1:]]
-    busy = sum(ticks) - sum(ticks[3:5])  # all but idle and iowait
-    return LoadSample(time.monotonic(), busy, _group_ticks(proc, os.getpgrp()))
+    return LoadSample(time.monotonic(), times[0], _group_ticks(proc, os.getpgrp()))
 
 
 def _group_ticks(proc: Path, group: int) -> int:

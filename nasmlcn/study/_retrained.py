@@ -135,8 +135,7 @@ class RetrainedModel:
     def recipe(self) -> tuple[Any, ...]:
         """What makes two retrainings of a trial the same run, the seed aside: the
         data, epochs, batch size, learning rate, image limits and whether it is a refit."""
-        limits = tuple(sorted(self.data_limits.items()))
-        return (self.dataset, self.epochs, self.batch_size, self.lr, limits, self.refit)
+        return (*self.protocol_key, self.batch_size, self.lr)
 
     @property
     def protocol_key(self) -> tuple[Any, ...]:
@@ -273,20 +272,16 @@ def retrained_by_trial(info: Mapping[str, Any]) -> dict[int, RetrainedModel]:
     trial retrained several times, the one :data:`ANSWER_RULE` names."""
     dataset, seed = search_dataset(info), search_seed(info)
 
-    def rank(m: RetrainedModel) -> tuple[int, int, bool, int, str]:  # lowest answers
+    def rank(m: RetrainedModel) -> tuple[int, int, bool, int]:  # lowest answers
         other_seed = m.seed not in (None, seed)
-        return (-m.training, -m.test_images, other_seed, _seed_order(m.seed), _later(m))
+        return (-m.training, -m.test_images, other_seed, _seed_order(m.seed))
 
     chosen: dict[int, RetrainedModel] = {}
-    for m in retrained_models(info):
+    # the latest first: of equal ranks it stays chosen (ISO times sort as text)
+    for m in sorted(retrained_models(info), key=lambda m: m.retrained_at, reverse=True):
         if m.dataset == dataset and (m.number not in chosen or rank(m) < rank(chosen[m.number])):
             chosen[m.number] = m
     return chosen
-
-
-def _later(m: RetrainedModel) -> str:
-    """A sort key that puts the latest retraining first (ISO times sort as text)."""
-    return "".join(chr(0x10FFFF - ord(c)) for c in m.retrained_at)
 
 
 @dataclass(frozen=True)
