@@ -21,6 +21,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -161,14 +162,21 @@ def _merge(a: Any, b: Any) -> Any:
     return {"one_of": sorted(kinds)}
 
 
-def json_outputs() -> dict[str, Any]:
-    """Each of :data:`JSON_COMMANDS` run with ``--json`` in a fresh process: its shape."""
-    env = {**os.environ, "NASMLCN_IGNORE_LOAD": "1", "COLUMNS": "100", "PYTHONPATH": str(ROOT)}
+def _in_a_process(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "nasmlcn", *args]
+    return subprocess.run(argv, cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True)
+
+
+def json_outputs(
+    run: Callable[..., subprocess.CompletedProcess[str]] = _in_a_process,
+) -> dict[str, Any]:
+    """Each of :data:`JSON_COMMANDS` run with ``--json`` (``run(*args, env=, cwd=)``:
+    a fresh process by default; the test runs them in its own): its shape."""
+    env = {"NASMLCN_IGNORE_LOAD": "1", "COLUMNS": "100", "PYTHONPATH": str(ROOT)}
     result: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as folder:
         for command in JSON_COMMANDS:
-            argv = [sys.executable, "-m", "nasmlcn", *shlex.split(command), "--json"]
-            done = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True)
+            done = run(*shlex.split(command), "--json", env=env, cwd=Path(folder))
             if done.returncode:
                 raise SystemExit(f"{command} --json failed ({done.returncode}): {done.stderr}")
             result[command.split(" --")[0]] = shape(json.loads(done.stdout))

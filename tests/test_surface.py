@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests._cli import run_cli
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -47,7 +49,7 @@ def test_commands_and_public_names_are_as_recorded(part: str) -> None:
 
 
 def test_json_shapes_are_as_recorded() -> None:
-    changed = _differences(RECORDED["json"], surface.json_outputs())
+    changed = _differences(RECORDED["json"], surface.json_outputs(run_cli))
     assert not changed, "\n".join(changed[:30])
 
 
