@@ -11,7 +11,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import optuna
@@ -19,12 +18,6 @@ import pytest
 from optuna.trial import TrialState
 
 from nasmlcn.search import (
-    EpochCallback,
-    EpochDecision,
-    EpochReport,
-    EvalRequest,
-    Evaluation,
-    ProxyEvaluator,
     run_search,
 )
 from nasmlcn.study import load_existing_study
@@ -81,37 +74,6 @@ def _check_study(url: str, study_name: str, trials: int, workers: int) -> None:
     seeds = [t.user_attrs["sampler_seed"] for t in study.trials]
     assert seeds == [trial_seed(0, t.number) for t in study.trials]
     assert len({t.user_attrs["worker"] for t in study.trials}) > 1  # they shared the work
-
-
-class _SkippingClock:
-    """``time.perf_counter`` (patched for the test) that runs on real time plus the
-    seconds :meth:`skip` added: an epoch "takes" its seconds at once, so limits in
-    seconds are tested with margins of minutes and no sleeping."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.real = time.perf_counter
-        self.skipped = 0.0
-        monkeypatch.setattr(time, "perf_counter", self)
-
-    def __call__(self) -> float:
-        return self.real() + self.skipped
-
-    def skip(self, seconds: float) -> None:
-        self.skipped += seconds
-
-
-class _SkippingProxy(ProxyEvaluator):
-    """The proxy evaluator whose every epoch takes ``seconds`` on ``clock``."""
-
-    def __init__(self, clock: _SkippingClock, seconds: float) -> None:
-        self.clock, self.seconds = clock, seconds
-
-    def evaluate(self, job: EvalRequest, on_epoch: EpochCallback) -> Evaluation:
-        def slow(report: EpochReport) -> EpochDecision:
-            self.clock.skip(self.seconds)
-            return on_epoch(report)
-
-        return super().evaluate(job, slow)
 
 
 def _started_earlier(db: Path, trial_id: int, seconds: float) -> None:
@@ -280,47 +242,6 @@ def test_ctrl_c_while_waiting_leaves_another_worker_s_trial_alone(tmp_path: Path
     assert result.stopped == "interrupted"
     trials = load_existing_study("s", c.storage).trials
     assert trials[other.number].state == TrialState.RUNNING
-
-
-def test_trial_timeout_prunes_at_an_epoch_boundary_keeping_its_epochs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # 60 s epochs on the skipping clock: epoch 1 ends at 60 s and the real time the
-    # trial takes (under the limit of 100 s), epoch 2 at 120 s and more (over it)
-    clock = _SkippingClock(monkeypatch)
-    c = config(f"sqlite:///{tmp_path / 't.db'}", "s", 2, 120).with_overrides(trial_timeout=100)
-    result = run_search(c, evaluator=_SkippingProxy(clock, 60))
-    assert [t.state for t in result.run_trials] == ["PRUNED", "PRUNED"]
-    study = load_existing_study("s", c.storage)
-    for trial in study.trials:
-        assert trial.user_attrs["prune_reason"].startswith(
-            "--trial-timeout 100 s: stopped after epoch 2 of 3"
-        )
-        assert len(trial.user_attrs["training"]["val_accuracy_per_epoch"]) == 2
-
-
-def test_the_search_timeout_stops_the_running_trial_too(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # --timeout counts from the run's start, set-up included: the set-up takes real
-    # time only (well under 1000 s), the first trial 40 epochs of 100 s on the
-    # skipping clock, so the limit falls at the end of its 10th
-    clock = _SkippingClock(monkeypatch)
-    c = config(f"sqlite:///{tmp_path / 'to.db'}", "s", 5, 120)
-    result = run_search(
-        c.with_overrides(timeout=1000.0, epochs=40), evaluator=_SkippingProxy(clock, 100)
-    )
-    assert result.stopped == "timeout"
-    # stopped as Ctrl-C stops it: FAIL, queued again, never PRUNED
-    assert [t.state for t in result.run_trials] == ["FAIL"]
-    reason = result.run_trials[0].reason or ""
-    # said once: the display adds "queued again as #M"
-    assert reason == "stopped by the search's --timeout 1000 s (after epoch 10)", reason
-    assert result.to_dict()["seconds_saved_by_pruning"] == 0
-    trials = load_existing_study("s", c.storage).trials
-    assert [t.state for t in trials] == [TrialState.FAIL, TrialState.WAITING]
-    assert trials[0].user_attrs["failure"] == "interrupted"
-    assert "seconds_saved" not in trials[0].user_attrs
 
 
 def test_workers_option_runs_a_pool_on_one_study(tmp_path: Path) -> None:
