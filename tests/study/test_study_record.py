@@ -5,6 +5,7 @@ with the answers the raw readers gave."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import optuna
 import pytest
 
 from nasmlcn.data import open_dataset
-from nasmlcn.errors import DatasetError
+from nasmlcn.errors import DatasetError, SearchError
 from nasmlcn.search import SearchConfig, run_search
 from nasmlcn.study import (
     RetrainedModel,
@@ -178,3 +179,37 @@ def _retrained(number: int) -> RetrainedModel:
         inference_batch_size=10, device="cpu", seconds=1.0, search_accuracy=0.4,
         search_epochs=1,
     )  # fmt: skip
+
+
+def _searched(tmp_path: Path) -> tuple[SearchConfig, optuna.Study]:
+    config = SearchConfig(
+        evaluator="proxy",
+        storage=f"sqlite:///{tmp_path / 'r.db'}",
+        trials=1,
+        epochs=2,
+        dataset="synthetic",
+        devices="2xK80",
+    )
+    run_search(config)
+    name = load_existing_study(None, config.storage).study_name  # (opened read-only)
+    return config, optuna.load_study(study_name=name, storage=config.storage)
+
+
+def test_a_study_stored_before_dataset_records_goes_on(tmp_path: Path) -> None:
+    """The old form (the configuration's name alone) is still this search's data:
+    the study goes on, and is not rewritten."""
+    config, study = _searched(tmp_path)
+    write_study_info(study, {k: v for k, v in study_info(study).items() if k != "dataset"})
+    run_search(replace(config, trials=2))
+    again = load_existing_study(None, config.storage)
+    assert len(again.trials) == 2
+    assert StudyRecord.read(again).data_record is None
+    assert StudyRecord.read(again).data == open_dataset("synthetic").identity
+
+
+def test_a_study_recorded_on_other_data_is_refused(tmp_path: Path) -> None:
+    config, study = _searched(tmp_path)
+    other = open_dataset("fashion-mnist").identity.to_dict()
+    write_study_info(study, {**study_info(study), "dataset": other})
+    with pytest.raises(SearchError, match="was made on other data: fashion-mnist"):
+        run_search(replace(config, trials=2))
