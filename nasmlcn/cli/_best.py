@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
 
-    from nasmlcn.study import LeanPick, Limit, Noise, RetrainedModel, SeededAnswer
+    from nasmlcn.study import LeanPick, Limit, RetrainedModel, SeededAnswer, StudyRecord
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,7 +229,7 @@ def _why_no_rows(found: _Found) -> str:
     completed = len(found.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
     if found.limits and completed:
         return f"no completed feasible trial meets {_limits_text(found)}; loosen the limits"
-    return why_none_feasible(completed, found.config.get("latency_budget"), len(found.idle))
+    return why_none_feasible(completed, found.record.config.get("latency_budget"), len(found.idle))
 
 
 class _Found(NamedTuple):
@@ -241,7 +241,7 @@ class _Found(NamedTuple):
     trials: list[FrozenTrial]
     rows: list[dict[str, Any]]
     retrained: dict[int, RetrainedModel]
-    config: dict[str, Any]
+    record: StudyRecord  # what the search stored on the study
     idle: list[dict[str, Any]]  # the completed trials that did not learn
     limits: list[Limit]  # --max and --min
     how: str  # --pick
@@ -256,33 +256,37 @@ def _read(study: str | None, storage: str, top: int, choice: Choice) -> _Found:
     limits, the answer of the trials that meet them; and the trial ``choice`` picks."""
     from nasmlcn.search import not_learning, proposals, summarize
     from nasmlcn.study import (
+        StudyRecord,
         answer_within,
         lean_pick,
         load_existing_study,
         metric_names,
+        noise_estimate,
         parse_limits,
         pick,
         retrained_by_trial,
         seeded_answer,
-        study_info,
     )
 
     loaded = load_existing_study(study, storage)
+    record = StudyRecord.read(loaded)
     names = metric_names(loaded)
-    unit = study_info(loaded).get("time_unit") or "s"  # a thesis study's times: w2d
+    unit = record.time_unit or "s"  # a thesis study's times: w2d
     limits = [
         *parse_limits(choice.most, names, upper=True, time_unit=unit),
         *parse_limits(choice.least, names, upper=False, time_unit=unit),
     ]
     trials = answer_within(loaded.get_trials(deepcopy=False), loaded.directions, names, limits, top)
-    seeded = seeded_answer(study_info(loaded), choice.margin)
+    seeded = seeded_answer(record, choice.margin)
     lean = None
     if choice.how == "lean":
-        lean = lean_pick(loaded, names, seeded, _noise(loaded), prefer=choice.prefer, limits=limits)
+        lean = lean_pick(
+            loaded, names, seeded, noise_estimate(record), prefer=choice.prefer, limits=limits
+        )
         picked: FrozenTrial | None = loaded.trials[lean.number]
     else:
         picked = pick(trials, loaded.directions, choice.how)
-    retrained = retrained_by_trial(study_info(loaded))
+    retrained = retrained_by_trial(record)
     proposed = proposals(loaded)  # a model's repeats are shown with it, not as rows
     # the pick is marked where the user asked to choose (--pick knee, or limits); else
     # the first row is the pick, as it always was
@@ -294,19 +298,11 @@ def _read(study: str | None, storage: str, top: int, choice: Choice) -> _Found:
         seeds = standing.to_dict() if standing is not None else None
         chosen = picked is not None and t.number == picked.number
         rows.append({**row, "seeded": seeds, "picked": chosen and asked})
-    config = study_info(loaded).get("config") or {}
     idle = not_learning(loaded)
     return _Found(
-        loaded, storage, names, trials, rows, retrained, config, idle, limits, choice.how, picked,
+        loaded, storage, names, trials, rows, retrained, record, idle, limits, choice.how, picked,
         seeded, lean,
     )  # fmt: skip
-
-
-def _noise(study: optuna.Study) -> Noise | None:
-    """The search's own noise estimate (its replicates), where it measured one."""
-    from nasmlcn.study import noise_estimate, study_info
-
-    return noise_estimate(study_info(study))
 
 
 def _export_arch(found: _Found, path: Path, *, replace: bool) -> None:
@@ -343,17 +339,17 @@ def _as_json(
     found: _Found, export_arch: Path | None, exported: dict[str, Any] | None
 ) -> dict[str, Any]:
     """``best --json``'s object."""
-    from nasmlcn.study import retrained_models, study_info
+    from nasmlcn.study import retrained_models
 
-    loaded, config = found.study, found.config
+    loaded, record = found.study, found.record
     return {
         "study": loaded.study_name,
         "storage": redact_url(found.storage),
         "metric_names": found.names,
         "directions": [d.name.lower() for d in loaded.directions],
         "n_trials": len(loaded.trials),
-        "evaluator": config.get("evaluator"),
-        "accuracy_is_proxy": config.get("evaluator") == "proxy",
+        "evaluator": record.evaluator,
+        "accuracy_is_proxy": record.evaluator == "proxy",
         "best": found.rows,
         "limits": [x.to_dict() for x in found.limits],
         "pick": found.how,
@@ -361,7 +357,7 @@ def _as_json(
         "not_learning": found.idle,
         "exported_arch": str(export_arch) if export_arch else None,
         "exported": exported,
-        "retrained": [m.to_dict() for m in retrained_models(study_info(loaded))],
+        "retrained": [m.to_dict() for m in retrained_models(record)],
         "seeded": found.seeded.to_dict() if found.seeded is not None else None,
         "lean": found.lean.to_dict() if found.lean is not None else None,
     }
@@ -369,12 +365,16 @@ def _as_json(
 
 def _print_found(found: _Found) -> None:
     """The tables, or why there are none, and the retrained trials not listed."""
-    loaded, rows, config, retrained = found.study, found.rows, found.config, found.retrained
+    loaded, rows, record, retrained = found.study, found.rows, found.record, found.retrained
     if rows:  # no empty table before the line that says why
         _print_best(
-            loaded.study_name, found.names, rows, len(loaded.directions) > 1, config.get("devices")
+            loaded.study_name,
+            found.names,
+            rows,
+            len(loaded.directions) > 1,
+            record.config.get("devices"),
         )
-    if config.get("evaluator") == "proxy":
+    if record.evaluator == "proxy":
         out.print(PROXY_NOTE, highlight=False)
     if not rows:
         out.print(_why_no_rows(found), highlight=False, soft_wrap=True)
@@ -444,9 +444,9 @@ def _picked_line(found: _Found) -> str:
 def _print_answer_rule(found: _Found) -> None:
     """Which retraining answers for a trial retrained several times, and how many
     others are stored: a quick check never silently stands in for a full one."""
-    from nasmlcn.study import ANSWER_RULE, retrained_models, study_info
+    from nasmlcn.study import ANSWER_RULE, retrained_models
 
-    every = retrained_models(study_info(found.study))
+    every = retrained_models(found.record)
     # (a row over seeds shows their mean: no one retraining answers for it)
     shown = {r["number"] for r in found.rows if r.get("retrained") and not r.get("seeded")}
     others = [m for m in every if m.number in shown and found.retrained.get(m.number) != m]

@@ -95,11 +95,11 @@ def prepare_studies(storage: BaseStorage, *, refresh: bool = False) -> list[str]
     import optuna
 
     from nasmlcn.dashboard._refresh import GRAPH_ID_PREFIX, PLOT_DATA_PREFIX, refresh_study
-    from nasmlcn.study import frozen_info, frozen_study_id
+    from nasmlcn.study import StudyRecord, frozen_study_id
 
     done = []
     for frozen in storage.get_all_studies():
-        if frozen_info(frozen) is None:
+        if not StudyRecord.read(frozen).made_by_nasmlcn:
             continue
         system = storage.get_study_system_attrs(frozen_study_id(frozen))
         has_figures = any(k.startswith(PLOT_DATA_PREFIX + GRAPH_ID_PREFIX) for k in system)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from optuna.storages import BaseStorage
     from optuna.trial import FrozenTrial
 
-    from nasmlcn.study import TrialRecord
+    from nasmlcn.study import StudyRecord, TrialRecord
 
 NOTE_CHUNK = 2045
 """optuna-dashboard's longest system attribute string (``SYSTEM_ATTR_MAX_LENGTH``)."""
@@ -303,10 +303,10 @@ def _measured_inference(training: Mapping[str, Any]) -> str:
 
 def study_note(study: optuna.Study, figure_titles: Sequence[str]) -> str:
     """The Markdown note of a study written by nasmlcn: what was searched."""
-    from nasmlcn.study import metric_names, study_info
+    from nasmlcn.study import StudyRecord, metric_names
 
-    info = study_info(study)
-    config = info.get("config") or {}
+    record = StudyRecord.read(study)
+    config = record.config
     names = metric_names(study)
     directions = [d.name.lower() for d in study.directions]
     lines = [
@@ -329,9 +329,9 @@ def study_note(study: optuna.Study, figure_titles: Sequence[str]) -> str:
     ):
         if config.get(key) is not None:
             lines.append(f"- {label}: {config[key]}")
-    if info.get("accuracy_is_proxy"):
+    if record.accuracy_is_proxy:
         lines.append("- **accuracy is a proxy** (analytic stand-in, no training)")
-    lines += _retrained_lines(info)
+    lines += _retrained_lines(record)
     lines += [
         "",
         "Every trial's note holds its architecture, placement and per-epoch accuracy.",
@@ -341,11 +341,11 @@ def study_note(study: optuna.Study, figure_titles: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _retrained_lines(info: Mapping[str, Any]) -> list[str]:
+def _retrained_lines(record: StudyRecord) -> list[str]:
     """The models ``nasmlcn retrain`` trained again, as a Markdown table (none: no lines)."""
     from nasmlcn.study import retrained_models
 
-    models = retrained_models(info)
+    models = retrained_models(record)
     if not models:
         return []
     lines = [

@@ -5,8 +5,9 @@ reports read them, and all of them do it through the names here:
 
 - what a trial stores: the ``write_*`` functions and :class:`TrialRecord`, writer
   beside reader (:mod:`nasmlcn.study._trial`);
-- what a study stores: its identity and configuration (:func:`study_info`,
-  :func:`write_study_info`) and the retrained models (:class:`RetrainedModel`);
+- what a study stores: its identity, configuration and data, read as one typed
+  record (:class:`StudyRecord`, beside its writer; :func:`study_info` is the raw
+  attribute), and the retrained models (:class:`RetrainedModel`);
 - the storage: :func:`open_storage` (SQLite or PostgreSQL, batched writes,
   read-only opening), :func:`load_existing_study`, the lock that workers take
   turns with (:func:`hold`), the claim of the next trial (:func:`claim`),
@@ -79,7 +80,6 @@ from nasmlcn.study._retrained import (
     Stored,
     retrained_by_trial,
     retrained_models,
-    search_data,
     store_retrained,
 )
 from nasmlcn.study._storage import (
@@ -91,6 +91,7 @@ from nasmlcn.study._studies import (
     find_study,
     list_studies,
 )
+from nasmlcn.study._study_record import StudyRecord, search_data
 from nasmlcn.study._ties import (
     TIE_MARGIN,
     SeededAnswer,

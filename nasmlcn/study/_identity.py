@@ -13,7 +13,8 @@ The attribute is one dictionary:
   (:mod:`nasmlcn.study._retrained`).
 
 Studies made by other tools have no such attribute: :func:`study_info` reads them as
-empty.
+empty. Outside :mod:`nasmlcn.study` the attribute is read and written as one typed
+record, :class:`~nasmlcn.study.StudyRecord` (:mod:`nasmlcn.study._study_record`).
 """
 
 from __future__ import annotations
@@ -49,8 +50,11 @@ def study_info(study: optuna.Study) -> dict[str, Any]:
     """What nasmlcn stored on the study (empty for foreign studies); the storage URL
     of its config never shows a password."""
     info = stored_info(study.user_attrs)
-    if info is None:
-        return {}
+    return redacted(info) if info is not None else {}
+
+
+def redacted(info: dict[str, Any]) -> dict[str, Any]:
+    """``info`` with the storage URL of its config shown without a password."""
     config = info.get("config")
     if isinstance(config, dict) and isinstance(config.get("storage"), str):
         # studies made before passwords were hidden stored the storage URL whole
@@ -73,9 +77,12 @@ def update_study_info(study: optuna.Study, key: str, value: Any) -> None:
         study.set_user_attr(STUDY_ATTR, info)
 
 
-def redact_stored_url(study: optuna.Study, stored: Mapping[str, Any]) -> None:
+def redact_stored_url(study: optuna.Study, stored: Mapping[str, Any] | None = None) -> None:
     """Hides the password of a storage URL that a study made before nasmlcn hid
-    them kept in its stored config; continuing the study cleans it."""
+    them kept in its stored config (``stored``: its attribute as stored, read from
+    the study when not given); continuing the study cleans it."""
+    if stored is None:
+        stored = stored_info(study.user_attrs) or {}
     config = stored.get("config")
     url = config.get("storage") if isinstance(config, dict) else None
     if isinstance(config, dict) and isinstance(url, str) and redact_url(url) != url:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from nasmlcn._optuna_compat import storage_of, study_id_of
 from nasmlcn.study._identity import stored_info, update_study_info
 from nasmlcn.study._lock import hold
+from nasmlcn.study._study_record import StudyRecord, record_info
 
 if TYPE_CHECKING:
     import optuna
@@ -164,18 +165,18 @@ class Noise:
         return {"sd": self.sd, "pairs": self.pairs, "margin": self.margin}
 
 
-def replicates(info: Mapping[str, Any]) -> list[Replicate]:
-    """The finished replicates stored in a study's ``nasmlcn`` attribute ``info``
-    (:func:`~nasmlcn.study.study_info`), in the order they were stored."""
-    stored = info.get(REPLICATES_KEY)
+def replicates(info: StudyRecord | Mapping[str, Any]) -> list[Replicate]:
+    """The finished replicates stored on a study (its :class:`StudyRecord`, or its
+    ``nasmlcn`` attribute ``info``), in the order they were stored."""
+    stored = record_info(info).get(REPLICATES_KEY)
     entries = stored.get("models") if isinstance(stored, Mapping) else None
     found = (Replicate.from_dict(e) for e in entries or () if isinstance(e, Mapping))
     return [r for r in found if r is not None]
 
 
-def noise_estimate(info: Mapping[str, Any]) -> Noise | None:
-    """The noise of one run, pooled over the replicate pairs stored in a study's
-    ``nasmlcn`` attribute ``info`` (:func:`~nasmlcn.study.study_info`; see
+def noise_estimate(info: StudyRecord | Mapping[str, Any]) -> Noise | None:
+    """The noise of one run, pooled over the replicate pairs stored on a study (its
+    :class:`StudyRecord`, or its ``nasmlcn`` attribute ``info``; see
     :class:`Noise`); None where the study has none (``--replicate-after 0``, the
     proxy evaluator, fewer completed models, or a study made before replicates)."""
     pairs = [r.difference for r in replicates(info)]
@@ -184,9 +185,9 @@ def noise_estimate(info: Mapping[str, Any]) -> Noise | None:
     return Noise(math.sqrt(sum(d * d for d in pairs) / (2 * len(pairs))), len(pairs))
 
 
-def _claim_in(info: Mapping[str, Any]) -> _Claim | None:
-    """The claim stored in a study's ``nasmlcn`` attribute ``info`` (None: none)."""
-    stored = info.get(REPLICATES_KEY)
+def _claim_in(info: StudyRecord | Mapping[str, Any]) -> _Claim | None:
+    """The claim stored on a study (None: none)."""
+    stored = record_info(info).get(REPLICATES_KEY)
     raw = stored.get("claim") if isinstance(stored, Mapping) else None
     return _Claim.from_dict(raw) if isinstance(raw, Mapping) else None
 
@@ -211,7 +212,7 @@ def _write(study: optuna.Study, claim: _Claim | None, models: list[Replicate]) -
     )
 
 
-def replicate_taken(info: Mapping[str, Any], now: float | None = None) -> bool:
+def replicate_taken(info: StudyRecord | Mapping[str, Any], now: float | None = None) -> bool:
     """Whether a study's replicate is made, or claimed by a worker that is not
     stale (``info``: its ``nasmlcn`` attribute; a look without the lock, before
     :func:`claim_replicate` looks again under it)."""

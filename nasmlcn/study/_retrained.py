@@ -28,11 +28,10 @@ from typing import TYPE_CHECKING, Any
 from nasmlcn._optuna_compat import storage_of, study_id_of
 from nasmlcn.study._identity import stored_info, update_study_info
 from nasmlcn.study._lock import hold
+from nasmlcn.study._study_record import StudyRecord, record_info, search_dataset, search_seed
 
 if TYPE_CHECKING:
     import optuna
-
-    from nasmlcn.data import DataIdentity
 
 RETRAINED_KEY = "retrained"
 """The key of the retrained models inside the study's ``nasmlcn`` user attribute."""
@@ -210,10 +209,10 @@ class RetrainedModel:
             return None
 
 
-def retrained_models(info: Mapping[str, Any]) -> list[RetrainedModel]:
-    """Every retrained model stored in a study's ``nasmlcn`` attribute ``info``
-    (:func:`~nasmlcn.study._access.study_info`), by trial number."""
-    stored = info.get(RETRAINED_KEY)
+def retrained_models(info: StudyRecord | Mapping[str, Any]) -> list[RetrainedModel]:
+    """Every retrained model stored on a study (its :class:`StudyRecord`, or its
+    ``nasmlcn`` attribute ``info``), by trial number."""
+    stored = record_info(info).get(RETRAINED_KEY)
     entries = stored.get("models") if isinstance(stored, Mapping) else None
     models = [
         m
@@ -227,36 +226,6 @@ def _seed_order(seed: int | None) -> int:
     return -1 if seed is None else seed
 
 
-def search_dataset(info: Mapping[str, Any]) -> str | None:
-    """The dataset the study's search trained on (None: not recorded)."""
-    config = info.get("config")
-    dataset = config.get("dataset") if isinstance(config, Mapping) else None
-    return str(dataset) if dataset is not None else None
-
-
-def search_data(info: Mapping[str, Any]) -> DataIdentity:
-    """What the study's search trained on: the dataset record it stored (since user
-    datasets), else the registered dataset its configuration names.
-
-    Raises:
-        DatasetError: A damaged record, or an old study's dataset that this
-            nasmlcn does not know.
-    """
-    from nasmlcn.data import DataIdentity, open_dataset
-
-    record = info.get("dataset")
-    if isinstance(record, Mapping):
-        return DataIdentity.from_dict(record)
-    return open_dataset(search_dataset(info) or "fashion-mnist").identity
-
-
-def search_seed(info: Mapping[str, Any]) -> int:
-    """The seed the study's search ran with (0: not recorded)."""
-    config = info.get("config")
-    seed = config.get("seed") if isinstance(config, Mapping) else None
-    return int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else 0
-
-
 ANSWER_RULE = (
     "of each trial's retrainings on the search's data, the one that trained most "
     "(epochs x training images), then on the most test images, then with the search's "
@@ -266,7 +235,7 @@ ANSWER_RULE = (
 a quick check (one epoch, 100 images) never stands in for a full retraining."""
 
 
-def retrained_by_trial(info: Mapping[str, Any]) -> dict[int, RetrainedModel]:
+def retrained_by_trial(info: StudyRecord | Mapping[str, Any]) -> dict[int, RetrainedModel]:
     """The models retrained on the search's own dataset, by trial number (what
     ``nasmlcn best`` and the correlation compare with the search's accuracy): of a
     trial retrained several times, the one :data:`ANSWER_RULE` names."""

@@ -207,7 +207,8 @@ def seeded_answer(info: Any, margin: float = TIE_MARGIN) -> SeededAnswer | None:
     against the best, under the protocol on the search's data that has the most
     models retrained with two seeds or more (then the one that trained most); None
     where no model has two seeds."""
-    from nasmlcn.study._retrained import retrained_models, search_dataset
+    from nasmlcn.study._retrained import retrained_models
+    from nasmlcn.study._study_record import search_dataset
 
     dataset = search_dataset(info)
     models = [m for m in retrained_models(info) if m.dataset == dataset]

@@ -211,11 +211,11 @@ class MlflowObserver(SearchObserver):
         return str(found.experiment_id)
 
     def on_study(self, study: optuna.Study) -> None:
-        from nasmlcn.study import hold, storage_of, study_info
+        from nasmlcn.study import StudyRecord, hold, storage_of
 
         self.study = study
-        info = study_info(study)
-        created = info.get("created", "") if isinstance(info, dict) else ""
+        record = StudyRecord.read(study)
+        created = record.created or ""
         self.study_key = hashlib.sha256(f"{study.study_name}\0{created}".encode()).hexdigest()[:16]
         with hold(storage_of(study)):  # workers started together make one parent run
             found = self._find({KIND_TAG: "study"})
@@ -233,20 +233,19 @@ class MlflowObserver(SearchObserver):
                 },
             )
         self.parent_id = run.info.run_id
-        config = info.get("config", {}) if isinstance(info, dict) else {}
+        config = record.config
         params = {k: _text(config[k]) for k in _STUDY_PARAMS if config.get(k) is not None}
-        devices = info.get("devices", []) if isinstance(info, dict) else []
         params["device_pool"] = _pool(
-            (d.get("kind", "?"), d.get("memory_bytes", 0)) for d in devices if isinstance(d, dict)
+            (d.get("kind", "?"), d.get("memory_bytes", 0)) for d in record.devices or ()
         )
         self._log(self.parent_id, params=params)
 
     def on_start(self, start: SearchStart) -> None:
         if self.parent_id is None or self.study is None:
             return
-        from nasmlcn.study import study_info
+        from nasmlcn.study import StudyRecord
 
-        config = study_info(self.study).get("config", {})
+        config = StudyRecord.read(self.study).config
         tags = {k: _text(config.get(k)) for k in _STUDY_TAGS if k in config}
         tags |= {"target_trials": str(start.target), "sampler": start.sampler}
         self.client.set_tag(self.parent_id, "directions", ",".join(start.directions))

@@ -91,6 +91,16 @@ def test_a_buffered_constraint_is_seen_before_it_is_written(tmp_path: Path) -> N
     assert study.trials[0].system_attrs["constraints:memory"] == -1.0
 
 
+RAW_STUDY_READERS = {
+    "study_info": "the raw attribute; nasmlcn reads a study through StudyRecord",
+    "frozen_info": "the raw attribute of a listed study; nasmlcn reads StudyRecord",
+    "write_study_info": "the raw writer; nasmlcn writes through StudyRecord.write",
+    "search_data": "StudyRecord.data under its earlier name",
+}
+"""Exported names nasmlcn itself no longer uses, kept (``tests/surface.json``) for the
+scripts and tests that read a study's raw attribute."""
+
+
 def test_every_name_nasmlcn_study_exports_is_used_outside_it() -> None:
     # the package face exported names nothing used (PICKS, DeletedStudy, StudyListing,
     # count_by_attr): a second way in, for a reader to follow and a layout to keep
@@ -105,4 +115,4 @@ def test_every_name_nasmlcn_study_exports_is_used_outside_it() -> None:
         if p.parent.name != "study" or p.parents[1] != root
     )
     unused = [n for n in nasmlcn.study.__all__ if not re.search(rf"\b{n}\b", outside)]
-    assert unused == []
+    assert sorted(unused) == sorted(RAW_STUDY_READERS)  # a reader used again: drop it

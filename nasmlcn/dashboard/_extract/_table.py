@@ -82,8 +82,7 @@ def trial_table(data: StudyData) -> tuple[list[str], list[dict[str, Any]]]:
 
 def _evaluator(data: StudyData, training: dict[str, Any]) -> str | None:
     """What produced a trial's accuracy: its own record, else the study's."""
-    config = data.info.get("config") or {}
-    return training.get("evaluator") or config.get("evaluator")
+    return training.get("evaluator") or data.record.evaluator
 
 
 def trial_records(data: StudyData) -> dict[str, Any]:

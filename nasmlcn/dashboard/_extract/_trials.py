@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
 
+    from nasmlcn.study import StudyRecord
+
 MIB = 1024**2
 
 
@@ -101,14 +103,21 @@ class StudyData(NamedTuple):
         return dict(Counter(r.state for r in self.rows))
 
     @property
+    def record(self) -> StudyRecord:
+        """:attr:`info` read as the study's typed record."""
+        from nasmlcn.study import StudyRecord
+
+        return StudyRecord.read(self.info)
+
+    @property
     def accuracy_is_proxy(self) -> bool:
-        return bool(self.info.get("accuracy_is_proxy"))
+        return self.record.accuracy_is_proxy
 
     @property
     def target_devices(self) -> str | None:
         """The target devices the predictions are for (``8xK80``); None for
         foreign studies."""
-        devices = (self.info.get("config") or {}).get("devices")
+        devices = self.record.config.get("devices")
         return str(devices) if devices else None
 
     @property
@@ -128,7 +137,7 @@ class StudyData(NamedTuple):
 
 def extract_study(study: optuna.Study) -> StudyData:
     """Reads every trial of ``study`` once into :class:`TrialRow` s."""
-    from nasmlcn.study import metric_names, study_info
+    from nasmlcn.study import StudyRecord, metric_names
 
     names = tuple(metric_names(study))
     directions = tuple(d.name.lower() for d in study.directions)
@@ -137,7 +146,7 @@ def extract_study(study: optuna.Study) -> StudyData:
     proposed = Counter(r.repeat_of for r in rows if r.repeat_of is not None)
     front = _front_numbers(rows, directions)
     rows = [r._replace(pareto=r.number in front, proposed=1 + proposed[r.number]) for r in rows]
-    return StudyData(study.study_name, names, directions, study_info(study), tuple(rows))
+    return StudyData(study.study_name, names, directions, StudyRecord.read(study).info, tuple(rows))
 
 
 def _row(trial: FrozenTrial) -> TrialRow:

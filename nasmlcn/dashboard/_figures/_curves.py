@@ -266,7 +266,7 @@ def plot_epoch_correlation(data: ReportData, compact: bool = False) -> go.Figure
             )
         )
     reference = {e: v for e, v in NASCAPS_FMNIST_PEARSON.items() if e <= max(epochs)}
-    if reference and data.study.info.get("identity", {}).get("dataset") == "fashion-mnist":
+    if reference and data.study.record.dataset == "fashion-mnist":
         fig.add_trace(
             go.Scatter(
                 x=list(reference),

@@ -68,6 +68,7 @@ from nasmlcn.search._types.pruner import EpochPruner
 from nasmlcn.search._types.setup import SearchSetup
 from nasmlcn.study import (
     BufferedStorage,
+    StudyRecord,
     TrialFiles,
     TrialRecord,
     artifacts_dir,
@@ -80,7 +81,6 @@ from nasmlcn.study import (
     parse_keep,
     retry,
     storage_of,
-    study_info,
     trial_id_of,
     write_failed,
     write_proposed_by,
@@ -433,7 +433,7 @@ def summarize_study(
         summarize(t, setup.metric_names, proposed=proposed.get(t.number, 1)).to_dict()
         for t in best_trials(study)
     ]
-    result.noise = noise_summary(study_info(study), result.best, setup.metric_names)
+    result.noise = noise_summary(StudyRecord.read(study), result.best, setup.metric_names)
     if pruner is None:
         pruner = make_pruner(config)
     correlations = correlation_report(study).correlations

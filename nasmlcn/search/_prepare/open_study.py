@@ -19,7 +19,7 @@ from nasmlcn.search._registries.samplers import SAMPLERS
 from nasmlcn.search._types.observer import SearchObserver
 from nasmlcn.search._types.setup import SearchSetup
 from nasmlcn.search.spaces import space_changes
-from nasmlcn.study import frozen_info, hold, open_storage, redact_stored_url, write_study_info
+from nasmlcn.study import StudyRecord, hold, open_storage, redact_stored_url
 
 if TYPE_CHECKING:
     import optuna
@@ -43,8 +43,8 @@ def open_study(
     if name not in existing and config.study is None:
         name = _spelled_otherwise(setup, existing) or name
     if name in existing:
-        stored = frozen_info(existing[name])
-        if stored is None or "identity" not in stored:
+        stored = StudyRecord.read(existing[name])
+        if stored.identity is None:
             raise SearchError(
                 f"study {name!r} exists but was not made by nasmlcn search; choose another ‹study›"
             )
@@ -60,7 +60,7 @@ def open_study(
         _check_same_devices_and_seed(name, stored, setup)
         # The space file's content is part of the identity: an edited range would
         # mix two spaces in one study (or break the sampler on a changed choice).
-        changed = space_changes(stored.get("space"), setup.space.describe())
+        changed = space_changes(stored.space, setup.space.describe())
         if changed:
             raise SearchError(
                 f"study {name!r} was made with another search space: "
@@ -68,7 +68,7 @@ def open_study(
                 + f". Restore {setup.space.source!r} to continue it, or use another ‹study›"
             )
         study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
-        redact_stored_url(study, stored)
+        redact_stored_url(study)
         return study, True
     study = optuna.create_study(
         study_name=name,
@@ -80,34 +80,37 @@ def open_study(
         ],
     )
     study.set_metric_names(setup.metric_names)
-    write_study_info(
-        study,
-        {
-            "identity": config.identity(),
-            "config": config.to_dict(),
-            "dataset": setup.dataset.identity.to_dict(),
-            "objectives": list(config.objectives),
-            "metric_names": setup.metric_names,
-            "evaluator": config.evaluator,
-            "accuracy_is_proxy": not EVALUATORS.get(config.evaluator).measured,
-            "space": setup.space.describe(),
-            "devices": [d.to_dict() for d in setup.devices],
-            "cost_model": setup.cost_model.name,
-            "time_unit": setup.cost_model.time_unit,
-            "versions": versions(),
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        },
-    )
+    _record(setup).write(study)
     return study, False
 
 
-def _differences(stored: dict[str, Any], setup: SearchSetup) -> list[str]:
+def _record(setup: SearchSetup) -> StudyRecord:
+    """What a new study of ``setup`` stores (:class:`StudyRecord`)."""
+    config = setup.config
+    return StudyRecord(
+        made_by_nasmlcn=True,
+        identity=config.identity(),
+        config=config.to_dict(),
+        data_record=setup.dataset.identity.to_dict(),
+        objectives=tuple(config.objectives),
+        metric_names=tuple(setup.metric_names),
+        accuracy_is_proxy=not EVALUATORS.get(config.evaluator).measured,
+        space=setup.space.describe(),
+        devices=tuple(d.to_dict() for d in setup.devices),
+        cost_model=setup.cost_model.name,
+        time_unit=setup.cost_model.time_unit,
+        versions=versions(),
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    )
+
+
+def _differences(stored: StudyRecord, setup: SearchSetup) -> list[str]:
     """The identity fields a stored study was made with otherwise, as ``key 'then'
     (now 'now')``. The fields several texts spell alike are compared by what they
     mean: ``8xk80`` is ``8xK80``, ``2xK80`` is ``1xK80,1xK80`` and ``12GB`` is
     ``12000MB`` (the same devices, one by one), ``1.0x`` is ``1x``, ``./my.toml`` is
     ``my.toml`` (the same file name and content)."""
-    then = stored["identity"]
+    then = stored.identity or {}
     now = json.loads(json.dumps(setup.config.identity()))
     alike = _alike(stored, setup)
     return [
@@ -117,25 +120,31 @@ def _differences(stored: dict[str, Any], setup: SearchSetup) -> list[str]:
     ]
 
 
-def _alike(stored: dict[str, Any], setup: SearchSetup) -> set[str]:
+def _alike(stored: StudyRecord, setup: SearchSetup) -> set[str]:
     """Which of the spelled fields (devices, mem, flops, space) mean for ``stored``
     what they mean now."""
     from nasmlcn.planning import parse_flops
 
-    then = stored["identity"]
+    then = stored.identity or {}
     alike = set()
-    if stored.get("devices") == [d.to_dict() for d in setup.devices]:
+    if stored.devices == tuple(d.to_dict() for d in setup.devices):
         alike |= {"devices", "mem"}
+    flops = then.get("flops")
     try:
-        if replace(parse_flops(then.get("flops")), text="") == replace(setup.flops, text=""):
+        if flops is not None and replace(parse_flops(flops), text="") == replace(
+            setup.flops, text=""
+        ):
             alike.add("flops")
     except NasmlcnError:
         pass
-    if _same_data(stored, setup) and then.get("image_size") == setup.config.image_size:
+    if (
+        stored.same_data(setup.dataset.identity)
+        and then.get("image_size") == setup.config.image_size
+    ):
         alike.add("dataset")  # a user's data found at another path (another machine)
     space = str(then.get("space"))
     if Path(space).name == Path(setup.config.space).name and not space_changes(
-        stored.get("space"), setup.space.describe()
+        stored.space, setup.space.describe()
     ):
         alike.add("space")
     return alike
@@ -151,8 +160,8 @@ def _spelled_otherwise(setup: SearchSetup, existing: dict[str, Any]) -> str | No
     """
     found = []
     for name, frozen in existing.items():
-        stored = frozen_info(frozen) or {}
-        if isinstance(stored.get("identity"), dict) and not _differences(stored, setup):
+        stored = StudyRecord.read(frozen)
+        if stored.identity is not None and not _differences(stored, setup):
             found.append(name)
     if len(found) > 1:
         raise SearchError(
@@ -162,7 +171,7 @@ def _spelled_otherwise(setup: SearchSetup, existing: dict[str, Any]) -> str | No
     return found[0] if found else None
 
 
-def _check_same_devices_and_seed(name: str, stored: dict[str, Any], setup: SearchSetup) -> None:
+def _check_same_devices_and_seed(name: str, stored: StudyRecord, setup: SearchSetup) -> None:
     """A study goes on with the devices it was made for (a device file edited since
     would change every prediction, and the space's choices) and with its seed (it
     draws the train/validation split and each model's training seed).
@@ -170,9 +179,9 @@ def _check_same_devices_and_seed(name: str, stored: dict[str, Any], setup: Searc
     Raises:
         SearchError: A device's figures or the seed differ, naming them.
     """
-    then = stored.get("devices")
+    then = stored.devices
     now = [d.to_dict() for d in setup.devices]
-    if isinstance(then, list) and len(then) == len(now):
+    if then is not None and len(then) == len(now):
         differing = [
             f"{b['name']} {key} {a[key]!r} (now {b[key]!r})"
             for a, b in zip(then, now, strict=True)
@@ -186,7 +195,7 @@ def _check_same_devices_and_seed(name: str, stored: dict[str, Any], setup: Searc
                 f"Restore {source if setup.config.device_file else 'the catalog'} to "
                 "continue it, or use another ‹study›"
             )
-    seed = stored.get("config", {}).get("seed")
+    seed = stored.seed
     if seed is not None and seed != setup.config.seed:
         raise SearchError(
             f"study {name!r} was made with ‹seed› {seed} (now {setup.config.seed}): the seed "
@@ -195,38 +204,20 @@ def _check_same_devices_and_seed(name: str, stored: dict[str, Any], setup: Searc
         )
 
 
-def _same_data(stored: dict[str, Any], setup: SearchSetup) -> bool:
-    """Whether the study's stored dataset record is this search's data (the same
-    content, for a user's own data; studies older than the records: never)."""
-    from nasmlcn.data import DataIdentity
-
-    record = stored.get("dataset")
-    if not isinstance(record, dict):
-        return False
-    try:
-        return DataIdentity.from_dict(record).same_data(setup.dataset.identity)
-    except NasmlcnError:
-        return False
-
-
-def _check_same_data(name: str, stored: dict[str, Any], setup: SearchSetup) -> None:
+def _check_same_data(name: str, stored: StudyRecord, setup: SearchSetup) -> None:
     """A study goes on with the data it was made on: a user's folder or ``.npz``
     changed since (images added, relabelled, resized) would mix two datasets' results.
 
     Raises:
         SearchError: The stored record's content hash differs from this data's.
     """
-    from nasmlcn.data import DataIdentity
-
-    record = stored.get("dataset")
     now = setup.dataset.identity
-    if not isinstance(record, dict) or _same_data(stored, setup):
+    if stored.data_record is None or stored.same_data(now):
         return
-    then = DataIdentity.from_dict(record)
     raise SearchError(
-        f"study {name!r} was made on other data: {then.describe()} (now {now.describe()}); "
-        f"continue it on that data (a worker may give its path with {option('dataset')}), or "
-        f"use another {option('study')}"
+        f"study {name!r} was made on other data: {stored.data.describe()} (now "
+        f"{now.describe()}); continue it on that data (a worker may give its path with "
+        f"{option('dataset')}), or use another {option('study')}"
     )
 
 

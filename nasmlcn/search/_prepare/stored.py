@@ -28,16 +28,17 @@ def stored_config(study: str, storage: str) -> SearchConfig | None:
     """
     import optuna
 
-    from nasmlcn.study import open_storage, study_info
+    from nasmlcn.study import StudyRecord, open_storage
 
     try:
         opened = open_storage(storage, create=False, heartbeat=False, read_only=True)
         if study not in {s.study_name for s in opened.get_all_studies()}:
             return None
-        config = study_info(optuna.load_study(study_name=study, storage=opened)).get("config")
+        record = StudyRecord.read(optuna.load_study(study_name=study, storage=opened))
     except NasmlcnError:  # no storage yet, or one the run itself will name the trouble of
         return None
-    if not isinstance(config, dict):
+    config = record.config
+    if not config:
         return None
     # a key an older nasmlcn stored and this one no longer has is left out: the
     # study's identity check compares what matters

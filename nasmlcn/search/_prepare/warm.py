@@ -47,10 +47,9 @@ from nasmlcn.search._results.summary import best_trials
 from nasmlcn.search._trial.run import build_and_place, write_candidate
 from nasmlcn.search._types.objective import learning_constraint
 from nasmlcn.study import (
+    StudyRecord,
     TrialRecord,
     load_existing_study,
-    search_data,
-    study_info,
     update_study_info,
     write_training,
     write_transferred,
@@ -63,7 +62,7 @@ if TYPE_CHECKING:
 
     from nasmlcn.search._types.setup import SearchSetup
 
-WARM_START_ATTR = "warm_start"
+WARM_START_ATTR = StudyRecord.WARM_START
 """The study's ``nasmlcn`` info key, and the seed trials' user attribute."""
 TRAINING_FIELDS = ("evaluator", "dataset", "epochs", "train_limit", "val_limit", "batch_size")
 """The configuration that decides a trained result besides the model (the dataset
@@ -108,8 +107,8 @@ class WarmStart:
 def transferred_count(study: optuna.Study) -> int:
     """Trials a warm start added to ``study`` as data (they do not count toward
     ``--trials``)."""
-    info = study_info(study).get(WARM_START_ATTR)
-    return int(info.get("transferred", 0)) if isinstance(info, Mapping) else 0
+    summary = StudyRecord.read(study).warm_start  # WarmStart.to_dict's
+    return int(summary.get("transferred", 0)) if summary is not None else 0
 
 
 def load_source(setup: SearchSetup, name: str, url: str | None) -> optuna.Study:
@@ -132,9 +131,8 @@ def load_source(setup: SearchSetup, name: str, url: str | None) -> optuna.Study:
         source = load_existing_study(name, url)
     except NasmlcnError as err:
         raise SearchError(f"{WS} {name!r}: {nested(err)} ({where})") from None
-    info = study_info(source)
-    space = info.get("space")
-    if not isinstance(space, Mapping):
+    space = StudyRecord.read(source).space
+    if space is None:
         raise SearchError(f"{WS} {name!r} was not made by nasmlcn search; name a study it made")
     if space.get("kind") != setup.space.kind:
         raise SearchError(
@@ -332,20 +330,20 @@ def _transferable(
     can be (None if some can), and how many were rebuilt differently."""
     from optuna.trial import TrialState
 
-    info = study_info(source)
-    theirs = info.get("config") or {}
+    source_record = StudyRecord.read(source)
+    theirs = source_record.config
     ours = setup.config.to_dict()
     differing = [
         f"{f} {theirs.get(f)!r} (now {ours.get(f)!r})"
         for f in TRAINING_FIELDS
         if f != "dataset" and theirs.get(f) != ours.get(f)
     ]
-    then, now = search_data(info), setup.dataset.identity
+    then, now = source_record.data, setup.dataset.identity
     if not then.same_data(now):  # by content: the same data at another path is the same
         differing.insert(0, f"data {then.describe()} (now {now.describe()})")
     if differing:
         return [], "trained differently: " + ", ".join(differing), 0
-    their_objectives = list(info.get("objectives") or ())
+    their_objectives = list(source_record.objectives)
     out = []
     differently = 0
     for trial in source.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):

@@ -15,7 +15,7 @@ import optuna
 
 from nasmlcn.errors import SearchError
 from nasmlcn.search._results.summary import best_trials
-from nasmlcn.study import artifacts_dir, export_trial, open_store, search_data, study_info
+from nasmlcn.study import StudyRecord, artifacts_dir, export_trial, open_store
 
 
 @dataclass(frozen=True)
@@ -62,9 +62,7 @@ def export_best(
     folder = artifacts_dir(storage, artifacts)
     if not folder.is_dir():
         raise SearchError(f"no artifact folder {str(folder)!r}; give the search's with ‹artifacts›")
-    paths = export_trial(
-        chosen, open_store(folder), out_dir, dataset=search_data(study_info(study))
-    )
+    paths = export_trial(chosen, open_store(folder), out_dir, dataset=StudyRecord.read(study).data)
     command, does = _train_command(study, chosen, paths["arch"], out_dir)
     return ExportedTrial(
         trial=chosen.number,
@@ -96,7 +94,7 @@ def _train_command(
     it does (``resume`` or ``longer``: see the module's docstring)."""
     from nasmlcn.study import TrialRecord
 
-    config = study_info(study).get("config", {})
+    config = StudyRecord.read(study).config
     epochs = int(config.get("epochs", 10))
     trained = len(TrialRecord.of(trial).accuracy_per_epoch)
     if 0 < trained < epochs:  # the schedule the trial was laid out for, to its end

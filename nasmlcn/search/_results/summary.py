@@ -8,7 +8,7 @@ configuration.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import optuna
     from optuna.trial import FrozenTrial
 
-    from nasmlcn.study import RetrainedModel
+    from nasmlcn.study import RetrainedModel, StudyRecord
 
 MEASURED_KEYS = (
     "measured_inference_latency_s",
@@ -160,10 +160,13 @@ def best_trials(study: optuna.Study, top: int = 5) -> list[FrozenTrial]:
 
 
 def noise_summary(
-    info: dict[str, Any], best: Sequence[dict[str, Any]], metric_names: Sequence[str]
+    info: StudyRecord | Mapping[str, Any],
+    best: Sequence[dict[str, Any]],
+    metric_names: Sequence[str],
 ) -> dict[str, Any] | None:
     """The noise of one training run (:func:`nasmlcn.study.noise_estimate` of a
-    study's ``nasmlcn`` attribute ``info``) and how the listed ``best`` models
+    study's :class:`~nasmlcn.study.StudyRecord`, or its ``nasmlcn`` attribute
+    ``info``) and how the listed ``best`` models
     (:meth:`TrialSummary.to_dict`) stand in it; None where the study has no replicate.
 
     Besides ``sd``, ``pairs``, ``margin`` and the ``replicates``: ``best`` (the most
@@ -452,9 +455,9 @@ def _retrained_correlations(study: optuna.Study) -> list[EpochCorrelation]:
     from optuna.trial import TrialState
 
     from nasmlcn.search._pruners.correlation import retrained_correlations
-    from nasmlcn.study import retrained_by_trial, study_info
+    from nasmlcn.study import StudyRecord, retrained_by_trial
 
-    models = retrained_by_trial(study_info(study))
+    models = retrained_by_trial(StudyRecord.read(study))
     if not models:
         return []
     curves = {

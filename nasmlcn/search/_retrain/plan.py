@@ -241,11 +241,11 @@ def selection_notes(study: optuna.Study, options: RetrainOptions) -> list[str]:
     ]
     data, other = retrain_data(study, options)
     if other:
-        from nasmlcn.study import search_data, study_info
+        from nasmlcn.study import StudyRecord
 
         notes.append(
             f"trained and tested on {data.identity.describe()}, not the search's "
-            f"{search_data(study_info(study)).describe()}: the search's accuracies do not compare"
+            f"{StudyRecord.read(study).data.describe()}: the search's accuracies do not compare"
         )
     if options.top is not None and len(chosen) < options.top:
         notes.append(
@@ -322,12 +322,12 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
             ``resume``), or cannot be made.
     """
     from nasmlcn.specs import arch_from_dict
-    from nasmlcn.study import TrialRecord, study_info
+    from nasmlcn.study import StudyRecord, TrialRecord
     from nasmlcn.training import TrainConfig, arch_for_dataset, job_outputs
 
-    info = study_info(study)
-    config = info.get("config") or {}
-    if config.get("evaluator") == "proxy" and not options.allow_proxy:
+    searched = StudyRecord.read(study)
+    config = searched.config
+    if searched.evaluator == "proxy" and not options.allow_proxy:
         raise SearchError(
             f"study {study.study_name!r} was searched with the proxy evaluator: its "
             "accuracies are an analytic stand-in, nothing was trained, so its best models "
@@ -369,7 +369,7 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
             run_dir=Path(options.out_dir) / run_folder(trial.number, options.seed),
             search_accuracy=None if other or not curve else curve[-1],
             search_epochs=len(curve) or None,
-            split_seed=int(config.get("seed") or 0) if options.seed is None else None,
+            split_seed=searched.search_seed if options.seed is None else None,
         )
         job_outputs(target_job(target, options))  # an occupied --out fails now
         if options.refit and not options.resume:
@@ -389,11 +389,11 @@ def retrain_data(study: optuna.Study, options: RetrainOptions) -> tuple[DatasetI
         DatasetError: The search's data is gone or changed; other data unreadable.
     """
     from nasmlcn.data import is_dataset_path, open_dataset, open_recorded
-    from nasmlcn.study import search_data, study_info
+    from nasmlcn.study import StudyRecord
 
-    info = study_info(study)
-    searched = search_data(info)
-    data_dir = options.data_dir or (info.get("config") or {}).get("data_dir")
+    record = StudyRecord.read(study)
+    searched = record.data
+    data_dir = options.data_dir or record.config.get("data_dir")
     if options.dataset is None:
         what = f"study {study.study_name!r} searched on it"
         return open_recorded(searched, data_dir=data_dir, what=what), False

@@ -217,11 +217,11 @@ def _standings(
 ) -> tuple[Standing, ...]:
     """The retrained models against the best, over every seed stored for them under
     this run's protocol (earlier runs' seeds too), paired by seed."""
-    from nasmlcn.study import retrained_models, seed_figures, standings, study_info
+    from nasmlcn.study import StudyRecord, retrained_models, seed_figures, standings
 
     protocol = done[0].protocol_key
     numbers = {m.number for m in done}
-    stored = [m for m in retrained_models(study_info(study)) if m.number in numbers]
+    stored = [m for m in retrained_models(StudyRecord.read(study)) if m.number in numbers]
     figures = seed_figures(stored).get(protocol, [])
     return tuple(standings(figures, options.tie_margin)) if figures else ()
 

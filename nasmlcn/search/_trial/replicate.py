@@ -44,6 +44,7 @@ from nasmlcn.search._types.evaluation import (
 from nasmlcn.search._types.outcome import failure_reason
 from nasmlcn.study import (
     Replicate,
+    StudyRecord,
     TrialRecord,
     claim_replicate,
     hold,
@@ -53,7 +54,6 @@ from nasmlcn.study import (
     replicates,
     storage_of,
     store_replicate,
-    study_info,
     worker_name,
 )
 from nasmlcn.training import TrainingStopped
@@ -105,7 +105,7 @@ class Replicator:
         if self.done or trials <= self.looked_at:
             return False
         self.looked_at = trials
-        info = study_info(self.run.study)
+        info = StudyRecord.read(self.run.study)
         if replicate_taken(info):
             self.done = bool(replicates(info))  # another worker's live claim may die
             return False
@@ -165,7 +165,7 @@ class Replicator:
         )
         with stops_held():
             store_replicate(run.study, replicate)
-        noise = noise_estimate(study_info(run.study))
+        noise = noise_estimate(StudyRecord.read(run.study))
         assert noise is not None  # the replicate is stored
         run.observer.on_replicate_end(replicate, noise)
 
