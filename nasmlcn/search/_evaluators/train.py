@@ -115,6 +115,7 @@ class TrainEvaluator:
             c = self.config
             self._splits = load_splits(  # from the data directory it was opened against
                 self.dataset,
+                c.data_dir,  # where a dataset not opened (a registry entry) is
                 download=True,
                 seed=c.seed,
                 train_limit=c.train_limit,
