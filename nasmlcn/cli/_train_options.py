@@ -232,7 +232,7 @@ class TrainOptions:
             test_limit=self.test_limit,
             out_dir=str(out_dir),
             resume=self.resume,
-            image_size=self.image_size,
+            data=self.data,  # opened once: the job asks nothing of --dataset again
         )
 
     def _check_something_to_resume(self) -> None:

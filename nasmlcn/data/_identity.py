@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from nasmlcn.errors import DatasetError, option
 
@@ -65,8 +66,73 @@ def parse_image_size(value: str | int | None) -> tuple[int, int] | None:
 
 def format_image_size(value: str | int | None) -> str | None:
     """The canonical spelling ``HxW`` of an image size (None stays None)."""
-    size = parse_image_size(value)
+    return spell_image_size(_size(value))
+
+
+def spell_image_size(size: tuple[int, int] | None) -> str | None:
+    """``(H, W)`` parsed already, spelled ``HxW`` (None stays None)."""
     return None if size is None else f"{size[0]}x{size[1]}"
+
+
+class Spelling(NamedTuple):
+    """A ``--dataset`` value and its ``--image-size``, worked out (:func:`spell`).
+
+    Attributes:
+        dataset: A built-in's name as given, or the path made absolute (a study
+            records where its data was read; a relative path would mean another
+            folder from another one).
+        image_size: ``HxW`` (None: none given).
+        size: ``(H, W)`` (None: none given).
+        path: Whether ``dataset`` is a path (:func:`is_dataset_path`).
+    """
+
+    dataset: str
+    image_size: str | None
+    size: tuple[int, int] | None
+    path: bool
+
+
+_DATASETS: dict[str, tuple[str, bool]] = {}
+"""The datasets :func:`spell` worked out in this process, by its answer (an absolute
+path and a name each spell themselves; a relative path is not kept: it means
+another folder from another working folder)."""
+
+_SIZES: dict[str | int, tuple[int, int]] = {}
+"""The image sizes worked out in this process, by the value given and by ``HxW``."""
+
+
+def spell(dataset: str, image_size: str | int | None = None) -> Spelling:
+    """The one place a ``--dataset`` value and its ``--image-size`` are read: the
+    size parsed, whether the value is a path, the path made absolute. Once per value
+    a process: the search's config is copied many times, and each copy, like
+    :func:`~nasmlcn.data.open_dataset` after it, is handed the answer
+    (:data:`_DATASETS`, :data:`_SIZES`).
+
+    Raises:
+        DatasetError: ``image_size`` is no size (see :func:`parse_image_size`).
+    """
+    size = _size(image_size)
+    known = _DATASETS.get(dataset)
+    if known is None:
+        path = is_dataset_path(dataset)
+        name = str(Path(dataset).expanduser().resolve()) if path else dataset
+        known = _DATASETS[name] = (name, path)
+    return Spelling(known[0], spell_image_size(size), size, known[1])
+
+
+def _size(value: str | int | None) -> tuple[int, int] | None:
+    """:func:`parse_image_size`, once per value a process (see :data:`_SIZES`)."""
+    if value is None:
+        return None
+    kept = type(value) in (str, int)  # not 24.0, which is no size, nor a list
+    known = _SIZES.get(value) if kept else None
+    if known is None:
+        known = parse_image_size(value)
+        assert known is not None
+        _SIZES[f"{known[0]}x{known[1]}"] = known
+        if kept:
+            _SIZES[value] = known
+    return known
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nasmlcn.data._identity import parse_image_size
+from nasmlcn.data._identity import _size
 from nasmlcn.errors import DatasetError, field_text, nested, option
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def inspect_dataset(
     Raises:
         DatasetError: ``path`` does not exist, or ``image_size`` is no size.
     """
-    size = parse_image_size(image_size)
+    size = _size(image_size)
     source = Path(path).expanduser().resolve()
     if not source.exists():
         raise DatasetError(f"dataset {str(source)!r} does not exist")

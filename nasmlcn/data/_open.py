@@ -7,6 +7,14 @@ file, read once into the cache (:mod:`nasmlcn.data._cache`) under the data
 directory (``--data-dir``, else ``$NASMLCN_DATA_DIR``), never into the user's
 folder. Anything else is a registered name. Opening an unchanged path again in one
 process reads nothing but its files' sizes and times.
+
+:func:`open_dataset` is where a ``--dataset`` value is resolved, once per command:
+whether it is a path and its ``--image-size`` (:func:`~nasmlcn.data._identity.spell`,
+which a search's config shares, so that its copies ask nothing again) and the data
+directory are worked out there and nowhere after; the
+:class:`~nasmlcn.data.DatasetInfo` it returns carries them (``data_dir``,
+``image_size``, ``source``), so that loading and preparing it, and every later
+layer, ask nothing again.
 """
 
 from __future__ import annotations
@@ -16,18 +24,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nasmlcn.data._data_dir import resolve_data_dir
-from nasmlcn.data._identity import (
-    RESIZE_METHOD,
-    DataIdentity,
-    format_image_size,
-    is_dataset_path,
-)
+from nasmlcn.data._data_dir import default_data_dir, resolve_data_dir
+from nasmlcn.data._identity import RESIZE_METHOD, DataIdentity, spell
 from nasmlcn.data._registry import DATASETS, DatasetInfo
 from nasmlcn.errors import DatasetError, UnknownNameError, nested, option
 
 if TYPE_CHECKING:
     from nasmlcn.data._cache import CacheEntry
+    from nasmlcn.data._identity import Spelling
     from nasmlcn.data._splits import RawData
 
 logger = logging.getLogger(__name__)
@@ -70,23 +74,25 @@ def open_dataset(
             (the first problem, in one line) or that is gone with no cached copy,
             or a ``data_dir`` holding files nasmlcn does not know.
     """
-    size = format_image_size(image_size)
-    if not is_dataset_path(dataset):
+    spelled = spell(dataset, image_size)
+    if not spelled.path:
         info = _builtin(dataset)
-        if size is not None:
+        if spelled.size is not None:
             raise DatasetError(
                 f"{option('image_size')} resizes your own images (a folder or .npz); "
                 f"{dataset}'s are {'x'.join(map(str, info.input_shape[1:]))}"
             )
-        if data_dir is not None:
-            check_data_dir(resolve_data_dir(data_dir), info)
-        return info
-    path = Path(dataset).expanduser().resolve()
+        if data_dir is None:  # the default is made when the files are (see load_splits)
+            return replace(info, data_dir=default_data_dir())
+        root = resolve_data_dir(data_dir)
+        check_data_dir(root, info)
+        return replace(info, data_dir=root)
+    path = Path(spelled.dataset)
     root = resolve_data_dir(data_dir)
     if path.exists():
-        return _open_path(path, size, root)
-    entry = _cached_copy(path, size, root, expect)
-    return _info(entry, str(path))
+        return _open_path(path, spelled, root)
+    entry = _cached_copy(path, spelled.image_size, root, expect)
+    return _info(entry, spelled.dataset, root)
 
 
 def known_identity(dataset: str, data_dir: str | Path | None = None) -> DataIdentity | None:
@@ -94,10 +100,11 @@ def known_identity(dataset: str, data_dir: str | Path | None = None) -> DataIden
     newest cached copy of a user's path; None when neither is known."""
     from nasmlcn.data import _cache
 
-    if not is_dataset_path(dataset):
+    spelled = spell(dataset)
+    if not spelled.path:
         return DATASETS.get(dataset).identity if dataset in DATASETS else None
-    path = str(Path(dataset).expanduser().resolve())
-    found = _cache.newest(_cache.read_from(_cache.entries(resolve_data_dir(data_dir)), path))
+    entries = _cache.entries(resolve_data_dir(data_dir))
+    found = _cache.newest(_cache.read_from(entries, spelled.dataset))
     return None if found is None else found.identity
 
 
@@ -114,11 +121,10 @@ def _builtin(name: str) -> DatasetInfo:
         ) from None
 
 
-def _open_path(path: Path, size: str | None, root: Path) -> DatasetInfo:
+def _open_path(path: Path, spelled: Spelling, root: Path) -> DatasetInfo:
     """The user's data at ``path``: from the cache when its fingerprint is known
     there (within a process, from memory), else read, hashed and cached."""
     from nasmlcn.data import _cache
-    from nasmlcn.data._identity import parse_image_size
     from nasmlcn.data._own import read_own
 
     if root == path or path in root.parents:
@@ -127,15 +133,15 @@ def _open_path(path: Path, size: str | None, root: Path) -> DatasetInfo:
             f"would be written among your images; leave out {option('data_dir')} or choose "
             "another"
         )
-    print_ = _cache.fingerprint(path, size)  # what is on disk now: a changed file is seen
+    print_ = _cache.fingerprint(path, spelled.image_size)  # what is on disk now
     key = (print_, str(path), str(root))
     if key in _OPENED:
         return _OPENED[key]
     entry = _cache.find(root, key=print_)
     if entry is None:
-        entry = _cache.write(root, read_own(path, parse_image_size(size)), print_)
+        entry = _cache.write(root, read_own(path, spelled.size), print_)
         logger.info("cached %s in %s", path, entry.folder)
-    info = _OPENED[key] = _info(entry, str(path))
+    info = _OPENED[key] = _info(entry, str(path), root)
     return info
 
 
@@ -161,7 +167,7 @@ def _cached_copy(
     raise DatasetError(f"dataset {str(path)!r} does not exist{what}")
 
 
-def _info(entry: CacheEntry, source: str) -> DatasetInfo:
+def _info(entry: CacheEntry, source: str, root: Path) -> DatasetInfo:
     identity = replace(entry.identity, source=source)
 
     def load(data_dir: Path, download: bool) -> RawData:
@@ -185,6 +191,7 @@ def _info(entry: CacheEntry, source: str) -> DatasetInfo:
             if identity.train_images is not None
             else None
         ),
+        data_dir=root,
     )
 
 

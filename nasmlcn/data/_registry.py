@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nasmlcn.data._identity import DataIdentity
+from nasmlcn.data._data_dir import resolve_data_dir
+from nasmlcn.data._identity import DataIdentity, spell
 from nasmlcn.registry import Registry
 
 if TYPE_CHECKING:
@@ -37,6 +38,10 @@ class DatasetInfo:
             :func:`~nasmlcn.data.open_dataset`); None for a registered dataset.
         images: Its training images (validation is held out of them) and test
             images, known before it is read (None: not known until then).
+        data_dir: The data directory it was opened against (``--data-dir``, else
+            ``$NASMLCN_DATA_DIR``; :func:`~nasmlcn.data.open_dataset` sets it, so that
+            loading and preparing it ask nothing again); None for a registry entry.
+            Not compared: a dataset is the same wherever its files are kept.
     """
 
     name: str
@@ -49,6 +54,7 @@ class DatasetInfo:
     classes: tuple[str, ...] = ()
     own: DataIdentity | None = None
     images: tuple[int, int] | None = None
+    data_dir: Path | None = field(default=None, compare=False)
 
     def split_sizes(self, val_fraction: float = 0.1) -> tuple[int, int] | None:
         """The images of its training and validation splits, before any limit, as
@@ -63,6 +69,31 @@ class DatasetInfo:
     def class_names(self) -> tuple[str, ...]:
         """The class names, ``0``..``K-1`` where none are declared."""
         return self.classes or tuple(str(k) for k in range(self.num_classes))
+
+    spell = staticmethod(spell)
+    """``DatasetInfo.spell(dataset, image_size)``: how a ``--dataset`` value and its
+    ``--image-size`` are recorded, worked out once (the path made absolute, the size
+    ``HxW``; :func:`nasmlcn.data._identity.spell`), for a config that records them
+    before :func:`~nasmlcn.data.open_dataset` opens the data."""
+
+    def data_folder(self, data_dir: str | Path | None = None) -> Path:
+        """Where its files are: the data directory it was opened against, made if it is
+        not there yet (the default one is made when first used); for a registry
+        entry not opened, ``data_dir`` (see :func:`~nasmlcn.data.resolve_data_dir`)."""
+        if self.data_dir is None:
+            return resolve_data_dir(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        return self.data_dir
+
+    @property
+    def image_size(self) -> str | None:
+        """The ``HxW`` a user's images were resized to (None: as stored, or a built-in)."""
+        return None if self.own is None else self.own.image_size
+
+    @property
+    def source(self) -> str | None:
+        """The absolute path a user's data was read from (None for a built-in)."""
+        return None if self.own is None else self.own.source
 
     @property
     def identity(self) -> DataIdentity:

@@ -33,7 +33,8 @@ def load_splits(
 ) -> DataSplits:
     """Loads ``dataset`` (a name or path, see :func:`~nasmlcn.data.open_dataset`, or
     one opened already, with a resize: ``open_dataset(path, image_size=...)``) and splits it (see :func:`nasmlcn.data._splits.make_splits`);
-    the splits carry the dataset's normalisation."""
+    the splits carry the dataset's normalisation. One opened already is loaded from
+    the data directory it was opened against (``data_dir`` is for a name or path)."""
     from nasmlcn.data._open import open_dataset
     from nasmlcn.data._splits import make_splits
 
@@ -45,7 +46,7 @@ def load_splits(
     ):
         if value is not None and value < 1:
             raise DatasetError(f"{label} must be >= 1, got {value}")
-    raw = info.load(resolve_data_dir(data_dir), download)
+    raw = info.load(info.data_folder(data_dir), download)
     return make_splits(
         raw,
         val_fraction=val_fraction,

@@ -32,7 +32,6 @@ from torch import nn
 from nasmlcn.data import (
     DataIdentity,
     DatasetInfo,
-    is_dataset_path,
     open_dataset,
     open_recorded,
 )
@@ -197,10 +196,11 @@ def _data(
     not required is left unopened, None)."""
     recorded, source = _recorded(folder, *files, given is None and required)
     if given is not None:
-        name, size = given
-        size = size or (recorded.image_size if recorded is not None else None)
-        size = size if is_dataset_path(name) else None
-        return open_dataset(name, image_size=size, data_dir=data_dir), recorded, "--dataset"
+        spelled = DatasetInfo.spell(given[0])  # asked once: open_dataset is handed it
+        size = given[1] or (recorded.image_size if recorded is not None else None)
+        size = size if spelled.path else None
+        opened = open_dataset(spelled.dataset, image_size=size, data_dir=data_dir)
+        return opened, recorded, "--dataset"
     if recorded is not None and (required or not recorded.own):
         where = f"run {str(folder)!r} was trained"
         return open_recorded(recorded, data_dir=data_dir, what=where), recorded, source

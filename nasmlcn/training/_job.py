@@ -145,6 +145,10 @@ class TrainJob:
             ``config.seed``: ``retrain`` splits as the search did (the study's seed)
             and seeds the weights as the trial did (its training seed). None:
             ``config.seed`` seeds both.
+        data: ``dataset`` opened already (:func:`~nasmlcn.data.open_dataset`, with
+            ``image_size`` and ``data_dir``): what the job trains on, asked nothing
+            again (``image_size`` is its resize). None: opened when needed
+            (:func:`job_dataset`), and in each process the job is sent to.
     """
 
     arch: ArchSpec
@@ -161,6 +165,12 @@ class TrainJob:
     refit: bool = False
     image_size: str | None = None
     split_seed: int | None = None
+    data: DatasetInfo | None = field(default=None, compare=False, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickling sends to another process: all but ``data`` (its loader is a
+        closure), which that process opens again, once (:func:`job_dataset`)."""
+        return {**self.__dict__, "data": None}
 
     @property
     def data_seed(self) -> int:
@@ -168,7 +178,8 @@ class TrainJob:
         return self.config.seed if self.split_seed is None else self.split_seed
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "image_size", format_image_size(self.image_size))
+        size = self.data.image_size if self.data is not None else format_image_size(self.image_size)
+        object.__setattr__(self, "image_size", size)
         if not isinstance(self.arch, ArchSpec):
             raise SpecError(
                 f"arch must be an architecture (e.g. MLCNSpec.from_lanes(...)), got {self.arch!r}"
@@ -304,6 +315,8 @@ def job_dataset(job: TrainJob) -> DatasetInfo:
         UnknownNameError: An unknown name.
         DatasetError: Data that cannot be read.
     """
+    if job.data is not None:
+        return job.data
     from nasmlcn.data import open_dataset
 
     return open_dataset(job.dataset, image_size=job.image_size, data_dir=job.data_dir)

@@ -367,27 +367,29 @@ class SearchConfig:
 def _canonical_data(config: SearchConfig) -> None:
     """A dataset path made absolute (the study records where its data was read; a
     relative path would mean another folder from another one) and the image size
-    spelled ``HxW``.
+    spelled ``HxW``, as :meth:`DatasetInfo.spell <nasmlcn.data.DatasetInfo.spell>`
+    works them out: once per value, not again for each copy of the config (every
+    ``replace`` makes one) nor when the search opens the data.
 
     Raises:
         SearchError: An image size that is no size, or one for a built-in dataset.
     """
-    from nasmlcn.data import format_image_size, is_dataset_path
+    from nasmlcn.data import DatasetInfo
     from nasmlcn.errors import DatasetError, nested
 
-    dataset = config.dataset
-    if isinstance(dataset, str) and is_dataset_path(dataset):
-        object.__setattr__(config, "dataset", str(Path(dataset).expanduser().resolve()))
+    if not isinstance(config.dataset, str):
+        return
     try:
-        size = format_image_size(config.image_size)
+        spelled = DatasetInfo.spell(config.dataset, config.image_size)
     except DatasetError as err:
         raise SearchError(nested(err)) from None
-    if size is not None and isinstance(dataset, str) and not is_dataset_path(dataset):
+    if spelled.image_size is not None and not spelled.path:
         raise SearchError(
             f"{option('image_size')} resizes your own images (a folder or .npz given as "
-            f"{option('dataset')} PATH); {dataset!r} is a built-in dataset"
+            f"{option('dataset')} PATH); {config.dataset!r} is a built-in dataset"
         )
-    object.__setattr__(config, "image_size", size)
+    object.__setattr__(config, "dataset", spelled.dataset)
+    object.__setattr__(config, "image_size", spelled.image_size)
 
 
 def check_schema_version(value: Any, origin: str) -> None:

@@ -113,9 +113,9 @@ class TrainEvaluator:
             from nasmlcn.data import load_splits
 
             c = self.config
-            self._splits = load_splits(
+            self._splits = load_splits(  # from the data directory it was opened against
                 self.dataset,
-                c.data_dir,
+                c.data_dir,  # where a dataset not opened (a registry entry) is
                 download=True,
                 seed=c.seed,
                 train_limit=c.train_limit,

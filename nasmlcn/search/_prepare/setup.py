@@ -244,16 +244,12 @@ def _check_run_on(run_on: str) -> None:
 
 
 def _check_data(setup: SearchSetup) -> None:
-    """A given data directory exists; the data is there when trials train on it.
+    """The data is there when trials train on it (a given data directory was found
+    to exist, whatever the evaluator, when the dataset was opened).
 
     Runs last: preparing may unpack Debian's copy into the data directory, which
     should only happen once everything else is known to be valid.
     """
-    from nasmlcn.data import resolve_data_dir
-
-    config = setup.config
-    if config.data_dir is not None:
-        resolve_data_dir(config.data_dir)  # must exist, whatever the evaluator
-    trains = EVALUATORS.get(config.evaluator).measured
+    trains = EVALUATORS.get(setup.config.evaluator).measured
     if trains and setup.needs_training:
-        setup.dataset.prepare(resolve_data_dir(config.data_dir), True)
+        setup.dataset.prepare(setup.dataset.data_folder(), True)

@@ -5,7 +5,7 @@ each checked before anything is trained (:func:`plan_retrain`), and their refits
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -188,6 +188,8 @@ class RetrainTarget:
     refit: bool = False  # the refit of the run with the same number (see refit_target)
     image_size: str | None = None
     split_seed: int | None = None  # the search's split, where config.seed is the trial's
+    # ``dataset`` opened once (retrain_data): its jobs train and test on it, asking nothing
+    data: DatasetInfo | None = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:
@@ -231,20 +233,23 @@ def select_trials(study: optuna.Study, *, pareto: bool, top: int | None) -> list
     return _select(study, pareto, top)[0]
 
 
-def selection_notes(study: optuna.Study, options: RetrainOptions) -> list[str]:
+def selection_notes(
+    study: optuna.Study, options: RetrainOptions, data: tuple[DatasetInfo, bool] | None = None
+) -> list[str]:
     """What the selection of ``options`` left out, in words: the trials skipped as
     repeats of a better one, and fewer models than ``top`` asked for; and other data
-    than the search's, where ``options.dataset`` gives it."""
+    than the search's, where ``options.dataset`` gives it (``data``: what
+    :func:`retrain_data` returned, else it is asked)."""
     chosen, skipped = _select(study, options.pareto, options.top)
     notes = [
         f"trial {n} skipped: the same model and training as trial {same}" for n, same in skipped
     ]
-    data, other = retrain_data(study, options)
+    info_dataset, other = data or retrain_data(study, options)
     if other:
         from nasmlcn.study import StudyRecord
 
         notes.append(
-            f"trained and tested on {data.identity.describe()}, not the search's "
+            f"trained and tested on {info_dataset.identity.describe()}, not the search's "
             f"{StudyRecord.read(study).data.describe()}: the search's accuracies do not compare"
         )
     if options.top is not None and len(chosen) < options.top:
@@ -307,9 +312,13 @@ def _model_key(trial: FrozenTrial) -> str | None:
     return json.dumps([arch, training], sort_keys=True)
 
 
-def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTarget]:
+def plan_retrain(
+    study: optuna.Study, options: RetrainOptions, data: tuple[DatasetInfo, bool] | None = None
+) -> list[RetrainTarget]:
     """The selected trials of ``study`` as training jobs, every one checked (its
-    architecture, the dataset, its run folder) before anything is trained.
+    architecture, the dataset, its run folder) before anything is trained; ``data``:
+    what :func:`retrain_data` returned for a study :func:`check_retrainable` passed
+    (else both are asked here), so that a run of several seeds opens its data once.
 
     Raises:
         SearchError: No trial to retrain, or a trial stored no architecture.
@@ -327,13 +336,10 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
 
     searched = StudyRecord.read(study)
     config = searched.config
-    if searched.evaluator == "proxy" and not options.allow_proxy:
-        raise SearchError(
-            f"study {study.study_name!r} was searched with the proxy evaluator: its "
-            "accuracies are an analytic stand-in, nothing was trained, so its best models "
-            "were chosen by made-up figures; retrain them anyway with ‹allow_proxy›"
-        )
-    info_dataset, other = retrain_data(study, options)  # fails here, before any work
+    if data is None:
+        check_retrainable(study, options)
+        data = retrain_data(study, options)  # fails here, before any work
+    info_dataset, other = data
     dataset = info_dataset.name
     targets = []
     for trial in select_trials(study, pareto=options.pareto, top=options.top):
@@ -370,6 +376,7 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
             search_accuracy=None if other or not curve else curve[-1],
             search_epochs=len(curve) or None,
             split_seed=searched.search_seed if options.seed is None else None,
+            data=info_dataset,
         )
         job_outputs(target_job(target, options))  # an occupied --out fails now
         if options.refit and not options.resume:
@@ -377,6 +384,22 @@ def plan_retrain(study: optuna.Study, options: RetrainOptions) -> list[RetrainTa
             job_outputs(target_job(refit_target(target, train_config.epochs), options))
         targets.append(target)
     return targets
+
+
+def check_retrainable(study: optuna.Study, options: RetrainOptions) -> None:
+    """A study searched with the proxy evaluator is retrained only with ``allow_proxy``.
+
+    Raises:
+        SearchError: It was, and ``allow_proxy`` is not given.
+    """
+    from nasmlcn.study import StudyRecord
+
+    if StudyRecord.read(study).evaluator == "proxy" and not options.allow_proxy:
+        raise SearchError(
+            f"study {study.study_name!r} was searched with the proxy evaluator: its "
+            "accuracies are an analytic stand-in, nothing was trained, so its best models "
+            "were chosen by made-up figures; retrain them anyway with ‹allow_proxy›"
+        )
 
 
 def retrain_data(study: optuna.Study, options: RetrainOptions) -> tuple[DatasetInfo, bool]:
@@ -388,7 +411,7 @@ def retrain_data(study: optuna.Study, options: RetrainOptions) -> tuple[DatasetI
     Raises:
         DatasetError: The search's data is gone or changed; other data unreadable.
     """
-    from nasmlcn.data import is_dataset_path, open_dataset, open_recorded
+    from nasmlcn.data import DatasetInfo, open_dataset, open_recorded
     from nasmlcn.study import StudyRecord
 
     record = StudyRecord.read(study)
@@ -397,10 +420,11 @@ def retrain_data(study: optuna.Study, options: RetrainOptions) -> tuple[DatasetI
     if options.dataset is None:
         what = f"study {study.study_name!r} searched on it"
         return open_recorded(searched, data_dir=data_dir, what=what), False
+    spelled = DatasetInfo.spell(options.dataset)  # asked once: open_dataset is handed it
     size = options.image_size
-    if size is None and is_dataset_path(options.dataset):
+    if size is None and spelled.path:
         size = searched.image_size
-    given = open_dataset(options.dataset, image_size=size, data_dir=data_dir)
+    given = open_dataset(spelled.dataset, image_size=size, data_dir=data_dir)
     return given, not given.identity.same_data(searched)
 
 
@@ -438,4 +462,5 @@ def target_job(target: RetrainTarget, options: RetrainOptions) -> TrainJob:
         refit=target.refit,
         image_size=target.image_size,
         split_seed=target.split_seed,
+        data=target.data,
     )

@@ -58,9 +58,11 @@ from nasmlcn.search._retrain.plan import (
     REFIT_SUFFIX,
     RetrainOptions,
     RetrainTarget,
+    check_retrainable,
     plan_retrain,
     refit_protocol,
     refit_target,
+    retrain_data,
     run_folder,
     selection_notes,
     target_job,
@@ -180,7 +182,9 @@ def retrain_study(
     readable = load_existing_study(name, url)
     # every seed's jobs planned (run folders checked) before anything is trained;
     # seed after seed, so an interrupted run keeps whole seeds of every model
-    runs = [(run, plan_retrain(readable, run)) for run in options.runs()]
+    check_retrainable(readable, options)
+    data = retrain_data(readable, options)  # opened once, for every seed's targets
+    runs = [(run, plan_retrain(readable, run, data)) for run in options.runs()]
     # a storage that cannot be written is refused now, not after the first model trained
     writable = load_existing_study(readable.study_name, url, read_only=False)
     watcher.on_start(readable, [t for _, targets in runs for t in targets])
@@ -200,7 +204,7 @@ def retrain_study(
         targets[0].dataset,
         options.out_dir,
         tuple(done),
-        tuple(selection_notes(readable, options)),
+        tuple(selection_notes(readable, options, data)),
         options.seed,
         options.refit,
         tuple(stored_lines(placed)),
