@@ -12,7 +12,7 @@ and 1,000 validation images of Fashion-MNIST; there nothing is pruned, one epoch
 being the last), seeds 100-104 by default.
 
 A distinct model is a distinct ``model_key`` (the placed model and its training,
-``search/_trial/repeats.py``) among the trials that trained or were pruned themselves.
+``search/_run/repeats.py``) among the trials that trained or were pruned themselves.
 Printed per sampler: distinct models per search for each seed, both ways, the
 proposals each took, and whether any search stopped early (25 repeats in a row);
 then the goal (>= 29 of 30 on every seed, no early stop).
@@ -99,8 +99,8 @@ def _search(args: argparse.Namespace, sampler: str, seed: int, count: bool) -> d
 def _lookup_cost(args: argparse.Namespace, seeds: Sequence[int]) -> dict[str, Any]:
     """Seconds per trial of a random search with the pruned-model lookup and without
     it (the completed-model lookup alone, as before), alternating which runs first."""
-    from nasmlcn.search._trial import repeats as _repeats
-    from nasmlcn.search._trial import run as _trial_run
+    from nasmlcn.search._run import repeats as _repeats
+    from nasmlcn.search._run import trial as _trial_run
 
     real = _trial_run.originals
 

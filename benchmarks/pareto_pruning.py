@@ -5,7 +5,7 @@ For every seed, the same search runs twice: random sampler, that seed, so both r
 propose the same architectures in the same order; once with ``--no-prune`` (the
 reference: its Pareto front is the study's right answer) and once with the default
 pruner. On the reference study it also replays two rules over the trials in order
-(:func:`nasmlcn.search._pruners.correlation.replay_pruning`, one worker):
+(:func:`nasmlcn.search.pruners._correlation.replay_pruning`, one worker):
 
 - ``all trials`` (the rule before): a trial is pruned when its accuracy at an epoch
   is below the median of every finished trial's;
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from nasmlcn.search import SearchConfig, run_search, setup_search
-from nasmlcn.search._pruners.correlation import CorrelationPruner, replay_pruning
 from nasmlcn.search._results.summary import finished_for_pruning
+from nasmlcn.search.pruners import CorrelationPruner, replay_pruning
 from nasmlcn.study import TrialRecord, load_existing_study
 
 

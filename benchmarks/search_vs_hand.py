@@ -257,7 +257,7 @@ def selected(config: Any, top: int) -> list[Any]:
     """The trials ``retrain --top`` takes: the ``top`` most accurate feasible ones,
     each a different model."""
     # the retrain's own selection, so the check of what is stored matches it
-    from nasmlcn.search._retrain.plan import select_trials
+    from nasmlcn.search._results.retrain_plan import select_trials
     from nasmlcn.study import load_existing_study
 
     study = load_existing_study(config.study, config.storage)

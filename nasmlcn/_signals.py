@@ -124,7 +124,7 @@ def stop_kind(stop: KeyboardInterrupt) -> str:
 SIGNAL_ECHO_S = 1.0
 """A stop signal within this many seconds of the last one is its echo, and ignored:
 a terminal's Ctrl-C reaches a pool's worker twice (from the terminal and from its
-parent, :class:`~nasmlcn.search._workers.pool.StopRelay`), as a scheduler's SIGTERM
+parent, :class:`~nasmlcn.search._run.pool.StopRelay`), as a scheduler's SIGTERM
 to the whole job may; the second would cut short the writing down of the trial the
 first stopped. A later one (a second Ctrl-C) raises again."""
 

@@ -113,6 +113,17 @@ class Registry(Generic[T]):
             return add
         return add(obj)
 
+    def unregister(self, name: str) -> T:
+        """Removes the entry called ``name`` and returns it (a plug-in a test added,
+        taken back).
+
+        Raises:
+            UnknownNameError: ``name`` is not registered.
+        """
+        value = self.get(name)
+        del self._entries[name]
+        return value
+
     def get(self, name: str) -> T:
         """Returns the entry called ``name``.
 

@@ -159,7 +159,7 @@ def traced_trial_files() -> tuple[dict[str, int], dict[str, int], dict[str, int]
 
     def is_trial(code: Any) -> bool:
         name = code.co_filename.replace("\\", "/")
-        return code.co_name == "__call__" and name.endswith(("_trial_run.py", "_trial/run.py"))
+        return code.co_name == "__call__" and name.endswith("_run/trial.py")
 
     def profile(frame: Any, event: str, arg: Any) -> None:
         nonlocal depth

@@ -157,7 +157,7 @@ def imports(found: dict[str, Path] | None = None) -> list[Import]:
 
 
 def package_of(module: str) -> str:
-    """``nasmlcn.search._loop.runner`` -> ``nasmlcn.search``; top-level modules -> ``nasmlcn``."""
+    """``nasmlcn.search._run.loop`` -> ``nasmlcn.search``; top-level modules -> ``nasmlcn``."""
     parts = module.split(".")
     if len(parts) == 1:
         return "nasmlcn"
@@ -243,14 +243,14 @@ def cycles(
 SEARCH = "nasmlcn.search"
 SEARCH_FLOORS: tuple[tuple[str, ...], ...] = (
     ("spaces",),  # the search spaces (public)
-    ("_config",),  # what a search is: SearchConfig, a field's setting, the run's limits
-    ("_types", "_pruners"),  # the types the parts share; the pruning rules
-    ("_registries",),  # samplers, evaluators, objectives and pruners, by name
-    ("_evaluators", "_results.summary"),  # how a candidate is scored; the study's answer
-    ("_trial",),  # one trial, claim to tell
+    ("_config",),  # what a search is: SearchConfig, its fields' settings, the run's limits
+    ("samplers", "evaluators", "pruners", "objectives"),  # the plug-in families
+    ("_prepare.setup", "_results.summary"),  # a checked search; the study's answer
+    ("_run.observer",),  # what a run tells its caller, and who listens
+    ("_run.trial", "_run.repeats", "_run.pruning", "_run.replicate"),  # one trial
     ("_prepare",),  # from a configuration to an open study (warm start's trials included)
-    ("_loop",),  # the run: propose, run a trial, tell the observers
-    ("_workers", "_results", "_retrain"),  # many processes on one study; after the search
+    ("_run.loop",),  # the run: propose, run a trial, tell the observers
+    ("_run.pool", "_run.shares", "_results"),  # many processes on one study; after it
     ("_run", ""),  # run_search; the package's face
 )
 """The floors of ``nasmlcn.search``, bottom first: a module's floor is the one whose

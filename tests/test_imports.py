@@ -74,23 +74,22 @@ def test_the_floor_checks_can_fail(graph: ModuleType) -> None:
     and an import from the configuration up to the trial is an import up."""
     edges = [
         graph.Import(
-            "nasmlcn.search._config.config", "nasmlcn.search._trial.run",
-            "nasmlcn.search._trial.run", 3, False, False,
+            "nasmlcn.search._config", "nasmlcn.search._run.trial",
+            "nasmlcn.search._run.trial", 3, False, False,
         ),
         graph.Import(
-            "nasmlcn.search._trial.run", "nasmlcn.search._config.config",
-            "nasmlcn.search._config.config", 5, False, True,
+            "nasmlcn.search._run.trial", "nasmlcn.search._config",
+            "nasmlcn.search._config", 5, False, True,
         ),
     ]  # fmt: skip
-    assert graph.search_circles(edges) == [
-        ["nasmlcn.search._config.config", "nasmlcn.search._trial.run"]
-    ]
+    assert graph.search_circles(edges) == [["nasmlcn.search._config", "nasmlcn.search._run.trial"]]
     assert graph.cycles(edges) == []
-    assert [(e.source, e.line) for e in graph.imports_up(edges)] == [
-        ("nasmlcn.search._config.config", 3)
-    ]
-    assert graph.search_floor("nasmlcn.search._run") > graph.search_floor(
-        "nasmlcn.search._loop.runner"
+    assert [(e.source, e.line) for e in graph.imports_up(edges)] == [("nasmlcn.search._config", 3)]
+    assert graph.search_floor("nasmlcn.search._run.search") > graph.search_floor(
+        "nasmlcn.search._run.loop"
+    )
+    assert graph.search_floor("nasmlcn.search._run.trial") < graph.search_floor(
+        "nasmlcn.search._prepare.warm"
     )
     assert graph.search_floor("nasmlcn.cli._search") is None
 

@@ -25,6 +25,17 @@ def test_register_get_and_wildcards() -> None:
     assert len(reg) == 2
 
 
+def test_unregister_takes_an_entry_back() -> None:
+    reg: Registry[int] = Registry("thing")
+    reg.register("a", 1)
+    assert reg.unregister("a") == 1
+    assert "a" not in reg
+    reg.register("a", 2)  # the name is free again
+    assert reg.get("a") == 2
+    with pytest.raises(UnknownNameError, match="unknown thing 'b'"):
+        reg.unregister("b")
+
+
 def test_unknown_name_suggests_close_match() -> None:
     reg: Registry[int] = Registry("dataset")
     reg.register("fashion-mnist", 1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nasmlcn._text import counted
 from nasmlcn.search import describe_counts
-from nasmlcn.search._retrain.plan import refit_protocol
+from nasmlcn.search._results.retrain_plan import refit_protocol
 
 
 def test_a_count_and_its_noun_agree() -> None:

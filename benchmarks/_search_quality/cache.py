@@ -49,7 +49,7 @@ class ResultCache:
             "assignment": list(job.assignment),
             "seed": job.seed,
             # with the rest, the trial decides the result (its training seed follows
-            # from its model, search/_trial/repeats.py); the proxy's dry run has the same
+            # from its model, search/_run/repeats.py); the proxy's dry run has the same
             # trial numbers, so the estimate knows what is cached
             "trial": job.trial,
             "epochs": job.epochs,

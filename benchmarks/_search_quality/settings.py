@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 DEFAULT_OUT = Path("dashboards/exports/search-quality")
 DEFAULT_CACHE = Path.home() / ".cache" / "nasmlcn" / "search-quality" / "cache.json"
-CACHE_SCHEMA_VERSION = 2  # 2: training seeds follow the model (search/_trial/repeats.py)
+CACHE_SCHEMA_VERSION = 2  # 2: training seeds follow the model (search/_run/repeats.py)
 CHECKPOINTS = (5, 10, 15, 20, 30)
 QUICK_CHECKPOINTS = (2, 4, 6)
 LATENCY_MARGIN = 0.1

@@ -57,7 +57,7 @@ ARTIFACT_PREFIX = "artifacts:"
 LEARNING_CONSTRAINT = "learning"
 MEMORY_CONSTRAINT = "memory"
 """The constraint of the trial's planned memory against the devices' (:func:`write_plan`)."""
-"""The constraint of a trained trial's accuracy against chance (:mod:`nasmlcn.search._registries.objectives`)."""
+"""The constraint of a trained trial's accuracy against chance (:mod:`nasmlcn.search.objectives`)."""
 FAILURE_ATTRS = ("fail_reason", "failure", "traceback", "prune_reason")
 """The attributes of how a trial ended (a retry's copy starts without them)."""
 
@@ -178,7 +178,7 @@ class TrialRecord:
     def learned(self) -> bool:
         """Whether the trial's accuracy beat chance by a clear margin (True when it
         was not trained, or trained before nasmlcn checked; see
-        :mod:`nasmlcn.search._registries.objectives`)."""
+        :mod:`nasmlcn.search.objectives`)."""
         return self.constraints.get(LEARNING_CONSTRAINT, 0.0) <= 0
 
     @property
@@ -293,7 +293,7 @@ def write_training(trial: optuna.Trial, training: Mapping[str, Any], learning: f
 
 
 def write_model_key(trial: optuna.Trial, key: str) -> None:
-    """The trial's model and training settings, hashed (:mod:`nasmlcn.search._trial.repeats`)."""
+    """The trial's model and training settings, hashed (:mod:`nasmlcn.search._run.repeats`)."""
     trial.set_user_attr("model_key", key)
 
 
@@ -310,7 +310,7 @@ def write_repeat(trial: optuna.Trial, original: FrozenTrial) -> None:
 
 def write_proposed_by(trial: optuna.Trial, how: str) -> None:
     """Who proposed the trial's parameters when not the study's sampler (``random,
-    after 2 repeats``: search/_trial/repeats.py)."""
+    after 2 repeats``: search/_run/repeats.py)."""
     trial.set_user_attr("proposed_by", how)
 
 

@@ -83,9 +83,7 @@ def test_a_stop_during_the_forecast_exits_with_its_status(
 ) -> None:
     # the report's case: the search takes stops before its first trial, and Typer
     # turned its SIGTERM into Ctrl-C's bare 130
-    monkeypatch.setattr(
-        "nasmlcn.search._loop.runner.forecast_search", lambda *args: _sent_self(sig)
-    )
+    monkeypatch.setattr("nasmlcn.search._run.loop.forecast_search", lambda *args: _sent_self(sig))
     with _sigterm_as_ctrl_c():
         done = run_cli(*_search(tmp_path, "--evaluator", "proxy", "--epochs", "1"))
     assert (done.returncode, done.stdout, done.stderr.splitlines()) == (status, "", [said])

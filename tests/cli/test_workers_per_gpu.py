@@ -13,7 +13,7 @@ import pytest
 import nasmlcn.hardware
 from nasmlcn.hardware import LocalDevice, format_bytes
 from nasmlcn.search import SearchConfig, setup_search
-from nasmlcn.search._workers.shares import largest_model_memory
+from nasmlcn.search._run.shares import largest_model_memory
 from tests.conftest import run_cli
 
 GiB = 2**30

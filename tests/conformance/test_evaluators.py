@@ -1,6 +1,6 @@
 """Conformance of every registered evaluator (``nasmlcn.search.EVALUATORS``).
 
-The contract (``nasmlcn/search/_evaluators/evaluator.py`` and the runner that calls it):
+The contract (``nasmlcn/search/evaluators/_base.py`` and the runner that calls it):
 ``evaluate(job, on_epoch)`` calls ``on_epoch`` once after every epoch, in order;
 the evaluation's curve has one accuracy per epoch and ends with ``accuracy``; an
 evaluator that trains for real (``measured``) reports what it measured, one that

@@ -1,6 +1,6 @@
 """Conformance of every registered objective (``nasmlcn.search.OBJECTIVES``).
 
-The contract (``nasmlcn/search/_trial/objectives.py``): an objective has a direction
+The contract (``nasmlcn/search/objectives/_base.py``): an objective has a direction
 (``maximize``/``minimize``, which its one-line description states as ``(max)`` or
 ``(min)``) and a metric name; ``value(plan, evaluation)`` is a finite number, and
 needs no evaluation unless ``needs_training``. A study made with it has its

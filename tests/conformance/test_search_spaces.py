@@ -92,7 +92,7 @@ def test_a_model_that_does_not_fit_is_planned_with_its_overflow(space: str) -> N
     made (the trial records it): a feasible one within the memory, an infeasible one
     (kinds that cannot repair) with every lane placed and a device over its memory,
     the overflow its memory constraint records for the sampler."""
-    from nasmlcn.search._trial.run import build_and_place
+    from nasmlcn.search._run.trial import build_and_place
 
     setup = setup_search(
         SearchConfig(

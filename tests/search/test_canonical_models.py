@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from nasmlcn.search import SearchConfig, run_search
-from nasmlcn.search._trial.repeats import model_key
+from nasmlcn.search._run.repeats import model_key
 from nasmlcn.search.spaces import Candidate
 from nasmlcn.specs import ARCHITECTURES, MLCNSpec, format_lane_mix, format_lanes
 from nasmlcn.study import TrialRecord, load_existing_study

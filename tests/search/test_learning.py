@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from nasmlcn.search import SearchConfig, best_trials
-from nasmlcn.search._types.objective import chance_accuracy, learning_constraint, learning_threshold
+from nasmlcn.search.objectives import chance_accuracy, learning_constraint, learning_threshold
 from nasmlcn.study import LEARNING_CONSTRAINT, TrialRecord, load_existing_study
 from tests.conftest import ROOT, lr_space, run_cli, small_search
 

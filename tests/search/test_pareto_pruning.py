@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from nasmlcn.search import CorrelationPruner, SearchConfig, run_search
-from nasmlcn.search._pruners.correlation import FinishedTrial, replay_pruning
+from nasmlcn.search import CorrelationPruner, FinishedTrial, SearchConfig, run_search
 from nasmlcn.search._results.summary import finished_for_pruning
+from nasmlcn.search.pruners import replay_pruning
 from nasmlcn.study import load_existing_study
 
 COST = "latency"

@@ -228,7 +228,7 @@ def test_a_signal_echo_is_ignored_and_a_later_one_raises() -> None:
 
 _RELAY_SCRIPT = """
 import multiprocessing, os, signal, sys, time
-from nasmlcn.search._workers.signals import StopRelay, take_stop_signals
+from nasmlcn.search._run.pool import StopRelay, take_stop_signals
 
 def child(stop, out):
     out.put(("ignored", signal.getsignal(signal.SIGINT) == signal.SIG_IGN))

@@ -1,6 +1,6 @@
 """Repeats: a trial proposing a model already trained takes the earlier result, the
 same model trains with the same seed whatever its trial, and a run that gets only
-repeats stops (search/_trial/repeats.py)."""
+repeats stops (search/_run/repeats.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
 from nasmlcn.search import REPEATS_IN_A_ROW, EvalRequest, SearchConfig, run_search
-from nasmlcn.search._trial.repeats import model_key, trained_original, training_seed
+from nasmlcn.search._run.repeats import model_key, trained_original, training_seed
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.study import TrialRecord, load_existing_study
 
@@ -143,7 +143,7 @@ def test_a_model_finished_elsewhere_meanwhile_makes_this_trial_a_repeat(
 ) -> None:
     """Two workers training one model at once: the one that finishes second takes
     the first one's result (simulated: the original appears during training)."""
-    from nasmlcn.search._trial import run as _trial_run
+    from nasmlcn.search._run import trial as _trial_run
 
     config = _config(tmp_path, trials=2, space="mlcn-homogeneous")
     run_search(config.with_overrides(trials=1))
@@ -177,7 +177,7 @@ def test_a_twin_that_ends_between_this_trial_s_looks_is_seen(
     trial's first (or second) look at the study: this trial takes its result and
     trains nothing. Looking for a finished original before a running twin missed a
     twin that ended in between, and the model was trained twice."""
-    from nasmlcn.search._trial import run as _trial_run
+    from nasmlcn.search._run import trial as _trial_run
 
     config = _config(tmp_path, trials=2, space="mlcn-homogeneous")
     run_search(config.with_overrides(trials=1))
@@ -264,7 +264,7 @@ def test_a_model_another_worker_is_training_is_waited_for(tmp_path: Path, ends: 
     import threading
     import time
 
-    from nasmlcn.search._trial.repeats import wait_for_twin
+    from nasmlcn.search._run.repeats import wait_for_twin
 
     study, twin = _twin_study(tmp_path)
 
@@ -298,7 +298,7 @@ def test_a_twin_whose_worker_died_is_not_waited_for(tmp_path: Path) -> None:
     the waiting trial trains the model itself."""
     import time
 
-    from nasmlcn.search._trial.repeats import wait_for_twin
+    from nasmlcn.search._run.repeats import wait_for_twin
 
     study, _ = _twin_study(tmp_path, grace=1)
     tick = time.perf_counter()
@@ -312,7 +312,7 @@ def test_a_trial_run_takes_the_twin_s_result(
 ) -> None:
     """Wired in: a trial whose model a twin finished while it waited is a repeat of
     it, and trains nothing."""
-    from nasmlcn.search._trial import run as _trial_run
+    from nasmlcn.search._run import trial as _trial_run
 
     config = _config(tmp_path, trials=2, space="mlcn-homogeneous")
     run_search(config.with_overrides(trials=1))

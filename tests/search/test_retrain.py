@@ -57,7 +57,7 @@ PARETO_TINY: dict[str, Any] = {
 def trained(tmp_path_factory: pytest.TempPathFactory) -> SearchConfig:
     """A real search: 3 trials of 2 epochs on 300 synthetic images, two objectives;
     all three learn (seed 10: validation accuracy 0.40 to 0.96; training is seeded by
-    each model, search/_trial/repeats.py)."""
+    each model, search/_run/repeats.py)."""
     folder = tmp_path_factory.mktemp("trained")
     config = small_search(
         folder, evaluator="train", trials=3, objectives=("accuracy", "latency"), seed=10
@@ -392,7 +392,7 @@ def test_pareto_on_a_single_objective_study_is_its_best_trial(
 def test_top_k_are_k_different_models(proxy: SearchConfig, tmp_path: Path) -> None:
     from optuna.trial import create_trial
 
-    from nasmlcn.search._retrain.plan import plan_retrain, selection_notes
+    from nasmlcn.search._results.retrain_plan import plan_retrain, selection_notes
 
     url = f"sqlite:///{tmp_path / 'copy.db'}"
     optuna.copy_study(
@@ -587,7 +587,7 @@ def test_retrained_correlations_pair_each_curve_with_its_own_trial() -> None:
 
 def test_the_report_names_the_run_folders_it_wrote() -> None:
     from nasmlcn.search import RetrainReport
-    from nasmlcn.search._retrain.plan import run_folder
+    from nasmlcn.search._results.retrain_plan import run_folder
 
     plain = RetrainReport("s", "top 1", "synthetic", "out", ())
     seeded = replace(plain, seed=1)

@@ -211,7 +211,7 @@ def test_ctrl_c_after_a_trial_was_told_stops_the_run_and_keeps_the_trial(
 ) -> None:
     """A Ctrl-C between Optuna's tell and the end of the trial's bookkeeping tried to
     fail the finished trial: UpdateFinishedTrialError, exit 1."""
-    from nasmlcn.search._loop import runner
+    from nasmlcn.search._run import loop as runner
 
     told = runner.retry_of
 
@@ -297,7 +297,7 @@ def test_a_stop_a_library_turned_into_its_own_error_stops_and_queues_the_trial(
     """A SIGTERM inside the commit of an epoch's report failed the trial as an error
     of its own (no retry queued) and the search ended; inside the commit of its
     record the search crashed. Either way it is the stop it was."""
-    from nasmlcn.search._trial import run
+    from nasmlcn.search._run import trial as run
     from nasmlcn.study import BufferedStorage
 
     converted = optuna.exceptions.StorageInternalError("An exception is raised during the commit")
@@ -340,7 +340,7 @@ def test_ctrl_c_inside_a_query_while_another_worker_commits_still_queues_the_tri
     is locked") and the trial stayed RUNNING."""
     from sqlalchemy.orm import context
 
-    from nasmlcn.search._trial import run
+    from nasmlcn.search._run import trial as run
 
     config = _config(tmp_path, trials=4)
     of = run.Pruning.of
@@ -773,7 +773,7 @@ def test_a_trial_ends_as_decided_even_where_the_evaluator_trains_on(tmp_path: Pa
 
 
 def test_the_search_time_budget_is_not_taken_for_ctrl_c() -> None:
-    from nasmlcn.search._trial.run import SearchTimeout
+    from nasmlcn.search._run.trial import SearchTimeout
 
     assert not issubclass(SearchTimeout, KeyboardInterrupt)
 
@@ -791,8 +791,8 @@ def test_a_stop_asked_for_requeues_the_trial_however_often_it_comes() -> None:
     """--timeout, Ctrl-C and SIGTERM are no crashes: a trial stopped by each of five
     scheduler jobs in turn is queued again every time (it was dropped after
     --max-retries 3, checkpoint and all)."""
-    from nasmlcn.search._loop.runner import _stopped
-    from nasmlcn.search._trial.run import SearchTimeout
+    from nasmlcn.search._run.loop import _stopped
+    from nasmlcn.search._run.trial import SearchTimeout
 
     study = optuna.create_study()
     study.enqueue_trial({"x": 1.0})
@@ -813,8 +813,8 @@ def test_another_worker_never_sees_a_stopped_trial_failed_but_not_yet_queued_aga
     import threading
     import time
 
-    from nasmlcn.search._loop import runner
-    from nasmlcn.search._trial.run import SearchTimeout
+    from nasmlcn.search._run import loop as runner
+    from nasmlcn.search._run.trial import SearchTimeout
 
     url = f"sqlite:///{tmp_path / 's.db'}"
     mine, other = open_storage(url, heartbeat=False), open_storage(url, heartbeat=False)

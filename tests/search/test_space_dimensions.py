@@ -19,7 +19,7 @@ from nasmlcn.search import (
     SearchConfig,
     run_search,
 )
-from nasmlcn.search._trial.repeats import TrialTraining
+from nasmlcn.search._run.repeats import TrialTraining
 from nasmlcn.search.spaces import load_space
 from nasmlcn.specs import arch_from_dict
 from nasmlcn.study import TrialRecord, load_existing_study

@@ -19,7 +19,7 @@ from nasmlcn.errors import SearchError
 from nasmlcn.hardware import parse_devices
 from nasmlcn.planning import load_limits, parse_flops, plan_model
 from nasmlcn.planning._buckets import LOAD_TOLERANCE
-from nasmlcn.search._trial.repeats import TrialTraining
+from nasmlcn.search._run.repeats import TrialTraining
 from nasmlcn.search.spaces import SpaceContext, available_spaces, load_space
 from nasmlcn.search.spaces._thesis import ThesisSpace
 from nasmlcn.specs import LaneSpec

@@ -383,7 +383,7 @@ def test_the_search_timeout_stops_a_trial_within_a_batch_and_a_re_run_resumes_it
     PRUNED with "saved" seconds. The deadline is a fake one (no wall clock): it
     passes in the second epoch's first batch."""
     from nasmlcn.search import SearchObserver
-    from nasmlcn.search._trial import run as _trial_run
+    from nasmlcn.search._run import trial as _trial_run
 
     class Epochs(SearchObserver):
         seen = 0

@@ -346,7 +346,7 @@ def test_one_killed_worker_does_not_end_the_listening_to_the_others() -> None:
     import queue
 
     from nasmlcn.search import SearchObserver, SearchResult
-    from nasmlcn.search._workers.pool import _listen
+    from nasmlcn.search._run.pool import _listen
 
     class Process:
         def __init__(self, alive: bool, exitcode: int | None) -> None:

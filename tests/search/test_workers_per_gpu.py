@@ -30,11 +30,7 @@ from nasmlcn.search import (
     run_search,
     setup_search,
 )
-from nasmlcn.search._workers.shares import (
-    check_gpu_sharing,
-    largest_model_memory,
-    plan_workers,
-)
+from nasmlcn.search._run.shares import check_gpu_sharing, largest_model_memory, plan_workers
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.training import check_training_memory
 
@@ -177,7 +173,7 @@ def test_the_cpu_is_not_shared_out(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_train_evaluator_passes_its_worker_s_share_to_the_check(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import nasmlcn.search._evaluators.train as train_evaluator
+    import nasmlcn.search.evaluators._train as train_evaluator
 
     seen: list[int] = []
 

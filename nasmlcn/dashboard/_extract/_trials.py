@@ -55,10 +55,10 @@ class TrialRow(NamedTuple):
     attrs: Mapping[str, Any]
     learned: bool = True
     """False when the trained model did not beat chance by a clear margin
-    (:mod:`nasmlcn.search._registries.objectives`): infeasible, and drawn apart from trials
+    (:mod:`nasmlcn.search.objectives`): infeasible, and drawn apart from trials
     over a budget."""
     repeat_of: int | None = None
-    """A repeat (:mod:`nasmlcn.search._trial.repeats`): it took this trial's result, the
+    """A repeat (:mod:`nasmlcn.search._run.repeats`): it took this trial's result, the
     same model trained once; the answers show the original only."""
     proposed: int = 1
     """Trials that proposed this trial's model: it and its repeats."""

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn._text import counted
-from nasmlcn.search._types.setup import SearchSetup
+from nasmlcn.search._prepare.setup import SearchSetup
 
 if TYPE_CHECKING:
     from nasmlcn.costs import Calibration

@@ -3,12 +3,15 @@
 Every user error (unknown device, space, sampler, objective, dataset, a bad
 memory size, a space that fits nothing) is raised here, before the storage is
 touched, so bad input never creates or changes a study.
+
+A search checked and built (:class:`SearchSetup`): its configuration and the objects
+made from it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.costs import CostContext, LaneCost, get_cost_model
@@ -16,17 +19,48 @@ from nasmlcn.data import images_too_small_hint, open_dataset
 from nasmlcn.errors import SearchError, nested, option
 from nasmlcn.hardware import load_catalog, parse_devices
 from nasmlcn.planning import parse_flops
-from nasmlcn.search._config.config import SearchConfig
-from nasmlcn.search._registries.evaluators import EVALUATORS
-from nasmlcn.search._registries.objectives import OBJECTIVES
-from nasmlcn.search._registries.pruners import PRUNERS
-from nasmlcn.search._registries.samplers import SAMPLERS
-from nasmlcn.search._types.setup import SearchSetup
+from nasmlcn.search._config import SearchConfig
+from nasmlcn.search.evaluators._base import EVALUATORS
+from nasmlcn.search.objectives._base import OBJECTIVES
+from nasmlcn.search.pruners._base import PRUNERS
+from nasmlcn.search.samplers._base import SAMPLERS
 from nasmlcn.search.spaces import SpaceContext, load_space
 
 if TYPE_CHECKING:
+    from nasmlcn.costs import CostModel
     from nasmlcn.data import DatasetInfo
     from nasmlcn.hardware import Catalog, DeviceSpec
+    from nasmlcn.planning import FlopsLimit
+    from nasmlcn.search.objectives._base import Objective
+    from nasmlcn.search.spaces import SearchSpace
+
+
+@dataclass(frozen=True)
+class SearchSetup:
+    """A validated search: the config and the objects built from it."""
+
+    config: SearchConfig
+    devices: tuple[DeviceSpec, ...]
+    flops: FlopsLimit
+    space: SearchSpace
+    cost_model: CostModel
+    objectives: tuple[Objective, ...]
+    dataset: DatasetInfo
+    space_context: SpaceContext
+    notices: tuple[str, ...] = ()  # what the user should know before the first trial
+
+    @property
+    def directions(self) -> list[str]:
+        return [o.direction for o in self.objectives]
+
+    @property
+    def metric_names(self) -> list[str]:
+        return [o.metric for o in self.objectives]
+
+    @property
+    def needs_training(self) -> bool:
+        return any(o.needs_training for o in self.objectives)
+
 
 MAX_HEAD_LANES = 256
 """Lanes the head device's memory reservation is sized for."""
@@ -41,7 +75,7 @@ def with_devices_cost_model(config: SearchConfig) -> SearchConfig:
             an objective needs a cost model the devices do not have.
     """
     from nasmlcn.costs import devices_cost_model
-    from nasmlcn.search._registries.objectives import check_cost_model
+    from nasmlcn.search.objectives._base import check_cost_model
 
     cost_model = devices_cost_model(config.devices, config.cost_model, config.device_file)
     check_cost_model(config.objectives, cost_model)
@@ -141,7 +175,7 @@ def memory_above_catalog(
 
 def _check_artifacts(config: SearchConfig) -> None:
     """The trials' weights folder can be made, before the study is written."""
-    from nasmlcn.search._registries.evaluators import EVALUATORS
+    from nasmlcn.search.evaluators._base import EVALUATORS
     from nasmlcn.study import artifacts_dir
 
     if not config.storage or not EVALUATORS.get(config.evaluator).checkpoints:

@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nasmlcn.errors import NasmlcnError, SearchError, nested, option
-from nasmlcn.search._registries.samplers import suggest_all
 from nasmlcn.search._results.summary import best_trials
-from nasmlcn.search._trial.run import build_and_place, write_candidate
-from nasmlcn.search._types.objective import learning_constraint
+from nasmlcn.search._run.trial import build_and_place, write_candidate
+from nasmlcn.search.objectives._base import learning_constraint
+from nasmlcn.search.samplers._base import suggest_all
 from nasmlcn.study import (
     StudyRecord,
     TrialRecord,
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from optuna.distributions import BaseDistribution
     from optuna.trial import FrozenTrial
 
-    from nasmlcn.search._types.setup import SearchSetup
+    from nasmlcn.search._prepare.setup import SearchSetup
 
 WARM_START_ATTR = StudyRecord.WARM_START
 """The study's ``nasmlcn`` info key, and the seed trials' user attribute."""
@@ -220,7 +220,7 @@ def warm_start(
 
 
 _TRAINING_PARAMS = ("batch_size", "lr", "lr_policy", "batch_policy")
-"""Sampled parameters that change how a model trains (search/_trial/run.py)."""
+"""Sampled parameters that change how a model trains (search/_run/trial.py)."""
 
 
 def _same_model(

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from nasmlcn._text import counted, percent
 from nasmlcn.errors import SearchError
-from nasmlcn.search._pruners.correlation import EpochCorrelation, FinishedTrial, epoch_correlations
+from nasmlcn.search.pruners._base import EpochCorrelation, FinishedTrial
+from nasmlcn.search.pruners._correlation import epoch_correlations
 from nasmlcn.study import TrialRecord
 from nasmlcn.study import best_trials as answer
 
@@ -63,7 +64,7 @@ class TrialSummary:
     measured: dict[str, Any]
     retrained: dict[str, Any] | None = None
     """The trial's ``nasmlcn retrain`` result on the search's dataset (None: never
-    retrained); :class:`~nasmlcn.search._retrain.run.RetrainedModel` as a dict."""
+    retrained); :class:`~nasmlcn.search._results.retrain.RetrainedModel` as a dict."""
     proposed: int = 1
     """Trials that proposed this model: it and its repeats (:func:`proposals`)."""
 
@@ -106,7 +107,7 @@ def summarize(
     proposed: int = 1,
 ) -> TrialSummary:
     """``trial`` as reports show it, with its retrained result if given
-    (:func:`~nasmlcn.search._retrain.run.retrained_by_trial`) and how many trials
+    (:func:`~nasmlcn.search._results.retrain.retrained_by_trial`) and how many trials
     proposed its model (:func:`proposals`)."""
     record = TrialRecord.of(trial)
     values = None
@@ -133,7 +134,7 @@ def summarize(
 
 
 def proposals(study: optuna.Study) -> dict[int, int]:
-    """Per trial that trained a model others repeated (search/_trial/repeats.py): how many
+    """Per trial that trained a model others repeated (search/_run/repeats.py): how many
     trials proposed that model, itself included; a trial not listed: 1."""
     from optuna.trial import TrialState
 
@@ -248,7 +249,7 @@ def finished_for_pruning(
         with_pruned: Also the pruned trials, with the epochs they ran and the costs
             they were pruned with (``pruning_costs``; successive halving compares
             at a rung with every trial that reached it).
-        repeats: Also the repeats (search/_trial/repeats.py), marked: a replay of the
+        repeats: Also the repeats (search/_run/repeats.py), marked: a replay of the
             pruner needs them; the live pruner does not compare with a model twice.
     """
     from optuna.trial import TrialState
@@ -304,7 +305,7 @@ def trial_counts(study: optuna.Study) -> dict[str, int]:
     # added by a warm start as data (nasmlcn.search._prepare.warm): not toward --trials
     complete_records = [TrialRecord.of(t) for t in by_state[TrialState.COMPLETE]]
     transferred = sum(r.transferred_from is not None for r in complete_records)
-    # took an earlier trial's result or curve (search/_trial/repeats.py): trained nothing
+    # took an earlier trial's result or curve (search/_run/repeats.py): trained nothing
     repeats = sum(r.repeat_of is not None for r in complete_records)
     pruned_repeats = sum(
         TrialRecord.of(t).repeat_of is not None for t in by_state[TrialState.PRUNED]
@@ -341,7 +342,7 @@ def pruned_records(study: optuna.Study) -> list[dict[str, Any]]:
                 "reason": record.prune_reason,
                 "seconds_saved": record.seconds_saved or 0.0,
                 # a repeat: its model's stored curve, replayed to the pruner, or a model
-                # an earlier trial found not to fit (search/_trial/repeats.py)
+                # an earlier trial found not to fit (search/_run/repeats.py)
                 "repeat_of": record.repeat_of,
                 "fits": record.fits,
             }
@@ -394,7 +395,7 @@ def describe_counts(counts: dict[str, int], count_repeats: bool = False) -> str:
 
 
 def not_learning(study: optuna.Study) -> list[dict[str, Any]]:
-    """The completed trials that did not learn (:mod:`nasmlcn.search._registries.objectives`):
+    """The completed trials that did not learn (:mod:`nasmlcn.search.objectives`):
     per trial its number and final validation accuracy, in trial order."""
     from optuna.trial import TrialState
 
@@ -454,7 +455,7 @@ def _retrained_correlations(study: optuna.Study) -> list[EpochCorrelation]:
     """NASCaps Table 2 against the retrained test accuracy (see :class:`CorrelationReport`)."""
     from optuna.trial import TrialState
 
-    from nasmlcn.search._pruners.correlation import retrained_correlations
+    from nasmlcn.search.pruners._correlation import retrained_correlations
     from nasmlcn.study import StudyRecord, retrained_by_trial
 
     models = retrained_by_trial(StudyRecord.read(study))

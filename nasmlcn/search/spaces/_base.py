@@ -23,7 +23,7 @@ mean", never replaced by its default in silence.
 
 A trial's model settings go into its spec (and the cost context its lanes are
 costed in); its training settings stay the trial's parameters, which
-``TrialTraining.of`` alone reads (``search/_trial/repeats.py``).
+``TrialTraining.of`` alone reads (``search/_run/repeats.py``).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class Candidate:
         lane mix writes them (most frequent first), equal lanes by device. Lane
         order does not change what a model computes (:func:`format_lane_mix`), so
         two trials whose lanes differ only in order train one network, spelled one
-        way, and are one model to the search's repeats (``search/_trial/repeats.py``)."""
+        way, and are one model to the search's repeats (``search/_run/repeats.py``)."""
         lanes = self.spec.lanes
         ranks = lane_mix_ranks(lanes)
         assignment = self.assignment

@@ -1,1 +1,0 @@
-"""The run: propose a trial, run it, tell the observers (``runner``)."""
