@@ -109,8 +109,12 @@ def faces() -> dict[str, dict[str, str]]:
     for name in sorted(names):
         module = importlib.import_module(name)
         exported = getattr(module, "__all__", None)
-        if exported is None:
-            continue
+        if exported is None:  # a plug-in family's face: what it imports by name
+            exported = [
+                n
+                for n, v in vars(module).items()
+                if not n.startswith("_") and not inspect.ismodule(v)
+            ]
         result[name] = {n: _what(getattr(module, n)) for n in sorted(exported)}
     return result
 
