@@ -32,9 +32,20 @@ def _blocks(text: str) -> list[str]:
 
 
 def _run(blocks: list[str], folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs the blocks; what they added to the plug-in registries is taken back (the
+    registries are the process's: the next test would see a reader's plug-ins)."""
+    from nasmlcn.search import EVALUATORS, OBJECTIVES, PRUNERS, SAMPLERS
+
+    registries = (SAMPLERS, EVALUATORS, PRUNERS, OBJECTIVES)
+    before = [set(r.names()) for r in registries]
     monkeypatch.chdir(folder)
-    for block in blocks:
-        exec(compile(block, "<documented block>", "exec"), {"__name__": "__main__"})
+    try:
+        for block in blocks:
+            exec(compile(block, "<documented block>", "exec"), {"__name__": "__main__"})
+    finally:
+        for registry, names in zip(registries, before, strict=True):
+            for name in set(registry.names()) - names:
+                registry.unregister(name)
 
 
 def test_the_section_names_every_public_entry_point() -> None:
@@ -59,6 +70,7 @@ def test_the_python_blocks_run(
     assert "study hooks target 3" in out
     assert "test at the best-validation epoch" in out  # the training block's report
     assert "(3, 28, 28) ('0', '1', '2') True" in out  # the own-images block
+    assert "plugged-in trials on the front" in out  # the plug-ins' block
     # the calls wrote only the storage named (and its SQLite side files), the
     # recipe and the architecture the blocks wrote themselves, and the folder the
     # reproduce block names
