@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,9 +35,10 @@ def _blocks(text: str) -> list[str]:
 def _run(blocks: list[str], folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs the blocks; what they added to the plug-in registries is taken back (the
     registries are the process's: the next test would see a reader's plug-ins)."""
+    from nasmlcn.registry import Registry
     from nasmlcn.search import EVALUATORS, OBJECTIVES, PRUNERS, SAMPLERS
 
-    registries = (SAMPLERS, EVALUATORS, PRUNERS, OBJECTIVES)
+    registries: tuple[Registry[Any], ...] = (SAMPLERS, EVALUATORS, PRUNERS, OBJECTIVES)
     before = [set(r.names()) for r in registries]
     monkeypatch.chdir(folder)
     try:
