@@ -150,6 +150,13 @@ def raising(error: Callable[[], BaseException]) -> Callable[[int, Any], None]:
     return handler
 
 
+def stop_pending() -> bool:
+    """Whether a handler of :func:`raising` raised a stop that :func:`lost_stops`'s
+    check has not raised again yet: an error caught meanwhile may be that stop, turned
+    into a library's own error."""
+    return bool(_raised)
+
+
 @contextmanager
 def lost_stops() -> Iterator[Callable[[], None]]:
     """For a loop that ends at its first stop: yields a check that raises again a stop

@@ -6,10 +6,15 @@ stays in test_workers.py and test_pool_signals.py."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+
 import pytest
 from optuna.trial import TrialState
 
 from nasmlcn.errors import DivergedError
+from nasmlcn.search import SearchObserver, TrialOutcome
 from tests.search._harness import Harness, Scripted
 from tests.search._harness import harness as harness  # the fixture
 
@@ -128,3 +133,24 @@ def test_a_model_proposed_again_is_trained_once(harness: Harness, count_repeats:
     for repeat in records:
         if repeat.repeat_of is not None:
             assert repeat.values == records[repeat.repeat_of].values
+
+
+def test_a_stop_a_library_turns_into_its_error_inside_an_observer_stops_the_run(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A SIGTERM inside an observer's commit came out as SQLAlchemy's AssertionError:
+    the observer's guard logged it as a failing observer, with its traceback, before
+    the stop was raised again."""
+
+    class Committing(SearchObserver):
+        def on_trial_end(self, outcome: TrialOutcome) -> None:
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)  # the handler raises here
+            except BaseException as stop:
+                raise AssertionError("the library's own error") from stop
+
+    result = harness.run(observers=[Committing()], trials=3)
+    assert result.stopped == "terminated"
+    assert [t.state for t in harness.trials()] == [TrialState.COMPLETE]
+    assert not [r for r in caplog.records if "failed in" in r.getMessage()]

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from nasmlcn._signals import stop_pending
 from nasmlcn.errors import DivergedError, TrainingError, field_text
 from nasmlcn.study import finished
 
@@ -103,6 +104,8 @@ class Observers(SearchObserver):
             except KeyboardInterrupt:
                 raise
             except Exception:
+                if stop_pending():  # a Ctrl-C or SIGTERM inside the observer's commit,
+                    continue  # come out as the library's error: the run's next check raises it
                 logger.warning(
                     "observer %s failed in %s", type(observer).__name__, hook, exc_info=True
                 )
