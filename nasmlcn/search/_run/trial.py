@@ -324,7 +324,6 @@ class TrialRun:
         self.training_seed = request.training_seed
         if pruning.costs:  # a pruned trial has no values: its costs for later trials' rivals
             write_pruning_costs(trial, pruning.costs)
-        stop_at, stop_why = trial_deadline(config, self.start)
         single = len(setup.directions) == 1
         seen: list[EpochReport] = []
         decision = CONTINUE
@@ -346,15 +345,12 @@ class TrialRun:
             if report.epoch >= config.epochs:
                 return decision  # the last epoch: the trial completes
             timeout = request.should_stop() if request.should_stop else None
-            now = time.perf_counter()
+            elapsed, limit = time.perf_counter() - self.start, config.trial_timeout
             if timeout is not None:
                 decision = EpochDecision("stop", f"{timeout} (after epoch {report.epoch})")
-            elif stop_at is not None and now >= stop_at:
-                decision = EpochDecision(
-                    "prune",
-                    f"{stop_why}: stopped after epoch {report.epoch} of {config.epochs} "
-                    f"({now - self.start:.0f} s)",
-                )
+            elif limit is not None and elapsed >= limit:  # PRUNED at an epoch boundary
+                why = f"after epoch {report.epoch} of {config.epochs} ({elapsed:.0f} s)"
+                decision = EpochDecision("prune", f"--trial-timeout {limit:g} s: stopped {why}")
             elif pruning.pruner is not None:
                 why = pruning.pruner.decide(
                     report.epoch, report.val_accuracy, pruning.finished, pruning.costs
@@ -478,14 +474,6 @@ def retry_of(trial: optuna.Trial, retried: bool) -> int | None:
         return None
     last = _record(trial).last_failed
     return last if last is not None else trial.number
-
-
-def trial_deadline(config: SearchConfig, start: float) -> tuple[float | None, str]:
-    """When the trial starting at ``start`` must stop (at an epoch boundary, PRUNED),
-    and why: its trial timeout."""
-    if config.trial_timeout is None:
-        return None, ""
-    return start + config.trial_timeout, f"--trial-timeout {config.trial_timeout:g} s"
 
 
 def search_deadline(

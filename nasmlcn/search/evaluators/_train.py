@@ -206,13 +206,9 @@ class TrainEvaluator:
         job_ended = time.perf_counter()
         if relay.stopped:  # pruned, or the search's time is up: nothing more to measure
             curve = tuple(h.val_accuracy for h in run.history)
-            return Evaluation(
-                accuracy=curve[-1] if curve else 0.0,
-                val_accuracy_per_epoch=curve,
-                seconds=job_ended - began,
-                device=used[0],
-                mode="single-device" if lanes is None else "lane-parallel",
-            )
+            mode = "single-device" if lanes is None else "lane-parallel"
+            accuracy = curve[-1] if curve else 0.0
+            return Evaluation(accuracy, curve, job_ended - began, device=used[0], mode=mode)
         measured = _measure_trained(run.module, splits, lanes, used, memory)
         # the most cores other processes held before, during or after the training
         measured.extra["machine_load"] = busy_record(looked, look_at_load())
