@@ -46,6 +46,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from nasmlcn import _storage_url
+from nasmlcn.cli import _console
+
 ENCODING = "utf-8"
 """What the command writes and the test reads (the machines run a UTF-8 locale)."""
 
@@ -221,8 +224,6 @@ def _fresh_consoles() -> None:
     fresh process gives them now (streams, ``COLUMNS``, colour variables): the module
     runs again under a private name, and its consoles' state replaces the shared
     objects' (the command modules hold those objects)."""
-    from nasmlcn.cli import _console
-
     spec = importlib.util.spec_from_file_location("_nasmlcn_fresh_console", _console.__file__)
     assert spec is not None
     assert spec.loader is not None
@@ -242,9 +243,6 @@ def _restored_state() -> Iterator[None]:
     import numpy as np
     import optuna
     import torch
-
-    from nasmlcn import _storage_url
-    from nasmlcn.cli import _console
 
     consoles = {name: dict(getattr(_console, name).__dict__) for name in ("out", "err")}
     loggers = _logger_states()

@@ -7,7 +7,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from nasmlcn import _storage_url
+import nasmlcn._storage_url as _storage_url
 from nasmlcn._storage_url import (
     DEFAULT_STORAGE,
     STORAGE_ENV,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nasmlcn.dashboard._figures._style import dominated_shade
+from nasmlcn.dashboard._figures._style import dominated_shade, shade_marker
 from tests.dashboard.test_extract import _row
 
 
@@ -21,7 +21,6 @@ def test_dominated_trials_are_coloured_by_generation_only_when_there_are_several
 
 def test_a_single_colour_value_gets_no_colour_bar() -> None:
     """Plotly draws a bar around one value (-0.4 to 0.4 for generation 0)."""
-    from nasmlcn.dashboard._figures._style import shade_marker
 
     assert "showscale" not in shade_marker([0], "generation", showscale=True)
     assert "showscale" not in shade_marker([3, 3], "trial", showscale=True)

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from nasmlcn.models import MLCN, build_model, capsule_loss, count_parameters
-from nasmlcn.models._conv import PointwiseConv2d
+from nasmlcn.models._conv import FoldedConv2d, PointwiseConv2d
 from nasmlcn.specs import ARCHITECTURES, CapsNetSpec, MLCNSpec, create_arch, parse_lane
 from tests.models.reference_lane import Lane
 
@@ -217,7 +217,6 @@ def _grad(param: torch.Tensor | None) -> torch.Tensor:
 
 
 def test_folded_pointwise_conv_equals_the_two_layers() -> None:
-    from nasmlcn.models._conv import FoldedConv2d
     from nasmlcn.specs import ConvSpec
 
     torch.manual_seed(0)

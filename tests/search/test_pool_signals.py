@@ -17,6 +17,8 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from nasmlcn._signals import SIGNAL_ECHO_S, lost_stops, raising, stops_held, stops_raised
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -188,8 +190,6 @@ def test_a_ctrl_c_lost_in_a_weakref_callback_is_raised_again() -> None:
     and its check raises it again."""
     import weakref
 
-    from nasmlcn._signals import lost_stops, stops_raised
-
     class Thing:
         pass
 
@@ -208,7 +208,6 @@ def test_a_ctrl_c_lost_in_a_weakref_callback_is_raised_again() -> None:
 
 
 def test_a_signal_echo_is_ignored_and_a_later_one_raises() -> None:
-    from nasmlcn._signals import SIGNAL_ECHO_S, raising
 
     handler = raising(KeyboardInterrupt)
     raised = 0
@@ -267,7 +266,6 @@ def test_the_relay_notes_a_signal_for_a_worker_still_starting_and_passes_it_on(
 def test_a_stop_while_a_trial_is_claimed_acts_once_the_claim_is_whole() -> None:
     """Ctrl-C between Optuna's ask and the end of sampling left a RUNNING trial
     that the loop did not have in hand, so nothing stopped it."""
-    from nasmlcn._signals import stops_held
 
     done = []
     with pytest.raises(KeyboardInterrupt), stops_held():

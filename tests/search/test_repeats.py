@@ -13,7 +13,8 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
 from nasmlcn.search import REPEATS_IN_A_ROW, EvalRequest, SearchConfig, run_search
-from nasmlcn.search._run.repeats import model_key, trained_original, training_seed
+from nasmlcn.search._run import trial as _trial_run
+from nasmlcn.search._run.repeats import model_key, trained_original, training_seed, wait_for_twin
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.study import TrialRecord, load_existing_study
 
@@ -143,7 +144,6 @@ def test_a_model_finished_elsewhere_meanwhile_makes_this_trial_a_repeat(
 ) -> None:
     """Two workers training one model at once: the one that finishes second takes
     the first one's result (simulated: the original appears during training)."""
-    from nasmlcn.search._run import trial as _trial_run
 
     config = _config(tmp_path, trials=2, space="mlcn-homogeneous")
     run_search(config.with_overrides(trials=1))
@@ -177,7 +177,6 @@ def test_a_twin_that_ends_between_this_trial_s_looks_is_seen(
     trial's first (or second) look at the study: this trial takes its result and
     trains nothing. Looking for a finished original before a running twin missed a
     twin that ended in between, and the model was trained twice."""
-    from nasmlcn.search._run import trial as _trial_run
 
     config = _config(tmp_path, trials=2, space="mlcn-homogeneous")
     run_search(config.with_overrides(trials=1))
@@ -264,8 +263,6 @@ def test_a_model_another_worker_is_training_is_waited_for(tmp_path: Path, ends: 
     import threading
     import time
 
-    from nasmlcn.search._run.repeats import wait_for_twin
-
     study, twin = _twin_study(tmp_path)
 
     def finish() -> None:
@@ -298,8 +295,6 @@ def test_a_twin_whose_worker_died_is_not_waited_for(tmp_path: Path) -> None:
     the waiting trial trains the model itself."""
     import time
 
-    from nasmlcn.search._run.repeats import wait_for_twin
-
     study, _ = _twin_study(tmp_path, grace=1)
     tick = time.perf_counter()
     assert wait_for_twin(study, "k1", 1, poll=0.2, grace=1.0, max_retries=1) is None
@@ -312,7 +307,6 @@ def test_a_trial_run_takes_the_twin_s_result(
 ) -> None:
     """Wired in: a trial whose model a twin finished while it waited is a repeat of
     it, and trains nothing."""
-    from nasmlcn.search._run import trial as _trial_run
 
     config = _config(tmp_path, trials=2, space="mlcn-homogeneous")
     run_search(config.with_overrides(trials=1))

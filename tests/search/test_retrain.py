@@ -26,6 +26,7 @@ from nasmlcn.search import (
     retrain_study,
     retrained_correlations,
 )
+from nasmlcn.search._results.retrain_plan import plan_retrain, run_folder, selection_notes
 from nasmlcn.study import (
     RetrainedModel,
     load_existing_study,
@@ -392,8 +393,6 @@ def test_pareto_on_a_single_objective_study_is_its_best_trial(
 def test_top_k_are_k_different_models(proxy: SearchConfig, tmp_path: Path) -> None:
     from optuna.trial import create_trial
 
-    from nasmlcn.search._results.retrain_plan import plan_retrain, selection_notes
-
     url = f"sqlite:///{tmp_path / 'copy.db'}"
     optuna.copy_study(
         from_study_name="s", from_storage=proxy.storage, to_storage=url, to_study_name="s"
@@ -587,7 +586,6 @@ def test_retrained_correlations_pair_each_curve_with_its_own_trial() -> None:
 
 def test_the_report_names_the_run_folders_it_wrote() -> None:
     from nasmlcn.search import RetrainReport
-    from nasmlcn.search._results.retrain_plan import run_folder
 
     plain = RetrainReport("s", "top 1", "synthetic", "out", ())
     seeded = replace(plain, seed=1)

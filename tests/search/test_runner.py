@@ -30,6 +30,8 @@ from nasmlcn.search import (
     first_epoch_reaching,
     run_search,
 )
+from nasmlcn.search._run import loop as runner
+from nasmlcn.search._run import trial as run_trial
 from nasmlcn.study import load_existing_study, open_storage
 
 
@@ -211,7 +213,6 @@ def test_ctrl_c_after_a_trial_was_told_stops_the_run_and_keeps_the_trial(
 ) -> None:
     """A Ctrl-C between Optuna's tell and the end of the trial's bookkeeping tried to
     fail the finished trial: UpdateFinishedTrialError, exit 1."""
-    from nasmlcn.search._run import loop as runner
 
     told = runner.retry_of
 
@@ -297,7 +298,6 @@ def test_a_stop_a_library_turned_into_its_own_error_stops_and_queues_the_trial(
     """A SIGTERM inside the commit of an epoch's report failed the trial as an error
     of its own (no retry queued) and the search ended; inside the commit of its
     record the search crashed. Either way it is the stop it was."""
-    from nasmlcn.search._run import trial as run
     from nasmlcn.study import BufferedStorage
 
     converted = optuna.exceptions.StorageInternalError("An exception is raised during the commit")
@@ -311,14 +311,14 @@ def test_a_stop_a_library_turned_into_its_own_error_stops_and_queues_the_trial(
 
         monkeypatch.setattr(BufferedStorage, "set_trial_intermediate_value", reported)
     else:
-        write = run.write_candidate
+        write = run_trial.write_candidate
 
         def written(trial: optuna.Trial, *args: Any) -> None:
             write(trial, *args)
             if trial.number == 1:
                 _sigterm_turned_into(converted)
 
-        monkeypatch.setattr(run, "write_candidate", written)
+        monkeypatch.setattr(run_trial, "write_candidate", written)
     config = _config(tmp_path, trials=4)
     result = run_search(config)
     assert result.stopped == "terminated"
@@ -340,10 +340,8 @@ def test_ctrl_c_inside_a_query_while_another_worker_commits_still_queues_the_tri
     is locked") and the trial stayed RUNNING."""
     from sqlalchemy.orm import context
 
-    from nasmlcn.search._run import trial as run
-
     config = _config(tmp_path, trials=4)
-    of = run.Pruning.of
+    of = run_trial.Pruning.of
     query = context.QueryContext.__init__
 
     def interrupted(self: object, *args: object, **kwargs: object) -> None:
@@ -361,7 +359,7 @@ def test_ctrl_c_inside_a_query_while_another_worker_commits_still_queues_the_tri
         return of(setup, pruner, study, plan)
 
     study_name = "cut"
-    monkeypatch.setattr(run.Pruning, "of", pruning_of)
+    monkeypatch.setattr(run_trial.Pruning, "of", pruning_of)
     result = run_search(replace(config, study=study_name))
     assert result.stopped == "interrupted"
     study = load_existing_study(result.study, config.storage)
@@ -773,9 +771,8 @@ def test_a_trial_ends_as_decided_even_where_the_evaluator_trains_on(tmp_path: Pa
 
 
 def test_the_search_time_budget_is_not_taken_for_ctrl_c() -> None:
-    from nasmlcn.search._run.trial import SearchTimeout
 
-    assert not issubclass(SearchTimeout, KeyboardInterrupt)
+    assert not issubclass(run_trial.SearchTimeout, KeyboardInterrupt)
 
 
 @pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:"])
@@ -791,14 +788,14 @@ def test_a_stop_asked_for_requeues_the_trial_however_often_it_comes() -> None:
     """--timeout, Ctrl-C and SIGTERM are no crashes: a trial stopped by each of five
     scheduler jobs in turn is queued again every time (it was dropped after
     --max-retries 3, checkpoint and all)."""
-    from nasmlcn.search._run.loop import _stopped
-    from nasmlcn.search._run.trial import SearchTimeout
 
     study = optuna.create_study()
     study.enqueue_trial({"x": 1.0})
     for job in range(5):
         trial = study.ask({"x": optuna.distributions.FloatDistribution(0, 2)})
-        outcome = _stopped(study, trial, job > 0, SearchTimeout("the search's --timeout 5 s"))
+        outcome = runner._stopped(
+            study, trial, job > 0, run_trial.SearchTimeout("the search's --timeout 5 s")
+        )
         assert outcome.queued_again_as is not None, job
     states = [t.state for t in study.trials]
     assert states == [TrialState.FAIL] * 5 + [TrialState.WAITING]
@@ -812,9 +809,6 @@ def test_another_worker_never_sees_a_stopped_trial_failed_but_not_yet_queued_aga
     one more than --trials (the copy ran as well)."""
     import threading
     import time
-
-    from nasmlcn.search._run import loop as runner
-    from nasmlcn.search._run.trial import SearchTimeout
 
     url = f"sqlite:///{tmp_path / 's.db'}"
     mine, other = open_storage(url, heartbeat=False), open_storage(url, heartbeat=False)
@@ -830,7 +824,7 @@ def test_another_worker_never_sees_a_stopped_trial_failed_but_not_yet_queued_aga
 
     monkeypatch.setattr(runner, "retry", slow_retry)
     stopping = threading.Thread(
-        target=runner._stopped, args=(study, trial, False, SearchTimeout("--timeout 5 s"))
+        target=runner._stopped, args=(study, trial, False, run_trial.SearchTimeout("--timeout 5 s"))
     )
     stopping.start()
     assert told.wait(30)

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import pytest
 import torch
 
+import nasmlcn.training._cores as _cores
 from nasmlcn.hardware import crowded_record, look_at_load
 from nasmlcn.specs import MLCNSpec
 from nasmlcn.training import Callback, EpochResult, TrainConfig, TrainJob, share_cores, train
@@ -38,8 +39,6 @@ def own_threads(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     """Torch at two threads, as a command starts on two cores with no
     ``OMP_NUM_THREADS`` (the test run sets one per worker), and a process that has
     neither warned nor lowered its threads yet."""
-    from nasmlcn.training import _cores
-
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(_cores, "_said", set())
     monkeypatch.setattr(_cores, "_lowered_from", [])
@@ -86,7 +85,6 @@ def test_the_threads_come_back_once_the_machine_is_free(
     own_threads: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from nasmlcn.hardware import MachineLoad
-    from nasmlcn.training import _cores
 
     looks = iter([MachineLoad(2, 1.0, 1.0), MachineLoad(2, 0.0, 1.0)])
     monkeypatch.setattr(_cores, "look_at_load", lambda: next(looks))
@@ -100,7 +98,6 @@ def test_a_user_s_own_thread_count_is_kept(
     own_threads: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from nasmlcn.hardware import MachineLoad
-    from nasmlcn.training import _cores
 
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     monkeypatch.setattr(_cores, "look_at_load", lambda: MachineLoad(2, 1.0, 1.0))

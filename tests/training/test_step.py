@@ -21,7 +21,7 @@ from nasmlcn.specs import MLCNSpec
 from nasmlcn.training import RunOptions, TrainConfig, make_optimizer, save_checkpoint
 from nasmlcn.training._optimizer_state import restack_optimizer_state
 from nasmlcn.training._step import WARMUP_STEPS, EvalStep, TrainStep, graphs_apply
-from nasmlcn.training._trainer import train_epochs
+from nasmlcn.training._trainer import _Sums, resident, train_epochs
 
 # kinds interleaved: the class capsules are put back in lane order (an index on the GPU)
 SPEC = MLCNSpec.from_lanes("mlcn2:1x1,mlcn1:1x1,2*mlcn2:1x1,mlcn1:1x1")
@@ -233,7 +233,6 @@ def test_a_graphed_step_on_resident_batches_never_waits_on_the_host() -> None:
     """After warm-up and capture, cutting a shuffled, augmented batch on the GPU and
     training on it make no host synchronisation (torch raises on one)."""
     from nasmlcn.training import AUGMENTATIONS
-    from nasmlcn.training._trainer import _Sums, resident
 
     device = torch.device("cuda")
     splits = resident(load_splits("synthetic", train_limit=200, val_limit=20), device)
