@@ -349,8 +349,8 @@ class TrialRun:
             if timeout is not None:
                 decision = EpochDecision("stop", f"{timeout} (after epoch {report.epoch})")
             elif limit is not None and elapsed >= limit:  # PRUNED at an epoch boundary
-                why = f"after epoch {report.epoch} of {config.epochs} ({elapsed:.0f} s)"
-                decision = EpochDecision("prune", f"--trial-timeout {limit:g} s: stopped {why}")
+                when = f"after epoch {report.epoch} of {config.epochs} ({elapsed:.0f} s)"
+                decision = EpochDecision("prune", f"--trial-timeout {limit:g} s: stopped {when}")
             elif pruning.pruner is not None:
                 why = pruning.pruner.decide(
                     report.epoch, report.val_accuracy, pruning.finished, pruning.costs
