@@ -116,9 +116,12 @@ def protocol_getattrs() -> list[str]:
     return found
 
 
-def private_test_imports() -> int:
-    """Import statements in ``tests/`` that name a private module of the package."""
+def private_test_imports() -> tuple[int, int]:
+    """Import statements in ``tests/`` that name a private module of the package, and
+    the (test file, private module) pairs they make: what a move of that module
+    breaks (a module is named by its path up to its first private part)."""
     count = 0
+    pairs: set[tuple[Path, str]] = set()
     for path in sorted((ROOT / "tests").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
@@ -132,7 +135,11 @@ def private_test_imports() -> int:
                 if n.startswith("nasmlcn.") and any(p.startswith("_") for p in n.split(".")[1:])
             ]
             count += bool(private)
-    return count
+            for name in private:
+                parts = name.split(".")
+                first = next(i for i, part in enumerate(parts) if i and part.startswith("_"))
+                pairs.add((path, ".".join(parts[: first + 1])))
+    return count, len(pairs)
 
 
 def wheel_benchmark_lines() -> int:
@@ -246,7 +253,8 @@ def main() -> int:
     print(f"getattr with a default on an evaluator, pruner or observer: {len(getattrs)}")
     for line in getattrs:
         print(f"  {line}")
-    print(f"private-module imports in tests: {private_test_imports()}")
+    statements, pairs = private_test_imports()
+    print(f"private-module imports in tests: {statements} ({pairs} test file-module pairs)")
     if "--trace" in sys.argv[1:]:
         every, trial, functions_run = traced_trial_files()
         for title, files in (("a one-trial search", every), ("the trial (claim to tell)", trial)):
