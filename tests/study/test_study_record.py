@@ -94,16 +94,7 @@ def test_what_later_runs_added_is_kept_by_a_round_trip() -> None:
 
 
 def test_a_search_writes_a_record_that_reads_back(tmp_path: Path) -> None:
-    config = SearchConfig(
-        evaluator="proxy",
-        storage=f"sqlite:///{tmp_path / 'r.db'}",
-        trials=1,
-        epochs=2,
-        dataset="synthetic",
-        devices="2xK80",
-        seed=3,
-    )
-    run_search(config)
+    config, _ = _searched(tmp_path, seed=3)
     study = load_existing_study(None, config.storage)
     record = StudyRecord.read(study)
     assert record.to_dict() == study_info(study)  # every stored key, read and written back
@@ -181,7 +172,9 @@ def _retrained(number: int) -> RetrainedModel:
     )  # fmt: skip
 
 
-def _searched(tmp_path: Path) -> tuple[SearchConfig, optuna.Study]:
+def _searched(tmp_path: Path, **options: Any) -> tuple[SearchConfig, optuna.Study]:
+    """A one-trial proxy search on synthetic data (``options`` add to its settings),
+    and its study."""
     config = SearchConfig(
         evaluator="proxy",
         storage=f"sqlite:///{tmp_path / 'r.db'}",
@@ -189,6 +182,7 @@ def _searched(tmp_path: Path) -> tuple[SearchConfig, optuna.Study]:
         epochs=2,
         dataset="synthetic",
         devices="2xK80",
+        **options,
     )
     run_search(config)
     name = load_existing_study(None, config.storage).study_name  # (opened read-only)
